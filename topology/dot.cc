@@ -132,8 +132,9 @@ std::string ToDot(const Node& node, DeviceSet highlight) {
   };
   std::set<std::pair<std::string, std::string>> tree_edges;
   auto tree_edge = [&](const std::string& a, const std::string& b) {
-    if (tree_edges.insert({a, b}).second)
+    if (tree_edges.insert({a, b}).second) {
       out << "  " << Quote(a) << " -- " << Quote(b) << " [color=\"#b0bec5\"];\n";
+    }
   };
   for (int id = 0; id < node.size(); ++id) {
     const DeviceSpec& d = node.device(id);
@@ -170,8 +171,9 @@ std::string ToDot(const Fabric& fabric, const std::vector<int>& highlight) {
   std::vector<std::vector<int>> members(static_cast<size_t>(fabric.domain_count()));
   std::vector<int> loose;
   for (int d = 0; d < fabric.domain_count(); ++d) {
-    if (fabric.domain_parent(d) >= 0)
+    if (fabric.domain_parent(d) >= 0) {
       children[static_cast<size_t>(fabric.domain_parent(d))].push_back(d);
+    }
   }
   for (int n = 0; n < fabric.node_count(); ++n) {
     if (fabric.node_leaf(n) >= 0) {
@@ -189,8 +191,9 @@ std::string ToDot(const Fabric& fabric, const std::vector<int>& highlight) {
   std::function<void(int, const std::string&)> emit_domain = [&](int d, const std::string& indent) {
     const TierSpec& tier = fabric.tier(fabric.domain_tier(d));
     std::string label = tier.name + ": " + fabric.domain_name(d);
-    if (tier.bandwidth_gbps > 0)
+    if (tier.bandwidth_gbps > 0) {
       label += " (" + Gbps(static_cast<int64_t>(tier.bandwidth_gbps * 1000)) + ")";
+    }
     out << indent << "subgraph " << Quote("cluster_" + fabric.domain_name(d)) << " {\n"
         << indent << "  label=" << Quote(label) << "; style=rounded;\n";
     for (int c : children[static_cast<size_t>(d)]) emit_domain(c, indent + "  ");

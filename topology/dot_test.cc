@@ -19,8 +19,9 @@ TEST_CASE("node pictures show devices, groups, links and the chosen set") {
   const std::string dot = ToDot(*node, DeviceSet::Of({2, 3}));
   CHECK(dot.rfind("graph \"atlas800t-a3\" {", 0) == 0);
   CHECK(Balanced(dot));
-  for (int id = 0; id < node->size(); ++id)
+  for (int id = 0; id < node->size(); ++id) {
     CHECK(dot.find("\"" + node->device(id).name + "\"") != std::string::npos);
+  }
   CHECK(dot.find("subgraph cluster_1 {\n    label=\"module-1 (hiam-module)\"") !=
         std::string::npos);
   CHECK(dot.find("\"npu-2\" -- \"npu-3\" [label=\"sio\\n224 GB/s\", color=\"#d32f2f\"") !=

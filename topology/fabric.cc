@@ -51,8 +51,9 @@ StatusOr<Fabric> Fabric::Build(const FabricSpec& spec) {
     int domain = -1;
     if (!n.domain.empty()) {
       auto it = domain_ids.find(n.domain);
-      if (it == domain_ids.end())
+      if (it == domain_ids.end()) {
         return InvalidArgumentError(field + ".domain: unknown domain " + n.domain);
+      }
       domain = it->second;
       f.domains_[static_cast<size_t>(domain)].nodes.push_back(static_cast<int>(i));
     }

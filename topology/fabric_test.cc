@@ -22,8 +22,9 @@ FabricSpec Tree(int spines, int leaves_per_spine, int per_leaf) {
     for (int l = 0; l < leaves_per_spine; ++l) {
       const std::string leaf = "leaf-" + std::to_string(s) + "-" + std::to_string(l);
       spec.domains.push_back({leaf, 0, spine});
-      for (int n = 0; n < per_leaf; ++n)
+      for (int n = 0; n < per_leaf; ++n) {
         spec.nodes.push_back({"node-" + std::to_string(node++), leaf});
+      }
     }
   }
   return spec;

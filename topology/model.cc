@@ -15,11 +15,11 @@ constexpr std::array<std::string_view, kLinkTypeCount> kLinkTypeNames = {
     "mlulink",     "metaxlink",   "mtlink", "blink",     "gcu-link",    "xpulink",
     "pcie-switch", "host-bridge", "numa",   "cross-numa"};
 
-constexpr std::array<std::string_view, 9> kGroupKindNames = {
+constexpr std::array<std::string_view, kGroupKindCount> kGroupKindNames = {
     "hccs-ring",   "hccs-area",   "hiam-module", "nvswitch-board", "link-domain", "card",
     "pcie-switch", "host-bridge", "numa"};
 
-constexpr std::array<std::string_view, 7> kRuleSetNames = {
+constexpr std::array<std::string_view, kRuleSetKindCount> kRuleSetNames = {
     "any", "ascend910-ring", "ascend910b-box16", "ascend-a3", "nvswitch", "pcie-tree", "ring-sets"};
 
 template <typename Enum, size_t N>
@@ -119,8 +119,9 @@ Status Node::Compile(const NodeSpec& spec) {
   name_ = spec.name;
   model_ = spec.model;
   rule_set_ = spec.rule_set.kind;
-  if (spec.devices.empty())
+  if (spec.devices.empty()) {
     return InvalidArgumentError("devices: a node needs at least one device");
+  }
   if (spec.devices.size() > static_cast<size_t>(kMaxDevices)) {
     return InvalidArgumentError("devices: " + std::to_string(spec.devices.size()) +
                                 " devices; at most " + std::to_string(kMaxDevices) + " per node");
@@ -159,8 +160,9 @@ Status Node::Compile(const NodeSpec& spec) {
   for (size_t i = 0; i < spec.links.size(); ++i) {
     const LinkSpec& l = spec.links[i];
     const std::string f = Field("links", i);
-    if (l.devices.size() < 2)
+    if (l.devices.size() < 2) {
       return InvalidArgumentError(f + ".devices: a link needs at least 2 devices");
+    }
     if (!(l.bandwidth_gbps > 0) || !std::isfinite(l.bandwidth_gbps)) {
       return InvalidArgumentError(f + ".bandwidthGBps: must be a positive number");
     }
@@ -211,8 +213,9 @@ Status Node::Compile(const NodeSpec& spec) {
     const GroupSpec& g = spec.groups[i];
     const std::string f = Field("groups", i);
     if (g.name.empty()) return InvalidArgumentError(f + ".name: must not be empty");
-    if (!group_names.insert(g.name).second)
+    if (!group_names.insert(g.name).second) {
       return InvalidArgumentError(f + ".name: duplicate group " + g.name);
+    }
     if (g.members.empty()) return InvalidArgumentError(f + ".members: a group needs members");
     Group group{g.name, g.kind, {}, {}, false};
     for (size_t j = 0; j < g.members.size(); ++j) {
@@ -229,10 +232,12 @@ Status Node::Compile(const NodeSpec& spec) {
   std::map<std::pair<GroupKind, std::string>, std::vector<int>> derived;
   for (size_t i = 0; i < n; ++i) {
     const DeviceSpec& d = devices_[i];
-    if (d.pcie_path.size() >= 3)
+    if (d.pcie_path.size() >= 3) {
       derived[{GroupKind::kPcieSwitch, d.pcie_path[1]}].push_back(static_cast<int>(i));
-    if (!d.pcie_path.empty())
+    }
+    if (!d.pcie_path.empty()) {
       derived[{GroupKind::kHostBridge, d.pcie_path[0]}].push_back(static_cast<int>(i));
+    }
     if (d.numa_node >= 0) {
       derived[{GroupKind::kNuma, std::to_string(d.numa_node)}].push_back(static_cast<int>(i));
     }
@@ -243,8 +248,9 @@ Status Node::Compile(const NodeSpec& spec) {
       DeviceSet mask = DeviceSet::Of(members);
       // A derived group with the same members as an existing one would count twice.
       if (std::any_of(groups_.begin(), groups_.end(),
-                      [&](const Group& g) { return g.mask == mask; }))
+                      [&](const Group& g) { return g.mask == mask; })) {
         continue;
+      }
       groups_.push_back(
           Group{std::string(GroupKindName(kind)) + "-" + key.second, kind, members, mask, true});
     }
@@ -350,9 +356,10 @@ Status Node::CheckRuleSet(const RuleSetSpec& rules) {
           DeviceSet set;
           for (size_t j = 0; j < sets[i].size(); ++j) {
             std::optional<int> id = FindDevice(sets[i][j]);
-            if (!id)
+            if (!id) {
               return InvalidArgumentError(f + Field("", i) + Field("", j) + ": unknown device " +
                                           sets[i][j]);
+            }
             set.Add(*id);
           }
           if (set.size() != set_size) {
@@ -420,8 +427,9 @@ Node::UnitSystem Node::MakeUnits(std::vector<DeviceSet> units) const {
     if (a.size() != b.size()) return false;
     std::vector<int> perm(static_cast<size_t>(size()));
     std::iota(perm.begin(), perm.end(), 0);
-    for (size_t i = 0; i < a.size(); ++i)
+    for (size_t i = 0; i < a.size(); ++i) {
       std::swap(perm[static_cast<size_t>(a[i])], perm[static_cast<size_t>(b[i])]);
+    }
     return SwapIsAutomorphism(perm);
   });
   sys.units = std::move(units);

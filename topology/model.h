@@ -63,6 +63,7 @@ enum class GroupKind {
   kHostBridge,     // derived
   kNuma,           // derived
 };
+inline constexpr int kGroupKindCount = 9;
 std::string_view GroupKindName(GroupKind kind);
 std::optional<GroupKind> ParseGroupKind(std::string_view name);
 
@@ -76,6 +77,7 @@ enum class RuleSetKind {
   kPcieTree,         // any count; prefer same switch, then host bridge, then NUMA (by bandwidth)
   kRingSets,         // only the listed device sets (Cambricon / Kunlun style)
 };
+inline constexpr int kRuleSetKindCount = 7;
 std::string_view RuleSetKindName(RuleSetKind kind);
 std::optional<RuleSetKind> ParseRuleSetKind(std::string_view name);
 

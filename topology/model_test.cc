@@ -93,8 +93,9 @@ TEST_CASE("bad node descriptions name the field") {
   spec.devices.clear();
   CHECK(BuildError(spec) == "devices: a node needs at least one device");
   spec = TwoGpus();
-  for (int i = 2; i < 70; ++i)
+  for (int i = 2; i < 70; ++i) {
     spec.devices.push_back(DeviceSpec{"gpu-" + std::to_string(i), "gpu", i, 0, -1, {}});
+  }
   CHECK(BuildError(spec) == "devices: 70 devices; at most 64 per node");
 }
 
@@ -104,7 +105,7 @@ TEST_CASE("rule sets check the groups they need") {
   CHECK(BuildError(spec) ==
         "ruleSet: ascend910-ring needs hccs-ring groups covering every device; npu-4 is in none");
   spec = testing::Atlas800tA3();
-  spec.groups[0].members.push_back("npu-2");
+  spec.groups[0].members.emplace_back("npu-2");
   CHECK_THAT(BuildError(spec), Catch::Contains("do not overlap"));
   spec = testing::Atlas200tA2Box16();
   spec.groups[1].members.pop_back();

@@ -10,9 +10,6 @@
 namespace xpu::topology {
 namespace {
 
-// Fragmentation weight of the Ascend 910 ring table; the generic group term breaks its ties.
-constexpr int64_t kTableWeight = int64_t{1} << 32;
-
 // Groups of `kind`, in device order (the rule sets that use them were checked by Node::Build).
 std::vector<const Group*> GroupsOf(const Node& node, GroupKind kind) {
   std::vector<const Group*> out;
@@ -52,8 +49,9 @@ bool CountAllowed(const Node& node, int k, std::string* allowed) {
   switch (node.rule_set()) {
     case RuleSetKind::kAscend910Ring: {
       int ring = 0;
-      for (const Group* g : GroupsOf(node, GroupKind::kHccsRing))
+      for (const Group* g : GroupsOf(node, GroupKind::kHccsRing)) {
         ring = std::max(ring, g->mask.size());
+      }
       for (int c : {1, 2, 4}) {
         if (c <= ring) counts.push_back(c);
       }
@@ -97,14 +95,17 @@ int64_t Fragmentation(const Node& node, DeviceSet free, DeviceSet set) {
   for (const Group& g : node.groups()) {
     if (g.mask.Intersects(set)) frag += (g.mask & free).size();
   }
-  if (node.rule_set() == RuleSetKind::kAscend910Ring && set.size() < node.size()) {
-    for (const Group* ring : GroupsOf(node, GroupKind::kHccsRing)) {
-      if (set.IsSubsetOf(ring->mask)) {
-        frag += kTableWeight * Ascend910RingRank(set.size(), (ring->mask & free).size());
-      }
+  return frag;
+}
+
+int Preference(const Node& node, DeviceSet free, DeviceSet set) {
+  if (node.rule_set() != RuleSetKind::kAscend910Ring || set.size() == node.size()) return 0;
+  for (const Group* ring : GroupsOf(node, GroupKind::kHccsRing)) {
+    if (set.IsSubsetOf(ring->mask)) {
+      return Ascend910RingRank(set.size(), (ring->mask & free).size());
     }
   }
-  return frag;
+  return 0;
 }
 
 // Depth-first search over units (single devices, A3 modules or Box16 position pairs), in order
@@ -219,8 +220,9 @@ class Search {
       const Unit& u = units_[i];
       if (closed_[static_cast<size_t>(u.cls)] || u.size > need || u.internal_min < floor) continue;
       bool fast_enough = true;
-      for (int m : u.members)
+      for (int m : u.members) {
         fast_enough = fast_enough && s.min_to[static_cast<size_t>(m)] >= floor;
+      }
       if (!fast_enough) continue;
       capacity += u.size;
       for (int m : u.members) {
@@ -241,7 +243,8 @@ class Search {
     const int need = count_ - s.count;
     if (need == 0) {
       if (required_.IsSubsetOf(s.chosen) && RuleAllows(node_, s.chosen)) {
-        Offer(s.chosen, Score{s.min, s.total, Fragmentation(node_, free_, s.chosen)});
+        Offer(s.chosen, Score{s.min, s.total, Preference(node_, free_, s.chosen),
+                              Fragmentation(node_, free_, s.chosen)});
       }
       return;
     }
@@ -279,6 +282,7 @@ std::string Plural(int n, std::string_view what) {
 bool Score::BetterThan(const Score& other) const {
   if (bottleneck_mbps != other.bottleneck_mbps) return bottleneck_mbps > other.bottleneck_mbps;
   if (total_mbps != other.total_mbps) return total_mbps > other.total_mbps;
+  if (preference != other.preference) return preference < other.preference;
   return fragmentation < other.fragmentation;
 }
 
@@ -336,6 +340,7 @@ Score Evaluate(const Node& node, DeviceSet free, DeviceSet set) {
       score.total_mbps += bw;
     }
   }
+  score.preference = Preference(node, free, set);
   score.fragmentation = Fragmentation(node, free, set);
   return score;
 }
@@ -379,14 +384,16 @@ SolveResult Solve(const Node& node, DeviceSet free, int count, DeviceSet require
       if (count == n) {
         search.Run(node.singles(), node.All());
       } else {
-        for (const Group* ring : GroupsOf(node, GroupKind::kHccsRing))
+        for (const Group* ring : GroupsOf(node, GroupKind::kHccsRing)) {
           search.Run(node.singles(), ring->mask);
+        }
       }
       break;
     case RuleSetKind::kAscend910BBox16:
       if (count <= AreaSize(node)) {
-        for (const Group* area : GroupsOf(node, GroupKind::kHccsArea))
+        for (const Group* area : GroupsOf(node, GroupKind::kHccsArea)) {
           search.Run(node.singles(), area->mask);
+        }
       } else {
         search.Run(node.positions(), node.All());
       }

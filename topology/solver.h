@@ -2,8 +2,8 @@
 //
 // Objective, in order: the rule set's hard rules; the set's bottleneck bandwidth (slowest pair),
 // higher first; total pair bandwidth, higher first; fragmentation left behind, lower first
-// (prefer the fullest group that still fits, so whole groups stay free; Ascend 910 rings use the
-// published preference table instead); lowest device indices. Pure and deterministic.
+// (the vendor's published preference table where there is one, then the fullest group that
+// still fits, so whole groups stay free); lowest device indices. Pure and deterministic.
 #ifndef XPU_TOPOLOGY_SOLVER_H_
 #define XPU_TOPOLOGY_SOLVER_H_
 
@@ -24,7 +24,11 @@ inline constexpr int64_t kNoPairs = std::numeric_limits<int64_t>::max();
 struct Score {
   int64_t bottleneck_mbps = kNoPairs;  // slowest pair; kNoPairs for one device
   int64_t total_mbps = 0;              // sum over pairs
-  int64_t fragmentation = 0;           // lower is better
+  // The vendor's published preference rank (Ascend 910 rings: 0 = best); 0 where there is no
+  // table. Lower is better; compared before fragmentation.
+  int preference = 0;
+  // Sum, over the groups the set touches, of their free devices: lower keeps whole groups free.
+  int64_t fragmentation = 0;
 
   // True when `this` is strictly better than `other` (ignoring the index tie-break).
   bool BetterThan(const Score& other) const;

@@ -43,8 +43,9 @@ Oracle BruteForce(const Node& node, DeviceSet free, int k, DeviceSet required) {
       best = Oracle{true, set, score};
     }
   };
-  if (k >= 1 && k <= free.size())
+  if (k >= 1 && k <= free.size()) {
     ForEachSubset(free.Ids(), static_cast<size_t>(k), 0, DeviceSet(), visit);
+  }
   return best;
 }
 
