@@ -1,0 +1,264 @@
+#include "xpuctl/cli.h"
+
+#include <charconv>
+#include <exception>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "api/node_description.h"
+#include "xpuctl/internal/commands.h"
+
+namespace xpu::cli {
+namespace {
+
+using internal::Flags;
+
+struct FlagSpec {
+  std::string_view name;   // long name: --name
+  char short_name;         // '\0' when none: -o
+  std::string_view value;  // placeholder in the usage text; empty for a switch
+  bool required;
+  std::string_view help;
+};
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  std::vector<FlagSpec> flags;
+  StatusOr<int> (*run)(const Flags&, std::ostream&);
+};
+
+constexpr FlagSpec kTopologyFlag = {"topology", '\0', "FILE", true,
+                                    "node description (JSON, docs/node-description.md)"};
+constexpr FlagSpec kOutputFlag = {"output", 'o', "json|yaml", false,
+                                  "output format (default json)"};
+constexpr FlagSpec kHelpFlag = {"help", 'h', "", false, "show this help"};
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = {
+      {"plan",
+       "choose the best devices for a request on one node (exit 3: infeasible)",
+       {kTopologyFlag,
+        {"count", '\0', "K", true, "number of devices wanted"},
+        {"allocated", '\0', "d1,d2", false, "devices already taken (names such as npu-0)"},
+        kOutputFlag,
+        kHelpFlag},
+       internal::RunPlan},
+      {"topo",
+       "draw a node's devices, links and groups with Graphviz",
+       {kTopologyFlag,
+        {"highlight", '\0', "d1,d2", false, "devices to fill, with the links among them bold"},
+        {"format", '\0', "dot|svg", false, "DOT text, or SVG through graphviz 'dot' (default dot)"},
+        {"out", '\0', "FILE", false, "write to FILE instead of standard output"},
+        kHelpFlag},
+       internal::RunTopo},
+      {"groups",
+       "list the aligned device groups of one size, the sets worth publishing",
+       {kTopologyFlag, {"size", '\0', "K", true, "group size"}, kOutputFlag, kHelpFlag},
+       internal::RunGroups},
+  };
+  return commands;
+}
+
+// `text` padded with spaces to `width` columns (at least one space).
+std::string Pad(std::string_view text, size_t width) {
+  return std::string(text) + std::string(text.size() < width ? width - text.size() : 1, ' ');
+}
+
+std::string MainUsage() {
+  std::string text =
+      "xpuctl: the xpu-dra operator tool\n\n"
+      "usage: xpuctl <command> [flags]\n\ncommands:\n";
+  for (const Command& c : Commands()) {
+    text += "  " + Pad(c.name, 8) + std::string(c.summary) + "\n";
+  }
+  text +=
+      "  help    show this text; 'xpuctl help <command>' shows a command's flags\n\n"
+      "Flags take their value as '--flag value' or '--flag=value'.\n"
+      "Exit status: 0 ok, 1 internal error, 2 bad usage or input, 3 infeasible.\n";
+  return text;
+}
+
+std::string FlagLabel(const FlagSpec& f) {
+  std::string label = f.short_name ? std::string("-") + f.short_name + ", " : "";
+  label += "--" + std::string(f.name);
+  if (!f.value.empty()) label += " " + std::string(f.value);
+  return label;
+}
+
+std::string CommandUsage(const Command& c) {
+  std::string text = "usage: xpuctl " + std::string(c.name);
+  for (const FlagSpec& f : c.flags) {
+    if (f.name == "help") continue;
+    const std::string flag = "--" + std::string(f.name) + " " + std::string(f.value);
+    text += f.required ? " " + flag : " [" + flag + "]";
+  }
+  text += "\n\n" + std::string(c.summary) + "\n\nflags:\n";
+  for (const FlagSpec& f : c.flags) {
+    text += "  " + Pad(FlagLabel(f), 26) + std::string(f.help) + (f.required ? " (required)" : "") +
+            "\n";
+  }
+  return text;
+}
+
+const Command* FindCommand(std::string_view name) {
+  for (const Command& c : Commands()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+// Parses args[1..] as the flags of `command`: "--name value", "--name=value", "-o value",
+// "-o=value"; then checks the required ones (unless --help was given).
+StatusOr<Flags> ParseFlags(const Command& command, const std::vector<std::string>& args) {
+  Flags flags;
+  for (size_t i = 1; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const bool is_long = arg.starts_with("--");
+    if (!arg.starts_with("-") || arg.size() < 2) {
+      return InvalidArgumentError("unexpected argument \"" + arg + "\"");
+    }
+    const size_t eq = arg.find('=');
+    const size_t start = is_long ? 2 : 1;
+    const std::string_view name =
+        std::string_view{arg}.substr(start, eq == std::string::npos ? eq : eq - start);
+    const FlagSpec* spec = nullptr;
+    for (const FlagSpec& f : command.flags) {
+      if (is_long ? f.name == name : (name.size() == 1 && f.short_name == name[0])) spec = &f;
+    }
+    if (spec == nullptr) return InvalidArgumentError("unknown flag " + arg.substr(0, eq));
+    std::string value;
+    if (eq != std::string::npos) {
+      if (spec->value.empty()) {
+        return InvalidArgumentError("--" + std::string(spec->name) + " takes no value");
+      }
+      value = arg.substr(eq + 1);
+    } else if (!spec->value.empty()) {
+      if (i + 1 >= args.size()) {
+        return InvalidArgumentError("--" + std::string(spec->name) + " needs a value");
+      }
+      value = args[++i];
+    }
+    if (!flags.emplace(spec->name, std::move(value)).second) {
+      return InvalidArgumentError("--" + std::string(spec->name) + " given twice");
+    }
+  }
+  if (flags.contains("help")) return flags;
+  for (const FlagSpec& f : command.flags) {
+    if (f.required && !flags.contains(f.name)) {
+      return InvalidArgumentError("--" + std::string(f.name) + " is required");
+    }
+  }
+  return flags;
+}
+
+int ExitCode(const Status& status) {
+  switch (status.code()) {
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kOutOfRange:
+      return kExitUsage;
+    default:
+      return kExitError;
+  }
+}
+
+int Dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  if (args.empty()) {
+    err << MainUsage();
+    return kExitUsage;
+  }
+  // "xpuctl help <command>" is "xpuctl <command> --help".
+  const bool help = args[0] == "help";
+  if (args[0] == "--help" || args[0] == "-h" || (help && args.size() == 1)) {
+    out << MainUsage();
+    return kExitOk;
+  }
+  const std::string& name = help ? args[1] : args[0];
+  const Command* command = FindCommand(name);
+  if (command == nullptr) {
+    err << "xpuctl: unknown command \"" << name
+        << "\"\nrun 'xpuctl --help' for the list of commands\n";
+    return kExitUsage;
+  }
+  if (help) {
+    out << CommandUsage(*command);
+    return kExitOk;
+  }
+  StatusOr<Flags> flags = ParseFlags(*command, args);
+  if (!flags.ok()) {
+    err << "xpuctl " << name << ": " << flags.status().message() << "\nrun 'xpuctl " << name
+        << " --help' for usage\n";
+    return kExitUsage;
+  }
+  if (flags->contains("help")) {
+    out << CommandUsage(*command);
+    return kExitOk;
+  }
+  StatusOr<int> code = command->run(*flags, out);
+  if (!code.ok()) {
+    err << "xpuctl " << name << ": " << code.status().message() << "\n";
+    return ExitCode(code.status());
+  }
+  return *code;
+}
+
+}  // namespace
+
+int RunXpuctl(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  try {
+    return Dispatch(args, out, err);
+  } catch (const std::exception& e) {
+    err << "xpuctl: internal error: " << e.what() << "\n";
+    return kExitError;
+  }
+}
+
+namespace internal {
+
+StatusOr<topology::Node> LoadNode(const Flags& flags) {
+  const std::string& path = flags.at("topology");
+  ASSIGN_OR_RETURN(topology::NodeSpec spec, api::ReadNodeDescriptionFile(path));
+  StatusOr<topology::Node> node = topology::Node::Build(spec);
+  if (!node.ok()) return node.status().WithContext("read topology " + path);
+  return node;
+}
+
+StatusOr<int> PositiveIntFlag(const Flags& flags, std::string_view name) {
+  auto it = flags.find(name);
+  if (it == flags.end()) return InvalidArgumentError("--" + std::string(name) + " is required");
+  const std::string& text = it->second;
+  int value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < 1) {
+    return InvalidArgumentError("--" + std::string(name) + ": expected a positive integer, got \"" +
+                                text + "\"");
+  }
+  return value;
+}
+
+StatusOr<topology::DeviceSet> DevicesFlag(const Flags& flags, std::string_view name,
+                                          const topology::Node& node) {
+  auto it = flags.find(name);
+  if (it == flags.end()) return topology::DeviceSet();
+  StatusOr<topology::DeviceSet> set = node.ParseDeviceList(it->second);
+  if (!set.ok()) return set.status().WithContext("--" + std::string(name));
+  return set;
+}
+
+StatusOr<std::string> ChoiceFlag(const Flags& flags, std::string_view name,
+                                 std::initializer_list<std::string_view> allowed) {
+  auto it = flags.find(name);
+  if (it == flags.end()) return std::string(*allowed.begin());
+  std::string list;
+  for (std::string_view a : allowed) {
+    if (a == it->second) return it->second;
+    list += (list.empty() ? "" : " or ") + std::string(a);
+  }
+  return InvalidArgumentError("--" + std::string(name) + ": expected " + list + ", got \"" +
+                              it->second + "\"");
+}
+
+}  // namespace internal
+}  // namespace xpu::cli

@@ -1,0 +1,314 @@
+#include "xpuctl/cli.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "xpuctl/internal/commands.h"
+
+namespace xpu::cli {
+namespace {
+
+using Catch::Matchers::Contains;
+using Catch::Matchers::StartsWith;
+using nlohmann::json;
+
+struct Result {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Result Run(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = RunXpuctl(args, out, err);
+  return {code, out.str(), err.str()};
+}
+
+std::string Fixture(const std::string& name) {
+  return std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/topologies/" + name + ".json";
+}
+
+// Sorted device names of a plan's output.
+std::vector<std::string> PlannedDevices(const Result& r) {
+  INFO(r.out << r.err);
+  REQUIRE(r.code == kExitOk);
+  std::vector<std::string> devices = json::parse(r.out).at("devices");
+  std::sort(devices.begin(), devices.end());
+  return devices;
+}
+
+// A path under a fresh temporary directory, removed with everything in it at the end.
+class TempDir {
+ public:
+  TempDir()
+      : dir_(std::filesystem::temp_directory_path() /
+             ("xpuctl-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
+    std::filesystem::create_directories(dir_);
+  }
+  ~TempDir() { std::filesystem::remove_all(dir_); }
+  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string Write(const std::string& name, const std::string& contents) const {
+    std::ofstream(Path(name)) << contents;
+    return Path(name);
+  }
+
+ private:
+  static inline int counter_ = 0;
+  std::filesystem::path dir_;
+};
+
+TEST_CASE("help lists the commands and their flags") {
+  for (std::string flag : {"--help", "-h", "help"}) {
+    Result r = Run({flag});
+    CHECK(r.code == kExitOk);
+    for (const char* text : {"plan", "topo", "groups", "Exit status"}) {
+      CHECK_THAT(r.out, Contains(text));
+    }
+  }
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"plan", "--help"},
+                                               {"help", "plan"},
+                                               {"plan", "-h", "--count", "x"}}) {
+    Result r = Run(args);
+    CHECK(r.code == kExitOk);
+    CHECK_THAT(r.out,
+               StartsWith("usage: xpuctl plan --topology FILE --count K [--allocated d1,d2]"));
+    CHECK_THAT(r.out, Contains("-o, --output json|yaml"));
+    CHECK_THAT(r.out, Contains("(required)"));
+  }
+  CHECK_THAT(Run({"topo", "--help"}).out, Contains("--format dot|svg"));
+  CHECK_THAT(Run({"groups", "--help"}).out, Contains("--size K"));
+}
+
+TEST_CASE("bad usage exits 2 with a message and a hint") {
+  const std::string topo = Fixture("atlas800-9000");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{}, "xpuctl: the xpu-dra operator tool\n\nusage: xpuctl <command>"},
+      {{"plna"}, "xpuctl: unknown command \"plna\"\nrun 'xpuctl --help'"},
+      {{"help", "plna"}, "xpuctl: unknown command \"plna\""},
+      {{"plan", "--topology", topo, "--cnt", "2"},
+       "xpuctl plan: unknown flag --cnt\nrun 'xpuctl plan --help' for usage"},
+      {{"plan", "--topology", topo, "--cnt=2"}, "xpuctl plan: unknown flag --cnt\n"},
+      {{"plan", "-count", "2"}, "xpuctl plan: unknown flag -count\n"},
+      {{"plan", "--count", "2"}, "xpuctl plan: --topology is required"},
+      {{"plan", "--topology", topo, "--count"}, "xpuctl plan: --count needs a value"},
+      {{"plan", "--topology", topo, "--count", "2", "extra"},
+       "xpuctl plan: unexpected argument \"extra\""},
+      {{"plan", "--topology", topo, "--count", "2", "--count=3"},
+       "xpuctl plan: --count given twice"},
+      {{"plan", "--help=yes"}, "xpuctl plan: --help takes no value"},
+      {{"topo", "--topology", topo, "--count", "2"}, "xpuctl topo: unknown flag --count"},
+  };
+  for (const Case& c : cases) {
+    Result r = Run(c.args);
+    INFO(r.err);
+    CHECK(r.code == kExitUsage);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, StartsWith(c.message));
+  }
+}
+
+TEST_CASE("plan --count must be a positive integer") {
+  for (std::string count : {"0", "-1", "x", "2x", "", " 2", "99999999999"}) {
+    Result r = Run({"plan", "--topology", Fixture("atlas800-9000"), "--count", count});
+    CHECK(r.code == kExitUsage);
+    CHECK(r.err == "xpuctl plan: --count: expected a positive integer, got \"" + count + "\"\n");
+  }
+}
+
+TEST_CASE("plan prints the chosen devices and the score") {
+  const std::string topo = Fixture("atlas800-9000");
+  Result r = Run({"plan", "--topology", topo, "--count", "4"});
+  REQUIRE(r.code == kExitOk);
+  const json doc = json::parse(r.out);
+  CHECK(doc["feasible"] == true);
+  CHECK(doc["node"] == "atlas800-9000");
+  const std::vector<std::string> ring0 = {"npu-0", "npu-1", "npu-2", "npu-3"};
+  const std::vector<std::string> ring1 = {"npu-4", "npu-5", "npu-6", "npu-7"};
+  CHECK((PlannedDevices(r) == ring0 || PlannedDevices(r) == ring1));
+  CHECK(doc["score"]["bottleneckGBps"].get<double>() > 0);
+  CHECK(doc["score"]["totalGBps"].get<double>() >=
+        doc["score"]["bottleneckGBps"].get<double>() * 6);
+  CHECK(doc["score"]["fragmentation"].is_number_integer());
+  CHECK(r.out == doc.dump(2) + "\n");
+  // --flag=value is the same as --flag value.
+  CHECK(Run({"plan", "--topology=" + topo, "--count=4"}).out == r.out);
+}
+
+TEST_CASE("plan follows the vendor rules of the bundled models") {
+  // Atlas 800 9000: request 1 goes to the ring with one free device.
+  Result one = Run({"plan", "--topology", Fixture("atlas800-9000"), "--count", "1", "--allocated",
+                    "npu-0,npu-1,npu-2,npu-4"});
+  CHECK(PlannedDevices(one) == std::vector<std::string>{"npu-3"});
+  CHECK(json::parse(one.out)["score"]["bottleneckGBps"].is_null());
+  // Atlas 800T A3: free {0,2,3,4}, request 2 takes the whole module {2,3}.
+  std::string allocated = "npu-1";
+  for (int i = 5; i < 16; ++i) allocated += ",npu-" + std::to_string(i);
+  CHECK(PlannedDevices(Run({"plan", "--topology", Fixture("atlas800t-a3"), "--count", "2",
+                            "--allocated", allocated})) ==
+        std::vector<std::string>{"npu-2", "npu-3"});
+  // HGX H200: 8 takes the board.
+  CHECK(PlannedDevices(Run({"plan", "--topology", Fixture("hgx-h200"), "--count", "8"})).size() ==
+        8);
+}
+
+TEST_CASE("plan reports an infeasible request on stdout with exit 3") {
+  Result r = Run({"plan", "--topology", Fixture("atlas800-9000"), "--count", "3"});
+  CHECK(r.code == kExitInfeasible);
+  const json doc = json::parse(r.out);
+  CHECK(doc["feasible"] == false);
+  CHECK_FALSE(doc["reason"].get<std::string>().empty());
+  CHECK(r.err.empty());
+  CHECK(Run({"plan", "--topology", Fixture("hgx-h200"), "--count", "9"}).code == kExitInfeasible);
+  CHECK(Run({"plan", "--topology", Fixture("hgx-h200"), "--count", "2", "--allocated",
+             "gpu-0,gpu-1,gpu-2,gpu-3,gpu-4,gpu-5,gpu-6"})
+            .code == kExitInfeasible);
+}
+
+TEST_CASE("plan -o yaml prints the same document as YAML") {
+  const std::string topo = Fixture("atlas800-9000");
+  Result json_out = Run({"plan", "--topology", topo, "--count", "2"});
+  Result yaml_out = Run({"plan", "--topology", topo, "--count", "2", "-o", "yaml"});
+  REQUIRE(yaml_out.code == kExitOk);
+  CHECK(yaml_out.out == internal::ToYaml(json::parse(json_out.out)));
+  CHECK_THAT(yaml_out.out, StartsWith("devices: [npu-"));
+  CHECK_THAT(yaml_out.out,
+             Contains("\nfeasible: true\nnode: atlas800-9000\nscore:\n  bottleneckGBps: "));
+  CHECK(Run({"plan", "--topology", topo, "--count", "2", "--output=yaml"}).out == yaml_out.out);
+  Result bad = Run({"plan", "--topology", topo, "--count", "2", "-o", "xml"});
+  CHECK(bad.code == kExitUsage);
+  CHECK(bad.err == "xpuctl plan: --output: expected json or yaml, got \"xml\"\n");
+}
+
+TEST_CASE("ToYaml writes block mappings, flow lists and safe scalars") {
+  const json doc = json::parse(R"({
+    "devices": ["npu-0", "npu-1"], "feasible": true, "reason": "count 3: not allowed",
+    "score": {"bottleneckGBps": null, "totalGBps": 12.5, "fragmentation": 2},
+    "groups": [["a", "b"], []], "items": [{"k": "true"}, 7], "empty": {}, "two words": "Yes"
+  })");
+  CHECK(internal::ToYaml(doc) ==
+        "devices: [npu-0, npu-1]\n"
+        "empty: {}\n"
+        "feasible: true\n"
+        "groups:\n"
+        "  - [a, b]\n"
+        "  - []\n"
+        "items:\n"
+        "  -\n"
+        "    k: \"true\"\n"
+        "  - 7\n"
+        "reason: \"count 3: not allowed\"\n"
+        "score:\n"
+        "  bottleneckGBps: null\n"
+        "  fragmentation: 2\n"
+        "  totalGBps: 12.5\n"
+        "\"two words\": \"Yes\"\n");
+  CHECK(internal::ToYaml(json::array()) == "[]\n");
+}
+
+TEST_CASE("bad node descriptions exit 2 naming the file and the field") {
+  TempDir dir;
+  struct Case {
+    std::string contents;
+    std::string message;  // after "xpuctl plan: read topology <file>: "
+  };
+  const std::vector<Case> cases = {
+      {R"({"devices": 7})", "name: missing required field"},
+      {R"({"name": "n", "ruleSet": {"kind": "any"}, "devices": 7})",
+       "devices: expected an array, got number 7"},
+      {R"({"name": "n", "ruleSet": {"kind": "any"}, "devices": [{"name": "gpu-0", "kind": "gpu", "index": -1}]})",
+       "devices[0].index: expected a non-negative integer, got number -1"},
+      {R"({"name": "n", "ruleSet": {"kind": "any"}, "devices": [{"name": "gpu-0", "kind": "gpu", "index": 0}],
+           "links": [{"type": "nvlink", "bandwidthGBps": 50, "devices": ["gpu-0", "gpu-9"]}]})",
+       "links[0].devices[1]: unknown device gpu-9"},
+      {"{\"name\": ", "invalid JSON at byte 10: "},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string file = dir.Write("bad" + std::to_string(i) + ".json", cases[i].contents);
+    Result r = Run({"plan", "--topology", file, "--count", "1"});
+    CHECK(r.code == kExitUsage);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, StartsWith("xpuctl plan: read topology " + file + ": " + cases[i].message));
+  }
+  Result missing = Run({"plan", "--topology", dir.Path("none.json"), "--count", "1"});
+  CHECK(missing.code == kExitUsage);
+  CHECK(missing.err ==
+        "xpuctl plan: read topology " + dir.Path("none.json") + ": no such file or directory\n");
+  Result unknown = Run(
+      {"plan", "--topology", Fixture("hgx-h200"), "--count", "1", "--allocated", "gpu-0,gpu-99"});
+  CHECK(unknown.code == kExitUsage);
+  CHECK_THAT(unknown.err, StartsWith("xpuctl plan: --allocated: device gpu-99"));
+}
+
+TEST_CASE("topo draws the node as DOT, SVG or into a file") {
+  const std::string topo = Fixture("atlas800t-a3");
+  Result dot = Run({"topo", "--topology", topo, "--highlight", "npu-2,npu-3", "--format", "dot"});
+  REQUIRE(dot.code == kExitOk);
+  CHECK_THAT(dot.out, Contains("graph"));
+  CHECK_THAT(dot.out, Contains("npu-2"));
+  CHECK(Run({"topo", "--topology", topo, "--highlight", "npu-2,npu-3"}).out == dot.out);
+
+  TempDir dir;
+  Result to_file =
+      Run({"topo", "--topology", topo, "--highlight=npu-2,npu-3", "--out", dir.Path("a3.dot")});
+  CHECK(to_file.code == kExitOk);
+  CHECK(to_file.out.empty());
+  std::stringstream written;
+  written << std::ifstream(dir.Path("a3.dot")).rdbuf();
+  CHECK(written.str() == dot.out);
+
+  Result bad_format = Run({"topo", "--topology", topo, "--format", "png"});
+  CHECK(bad_format.code == kExitUsage);
+  CHECK(bad_format.err == "xpuctl topo: --format: expected dot or svg, got \"png\"\n");
+  Result bad_device = Run({"topo", "--topology", topo, "--highlight", "gpu-0"});
+  CHECK(bad_device.code == kExitUsage);
+  CHECK_THAT(bad_device.err, StartsWith("xpuctl topo: --highlight: device gpu-0"));
+
+  SECTION("svg through graphviz") {
+    if (::system("command -v dot >/dev/null 2>&1") != 0) {
+      WARN("graphviz 'dot' is not installed; skipping the SVG rendering check");
+      return;
+    }
+    Result svg = Run({"topo", "--topology", topo, "--format", "svg"});
+    CHECK(svg.code == kExitOk);
+    CHECK_THAT(svg.out, Contains("<svg"));
+    CHECK_THAT(svg.out, Contains("</svg>"));
+  }
+  SECTION("svg without graphviz") {
+    const std::string path = std::getenv("PATH") == nullptr ? "" : std::getenv("PATH");
+    ::setenv("PATH", dir.Path("").c_str(), 1);
+    Result svg = Run({"topo", "--topology", topo, "--format", "svg"});
+    ::setenv("PATH", path.c_str(), 1);
+    CHECK(svg.code == kExitError);
+    CHECK(svg.out.empty());
+    CHECK(svg.err == "xpuctl topo: graphviz 'dot' not found on PATH; use --format dot\n");
+  }
+}
+
+TEST_CASE("groups lists aligned groups of the size") {
+  Result r = Run({"groups", "--topology", Fixture("atlas800-9000"), "--size", "4"});
+  REQUIRE(r.code == kExitOk);
+  const json doc = json::parse(r.out);
+  CHECK(doc["size"] == 4);
+  REQUIRE_FALSE(doc["groups"].empty());
+  for (const json& group : doc["groups"]) CHECK(group.size() == 4);
+  CHECK_THAT(
+      Run({"groups", "--topology", Fixture("atlas800-9000"), "--size", "4", "-o", "yaml"}).out,
+      StartsWith("groups:\n  - [npu-"));
+  CHECK(Run({"groups", "--topology", Fixture("atlas800-9000"), "--size", "0"}).code == kExitUsage);
+}
+
+}  // namespace
+}  // namespace xpu::cli

@@ -1,0 +1,47 @@
+// Private to xpuctl: the commands and the helpers they share.
+#ifndef XPU_XPUCTL_INTERNAL_COMMANDS_H_
+#define XPU_XPUCTL_INTERNAL_COMMANDS_H_
+
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "topology/device_set.h"
+#include "topology/model.h"
+
+namespace xpu::cli::internal {
+
+// The flags given to a command, by long name without dashes: {"topology": "x.json"}. Flags
+// without a value (--help) map to "".
+using Flags = std::map<std::string, std::string, std::less<>>;
+
+// A command returns its exit code (kExitOk, kExitInfeasible) or an error: invalid-argument and
+// not-found errors exit with kExitUsage, others with kExitError.
+StatusOr<int> RunPlan(const Flags& flags, std::ostream& out);
+StatusOr<int> RunGroups(const Flags& flags, std::ostream& out);
+StatusOr<int> RunTopo(const Flags& flags, std::ostream& out);
+
+// Reads and builds the node of --topology; errors read "read topology FILE: <field>: ...".
+StatusOr<topology::Node> LoadNode(const Flags& flags);
+// --<name> as an integer >= 1.
+StatusOr<int> PositiveIntFlag(const Flags& flags, std::string_view name);
+// --<name> as a comma-separated list of device names of `node`; absent: the empty set.
+StatusOr<topology::DeviceSet> DevicesFlag(const Flags& flags, std::string_view name,
+                                          const topology::Node& node);
+// --<name> checked against `allowed` ("json", "yaml"); absent: the first allowed value.
+StatusOr<std::string> ChoiceFlag(const Flags& flags, std::string_view name,
+                                 std::initializer_list<std::string_view> allowed);
+
+// Prints `doc` as JSON (indent 2) or YAML, per --output; `format` is "json" or "yaml".
+void PrintDocument(const nlohmann::json& doc, std::string_view format, std::ostream& out);
+// YAML for the documents xpuctl prints: block mappings, flow sequences of scalars, plain scalars
+// where YAML reads them back as the same string, JSON-quoted ones otherwise.
+std::string ToYaml(const nlohmann::json& doc);
+
+}  // namespace xpu::cli::internal
+
+#endif  // XPU_XPUCTL_INTERNAL_COMMANDS_H_
