@@ -30,8 +30,9 @@ std::vector<SolveCase> SolveCases(int sets) {
   // The adversarial case: 16 devices with random uneven links, no symmetry to exploit.
   topology::NodeSpec spec;
   spec.name = "random-uneven-16";
-  for (int i = 0; i < 16; ++i)
+  for (int i = 0; i < 16; ++i) {
     spec.devices.push_back({"gpu-" + std::to_string(i), "gpu", i, 0, i / 8, {}});
+  }
   const double bandwidths[] = {25, 50, 100, 150, 200};
   for (int a = 0; a < 16; ++a) {
     for (int b = a + 1; b < 16; ++b) {
