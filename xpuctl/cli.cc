@@ -1,11 +1,13 @@
 #include "xpuctl/cli.h"
 
+#include <algorithm>
 #include <charconv>
 #include <exception>
 #include <optional>
 #include <utility>
 #include <vector>
 
+#include "api/fabric_description.h"
 #include "api/node_description.h"
 #include "xpuctl/internal/commands.h"
 
@@ -31,6 +33,8 @@ struct Command {
 
 constexpr FlagSpec kTopologyFlag = {"topology", '\0', "FILE", true,
                                     "node description (JSON, docs/node-description.md)"};
+constexpr FlagSpec kFabricFlag = {"fabric", '\0', "FILE", true,
+                                  "fabric description (JSON, docs/fabric-description.md)"};
 constexpr FlagSpec kOutputFlag = {"output", 'o', "json|yaml", false,
                                   "output format (default json)"};
 constexpr FlagSpec kHelpFlag = {"help", 'h', "", false, "show this help"};
@@ -45,10 +49,22 @@ const std::vector<Command>& Commands() {
         kOutputFlag,
         kHelpFlag},
        internal::RunPlan},
+      {"gang",
+       "place a multi-node gang in the tightest fabric domain (exit 3: infeasible)",
+       {kFabricFlag,
+        {"nodes", '\0', "M", true, "number of nodes in the gang"},
+        {"devices-per-node", '\0', "K", true, "free devices each node must have"},
+        {"highest-tier", '\0', "NAME", false,
+         "highest tier the gang may span (default: the top tier)"},
+        kOutputFlag,
+        kHelpFlag},
+       internal::RunGang},
       {"topo",
-       "draw a node's devices, links and groups with Graphviz",
-       {kTopologyFlag,
-        {"highlight", '\0', "d1,d2", false, "devices to fill, with the links among them bold"},
+       "draw a node's devices and links, or a fabric's domains and nodes, with Graphviz",
+       {{"topology", '\0', "FILE", false, "node description; give this or --fabric"},
+        {"fabric", '\0', "FILE", false, "fabric description; give this or --topology"},
+        {"highlight", '\0', "d1,d2", false,
+         "devices to fill, with the links among them bold; with --fabric, nodes to fill"},
         {"format", '\0', "dot|svg", false, "DOT text, or SVG through graphviz 'dot' (default dot)"},
         {"out", '\0', "FILE", false, "write to FILE instead of standard output"},
         kHelpFlag},
@@ -225,6 +241,16 @@ StatusOr<topology::Node> LoadNode(const Flags& flags) {
   return node;
 }
 
+StatusOr<FabricInput> LoadFabric(const Flags& flags) {
+  const std::string& path = flags.at("fabric");
+  std::vector<int> free_devices;
+  ASSIGN_OR_RETURN(const topology::FabricSpec spec,
+                   api::ReadFabricDescriptionFile(path, &free_devices));
+  StatusOr<topology::Fabric> fabric = topology::Fabric::Build(spec);
+  if (!fabric.ok()) return fabric.status().WithContext("read fabric " + path);
+  return FabricInput{std::move(fabric).value(), std::move(free_devices)};
+}
+
 StatusOr<int> PositiveIntFlag(const Flags& flags, std::string_view name) {
   auto it = flags.find(name);
   if (it == flags.end()) return InvalidArgumentError("--" + std::string(name) + " is required");
@@ -245,6 +271,28 @@ StatusOr<topology::DeviceSet> DevicesFlag(const Flags& flags, std::string_view n
   StatusOr<topology::DeviceSet> set = node.ParseDeviceList(it->second);
   if (!set.ok()) return set.status().WithContext("--" + std::string(name));
   return set;
+}
+
+StatusOr<std::vector<int>> NodesFlag(const Flags& flags, std::string_view name,
+                                     const topology::Fabric& fabric) {
+  std::vector<int> nodes;
+  auto it = flags.find(name);
+  if (it == flags.end()) return nodes;
+  const std::string_view csv = it->second;
+  for (size_t start = 0; start <= csv.size();) {
+    const size_t comma = std::min(csv.find(',', start), csv.size());
+    const std::string_view item = csv.substr(start, comma - start);
+    if (!item.empty()) {
+      const std::optional<int> id = fabric.FindNode(item);
+      if (!id) {
+        return InvalidArgumentError("--" + std::string(name) + ": node " + std::string(item) +
+                                    " is not in the fabric");
+      }
+      nodes.push_back(*id);
+    }
+    start = comma + 1;
+  }
+  return nodes;
 }
 
 StatusOr<std::string> ChoiceFlag(const Flags& flags, std::string_view name,

@@ -12,7 +12,7 @@ namespace xpu::cli {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitError = 1;  // internal or environment error (e.g. graphviz missing)
 inline constexpr int kExitUsage = 2;  // bad usage or bad input; the message names file and field
-inline constexpr int kExitInfeasible = 3;  // `plan`: no device set satisfies the request
+inline constexpr int kExitInfeasible = 3;  // `plan`, `gang`: no placement satisfies the request
 
 // Runs `xpuctl <args...>` (args without the program name): results go to `out`, messages to
 // `err`. Returns the exit code; never throws.

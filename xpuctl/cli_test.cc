@@ -37,6 +37,10 @@ std::string Fixture(const std::string& name) {
   return std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/topologies/" + name + ".json";
 }
 
+std::string FabricFixture(const std::string& name) {
+  return std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/fabrics/" + name + ".json";
+}
+
 // Sorted device names of a plan's output.
 std::vector<std::string> PlannedDevices(const Result& r) {
   INFO(r.out << r.err);
@@ -70,7 +74,7 @@ TEST_CASE("help lists the commands and their flags") {
   for (std::string flag : {"--help", "-h", "help"}) {
     Result r = Run({flag});
     CHECK(r.code == kExitOk);
-    for (const char* text : {"plan", "topo", "groups", "Exit status"}) {
+    for (const char* text : {"plan", "gang", "topo", "groups", "Exit status"}) {
       CHECK_THAT(r.out, Contains(text));
     }
   }
@@ -86,6 +90,11 @@ TEST_CASE("help lists the commands and their flags") {
   }
   CHECK_THAT(Run({"topo", "--help"}).out, Contains("--format dot|svg"));
   CHECK_THAT(Run({"groups", "--help"}).out, Contains("--size K"));
+  CHECK_THAT(Run({"gang", "--help"}).out,
+             StartsWith("usage: xpuctl gang --fabric FILE --nodes M --devices-per-node K "
+                        "[--highest-tier NAME] [--output json|yaml]"));
+  CHECK_THAT(Run({"topo", "--help"}).out,
+             StartsWith("usage: xpuctl topo [--topology FILE] [--fabric FILE]"));
 }
 
 TEST_CASE("bad usage exits 2 with a message and a hint") {
@@ -308,6 +317,206 @@ TEST_CASE("groups lists aligned groups of the size") {
       Run({"groups", "--topology", Fixture("atlas800-9000"), "--size", "4", "-o", "yaml"}).out,
       StartsWith("groups:\n  - [npu-"));
   CHECK(Run({"groups", "--topology", Fixture("atlas800-9000"), "--size", "0"}).code == kExitUsage);
+}
+
+// superpod-demo: leaf-0 {00..03: 8 8 8 8}, leaf-1 {04..07: 8 0 8 4} under spine-0; leaf-2
+// {08..11: 8 8 8 2}, leaf-3 {12..15: 0 0 8 8} under spine-1.
+TEST_CASE("gang fits a leaf: the fullest leaf that holds it, ranks in fabric order") {
+  const std::string fabric = FabricFixture("superpod-demo");
+  Result r = Run({"gang", "--fabric", fabric, "--nodes", "3", "--devices-per-node", "8"});
+  INFO(r.err);
+  REQUIRE(r.code == kExitOk);
+  CHECK(r.err.empty());
+  const json doc = json::parse(r.out);
+  CHECK(r.out == doc.dump(2) + "\n");
+  CHECK(doc == json::parse(R"({
+    "feasible": true, "tier": "leaf", "domain": "leaf-2",
+    "nodes": ["node-08", "node-09", "node-10"],
+    "ranks": [{"rank": 0, "node": "node-08"}, {"rank": 1, "node": "node-09"},
+              {"rank": 2, "node": "node-10"}],
+    "freeDevicesLeft": 2
+  })"));
+  // Smaller requests see more eligible nodes: 4 nodes of 4 fit leaf-1 (8 0 8 4).
+  const json small =
+      json::parse(Run({"gang", "--fabric=" + fabric, "--nodes=3", "--devices-per-node=4"}).out);
+  CHECK(small["domain"] == "leaf-1");
+  CHECK(small["nodes"] == json{"node-04", "node-06", "node-07"});
+}
+
+TEST_CASE("gang spans a spine, or the superpod, when no leaf holds it") {
+  const std::string fabric = FabricFixture("superpod-demo");
+  // spine-1 has 5 eligible nodes and fewer free devices than spine-0: all of leaf-2's, then the
+  // tightest leaf that holds the rest.
+  Result five = Run({"gang", "--fabric", fabric, "--nodes", "5", "--devices-per-node", "8"});
+  REQUIRE(five.code == kExitOk);
+  const json doc = json::parse(five.out);
+  CHECK(doc["tier"] == "spine");
+  CHECK(doc["domain"] == "spine-1");
+  CHECK(doc["nodes"] == json{"node-08", "node-09", "node-10", "node-14", "node-15"});
+  REQUIRE(doc["ranks"].size() == 5);
+  for (size_t i = 0; i < 5; ++i) {
+    CHECK(doc["ranks"][i]["rank"] == i);
+    CHECK(doc["ranks"][i]["node"] == doc["nodes"][i]);
+  }
+  CHECK(doc["freeDevicesLeft"] == 26 + 16 - 40);
+  // Only spine-0 holds 6: whole leaf-0, then 2 of leaf-1.
+  const json six =
+      json::parse(Run({"gang", "--fabric", fabric, "--nodes", "6", "--devices-per-node", "8"}).out);
+  CHECK(six["domain"] == "spine-0");
+  CHECK(six["nodes"] == json{"node-00", "node-01", "node-02", "node-03", "node-04", "node-06"});
+  // 7 needs both spines.
+  const json seven = json::parse(Run({"gang", "--fabric", fabric, "--nodes", "7",
+                                      "--devices-per-node", "8", "--highest-tier", "superpod"})
+                                     .out);
+  CHECK(seven["tier"] == "superpod");
+  CHECK(seven["domain"] == "superpod-0");
+  CHECK(seven["nodes"].size() == 7);
+}
+
+TEST_CASE("gang reports an infeasible gang on stdout with exit 3") {
+  const std::string fabric = FabricFixture("superpod-demo");
+  Result leaf = Run({"gang", "--fabric", fabric, "--nodes", "5", "--devices-per-node", "8",
+                     "--highest-tier", "leaf"});
+  CHECK(leaf.code == kExitInfeasible);
+  CHECK(leaf.err.empty());
+  const json expected = {
+      {"feasible", false},
+      {"reason",
+       "no domain up to tier leaf has 5 nodes with 8 free devices (the most any has is 4)"}};
+  CHECK(json::parse(leaf.out) == expected);
+  Result spine = Run({"gang", "--fabric", fabric, "--nodes", "7", "--devices-per-node", "8",
+                      "--highest-tier=spine", "-o", "yaml"});
+  CHECK(spine.code == kExitInfeasible);
+  CHECK(spine.out ==
+        "feasible: false\nreason: \"no domain up to tier spine has 7 nodes with 8 free devices "
+        "(the most any has is 6)\"\n");
+  CHECK(Run({"gang", "--fabric", fabric, "--nodes", "12", "--devices-per-node", "8"}).code ==
+        kExitInfeasible);
+  CHECK(Run({"gang", "--fabric", fabric, "--nodes", "1", "--devices-per-node", "9"}).code ==
+        kExitInfeasible);
+}
+
+TEST_CASE("gang -o yaml prints the same document as YAML") {
+  const std::vector<std::string> args = {"gang",    "--fabric", FabricFixture("superpod-demo"),
+                                         "--nodes", "5",        "--devices-per-node",
+                                         "8"};
+  Result json_out = Run(args);
+  std::vector<std::string> yaml_args = args;
+  yaml_args.insert(yaml_args.end(), {"-o", "yaml"});
+  Result yaml_out = Run(yaml_args);
+  REQUIRE(yaml_out.code == kExitOk);
+  CHECK(yaml_out.out == internal::ToYaml(json::parse(json_out.out)));
+  CHECK_THAT(yaml_out.out,
+             StartsWith("domain: spine-1\nfeasible: true\nfreeDevicesLeft: 2\n"
+                        "nodes: [node-08, node-09, node-10, node-14, node-15]\nranks:\n"));
+  CHECK_THAT(yaml_out.out, Contains("\ntier: spine\n"));
+}
+
+TEST_CASE("gang rejects bad flags and bad fabric files with exit 2") {
+  const std::string fabric = FabricFixture("superpod-demo");
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"gang", "--fabric", fabric, "--nodes", "5", "--devices-per-node", "8", "--highest-tier",
+        "rack"},
+       "xpuctl gang: --highest-tier: unknown tier \"rack\"; expected one of leaf, spine, "
+       "superpod\n"},
+      {{"gang", "--fabric", fabric, "--nodes", "0", "--devices-per-node", "8"},
+       "xpuctl gang: --nodes: expected a positive integer, got \"0\"\n"},
+      {{"gang", "--fabric", fabric, "--nodes", "2", "--devices-per-node", "x"},
+       "xpuctl gang: --devices-per-node: expected a positive integer, got \"x\"\n"},
+      {{"gang", "--fabric", fabric, "--nodes", "2"},
+       "xpuctl gang: --devices-per-node is required\n"},
+      {{"gang", "--nodes", "2", "--devices-per-node", "8"}, "xpuctl gang: --fabric is required\n"},
+  };
+  for (const Case& c : cases) {
+    Result r = Run(c.args);
+    CHECK(r.code == kExitUsage);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, StartsWith(c.message));
+  }
+
+  TempDir dir;
+  const std::string head = R"({"name": "f", "tiers": [{"name": "leaf"}, {"name": "spine"}], )";
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {head + R"("domains": [{"name": "l", "tier": "lef"}], "nodes": []})",
+       "domains[0].tier: unknown tier \"lef\"; expected one of leaf, spine"},
+      {head + R"("domains": [{"name": "l", "tier": "leaf", "parent": "s"}], "nodes": []})",
+       "domains[0].parent: unknown domain s"},
+      {head + R"("domains": [], "nodes": [{"name": "n", "freeDevices": -8}]})",
+       "nodes[0].freeDevices: expected a non-negative integer, got number -8"},
+      {"[", "invalid JSON at byte 2: "},
+  };
+  for (size_t i = 0; i < files.size(); ++i) {
+    const std::string file = dir.Write("f" + std::to_string(i) + ".json", files[i].first);
+    for (const std::string command : {"gang", "topo"}) {
+      std::vector<std::string> args = {command, "--fabric", file};
+      if (command == "gang") args.insert(args.end(), {"--nodes", "1", "--devices-per-node", "1"});
+      Result r = Run(args);
+      CHECK(r.code == kExitUsage);
+      CHECK(r.out.empty());
+      const std::string message = std::string("xpuctl ")
+                                      .append(command)
+                                      .append(": read fabric ")
+                                      .append(file)
+                                      .append(": ")
+                                      .append(files[i].second);
+      CHECK_THAT(r.err, StartsWith(message));
+    }
+  }
+  Result missing =
+      Run({"gang", "--fabric", dir.Path("none.json"), "--nodes", "1", "--devices-per-node", "1"});
+  CHECK(missing.code == kExitUsage);
+  CHECK(missing.err ==
+        "xpuctl gang: read fabric " + dir.Path("none.json") + ": no such file or directory\n");
+}
+
+TEST_CASE("topo --fabric draws the domains with the chosen nodes filled") {
+  const std::string fabric = FabricFixture("superpod-demo");
+  Result dot = Run({"topo", "--fabric", fabric, "--highlight", "node-08,node-14"});
+  REQUIRE(dot.code == kExitOk);
+  CHECK_THAT(dot.out, StartsWith("graph fabric {"));
+  CHECK_THAT(dot.out, Contains("label=\"spine: spine-1 (200 GB/s)\""));
+  CHECK_THAT(dot.out, Contains("\"node-08\" [shape=box, style=\"filled,bold\""));
+  CHECK_THAT(dot.out, Contains("\"node-14\" [shape=box, style=\"filled,bold\""));
+  CHECK_THAT(dot.out, Contains("\"node-09\" [shape=box, style=solid]"));
+  CHECK(
+      Run({"topo", "--fabric", fabric, "--highlight", "node-08,node-14", "--format", "dot"}).out ==
+      dot.out);
+
+  TempDir dir;
+  Result to_file = Run(
+      {"topo", "--fabric=" + fabric, "--highlight=node-08,node-14", "--out", dir.Path("f.dot")});
+  CHECK(to_file.code == kExitOk);
+  CHECK(to_file.out.empty());
+  std::stringstream written;
+  written << std::ifstream(dir.Path("f.dot")).rdbuf();
+  CHECK(written.str() == dot.out);
+
+  Result unknown = Run({"topo", "--fabric", fabric, "--highlight", "node-08,node-99"});
+  CHECK(unknown.code == kExitUsage);
+  CHECK(unknown.err == "xpuctl topo: --highlight: node node-99 is not in the fabric\n");
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"topo"},
+        {"topo", "--format", "dot"},
+        {"topo", "--fabric", fabric, "--topology", Fixture("hgx-h200")}}) {
+    Result r = Run(args);
+    CHECK(r.code == kExitUsage);
+    CHECK(r.err == "xpuctl topo: exactly one of --topology and --fabric is required\n");
+  }
+
+  SECTION("svg through graphviz") {
+    if (::system("command -v dot >/dev/null 2>&1") != 0) {
+      WARN("graphviz 'dot' is not installed; skipping the SVG rendering check");
+      return;
+    }
+    Result svg = Run({"topo", "--fabric", fabric, "--highlight", "node-08", "--format", "svg"});
+    CHECK(svg.code == kExitOk);
+    CHECK_THAT(svg.out, Contains("<svg"));
+    CHECK_THAT(svg.out, Contains("<title>node&#45;15</title>"));
+  }
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// xpuctl topo: a node's topology as Graphviz DOT, or SVG rendered by graphviz's `dot`.
+// xpuctl topo: a node's topology or a fabric as Graphviz DOT, or SVG rendered by graphviz's `dot`.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -139,13 +139,26 @@ StatusOr<std::string> RunFilter(const std::string& exe, const std::vector<std::s
   return output;
 }
 
+// The DOT picture of --topology or --fabric, with --highlight filled.
+StatusOr<std::string> Draw(const Flags& flags) {
+  if (flags.contains("topology") == flags.contains("fabric")) {
+    return InvalidArgumentError("exactly one of --topology and --fabric is required");
+  }
+  if (flags.contains("fabric")) {
+    ASSIGN_OR_RETURN(const FabricInput input, LoadFabric(flags));
+    ASSIGN_OR_RETURN(const std::vector<int> highlight, NodesFlag(flags, "highlight", input.fabric));
+    return topology::ToDot(input.fabric, highlight);
+  }
+  ASSIGN_OR_RETURN(const topology::Node node, LoadNode(flags));
+  ASSIGN_OR_RETURN(const topology::DeviceSet highlight, DevicesFlag(flags, "highlight", node));
+  return topology::ToDot(node, highlight);
+}
+
 }  // namespace
 
 StatusOr<int> RunTopo(const Flags& flags, std::ostream& out) {
   ASSIGN_OR_RETURN(const std::string format, ChoiceFlag(flags, "format", {"dot", "svg"}));
-  ASSIGN_OR_RETURN(const topology::Node node, LoadNode(flags));
-  ASSIGN_OR_RETURN(const topology::DeviceSet highlight, DevicesFlag(flags, "highlight", node));
-  std::string text = topology::ToDot(node, highlight);
+  ASSIGN_OR_RETURN(std::string text, Draw(flags));
   if (format == "svg") {
     const std::optional<std::string> dot = FindOnPath("dot");
     if (!dot) return FailedPreconditionError("graphviz 'dot' not found on PATH; use --format dot");

@@ -8,9 +8,11 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 #include "topology/device_set.h"
+#include "topology/fabric.h"
 #include "topology/model.h"
 
 namespace xpu::cli::internal {
@@ -22,16 +24,29 @@ using Flags = std::map<std::string, std::string, std::less<>>;
 // A command returns its exit code (kExitOk, kExitInfeasible) or an error: invalid-argument and
 // not-found errors exit with kExitUsage, others with kExitError.
 StatusOr<int> RunPlan(const Flags& flags, std::ostream& out);
+StatusOr<int> RunGang(const Flags& flags, std::ostream& out);
 StatusOr<int> RunGroups(const Flags& flags, std::ostream& out);
 StatusOr<int> RunTopo(const Flags& flags, std::ostream& out);
 
 // Reads and builds the node of --topology; errors read "read topology FILE: <field>: ...".
 StatusOr<topology::Node> LoadNode(const Flags& flags);
+
+// A fabric and the free devices of its nodes (indexed like its nodes), from one description.
+struct FabricInput {
+  topology::Fabric fabric;
+  std::vector<int> free_devices;
+};
+// Reads and builds the fabric of --fabric; errors read "read fabric FILE: <field>: ...".
+StatusOr<FabricInput> LoadFabric(const Flags& flags);
 // --<name> as an integer >= 1.
 StatusOr<int> PositiveIntFlag(const Flags& flags, std::string_view name);
 // --<name> as a comma-separated list of device names of `node`; absent: the empty set.
 StatusOr<topology::DeviceSet> DevicesFlag(const Flags& flags, std::string_view name,
                                           const topology::Node& node);
+// --<name> as a comma-separated list of node names of `fabric`, as node ids in the order given;
+// absent: empty.
+StatusOr<std::vector<int>> NodesFlag(const Flags& flags, std::string_view name,
+                                     const topology::Fabric& fabric);
 // --<name> checked against `allowed` ("json", "yaml"); absent: the first allowed value.
 StatusOr<std::string> ChoiceFlag(const Flags& flags, std::string_view name,
                                  std::initializer_list<std::string_view> allowed);

@@ -1,0 +1,146 @@
+#include "api/internal/json_fields.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+namespace xpu::api::internal {
+namespace {
+
+using nlohmann::json;
+
+constexpr double kMaxBandwidthGBps = 1e6;
+
+// "number -1", "string \"x\"", "array": what a value is, for "expected ..., got ..." messages.
+std::string Describe(const json& j) {
+  if (j.is_structured()) return j.type_name();
+  std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (text.size() > 40) text = text.substr(0, 37) + "...";
+  return std::string(j.type_name()) + " " + text;
+}
+
+// "a, b, c".
+template <typename Names>
+std::string Join(const Names& names) {
+  std::string list;
+  for (const auto& name : names) list += (list.empty() ? "" : ", ") + std::string(name);
+  return list;
+}
+
+std::string Lower(std::string text) {
+  if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
+}  // namespace
+
+Status Field::Error(std::string_view what) const {
+  return InvalidArgumentError(path.empty() ? std::string(what) : path + ": " + std::string(what));
+}
+
+Field Field::Member(std::string_view key) const {
+  auto it = value->find(key);
+  return {it == value->end() ? nullptr : &*it,
+          path.empty() ? std::string(key) : path + "." + std::string(key)};
+}
+
+Field Field::Element(size_t i) const {
+  return {&(*value)[i], path + "[" + std::to_string(i) + "]"};
+}
+
+Status Expected(const Field& f, std::string_view what) {
+  return f.Error("expected " + std::string(what) + ", got " + Describe(*f.value));
+}
+
+Status CheckObject(const Field& f, const std::vector<std::string_view>& known) {
+  if (!f.value->is_object()) return Expected(f, "an object");
+  for (const auto& item : f.value->items()) {
+    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
+    return f.Member(item.key()).Error("unknown field; expected one of " + Join(known));
+  }
+  return OkStatus();
+}
+
+Status UnknownName(const Field& f, std::string_view what, std::string_view text,
+                   const std::vector<std::string>& known) {
+  return f.Error("unknown " + std::string(what) + " \"" + std::string(text) +
+                 "\"; expected one of " + Join(known));
+}
+
+Status CheckConstant(const Field& f, std::string_view want) {
+  if (f.value == nullptr ||
+      (f.value->is_string() && f.value->get_ref<const std::string&>() == want)) {
+    return OkStatus();
+  }
+  return Expected(f, "\"" + std::string(want) + "\"");
+}
+
+StatusOr<std::string> AsString(const Field& f) {
+  if (!f.value->is_string()) return Expected(f, "a string");
+  return f.value->get<std::string>();
+}
+
+StatusOr<int> AsIntAtLeast(const Field& f, int min) {
+  constexpr int64_t kMax = std::numeric_limits<int>::max();
+  const json& j = *f.value;
+  std::optional<int64_t> value;
+  if (j.is_number_unsigned()) {
+    if (j.get<uint64_t>() <= static_cast<uint64_t>(kMax)) value = j.get<int64_t>();
+  } else if (j.is_number_integer()) {
+    value = j.get<int64_t>();
+  }
+  if (!value || *value < min || *value > kMax) {
+    return Expected(f,
+                    min == 0 ? "a non-negative integer" : "an integer >= " + std::to_string(min));
+  }
+  return static_cast<int>(*value);
+}
+
+StatusOr<double> AsBandwidth(const Field& f) {
+  const json& j = *f.value;
+  if (!j.is_number() || !(j.get<double>() > 0) || j.get<double>() > kMaxBandwidthGBps) {
+    return Expected(f, "a bandwidth in GB/s, > 0 and at most 1000000");
+  }
+  return j.get<double>();
+}
+
+json Number(double value) {
+  if (std::trunc(value) == value && std::abs(value) < 9.0e15) return static_cast<int64_t>(value);
+  return value;
+}
+
+StatusOr<json> ReadJsonFile(const std::string& path, std::string_view context) {
+  const std::string prefix = std::string(context) + ": ";
+  std::string text;
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    const int error = errno;
+    return Status(error == ENOENT ? StatusCode::kNotFound : StatusCode::kInvalidArgument,
+                  prefix + Lower(std::strerror(error)));
+  }
+  char buffer[65536];
+  size_t n = 0;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
+  const int read_error = std::ferror(file) ? errno : 0;
+  std::fclose(file);
+  if (read_error != 0) return InvalidArgumentError(prefix + Lower(std::strerror(read_error)));
+
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    // what() is "[json.exception.parse_error.101] parse error at line 1, column 2: ...".
+    std::string detail = e.what();
+    if (const size_t bracket = detail.find("] "); bracket != std::string::npos) {
+      detail.erase(0, bracket + 2);
+    }
+    return InvalidArgumentError(prefix + "invalid JSON at byte " + std::to_string(e.byte) + ": " +
+                                detail);
+  }
+}
+
+}  // namespace xpu::api::internal
