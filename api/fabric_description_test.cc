@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "api/testing/temp_file.h"
 #include "topology/fabric.h"
 
 namespace xpu::api {
@@ -40,22 +41,7 @@ json ValidDoc() {
   })");
 }
 
-// A file under a fresh temporary directory, removed at the end of the test.
-class TempFile {
- public:
-  explicit TempFile(const std::string& contents)
-      : path_(std::filesystem::temp_directory_path() /
-              ("xpu-fabric-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++) +
-               ".json")) {
-    std::ofstream(path_) << contents;
-  }
-  ~TempFile() { std::filesystem::remove(path_); }
-  std::string path() const { return path_.string(); }
-
- private:
-  static inline int counter_ = 0;
-  std::filesystem::path path_;
-};
+using testing::TempFile;
 
 TEST_CASE("ParseFabricDescription reads every field and resolves tier names") {
   std::vector<int> free;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "api/testing/temp_file.h"
 #include "topology/model.h"
 #include "topology/testing/fixtures.h"
 
@@ -39,22 +40,7 @@ json ValidDoc() {
   })");
 }
 
-// A file under a fresh temporary directory, removed at the end of the test.
-class TempFile {
- public:
-  explicit TempFile(const std::string& contents)
-      : path_(std::filesystem::temp_directory_path() /
-              ("xpu-api-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++) +
-               ".json")) {
-    std::ofstream(path_) << contents;
-  }
-  ~TempFile() { std::filesystem::remove(path_); }
-  std::string path() const { return path_.string(); }
-
- private:
-  static inline int counter_ = 0;
-  std::filesystem::path path_;
-};
+using testing::TempFile;
 
 TEST_CASE("ParseNodeDescription reads every field") {
   StatusOr<NodeSpec> spec = ParseNodeDescription(ValidDoc());

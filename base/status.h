@@ -87,6 +87,7 @@ class [[nodiscard]] StatusOr {
   T&& value() && { return std::get<T>(std::move(rep_)); }
   const T& operator*() const& { return value(); }
   T& operator*() & { return value(); }
+  T&& operator*() && { return std::move(*this).value(); }
   const T* operator->() const { return &value(); }
   T* operator->() { return &value(); }
 

@@ -1,17 +1,32 @@
 #include "topology/fabric.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <map>
 #include <numeric>
 #include <tuple>
 #include <utility>
 
+#include "topology/internal/text.h"
+
 namespace xpu::topology {
 
 StatusOr<Fabric> Fabric::Build(const FabricSpec& spec) {
   Fabric f;
   if (spec.tiers.empty()) return InvalidArgumentError("tiers: a fabric needs at least one tier");
+  for (size_t i = 0; i < spec.tiers.size(); ++i) {
+    const TierSpec& t = spec.tiers[i];
+    const std::string field = "tiers[" + std::to_string(i) + "]";
+    if (t.name.empty()) return InvalidArgumentError(field + ".name: must not be empty");
+    for (size_t j = 0; j < i; ++j) {
+      if (spec.tiers[j].name == t.name)
+        return InvalidArgumentError(field + ".name: duplicate tier " + t.name);
+    }
+    if (!(t.bandwidth_gbps >= 0) || !std::isfinite(t.bandwidth_gbps)) {
+      return InvalidArgumentError(field + ".bandwidthGBps: must be a non-negative number");
+    }
+  }
   f.tiers_ = spec.tiers;
   std::map<std::string, int> domain_ids;
   for (size_t i = 0; i < spec.domains.size(); ++i) {
@@ -189,10 +204,16 @@ GangResult PlaceGang(const Fabric& fabric, std::span<const int> free_devices, in
     }
     if (best < 0) continue;
     placer.Take(best, nodes, &result.nodes);
-    // Rank order: fabric order (leaf, then node id) keeps ranks of one leaf adjacent.
-    std::sort(result.nodes.begin(), result.nodes.end(), [&](int a, int b) {
-      return std::pair(fabric.node_leaf(a), a) < std::pair(fabric.node_leaf(b), b);
-    });
+    // Rank order: tree order (the node's domains from the top tier down, then node id), so the
+    // ranks of one leaf, and of one spine, are adjacent whatever order the spec lists them in.
+    auto tree_key = [&](int n) {
+      std::vector<int> key;
+      for (int t = fabric.tier_count() - 1; t >= 0; --t) key.push_back(fabric.NodeDomain(n, t));
+      key.push_back(n);
+      return key;
+    };
+    std::sort(result.nodes.begin(), result.nodes.end(),
+              [&](int a, int b) { return tree_key(a) < tree_key(b); });
     result.feasible = true;
     result.tier = tier;
     result.domain = best;
@@ -200,8 +221,9 @@ GangResult PlaceGang(const Fabric& fabric, std::span<const int> free_devices, in
     return result;
   }
   result.reason = "no domain up to tier " + fabric.tier(highest_tier).name + " has " +
-                  std::to_string(nodes) + " nodes with " + std::to_string(devices_per_node) +
-                  " free devices (the most any has is " + std::to_string(largest) + ")";
+                  internal::Plural(nodes, "node") + " with " +
+                  internal::Plural(devices_per_node, "free device") + " (the most any has is " +
+                  std::to_string(largest) + ")";
   return result;
 }
 

@@ -101,6 +101,43 @@ TEST_CASE("fabric specs are validated") {
   CHECK(Fabric::Build(spec).status().message() == "nodes[1].domain: unknown domain leaf-9");
   spec.tiers.clear();
   CHECK_FALSE(Fabric::Build(spec).ok());
+  spec = Tree(1, 1, 1);
+  spec.tiers[1].name = "leaf";
+  CHECK(Fabric::Build(spec).status().message() == "tiers[1].name: duplicate tier leaf");
+  spec.tiers[1] = {"", 0};
+  CHECK(Fabric::Build(spec).status().message() == "tiers[1].name: must not be empty");
+  spec.tiers[1] = {"spine", -1};
+  CHECK(Fabric::Build(spec).status().message() ==
+        "tiers[1].bandwidthGBps: must be a non-negative number");
+}
+
+TEST_CASE("ranks follow the tree, whatever order the spec lists domains in") {
+  FabricSpec spec;
+  spec.tiers = {{"leaf", 0}, {"spine", 0}};
+  spec.domains = {{"spine-a", 1, ""}, {"spine-b", 1, ""}};
+  // Leaves of the two spines interleaved in the listing.
+  for (int l = 0; l < 4; ++l) {
+    spec.domains.push_back({"leaf-" + std::to_string(l), 0, l % 2 == 0 ? "spine-a" : "spine-b"});
+  }
+  for (int n = 0; n < 8; ++n)
+    spec.nodes.push_back({"n" + std::to_string(n), "leaf-" + std::to_string(n / 2)});
+  const Fabric f = Build(spec);
+  FabricSpec wide = spec;
+  wide.tiers.push_back({"pod", 0});
+  wide.domains.insert(wide.domains.begin(), {"pod", 2, ""});
+  wide.domains[1].parent = "pod";
+  wide.domains[2].parent = "pod";
+  const Fabric g = Build(wide);
+  const GangResult r = PlaceGang(g, std::vector<int>(8, 8), 8, 8, 2);
+  REQUIRE(r.feasible);
+  std::vector<std::string> order;
+  for (int n : r.nodes) order.push_back(g.node_name(n));
+  // spine-a's leaves (leaf-0, leaf-2) first, then spine-b's.
+  CHECK(order == std::vector<std::string>{"n0", "n1", "n4", "n5", "n2", "n3", "n6", "n7"});
+  const GangResult one = PlaceGang(f, std::vector<int>(8, 8), 1, 8, 1);
+  REQUIRE(one.feasible);
+  CHECK(PlaceGang(f, std::vector<int>(8, 0), 1, 8, 1).reason ==
+        "no domain up to tier spine has 1 node with 8 free devices (the most any has is 0)");
 }
 
 TEST_CASE("gang placement properties on random fabrics") {

@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "topology/internal/text.h"
+
 namespace xpu::topology {
 namespace {
 
@@ -273,10 +275,6 @@ class Search {
   DeviceSet best_set_;
 };
 
-std::string Plural(int n, std::string_view what) {
-  return std::to_string(n) + " " + std::string(what) + (n == 1 ? "" : "s");
-}
-
 }  // namespace
 
 bool Score::BetterThan(const Score& other) const {
@@ -366,8 +364,8 @@ SolveResult Solve(const Node& node, DeviceSet free, int count, DeviceSet require
     return result;
   }
   if (count > free.size()) {
-    result.reason = "node " + node.name() + " has " + Plural(free.size(), "free device") + ", " +
-                    std::to_string(count) + " requested";
+    result.reason = "node " + node.name() + " has " + internal::Plural(free.size(), "free device") +
+                    ", " + std::to_string(count) + " requested";
     return result;
   }
 
@@ -411,15 +409,15 @@ SolveResult Solve(const Node& node, DeviceSet free, int count, DeviceSet require
     std::string why;
     switch (node.rule_set()) {
       case RuleSetKind::kAscend910Ring:
-        why = "no HCCS ring has " + Plural(count, "free device");
+        why = "no HCCS ring has " + internal::Plural(count, "free device");
         break;
       case RuleSetKind::kAscend910BBox16:
-        why = count <= AreaSize(node) ? "no HCCS area has " + Plural(count, "free device")
+        why = count <= AreaSize(node) ? "no HCCS area has " + internal::Plural(count, "free device")
                                       : "fewer than " + std::to_string(count / 2) +
                                             " positions are free in both HCCS areas";
         break;
       case RuleSetKind::kAscendA3:
-        why = "fewer than " + Plural(count / 2, "whole free HiAM module");
+        why = "fewer than " + internal::Plural(count / 2, "whole free HiAM module");
         break;
       case RuleSetKind::kRingSets:
         why = "no listed set of " + std::to_string(count) + " is entirely free";
