@@ -109,11 +109,17 @@ class GangPlacer {
       : f_(fabric), free_(free), k_(k) {
     eligible_.assign(f_.domains_.size(), 0);
     free_sum_.assign(f_.domains_.size(), 0);
-    for (size_t i = 0; i < f_.nodes_.size(); ++i) {
-      const int node_free = i < free_.size() ? std::max(free_[i], 0) : 0;
-      for (int d = f_.nodes_[i].domain; d >= 0; d = f_.domains_[static_cast<size_t>(d)].parent) {
-        free_sum_[static_cast<size_t>(d)] += node_free;
-        if (node_free >= k_) ++eligible_[static_cast<size_t>(d)];
+    // One pass over the compact node x tier ancestor table (not the domain records).
+    const size_t tiers = f_.tiers_.size();
+    const size_t n = std::min(f_.nodes_.size(), free_.size());
+    for (size_t i = 0; i < n; ++i) {
+      const int node_free = std::max(free_[i], 0);
+      if (node_free == 0) continue;
+      const int* up = &f_.ancestors_[i * tiers];
+      for (size_t t = 0; t < tiers; ++t) {
+        if (up[t] < 0) continue;
+        free_sum_[static_cast<size_t>(up[t])] += node_free;
+        if (node_free >= k_) ++eligible_[static_cast<size_t>(up[t])];
       }
     }
   }
@@ -206,14 +212,23 @@ GangResult PlaceGang(const Fabric& fabric, std::span<const int> free_devices, in
     placer.Take(best, nodes, &result.nodes);
     // Rank order: tree order (the node's domains from the top tier down, then node id), so the
     // ranks of one leaf, and of one spine, are adjacent whatever order the spec lists them in.
-    auto tree_key = [&](int n) {
-      std::vector<int> key;
-      for (int t = fabric.tier_count() - 1; t >= 0; --t) key.push_back(fabric.NodeDomain(n, t));
-      key.push_back(n);
-      return key;
-    };
-    std::sort(result.nodes.begin(), result.nodes.end(),
-              [&](int a, int b) { return tree_key(a) < tree_key(b); });
+    const size_t width = static_cast<size_t>(fabric.tier_count()) + 1;
+    std::vector<int> keys;  // one row of `width` per placed node, computed once
+    keys.reserve(result.nodes.size() * width);
+    for (int n : result.nodes) {
+      for (int t = fabric.tier_count() - 1; t >= 0; --t) keys.push_back(fabric.NodeDomain(n, t));
+      keys.push_back(n);
+    }
+    auto row = [&](size_t i) { return keys.begin() + static_cast<std::ptrdiff_t>(i * width); };
+    std::vector<size_t> order(result.nodes.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return std::lexicographical_compare(row(a), row(a + 1), row(b), row(b + 1));
+    });
+    std::vector<int> ranked;
+    ranked.reserve(order.size());
+    for (size_t i : order) ranked.push_back(result.nodes[i]);
+    result.nodes = std::move(ranked);
     result.feasible = true;
     result.tier = tier;
     result.domain = best;
