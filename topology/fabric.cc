@@ -20,8 +20,9 @@ StatusOr<Fabric> Fabric::Build(const FabricSpec& spec) {
     const std::string field = "tiers[" + std::to_string(i) + "]";
     if (t.name.empty()) return InvalidArgumentError(field + ".name: must not be empty");
     for (size_t j = 0; j < i; ++j) {
-      if (spec.tiers[j].name == t.name)
+      if (spec.tiers[j].name == t.name) {
         return InvalidArgumentError(field + ".name: duplicate tier " + t.name);
+      }
     }
     if (!(t.bandwidth_gbps >= 0) || !std::isfinite(t.bandwidth_gbps)) {
       return InvalidArgumentError(field + ".bandwidthGBps: must be a non-negative number");

@@ -119,8 +119,9 @@ TEST_CASE("ranks follow the tree, whatever order the spec lists domains in") {
   for (int l = 0; l < 4; ++l) {
     spec.domains.push_back({"leaf-" + std::to_string(l), 0, l % 2 == 0 ? "spine-a" : "spine-b"});
   }
-  for (int n = 0; n < 8; ++n)
+  for (int n = 0; n < 8; ++n) {
     spec.nodes.push_back({"n" + std::to_string(n), "leaf-" + std::to_string(n / 2)});
+  }
   const Fabric f = Build(spec);
   FabricSpec wide = spec;
   wide.tiers.push_back({"pod", 0});
