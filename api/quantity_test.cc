@@ -112,6 +112,30 @@ TEST_CASE("Quantity::Parse and String give the canonical Kubernetes spelling") {
   }
 }
 
+TEST_CASE("Quantity canonical spellings read back unchanged across scales and suffixes") {
+  const std::vector<std::string> numbers = {
+      "1", "-7", "25", "999", "1024", "-1536", "1000001", "123456789", "9223372036854775807"};
+  const std::vector<std::string> suffixes = {"",   "n",  "u",   "m",   "k",  "M",   "G",
+                                             "T",  "P",  "E",   "Ki",  "Mi", "Gi",  "Ti",
+                                             "Pi", "Ei", "e-9", "e-4", "e5", "e18", "e21"};
+  int checked = 0;
+  for (const std::string& number : numbers) {
+    for (const std::string& suffix : suffixes) {
+      for (const std::string& text :
+           {number + suffix, "0.0" + number.substr(number[0] == '-') + suffix}) {
+        StatusOr<Quantity> q = Quantity::Parse(text);
+        if (!q.ok()) continue;  // out of range
+        INFO(text << " -> " << q->String());
+        const Quantity back = MustParse(q->String());
+        CHECK(back == *q);
+        CHECK(back.String() == q->String());
+        ++checked;
+      }
+    }
+  }
+  CHECK(checked > 300);
+}
+
 TEST_CASE("Quantity::Parse rejects malformed and out-of-range text, naming it") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "expected a number with an optional suffix"},
