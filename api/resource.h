@@ -377,6 +377,14 @@ std::string_view ApiVersionOf(ResourceVersion version);
 // The version of an apiVersion string; nullopt for anything else.
 std::optional<ResourceVersion> ParseApiVersion(std::string_view api_version);
 
+// Converts the wire form of a ResourceSlice, DeviceClass, ResourceClaim or ResourceClaimTemplate
+// (or a `<Kind>List` of them) from the version its apiVersion names to `to`. v1beta2 has the v1
+// layout; v1beta1 keeps device fields under `basic`, has flat requests (no `exactly`) and a
+// plain-string nodeName / plain-bool allNodes in a slice spec. Members not known to this code stay
+// where they are, so v1 -> v1beta1 -> v1 and v1 -> v1beta2 -> v1 give the original object, except
+// that unknown members beside `exactly` in a v1 request come back inside `exactly`.
+StatusOr<nlohmann::json> ConvertResource(const nlohmann::json& object, ResourceVersion to);
+
 }  // namespace xpu::api::resource
 
 namespace xpu::api {
