@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "gen-resource-examples: %s\n", converted.status().ToString().c_str());
         return 1;
       }
-      const std::string path = dir + "/" + kind + "-" + name + ".json";
+      std::string path = dir;
+      path.append("/").append(kind).append("-").append(name).append(".json");
       std::ofstream out(path);
       out << converted->dump(2) << "\n";
       if (!out) {

@@ -116,8 +116,14 @@ Status ConvertBody(json& obj, std::string_view kind, bool to_v1, const std::stri
     const std::string spec_path = path.empty() ? "spec" : path + ".spec";
     if (!to_v1) return ForEachObject(*spec, "devices", spec_path, DeviceToV1beta1);
     // v1beta1 has plain fields where v1 has pointers: the zero value means unset.
-    if (spec->contains("nodeName") && (*spec)["nodeName"] == "") spec->erase("nodeName");
-    if (spec->contains("allNodes") && (*spec)["allNodes"] == false) spec->erase("allNodes");
+    if (auto it = spec->find("nodeName");
+        it != spec->end() && it->is_string() && it->get_ref<const std::string&>().empty()) {
+      spec->erase(it);
+    }
+    if (auto it = spec->find("allNodes");
+        it != spec->end() && it->is_boolean() && !it->get<bool>()) {
+      spec->erase(it);
+    }
     return ForEachObject(*spec, "devices", spec_path, DeviceToV1);
   }
   const auto request_fn = to_v1 ? RequestToV1 : RequestToV1beta1;
