@@ -160,8 +160,12 @@ json GroupDoc(const std::vector<ResourceType>& types, const std::string& group) 
   }
   if (versions.empty()) return nullptr;
   json list = json::array();
-  for (const auto& v : versions)
-    list.push_back({{"groupVersion", group + "/" + v}, {"version", v}});
+  for (const auto& v : versions) {
+    std::string group_version = group;
+    group_version += "/";
+    group_version += v;
+    list.push_back({{"groupVersion", group_version}, {"version", v}});
+  }
   return {{"kind", "APIGroup"},
           {"apiVersion", "v1"},
           {"name", group},
@@ -359,10 +363,11 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
   const auto qpos = request.target.find('?');
   const std::string path = request.target.substr(0, qpos);
   const auto query = ParseQuery(
-      qpos == std::string::npos ? "" : std::string_view(request.target).substr(qpos + 1));
+      qpos == std::string::npos ? "" : std::string_view{request.target}.substr(qpos + 1));
   const auto segs = SplitPath(path);
-  if (path == "/healthz" || path == "/readyz" || path == "/livez")
+  if (path == "/healthz" || path == "/readyz" || path == "/livez") {
     return HttpResponse{200, "ok", {}};
+  }
   if (path == "/version") {
     return JsonResponse(200, {{"major", "1"},
                               {"minor", "34"},

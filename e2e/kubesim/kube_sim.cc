@@ -75,8 +75,9 @@ StatusOr<Options> ParseFlags(const std::vector<std::string>& args, bool* help) {
     }
     auto next = [&]() -> StatusOr<std::string> {
       if (has_value) return value;
-      if (i + 1 >= args.size())
+      if (i + 1 >= args.size()) {
         return InvalidArgumentError("parse flag " + flag + ": needs a value");
+      }
       return args[++i];
     };
     if (flag == "--listen") {

@@ -39,14 +39,14 @@ Status BadSelector(std::string_view text, std::string_view why) {
 
 StatusOr<Requirement> ParseSetTerm(const std::string& term, size_t at, bool in) {
   Requirement r;
-  r.key = Trim(std::string_view(term).substr(0, at));
+  r.key = Trim(std::string_view{term}.substr(0, at));
   r.op = in ? Requirement::Op::kIn : Requirement::Op::kNotIn;
   const auto open = term.find('(', at);
   const auto close = term.rfind(')');
   if (open == std::string::npos || close == std::string::npos || close < open) {
     return BadSelector(term, "expected a parenthesised value list");
   }
-  for (auto& v : SplitTerms(std::string_view(term).substr(open + 1, close - open - 1))) {
+  for (auto& v : SplitTerms(std::string_view{term}.substr(open + 1, close - open - 1))) {
     r.values.push_back(v);
   }
   return r;
@@ -55,17 +55,17 @@ StatusOr<Requirement> ParseSetTerm(const std::string& term, size_t at, bool in) 
 StatusOr<Requirement> ParseTerm(const std::string& term, bool fields) {
   Requirement r;
   if (auto pos = term.find("!="); pos != std::string::npos) {
-    r.key = Trim(std::string_view(term).substr(0, pos));
+    r.key = Trim(std::string_view{term}.substr(0, pos));
     r.op = Requirement::Op::kNotIn;
-    r.values = {Trim(std::string_view(term).substr(pos + 2))};
+    r.values = {Trim(std::string_view{term}.substr(pos + 2))};
   } else if (pos = term.find("=="); pos != std::string::npos) {
-    r.key = Trim(std::string_view(term).substr(0, pos));
+    r.key = Trim(std::string_view{term}.substr(0, pos));
     r.op = Requirement::Op::kIn;
-    r.values = {Trim(std::string_view(term).substr(pos + 2))};
+    r.values = {Trim(std::string_view{term}.substr(pos + 2))};
   } else if (pos = term.find('='); pos != std::string::npos) {
-    r.key = Trim(std::string_view(term).substr(0, pos));
+    r.key = Trim(std::string_view{term}.substr(0, pos));
     r.op = Requirement::Op::kIn;
-    r.values = {Trim(std::string_view(term).substr(pos + 1))};
+    r.values = {Trim(std::string_view{term}.substr(pos + 1))};
   } else if (fields) {
     return BadSelector(term, "a field selector needs =, == or !=");
   } else if (pos = term.find(" notin "); pos != std::string::npos) {
@@ -73,7 +73,7 @@ StatusOr<Requirement> ParseTerm(const std::string& term, bool fields) {
   } else if (pos = term.find(" in "); pos != std::string::npos) {
     return ParseSetTerm(term, pos, true);
   } else if (term[0] == '!') {
-    r.key = Trim(std::string_view(term).substr(1));
+    r.key = Trim(std::string_view{term}.substr(1));
     r.op = Requirement::Op::kDoesNotExist;
   } else {
     r.key = term;

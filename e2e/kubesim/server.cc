@@ -99,13 +99,13 @@ void Serve(tcp::socket socket, ssl::context& tls, ApiHandler& handler, Connectio
     beast::flat_buffer buffer;
     while (!ec) {
       http::request_parser<http::string_body> parser;
-      parser.body_limit(64 * 1024 * 1024);
+      parser.body_limit(std::uint64_t{64} * 1024 * 1024);
       http::read(stream, buffer, parser, ec);
       if (ec) break;
       const auto& req = parser.get();
-      HttpRequest request{std::string(req.method_string()), std::string(req.target()),
-                          std::string(req[http::field::authorization]),
-                          std::string(req[http::field::content_type]), req.body()};
+      HttpRequest request{std::string{req.method_string()}, std::string{req.target()},
+                          std::string{req[http::field::authorization]},
+                          std::string{req[http::field::content_type]}, req.body()};
       auto result = handler.Handle(request);
       if (auto* watch = std::get_if<std::unique_ptr<WatchStream>>(&result)) {
         if (!WriteChunked(stream, **watch) || !req.keep_alive()) break;

@@ -67,8 +67,9 @@ StatusOr<Cert> MakeCert(EVP_PKEY* key, const char* cn, X509* issuer, EVP_PKEY* i
   for (const auto& [nid, value] : extensions) {
     RETURN_IF_ERROR(AddExtension(cert.get(), signer, nid, value));
   }
-  if (X509_sign(cert.get(), issuer_key, EVP_sha256()) == 0)
+  if (X509_sign(cert.get(), issuer_key, EVP_sha256()) == 0) {
     return TlsError("sign " + std::string(cn));
+  }
   return cert;
 }
 

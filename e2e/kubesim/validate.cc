@@ -63,8 +63,9 @@ Status ValidateResourceSlice(const nlohmann::json& slice) {
     const std::string field = "spec.devices[" + std::to_string(i) + "].name";
     if (!d.is_object() || !NonEmptyString(d, "name")) return Invalid(field, "Required value");
     const auto name = d["name"].get<std::string>();
-    if (!IsDnsLabel(name))
+    if (!IsDnsLabel(name)) {
       return Invalid(field, "Invalid value: \"" + name + "\": not a DNS label");
+    }
     if (!names.insert(name).second) return Invalid(field, "Duplicate value: \"" + name + "\"");
   }
   return OkStatus();
