@@ -1,0 +1,538 @@
+#include "e2e/kubesim/api_handler.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "e2e/kubesim/convert.h"
+
+namespace xpu::kubesim {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+struct StatusReason {
+  int code;
+  const char* reason;
+};
+
+StatusReason ReasonFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kNotFound:
+      return {404, "NotFound"};
+    case StatusCode::kAlreadyExists:
+      return {409, "AlreadyExists"};
+    case StatusCode::kAborted:
+      return {409, "Conflict"};
+    case StatusCode::kOutOfRange:
+      return {410, "Expired"};
+    case StatusCode::kInvalidArgument:
+      return {422, "Invalid"};
+    case StatusCode::kFailedPrecondition:
+      return {400, "BadRequest"};
+    case StatusCode::kUnauthenticated:
+      return {401, "Unauthorized"};
+    case StatusCode::kUnimplemented:
+      return {405, "MethodNotAllowed"};
+    case StatusCode::kResourceExhausted:
+      return {429, "TooManyRequests"};
+    case StatusCode::kUnavailable:
+      return {503, "ServiceUnavailable"};
+    default:
+      return {500, "InternalError"};
+  }
+}
+
+json StatusObject(const Status& status, const std::string& name, const ResourceType* type) {
+  const auto r = ReasonFor(status.code());
+  json details = json::object();
+  if (!name.empty()) details["name"] = name;
+  if (type != nullptr) {
+    if (!type->group.empty()) details["group"] = type->group;
+    details["kind"] = type->resource;
+  }
+  json out = {{"kind", "Status"},    {"apiVersion", "v1"},          {"metadata", json::object()},
+              {"status", "Failure"}, {"message", status.message()}, {"reason", r.reason},
+              {"code", r.code}};
+  if (!details.empty()) out["details"] = details;
+  return out;
+}
+
+HttpResponse JsonResponse(int code, const json& body) { return {code, body.dump(), {}}; }
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Percent-decoding as Go's url.ParseQuery does it ('+' is a space); bad escapes stay as sent.
+std::string Decode(std::string_view s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '+') {
+      out += ' ';
+    } else if (s[i] == '%' && i + 2 < s.size() && HexDigit(s[i + 1]) >= 0 &&
+               HexDigit(s[i + 2]) >= 0) {
+      out += static_cast<char>(HexDigit(s[i + 1]) * 16 + HexDigit(s[i + 2]));
+      i += 2;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+std::map<std::string, std::string> ParseQuery(std::string_view q) {
+  std::map<std::string, std::string> out;
+  size_t start = 0;
+  while (start <= q.size()) {
+    const auto amp = q.find('&', start);
+    const auto part =
+        q.substr(start, amp == std::string_view::npos ? q.size() - start : amp - start);
+    if (!part.empty()) {
+      const auto eq = part.find('=');
+      out[Decode(part.substr(0, eq))] =
+          eq == std::string_view::npos ? "" : Decode(part.substr(eq + 1));
+    }
+    if (amp == std::string_view::npos) break;
+    start = amp + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> SplitPath(std::string_view path) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start < path.size()) {
+    const auto slash = path.find('/', start);
+    const auto seg =
+        path.substr(start, slash == std::string_view::npos ? path.size() - start : slash - start);
+    if (!seg.empty()) out.push_back(Decode(seg));
+    if (slash == std::string_view::npos) break;
+    start = slash + 1;
+  }
+  return out;
+}
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+json ResourceList(const std::vector<ResourceType>& types, const std::string& group,
+                  const std::string& version) {
+  json resources = json::array();
+  for (const auto& t : types) {
+    if (t.group != group ||
+        std::find(t.versions.begin(), t.versions.end(), version) == t.versions.end()) {
+      continue;
+    }
+    resources.push_back(
+        {{"name", t.resource},
+         {"singularName", Lower(t.kind)},
+         {"namespaced", t.namespaced},
+         {"kind", t.kind},
+         {"verbs", {"create", "delete", "get", "list", "patch", "update", "watch"}}});
+    if (t.has_status) {
+      resources.push_back({{"name", t.resource + "/status"},
+                           {"singularName", ""},
+                           {"namespaced", t.namespaced},
+                           {"kind", t.kind},
+                           {"verbs", {"get", "patch", "update"}}});
+    }
+  }
+  return {{"kind", "APIResourceList"},
+          {"apiVersion", "v1"},
+          {"groupVersion", group.empty() ? version : group + "/" + version},
+          {"resources", resources}};
+}
+
+json GroupDoc(const std::vector<ResourceType>& types, const std::string& group) {
+  std::vector<std::string> versions;
+  for (const auto& t : types) {
+    if (t.group != group) continue;
+    for (const auto& v : t.versions) {
+      if (std::find(versions.begin(), versions.end(), v) == versions.end()) versions.push_back(v);
+    }
+  }
+  if (versions.empty()) return nullptr;
+  json list = json::array();
+  for (const auto& v : versions) {
+    std::string group_version = group;
+    group_version += "/";
+    group_version += v;
+    list.push_back({{"groupVersion", group_version}, {"version", v}});
+  }
+  return {{"kind", "APIGroup"},
+          {"apiVersion", "v1"},
+          {"name", group},
+          {"versions", list},
+          {"preferredVersion", list[0]}};
+}
+
+json Discovery(const std::vector<ResourceType>& types, const std::vector<std::string>& segs) {
+  if (segs.size() == 1 && segs[0] == "api") {
+    return {{"kind", "APIVersions"},
+            {"versions", {"v1"}},
+            {"serverAddressByClientCIDRs",
+             {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", "127.0.0.1"}}}}};
+  }
+  if (segs.size() == 2 && segs[0] == "api" && segs[1] == "v1") return ResourceList(types, "", "v1");
+  if (segs.size() == 1 && segs[0] == "apis") {
+    json groups = json::array();
+    std::set<std::string> seen;
+    for (const auto& t : types) {
+      if (!t.group.empty() && seen.insert(t.group).second) {
+        json g = GroupDoc(types, t.group);
+        g.erase("kind");
+        g.erase("apiVersion");
+        groups.push_back(g);
+      }
+    }
+    return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", groups}};
+  }
+  if (segs.size() == 2 && segs[0] == "apis") return GroupDoc(types, segs[1]);
+  if (segs.size() == 3 && segs[0] == "apis") {
+    json list = ResourceList(types, segs[1], segs[2]);
+    return list["resources"].empty() ? json() : list;
+  }
+  return nullptr;
+}
+
+Status NotFoundPath(const std::string& path) {
+  return Status(StatusCode::kNotFound,
+                "the server could not find the requested resource (" + path + ")");
+}
+
+bool Truthy(const std::map<std::string, std::string>& q, const char* key) {
+  auto it = q.find(key);
+  return it != q.end() && (it->second == "1" || it->second == "true");
+}
+
+StatusOr<int64_t> ParseInt(const std::string& s, const char* what) {
+  try {
+    size_t used = 0;
+    const int64_t v = std::stoll(s, &used);
+    if (used == s.size()) return v;
+  } catch (const std::exception&) {  // fall through to the error below
+  }
+  return Status(StatusCode::kFailedPrecondition,
+                std::string("invalid ") + what + ": \"" + s + "\"");
+}
+
+json WatchEventJson(const std::string& type, const json& object) {
+  return {{"type", type}, {"object", object}};
+}
+
+// The parsed resource part of a request path.
+struct Target {
+  size_t type_index = 0;
+  std::string version;
+  std::string ns;
+  std::string name;
+  bool status = false;
+  bool watch = false;
+};
+
+StatusOr<Target> ParseTarget(const Store& store, const std::string& path,
+                             const std::vector<std::string>& segs) {
+  Target t;
+  std::string group;
+  size_t at = 0;
+  if (segs.size() >= 3 && segs[0] == "api") {
+    t.version = segs[1];
+    at = 2;
+  } else if (segs.size() >= 4 && segs[0] == "apis") {
+    group = segs[1];
+    t.version = segs[2];
+    at = 3;
+  } else {
+    return NotFoundPath(path);
+  }
+  std::vector<std::string> rest(segs.begin() + static_cast<std::ptrdiff_t>(at), segs.end());
+  if (!rest.empty() && rest[0] == "watch") {
+    t.watch = true;
+    rest.erase(rest.begin());
+  }
+  if (rest.size() >= 3 && rest[0] == "namespaces") {
+    t.ns = rest[1];
+    rest.erase(rest.begin(), rest.begin() + 2);
+  }
+  if (rest.empty() || rest.size() > 3 || (rest.size() == 3 && rest[2] != "status")) {
+    return NotFoundPath(path);
+  }
+  auto type = store.FindType(group, rest[0]);
+  if (!type) return NotFoundPath(path);
+  const auto& rt = store.types()[*type];
+  if (std::find(rt.versions.begin(), rt.versions.end(), t.version) == rt.versions.end() ||
+      (!t.ns.empty() && !rt.namespaced) || (rest.size() == 3 && !rt.has_status)) {
+    return NotFoundPath(path);
+  }
+  t.type_index = *type;
+  if (rest.size() >= 2) t.name = rest[1];
+  t.status = rest.size() == 3;
+  return t;
+}
+
+}  // namespace
+
+HttpResponse ErrorResponse(const Status& status, const std::string& name,
+                           const ResourceType* type) {
+  const json body = StatusObject(status, name, type);
+  return JsonResponse(body["code"].get<int>(), body);
+}
+
+WatchStream::WatchStream(const Store* store, Params params)
+    : store_(store),
+      params_(std::move(params)),
+      next_bookmark_(Clock::now() + params_.bookmark_interval) {}
+
+std::vector<std::string> WatchStream::Next() {
+  std::vector<std::string> lines;
+  if (done_) return lines;
+  if (!params_.initial.empty()) {
+    for (auto& obj : params_.initial) {
+      lines.push_back(
+          WatchEventJson("ADDED", FromStorage(params_.type, params_.version, std::move(obj)))
+              .dump() +
+          "\n");
+    }
+    params_.initial.clear();
+    return lines;
+  }
+  if (Clock::now() >= params_.deadline) {
+    done_ = true;
+    return lines;
+  }
+  const auto until =
+      params_.bookmarks ? std::min(params_.deadline, next_bookmark_) : params_.deadline;
+  auto batch = store_->WaitForEvents(params_.filter, params_.from, until);
+  if (!batch.ok()) {
+    done_ = true;
+    if (batch.status().code() == StatusCode::kOutOfRange) {
+      lines.push_back(WatchEventJson("ERROR", StatusObject(batch.status(), "", nullptr)).dump() +
+                      "\n");
+    }
+    return lines;
+  }
+  for (auto& e : batch->events) {
+    lines.push_back(
+        WatchEventJson(e.type, FromStorage(params_.type, params_.version, std::move(e.object)))
+            .dump() +
+        "\n");
+  }
+  params_.from = batch->scanned_through;
+  if (params_.bookmarks && Clock::now() >= next_bookmark_) {
+    next_bookmark_ = Clock::now() + params_.bookmark_interval;
+    const json bookmark = {{"kind", params_.type.kind},
+                           {"apiVersion", params_.type.ApiVersion(params_.version)},
+                           {"metadata", {{"resourceVersion", std::to_string(params_.from)}}}};
+    lines.push_back(WatchEventJson("BOOKMARK", bookmark).dump() + "\n");
+  }
+  return lines;
+}
+
+ApiHandler::ApiHandler(Store* store, HandlerOptions options)
+    : store_(store), options_(std::move(options)), fault_random_(options_.seed) {}
+
+bool ApiHandler::InjectFault(HttpResponse* response) {
+  if (options_.fault_rate <= 0 || options_.fault_codes.empty()) return false;
+  int code = 0;
+  {
+    std::lock_guard lock(fault_mu_);
+    std::uniform_real_distribution<double> coin(0, 1);
+    if (coin(fault_random_) >= options_.fault_rate) return false;
+    code = options_.fault_codes[fault_random_() % options_.fault_codes.size()];
+  }
+  StatusCode sc = StatusCode::kInternal;
+  if (code == 409) sc = StatusCode::kAborted;
+  if (code == 429) sc = StatusCode::kResourceExhausted;
+  if (code == 503) sc = StatusCode::kUnavailable;
+  *response = ErrorResponse(Status(sc, "injected fault"));
+  if (code == 429) response->headers.emplace_back("Retry-After", "1");
+  return true;
+}
+
+ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
+  if (options_.token.empty() || request.authorization != "Bearer " + options_.token) {
+    return ErrorResponse(Status(StatusCode::kUnauthenticated, "Unauthorized"));
+  }
+  const auto qpos = request.target.find('?');
+  const std::string path = request.target.substr(0, qpos);
+  const auto query = ParseQuery(
+      qpos == std::string::npos ? "" : std::string_view{request.target}.substr(qpos + 1));
+  const auto segs = SplitPath(path);
+  if (path == "/healthz" || path == "/readyz" || path == "/livez") {
+    return HttpResponse{200, "ok", {}};
+  }
+  if (path == "/version") {
+    return JsonResponse(200, {{"major", "1"},
+                              {"minor", "34"},
+                              {"gitVersion", "v1.34.0-kube-sim"},
+                              {"platform", "linux/amd64"}});
+  }
+  if (json doc = Discovery(store_->types(), segs); !doc.is_null()) {
+    if (request.method != "GET") {
+      return ErrorResponse(Status(StatusCode::kUnimplemented,
+                                  "the server does not allow this "
+                                  "method on the requested resource"));
+    }
+    return JsonResponse(200, doc);
+  }
+  auto target = ParseTarget(*store_, path, segs);
+  if (!target.ok()) return ErrorResponse(target.status());
+  const auto& t = *target;
+  const ResourceType& type = store_->types()[t.type_index];
+  auto error = [&](const Status& s) { return ErrorResponse(s, t.name, &type); };
+  auto object_response = [&](int code, json obj) {
+    return JsonResponse(code, FromStorage(type, t.version, std::move(obj)));
+  };
+  const bool watch = t.watch || Truthy(query, "watch");
+
+  if (request.method == "GET" && t.name.empty()) {
+    ListOptions list;
+    if (auto it = query.find("labelSelector"); it != query.end()) {
+      auto sel = Selector::ParseLabels(it->second);
+      if (!sel.ok()) return error(sel.status());
+      list.labels = std::move(*sel);
+    }
+    if (auto it = query.find("fieldSelector"); it != query.end()) {
+      auto sel = Selector::ParseFields(it->second);
+      if (!sel.ok()) return error(sel.status());
+      list.fields = std::move(*sel);
+    }
+    if (watch) {
+      WatchStream::Params p;
+      p.type = type;
+      p.version = t.version;
+      p.filter = WatchFilter{t.type_index, t.ns, list.labels, list.fields};
+      p.bookmarks = Truthy(query, "allowWatchBookmarks");
+      p.bookmark_interval = options_.bookmark_interval;
+      auto timeout = options_.default_watch_timeout;
+      if (auto it = query.find("timeoutSeconds"); it != query.end()) {
+        auto secs = ParseInt(it->second, "timeoutSeconds");
+        if (!secs.ok()) return error(secs.status());
+        timeout = std::chrono::seconds(*secs);
+      }
+      p.deadline = Clock::now() + timeout;
+      const std::string rv = query.count("resourceVersion") ? query.at("resourceVersion") : "";
+      if (rv.empty() || rv == "0") {
+        // "Any" version: the current state as ADDED events, then changes after it.
+        auto current = store_->List(t.type_index, t.ns, list);
+        if (!current.ok()) return error(current.status());
+        p.initial = std::move(current->items);
+        p.from = current->resource_version;
+      } else {
+        auto from = ParseInt(rv, "resourceVersion");
+        if (!from.ok()) return error(from.status());
+        p.from = *from;
+      }
+      return std::make_unique<WatchStream>(store_, std::move(p));
+    }
+    HttpResponse fault;
+    if (InjectFault(&fault)) return fault;
+    if (auto it = query.find("limit"); it != query.end()) {
+      auto limit = ParseInt(it->second, "limit");
+      if (!limit.ok()) return error(limit.status());
+      list.limit = *limit;
+    }
+    if (auto it = query.find("continue"); it != query.end()) list.continue_token = it->second;
+    auto result = store_->List(t.type_index, t.ns, list);
+    if (!result.ok()) return error(result.status());
+    json items = json::array();
+    for (auto& item : result->items) {
+      json obj = FromStorage(type, t.version, std::move(item));
+      items.push_back(std::move(obj));
+    }
+    json meta = {{"resourceVersion", std::to_string(result->resource_version)}};
+    if (!result->continue_token.empty()) meta["continue"] = result->continue_token;
+    return JsonResponse(200, {{"kind", type.kind + "List"},
+                              {"apiVersion", type.ApiVersion(t.version)},
+                              {"metadata", meta},
+                              {"items", items}});
+  }
+  if (watch) return error(Status(StatusCode::kFailedPrecondition, "watch needs a collection path"));
+  HttpResponse fault;
+  if (InjectFault(&fault)) return fault;
+
+  json body;
+  if (!request.body.empty()) {
+    body = json::parse(request.body, nullptr, false);
+    if (body.is_discarded()) {
+      return error(Status(StatusCode::kFailedPrecondition, "the request body is not valid JSON"));
+    }
+  }
+  if (request.method == "GET") {
+    auto obj = store_->Get(t.type_index, t.ns, t.name);
+    return obj.ok() ? object_response(200, *obj) : error(obj.status());
+  }
+  if (request.method == "POST" && t.name.empty()) {
+    if (type.namespaced && t.ns.empty()) {
+      return error(Status(StatusCode::kUnimplemented, "create needs a namespace in the path"));
+    }
+    if (!body.is_object()) return error(Status(StatusCode::kFailedPrecondition, "no object sent"));
+    body = ToStorage(type, t.version, std::move(body));
+    body["kind"] = type.kind;
+    auto obj = store_->Create(t.type_index, t.ns, std::move(body));
+    return obj.ok() ? object_response(201, *obj) : error(obj.status());
+  }
+  if (request.method == "PUT" && !t.name.empty()) {
+    if (!body.is_object()) return error(Status(StatusCode::kFailedPrecondition, "no object sent"));
+    body = ToStorage(type, t.version, std::move(body));
+    body["kind"] = type.kind;
+    auto obj = store_->Update(t.type_index, t.ns, t.name, std::move(body), t.status);
+    return obj.ok() ? object_response(200, *obj) : error(obj.status());
+  }
+  if (request.method == "PATCH" && !t.name.empty()) {
+    const bool json_patch = request.content_type.find("json-patch") != std::string::npos;
+    const bool merge_patch = request.content_type.find("merge-patch") != std::string::npos;
+    if (!json_patch && !merge_patch) {
+      return error(Status(StatusCode::kUnimplemented,
+                          "unsupported patch type \"" + request.content_type + "\""));
+    }
+    // Patches apply to the current object; retry when a concurrent writer wins in between.
+    for (int attempt = 0;; ++attempt) {
+      auto current = store_->Get(t.type_index, t.ns, t.name);
+      if (!current.ok()) return error(current.status());
+      json obj = FromStorage(type, t.version, *current);
+      try {
+        if (json_patch) {
+          obj = obj.patch(body);
+        } else {
+          obj.merge_patch(body);
+        }
+      } catch (const json::exception& e) {
+        return error(Status(StatusCode::kInvalidArgument, std::string("apply patch: ") + e.what()));
+      }
+      obj = ToStorage(type, t.version, std::move(obj));
+      auto updated = store_->Update(t.type_index, t.ns, t.name, std::move(obj), t.status);
+      const bool patch_sets_rv = body.is_object() && body.contains("metadata") &&
+                                 body["metadata"].is_object() &&
+                                 body["metadata"].contains("resourceVersion");
+      if (!updated.ok() && updated.status().code() == StatusCode::kAborted && !patch_sets_rv &&
+          attempt < 5) {
+        continue;
+      }
+      return updated.ok() ? object_response(200, *updated) : error(updated.status());
+    }
+  }
+  if (request.method == "DELETE" && !t.name.empty() && !t.status) {
+    Preconditions pre;
+    if (body.is_object() && body.contains("preconditions") && body["preconditions"].is_object()) {
+      const auto& p = body["preconditions"];
+      if (p.contains("uid") && p["uid"].is_string()) pre.uid = p["uid"].get<std::string>();
+      if (p.contains("resourceVersion") && p["resourceVersion"].is_string()) {
+        pre.resource_version = p["resourceVersion"].get<std::string>();
+      }
+    }
+    auto obj = store_->Delete(t.type_index, t.ns, t.name, pre);
+    return obj.ok() ? object_response(200, *obj) : error(obj.status());
+  }
+  return error(Status(StatusCode::kUnimplemented,
+                      request.method + " is not allowed on the requested resource"));
+}
+
+}  // namespace xpu::kubesim

@@ -1,0 +1,168 @@
+#include "e2e/kubesim/kube_sim.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+namespace xpu::kubesim {
+namespace {
+
+template <typename T>
+StatusOr<T> ParseNumber(const std::string& flag, const std::string& value) {
+  std::istringstream in(value);
+  T v{};
+  if (!(in >> v) || !in.eof()) {
+    return InvalidArgumentError("parse flag " + flag + ": \"" + value + "\" is not a number");
+  }
+  return v;
+}
+
+}  // namespace
+
+Status Options::Validate() const {
+  const auto colon = listen.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == listen.size()) {
+    return InvalidArgumentError("validate --listen \"" + listen + "\": want HOST:PORT");
+  }
+  if (history < 1) return InvalidArgumentError("validate --history: must be at least 1");
+  if (fault_rate < 0 || fault_rate > 1) {
+    return InvalidArgumentError("validate --fault-rate: must be in [0, 1]");
+  }
+  for (int code : fault_codes) {
+    if (code != 409 && code != 429 && code != 500 && code != 503) {
+      return InvalidArgumentError("validate --fault-codes: " + std::to_string(code) +
+                                  " is not one of 409, 429, 500, 503");
+    }
+  }
+  if (fault_rate > 0 && fault_codes.empty()) {
+    return InvalidArgumentError("validate --fault-codes: empty while --fault-rate is set");
+  }
+  return OkStatus();
+}
+
+std::string Usage() {
+  return "usage: kube-sim [flags]\n"
+         "A local Kubernetes API server over HTTPS for tests.\n"
+         "  --listen HOST:PORT       address to serve on (default 127.0.0.1:0, a free port)\n"
+         "  --kubeconfig-out FILE    write a kubeconfig (mode 0600) once listening\n"
+         "  --token TOKEN            bearer token to accept (default: random)\n"
+         "  --history N              watch event history (default 1000); older -> 410\n"
+         "  --seed N                 seed for uids, generated names and faults\n"
+         "  --fault-rate F           fail this share of non-watch requests (default 0)\n"
+         "  --fault-codes LIST       codes to fail with, from 409,429,500,503 (default "
+         "409,429,500)\n"
+         "  --help                   print this help\n";
+}
+
+StatusOr<Options> ParseFlags(const std::vector<std::string>& args, bool* help) {
+  Options o;
+  *help = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::string value;
+    bool has_value = false;
+    if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    if (flag == "--help" || flag == "-h") {
+      *help = true;
+      return o;
+    }
+    auto next = [&]() -> StatusOr<std::string> {
+      if (has_value) return value;
+      if (i + 1 >= args.size()) {
+        return InvalidArgumentError("parse flag " + flag + ": needs a value");
+      }
+      return args[++i];
+    };
+    if (flag == "--listen") {
+      ASSIGN_OR_RETURN(o.listen, next());
+    } else if (flag == "--kubeconfig-out") {
+      ASSIGN_OR_RETURN(o.kubeconfig_out, next());
+    } else if (flag == "--token") {
+      ASSIGN_OR_RETURN(o.token, next());
+    } else if (flag == "--history") {
+      ASSIGN_OR_RETURN(auto v, next());
+      ASSIGN_OR_RETURN(o.history, ParseNumber<int64_t>(flag, v));
+    } else if (flag == "--seed") {
+      ASSIGN_OR_RETURN(auto v, next());
+      ASSIGN_OR_RETURN(o.seed, ParseNumber<uint64_t>(flag, v));
+    } else if (flag == "--fault-rate") {
+      ASSIGN_OR_RETURN(auto v, next());
+      ASSIGN_OR_RETURN(o.fault_rate, ParseNumber<double>(flag, v));
+    } else if (flag == "--fault-codes") {
+      ASSIGN_OR_RETURN(auto v, next());
+      o.fault_codes.clear();
+      std::istringstream in(v);
+      for (std::string item; std::getline(in, item, ',');) {
+        ASSIGN_OR_RETURN(int code, ParseNumber<int>(flag, item));
+        o.fault_codes.push_back(code);
+      }
+    } else {
+      return InvalidArgumentError("parse flags: unknown flag " + flag);
+    }
+  }
+  RETURN_IF_ERROR(o.Validate());
+  return o;
+}
+
+std::string KubeconfigYaml(const std::string& server, const std::string& ca_pem_base64,
+                           const std::string& token) {
+  return "apiVersion: v1\n"
+         "kind: Config\n"
+         "clusters:\n"
+         "- name: kube-sim\n"
+         "  cluster:\n"
+         "    server: " +
+         server +
+         "\n"
+         "    certificate-authority-data: " +
+         ca_pem_base64 +
+         "\n"
+         "users:\n"
+         "- name: kube-sim\n"
+         "  user:\n"
+         "    token: " +
+         token +
+         "\n"
+         "contexts:\n"
+         "- name: kube-sim\n"
+         "  context:\n"
+         "    cluster: kube-sim\n"
+         "    user: kube-sim\n"
+         "current-context: kube-sim\n";
+}
+
+Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  auto fail = [&](const char* step) {
+    const std::string cause = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return InternalError("write " + path + ": " + step + ": " + cause);
+  };
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return InternalError("write " + path + ": open: " + std::strerror(errno));
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      ::close(fd);
+      return fail("write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    return fail("fsync");
+  }
+  if (::close(fd) != 0) return fail("close");
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return fail("rename");
+  return OkStatus();
+}
+
+}  // namespace xpu::kubesim

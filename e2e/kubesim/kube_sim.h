@@ -1,0 +1,45 @@
+// kube-sim: a local Kubernetes API server over real HTTPS for end-to-end tests and the demo.
+// Options and flags, the kubeconfig it writes, and Run (server.cc), which serves until SIGTERM or
+// SIGINT.
+#ifndef XPU_E2E_KUBESIM_KUBE_SIM_H_
+#define XPU_E2E_KUBESIM_KUBE_SIM_H_
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace xpu::kubesim {
+
+struct Options {
+  std::string listen = "127.0.0.1:0";  // host:port; port 0 picks a free one
+  std::string kubeconfig_out;          // written (0600, atomically) once listening
+  std::string token;                   // bearer token; empty = random
+  int64_t history = 1000;              // watch event history
+  uint64_t seed = 0;                   // uids, generated names and faults; 0 = random
+  double fault_rate = 0;               // share of non-watch resource requests that fail
+  std::vector<int> fault_codes = {409, 429, 500};
+
+  Status Validate() const;
+};
+
+// Parses argv (without the program name). Sets *help for --help.
+StatusOr<Options> ParseFlags(const std::vector<std::string>& args, bool* help);
+std::string Usage();
+
+// A kubeconfig for `server` trusting the CA whose PEM is base64-encoded in `ca_pem_base64`,
+// authenticating with the bearer `token`.
+std::string KubeconfigYaml(const std::string& server, const std::string& ca_pem_base64,
+                           const std::string& token);
+// Writes `contents` to a temporary file beside `path` with mode 0600, then renames it over `path`.
+Status WriteFileAtomically(const std::string& path, const std::string& contents);
+
+// Serves until SIGTERM/SIGINT; prints "kube-sim: listening on https://HOST:PORT" to `out` once
+// the socket listens. Returns the process exit code.
+int Run(const Options& options, std::ostream& out, std::ostream& err);
+
+}  // namespace xpu::kubesim
+
+#endif  // XPU_E2E_KUBESIM_KUBE_SIM_H_

@@ -1,0 +1,30 @@
+#include "e2e/kubesim/resources.h"
+
+namespace xpu::kubesim {
+
+std::string ResourceType::QualifiedName() const {
+  return group.empty() ? resource : resource + "." + group;
+}
+
+std::string ResourceType::ApiVersion(const std::string& version) const {
+  return group.empty() ? version : group + "/" + version;
+}
+
+std::vector<ResourceType> BuiltinResources() {
+  const std::vector<std::string> core = {"v1"};
+  const std::vector<std::string> resource = {"v1", "v1beta2", "v1beta1"};
+  const std::vector<std::string> xpu = {"v1alpha1"};
+  return {
+      {"", "namespaces", "Namespace", false, false, core},
+      {"", "nodes", "Node", false, false, core},
+      {"coordination.k8s.io", "leases", "Lease", true, false, core},
+      {"resource.k8s.io", "resourceslices", "ResourceSlice", false, false, resource},
+      {"resource.k8s.io", "deviceclasses", "DeviceClass", false, false, resource},
+      {"resource.k8s.io", "resourceclaims", "ResourceClaim", true, true, resource},
+      {"resource.k8s.io", "resourceclaimtemplates", "ResourceClaimTemplate", true, false, resource},
+      {"xpu.dra.dev", "nodeinventories", "NodeInventory", false, true, xpu},
+      {"xpu.dra.dev", "acceleratorgangs", "AcceleratorGang", true, true, xpu},
+  };
+}
+
+}  // namespace xpu::kubesim

@@ -1,0 +1,30 @@
+// The resource types kube-sim serves: what a DRA driver and this project's controllers touch.
+#ifndef XPU_E2E_KUBESIM_RESOURCES_H_
+#define XPU_E2E_KUBESIM_RESOURCES_H_
+
+#include <string>
+#include <vector>
+
+namespace xpu::kubesim {
+
+struct ResourceType {
+  std::string group;     // "" for the core group
+  std::string resource;  // plural, e.g. "resourceslices"
+  std::string kind;      // e.g. "ResourceSlice"
+  bool namespaced = false;
+  bool has_status = false;            // a /status subresource; status is ignored on the main one
+  std::vector<std::string> versions;  // served versions, preferred (and storage) first
+
+  // "resourceslices.resource.k8s.io", or "nodes" in the core group: the name in error messages.
+  std::string QualifiedName() const;
+  // "resource.k8s.io/v1", or "v1" in the core group.
+  std::string ApiVersion(const std::string& version) const;
+};
+
+// Core v1 namespaces and nodes, coordination.k8s.io leases, resource.k8s.io (v1, v1beta2,
+// v1beta1) and xpu.dra.dev/v1alpha1. Namespaces come first.
+std::vector<ResourceType> BuiltinResources();
+
+}  // namespace xpu::kubesim
+
+#endif  // XPU_E2E_KUBESIM_RESOURCES_H_

@@ -1,0 +1,52 @@
+#include "e2e/kubesim/selectors.h"
+
+#include <catch2/catch.hpp>
+
+namespace xpu::kubesim {
+namespace {
+
+using nlohmann::json;
+
+json WithLabels(json labels) { return {{"metadata", {{"name", "a"}, {"labels", labels}}}}; }
+
+bool LabelsMatch(const char* selector, const json& obj) {
+  auto s = Selector::ParseLabels(selector);
+  REQUIRE(s.ok());
+  return s->MatchesLabels(obj);
+}
+
+TEST_CASE("label selectors support equality, existence and set operators") {
+  const json obj = WithLabels({{"tier", "gpu"}, {"zone", "a"}});
+  CHECK(LabelsMatch("", obj));
+  CHECK(LabelsMatch("tier=gpu", obj));
+  CHECK(LabelsMatch("tier==gpu,zone=a", obj));
+  CHECK_FALSE(LabelsMatch("tier=gpu,zone=b", obj));
+  CHECK(LabelsMatch("tier!=cpu", obj));
+  CHECK(LabelsMatch("missing!=x", obj));
+  CHECK(LabelsMatch("tier", obj));
+  CHECK_FALSE(LabelsMatch("!tier", obj));
+  CHECK(LabelsMatch("!missing", obj));
+  CHECK(LabelsMatch("zone in (a, b)", obj));
+  CHECK_FALSE(LabelsMatch("zone notin (a,b)", obj));
+  CHECK(LabelsMatch("zone in (a,b),tier", obj));
+  CHECK_FALSE(LabelsMatch("tier", json{{"metadata", {{"name", "x"}}}}));
+}
+
+TEST_CASE("field selectors allow the supported fields only") {
+  const json slice = {{"metadata", {{"name", "s1"}}}, {"spec", {{"nodeName", "n1"}}}};
+  auto s = Selector::ParseFields("spec.nodeName=n1,metadata.name!=s2");
+  REQUIRE(s.ok());
+  CHECK(s->MatchesFields(slice));
+  auto other = Selector::ParseFields("spec.nodeName=n2");
+  REQUIRE(other.ok());
+  CHECK_FALSE(other->MatchesFields(slice));
+  auto absent = Selector::ParseFields("spec.driver=");
+  REQUIRE(absent.ok());
+  CHECK(absent->MatchesFields(slice));  // absent fields compare as ""
+  CHECK(Selector::ParseFields("spec.unknown=x").status().code() == StatusCode::kFailedPrecondition);
+  CHECK_FALSE(Selector::ParseFields("spec.nodeName").ok());
+  CHECK_FALSE(Selector::ParseLabels("a in b").ok());
+}
+
+}  // namespace
+}  // namespace xpu::kubesim

@@ -1,0 +1,222 @@
+// The HTTPS edge of kube-sim: the only translation unit that includes Boost.Beast and Asio.
+// One thread per connection with synchronous I/O: a watch blocks only its own connection, and the
+// store's lock is the only shared state.
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+#include <condition_variable>
+#include <cstdio>
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "e2e/kubesim/api_handler.h"
+#include "e2e/kubesim/kube_sim.h"
+#include "e2e/kubesim/tls.h"
+
+namespace xpu::kubesim {
+namespace {
+
+namespace net = boost::asio;
+namespace ssl = boost::asio::ssl;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+
+// Open connections, so that shutdown can unblock their threads and wait for them.
+class Connections {
+ public:
+  bool Add(int fd) {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
+    fds_.insert(fd);
+    return true;
+  }
+  void Remove(int fd) {
+    std::lock_guard lock(mu_);
+    fds_.erase(fd);
+    idle_.notify_all();
+  }
+  void ShutdownAll() {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
+  }
+  bool WaitIdle(std::chrono::seconds timeout) {
+    std::unique_lock lock(mu_);
+    return idle_.wait_for(lock, timeout, [&] { return fds_.empty(); });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable idle_;
+  std::set<int> fds_;      // GUARDED_BY(mu_)
+  bool stopping_ = false;  // GUARDED_BY(mu_)
+};
+
+// True when the peer closed or sent something during a watch (clients send nothing then).
+bool PeerGone(int fd) {
+  pollfd p{fd, POLLIN | POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
+template <typename Stream>
+bool WriteChunked(Stream& stream, WatchStream& watch) {
+  beast::error_code ec;
+  const std::string header =
+      "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-cache, private\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+  net::write(stream, net::buffer(header), ec);
+  const int fd = beast::get_lowest_layer(stream).native_handle();
+  while (!ec && !watch.done()) {
+    std::string data;
+    for (const auto& line : watch.Next()) data += line;
+    if (data.empty()) {
+      if (PeerGone(fd)) return false;
+      continue;
+    }
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+    net::write(stream, net::buffer(size + data + "\r\n"), ec);
+  }
+  if (!ec) net::write(stream, net::buffer(std::string("0\r\n\r\n")), ec);
+  return !ec;
+}
+
+void Serve(tcp::socket socket, ssl::context& tls, ApiHandler& handler, Connections& connections) {
+  const int fd = socket.native_handle();
+  if (!connections.Add(fd)) return;
+  {
+    beast::ssl_stream<tcp::socket> stream(std::move(socket), tls);
+    beast::error_code ec;
+    stream.handshake(ssl::stream_base::server, ec);
+    beast::flat_buffer buffer;
+    while (!ec) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(std::uint64_t{64} * 1024 * 1024);
+      http::read(stream, buffer, parser, ec);
+      if (ec) break;
+      const auto& req = parser.get();
+      HttpRequest request{std::string{req.method_string()}, std::string{req.target()},
+                          std::string{req[http::field::authorization]},
+                          std::string{req[http::field::content_type]}, req.body()};
+      auto result = handler.Handle(request);
+      if (auto* watch = std::get_if<std::unique_ptr<WatchStream>>(&result)) {
+        if (!WriteChunked(stream, **watch) || !req.keep_alive()) break;
+        continue;
+      }
+      auto& r = std::get<HttpResponse>(result);
+      http::response<http::string_body> res{static_cast<http::status>(r.code), req.version()};
+      res.set(http::field::content_type,
+              !r.body.empty() && r.body[0] == '{' ? "application/json" : "text/plain");
+      for (const auto& [k, v] : r.headers) res.set(k, v);
+      res.body() = std::move(r.body);
+      res.keep_alive(req.keep_alive());
+      res.prepare_payload();
+      http::write(stream, res, ec);
+      if (!res.keep_alive()) break;
+    }
+    stream.shutdown(ec);
+  }
+  connections.Remove(fd);
+}
+
+void Accept(tcp::acceptor& acceptor, ssl::context& tls, ApiHandler& handler,
+            Connections& connections) {
+  acceptor.async_accept([&](beast::error_code ec, tcp::socket socket) {
+    if (ec) return;  // closed by shutdown
+    std::thread(Serve, std::move(socket), std::ref(tls), std::ref(handler), std::ref(connections))
+        .detach();
+    Accept(acceptor, tls, handler, connections);
+  });
+}
+
+}  // namespace
+
+int Run(const Options& options, std::ostream& out, std::ostream& err) {
+  if (Status s = options.Validate(); !s.ok()) {
+    err << "kube-sim: " << s.message() << "\n";
+    return 2;
+  }
+  auto material = GenerateTlsMaterial();
+  if (!material.ok()) {
+    err << "kube-sim: " << material.status().message() << "\n";
+    return 1;
+  }
+  std::string token = options.token;
+  if (token.empty()) {
+    auto random = RandomHex(16);
+    if (!random.ok()) {
+      err << "kube-sim: " << random.status().message() << "\n";
+      return 1;
+    }
+    token = *random;
+  }
+  StoreOptions store_options;
+  store_options.history = static_cast<size_t>(options.history);
+  store_options.seed = options.seed;
+  Store store(store_options);
+  HandlerOptions handler_options;
+  handler_options.token = token;
+  handler_options.fault_rate = options.fault_rate;
+  handler_options.fault_codes = options.fault_codes;
+  handler_options.seed = options.seed;
+  ApiHandler handler(&store, handler_options);
+  Connections connections;
+
+  try {
+    ssl::context tls(ssl::context::tls_server);
+    tls.set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
+                    ssl::context::no_sslv3 | ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1);
+    const std::string chain = material->server_cert_pem + material->ca_cert_pem;
+    tls.use_certificate_chain(net::buffer(chain));
+    tls.use_private_key(net::buffer(material->server_key_pem), ssl::context::pem);
+
+    net::io_context io;
+    const auto colon = options.listen.rfind(':');
+    const tcp::endpoint endpoint(
+        net::ip::make_address(options.listen.substr(0, colon)),
+        static_cast<unsigned short>(std::stoi(options.listen.substr(colon + 1))));
+    tcp::acceptor acceptor(io, endpoint);
+    const auto bound = acceptor.local_endpoint();
+    const std::string host = bound.address().is_v6() ? "[" + bound.address().to_string() + "]"
+                                                     : bound.address().to_string();
+    const std::string url = "https://" + host + ":" + std::to_string(bound.port());
+    out << "kube-sim: listening on " << url << std::endl;
+    if (!options.kubeconfig_out.empty()) {
+      Status s = WriteFileAtomically(options.kubeconfig_out,
+                                     KubeconfigYaml(url, Base64(material->ca_cert_pem), token));
+      if (!s.ok()) {
+        err << "kube-sim: " << s.message() << "\n";
+        return 1;
+      }
+    }
+    net::signal_set signals(io, SIGINT, SIGTERM);
+    signals.async_wait([&](beast::error_code, int) {
+      beast::error_code ignored;
+      acceptor.close(ignored);
+      store.Shutdown();
+      connections.ShutdownAll();
+    });
+    Accept(acceptor, tls, handler, connections);
+    io.run();
+    if (!connections.WaitIdle(std::chrono::seconds(5))) {
+      // A connection thread is stuck in a write; the process is ending, so do not wait for it.
+      err << "kube-sim: stop: connections still open after 5 s" << std::endl;
+      std::_Exit(0);
+    }
+  } catch (const std::exception& e) {
+    err << "kube-sim: serve " << options.listen << ": " << e.what() << "\n";
+    return 1;
+  }
+  out << "kube-sim: stopped" << std::endl;
+  return 0;
+}
+
+}  // namespace xpu::kubesim

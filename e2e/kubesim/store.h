@@ -1,0 +1,135 @@
+// The object store behind kube-sim: generic JSON objects, one map per resource type keyed by
+// namespace/name, a single global resourceVersion counter (as etcd has) and a bounded event
+// history that watches read from.
+//
+// Errors are Status codes that the HTTP layer maps to Kubernetes Status reasons:
+//   kNotFound 404 NotFound, kAlreadyExists 409 AlreadyExists, kAborted 409 Conflict,
+//   kOutOfRange 410 Expired, kInvalidArgument 422 Invalid, kFailedPrecondition 400 BadRequest.
+// Objects are stored and returned in their storage (preferred-version) form.
+//
+// Thread-safe: one mutex guards all state; WaitForEvents blocks on a condition variable.
+#ifndef XPU_E2E_KUBESIM_STORE_H_
+#define XPU_E2E_KUBESIM_STORE_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "e2e/kubesim/resources.h"
+#include "e2e/kubesim/selectors.h"
+
+namespace xpu::kubesim {
+
+struct StoreOptions {
+  std::vector<ResourceType> types = BuiltinResources();
+  size_t history = 1000;  // events kept for watches; older resourceVersions get 410
+  uint64_t seed = 0;      // uids and generated names; 0 = random
+};
+
+struct ListOptions {
+  Selector labels;
+  Selector fields;
+  int64_t limit = 0;           // 0 = no limit
+  std::string continue_token;  // from a previous ListResult
+};
+
+struct ListResult {
+  std::vector<nlohmann::json> items;
+  int64_t resource_version = 0;  // the store's resourceVersion when listed
+  std::string continue_token;    // non-empty when more items remain
+};
+
+struct Preconditions {
+  std::optional<std::string> uid;
+  std::optional<std::string> resource_version;
+};
+
+struct Event {
+  int64_t resource_version = 0;
+  size_t type_index = 0;
+  std::string type;  // ADDED, MODIFIED, DELETED
+  nlohmann::json object;
+};
+
+// What a watch selects: one resource type, optionally one namespace, and selectors.
+struct WatchFilter {
+  size_t type_index = 0;
+  std::string ns;  // empty = all namespaces
+  Selector labels;
+  Selector fields;
+};
+
+struct EventBatch {
+  std::vector<Event> events;    // matching events after the requested resourceVersion
+  int64_t scanned_through = 0;  // every event up to here was considered (for bookmarks)
+};
+
+class Store {
+ public:
+  explicit Store(StoreOptions options = {});
+
+  const std::vector<ResourceType>& types() const { return options_.types; }
+  // Index of (group, resource) in types(), or nullopt.
+  std::optional<size_t> FindType(const std::string& group, const std::string& resource) const;
+
+  // Create sets uid, creationTimestamp, resourceVersion, generation 1 and, for a generateName,
+  // the name. Namespaced objects need an existing namespace. Status is dropped for types with a
+  // status subresource.
+  StatusOr<nlohmann::json> Create(size_t type, const std::string& ns, nlohmann::json obj);
+  StatusOr<nlohmann::json> Get(size_t type, const std::string& ns, const std::string& name) const;
+  StatusOr<ListResult> List(size_t type, const std::string& ns, const ListOptions& options) const;
+  // Update of the main resource (status kept from the stored object when the type has a status
+  // subresource) or of /status (only status is taken from `obj`). A non-empty
+  // metadata.resourceVersion must match; generation is bumped when spec changes.
+  StatusOr<nlohmann::json> Update(size_t type, const std::string& ns, const std::string& name,
+                                  nlohmann::json obj, bool status);
+  // Deletes (or, with finalizers, marks deleted) and garbage-collects objects whose
+  // ownerReferences name the deleted object's uid. Returns the object as last stored.
+  StatusOr<nlohmann::json> Delete(size_t type, const std::string& ns, const std::string& name,
+                                  const Preconditions& preconditions);
+
+  int64_t ResourceVersion() const;
+  // Events with resourceVersion > `after` that match `filter`, waiting until `deadline` while
+  // there are none. kOutOfRange (410) when `after` is older than the history; kCancelled after
+  // Shutdown.
+  StatusOr<EventBatch> WaitForEvents(const WatchFilter& filter, int64_t after,
+                                     std::chrono::steady_clock::time_point deadline) const;
+  // Wakes all waiters; later waits return kCancelled at once.
+  void Shutdown();
+
+ private:
+  using Objects = std::map<std::string, nlohmann::json>;  // "ns/name" -> object
+
+  bool NamespaceExistsLocked(const std::string& ns) const;
+  void RecordLocked(size_t type, const char* event_type, const nlohmann::json& obj);
+  void RemoveLocked(size_t type, const std::string& key);
+  std::string NewUidLocked();
+  std::string Key(const std::string& ns, const std::string& name) const { return ns + "/" + name; }
+  Status Validate(size_t type, const nlohmann::json& obj) const;
+
+  const StoreOptions options_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable changed_;
+  std::vector<Objects> objects_;  // GUARDED_BY(mu_), one per type
+  int64_t resource_version_ = 0;  // GUARDED_BY(mu_)
+  int64_t compacted_ = 0;         // GUARDED_BY(mu_): events up to here were dropped
+  std::deque<Event> history_;     // GUARDED_BY(mu_)
+  std::mt19937_64 random_;        // GUARDED_BY(mu_)
+  bool shutdown_ = false;         // GUARDED_BY(mu_)
+};
+
+// True when `obj` passes `filter` (namespace and selectors; the type is not checked).
+bool MatchesFilter(const WatchFilter& filter, const nlohmann::json& obj);
+
+}  // namespace xpu::kubesim
+
+#endif  // XPU_E2E_KUBESIM_STORE_H_

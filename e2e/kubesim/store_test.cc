@@ -1,0 +1,337 @@
+#include "e2e/kubesim/store.h"
+
+#include <catch2/catch.hpp>
+#include <regex>
+#include <thread>
+
+#include "e2e/kubesim/convert.h"
+#include "e2e/kubesim/validate.h"
+
+namespace xpu::kubesim {
+namespace {
+
+using nlohmann::json;
+using std::chrono::steady_clock;
+
+struct Fixture {
+  explicit Fixture(size_t history = 1000) : store(StoreOptions{BuiltinResources(), history, 7}) {
+    REQUIRE(store.Create(Type("", "namespaces"), "", {{"metadata", {{"name", "ns"}}}}).ok());
+  }
+  size_t Type(const char* group, const char* resource) {
+    auto t = store.FindType(group, resource);
+    REQUIRE(t);
+    return *t;
+  }
+  Store store;
+};
+
+json Named(const std::string& name, json labels = json::object()) {
+  return {{"metadata", {{"name", name}, {"labels", labels}}}, {"spec", {{"x", 1}}}};
+}
+
+json Slice(const std::string& name, int devices) {
+  json d = json::array();
+  for (int i = 0; i < devices; ++i) d.push_back({{"name", "d" + std::to_string(i)}});
+  return {{"metadata", {{"name", name}}},
+          {"spec",
+           {{"driver", "xpu.dra.dev"},
+            {"nodeName", "n1"},
+            {"pool", {{"name", "n1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+            {"devices", d}}}};
+}
+
+const auto kSoon = [] { return steady_clock::now(); };
+
+TEST_CASE("create sets server fields and refuses duplicates") {
+  Fixture f;
+  const size_t nodes = f.Type("", "nodes");
+  auto n = f.store.Create(nodes, "", Named("n1"));
+  REQUIRE(n.ok());
+  const auto& meta = (*n)["metadata"];
+  CHECK(std::regex_match(
+      meta["uid"].get<std::string>(),
+      std::regex("[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")));
+  CHECK(std::regex_match(meta["creationTimestamp"].get<std::string>(),
+                         std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
+  CHECK(meta["generation"] == 1);
+  CHECK(meta["resourceVersion"] == "2");  // the namespace took 1: one global counter
+  CHECK(f.store.Create(nodes, "", Named("n1")).status().code() == StatusCode::kAlreadyExists);
+
+  auto generated = f.store.Create(nodes, "", {{"metadata", {{"generateName", "node-"}}}});
+  REQUIRE(generated.ok());
+  CHECK(std::regex_match((*generated)["metadata"]["name"].get<std::string>(),
+                         std::regex("node-[a-z0-9]{5}")));
+  CHECK(f.store.Create(nodes, "", {{"metadata", json::object()}}).status().code() ==
+        StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("namespaced objects need their namespace") {
+  Fixture f;
+  const size_t leases = f.Type("coordination.k8s.io", "leases");
+  CHECK(f.store.Create(leases, "missing", Named("l")).status().code() == StatusCode::kNotFound);
+  auto l = f.store.Create(leases, "ns", Named("l"));
+  REQUIRE(l.ok());
+  CHECK((*l)["metadata"]["namespace"] == "ns");
+  CHECK(f.store.Get(leases, "ns", "l").ok());
+  CHECK(f.store.Get(leases, "other", "l").status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("update checks the resourceVersion and bumps generation on spec changes") {
+  Fixture f;
+  const size_t nodes = f.Type("", "nodes");
+  auto n = f.store.Create(nodes, "", Named("n1"));
+  REQUIRE(n.ok());
+  json changed = *n;
+  changed["spec"]["x"] = 2;
+  auto u = f.store.Update(nodes, "", "n1", changed, false);
+  REQUIRE(u.ok());
+  CHECK((*u)["metadata"]["generation"] == 2);
+  CHECK(f.store.Update(nodes, "", "n1", changed, false).status().code() == StatusCode::kAborted);
+
+  json labels_only = *u;
+  labels_only["metadata"]["labels"] = {{"a", "b"}};
+  auto l = f.store.Update(nodes, "", "n1", labels_only, false);
+  REQUIRE(l.ok());
+  CHECK((*l)["metadata"]["generation"] == 2);
+
+  // No resourceVersion: last write wins. An unchanged object keeps its resourceVersion.
+  json blind = *l;
+  blind["metadata"].erase("resourceVersion");
+  auto same = f.store.Update(nodes, "", "n1", blind, false);
+  REQUIRE(same.ok());
+  CHECK((*same)["metadata"]["resourceVersion"] == (*l)["metadata"]["resourceVersion"]);
+  CHECK(f.store.Update(nodes, "", "n2", Named("n2"), false).status().code() ==
+        StatusCode::kNotFound);
+  CHECK(f.store.Update(nodes, "", "n1", Named("other"), false).status().code() ==
+        StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("the status subresource and the main resource each keep the other's part") {
+  Fixture f;
+  const size_t claims = f.Type("resource.k8s.io", "resourceclaims");
+  json claim = Named("c");
+  claim["status"] = {{"ignored", true}};
+  auto c = f.store.Create(claims, "ns", claim);
+  REQUIRE(c.ok());
+  CHECK_FALSE(c->contains("status"));
+
+  json with_status = *c;
+  with_status["status"] = {{"allocation", {{"devices", json::object()}}}};
+  with_status["spec"]["x"] = 99;
+  auto s = f.store.Update(claims, "ns", "c", with_status, true);
+  REQUIRE(s.ok());
+  CHECK((*s)["spec"]["x"] == 1);
+  CHECK((*s)["status"].contains("allocation"));
+  CHECK((*s)["metadata"]["generation"] == 1);
+
+  json main = *s;
+  main.erase("status");
+  main["spec"]["x"] = 5;
+  auto m = f.store.Update(claims, "ns", "c", main, false);
+  REQUIRE(m.ok());
+  CHECK((*m)["status"].contains("allocation"));
+  CHECK((*m)["metadata"]["generation"] == 2);
+}
+
+TEST_CASE("delete honours preconditions and finalizers") {
+  Fixture f;
+  const size_t nodes = f.Type("", "nodes");
+  auto n = f.store.Create(nodes, "", Named("n1"));
+  REQUIRE(n.ok());
+  CHECK(f.store.Delete(nodes, "", "n1", {std::string("wrong"), std::nullopt}).status().code() ==
+        StatusCode::kAborted);
+  CHECK(f.store.Delete(nodes, "", "n1", {std::nullopt, std::string("1")}).status().code() ==
+        StatusCode::kAborted);
+  const std::string uid = (*n)["metadata"]["uid"];
+  const std::string rv = (*n)["metadata"]["resourceVersion"];
+  REQUIRE(f.store.Delete(nodes, "", "n1", {uid, rv}).ok());
+  CHECK(f.store.Get(nodes, "", "n1").status().code() == StatusCode::kNotFound);
+  CHECK(f.store.Delete(nodes, "", "n1", {}).status().code() == StatusCode::kNotFound);
+
+  json held = Named("n2");
+  held["metadata"]["finalizers"] = {"example.com/hold"};
+  REQUIRE(f.store.Create(nodes, "", held).ok());
+  auto marked = f.store.Delete(nodes, "", "n2", {});
+  REQUIRE(marked.ok());
+  CHECK((*marked)["metadata"].contains("deletionTimestamp"));
+  json release = *marked;
+  release["metadata"]["finalizers"] = json::array();
+  REQUIRE(f.store.Update(nodes, "", "n2", release, false).ok());
+  CHECK(f.store.Get(nodes, "", "n2").status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("deleting a node garbage-collects what it owns; a namespace takes its contents") {
+  Fixture f;
+  const size_t nodes = f.Type("", "nodes");
+  const size_t slices = f.Type("resource.k8s.io", "resourceslices");
+  const size_t leases = f.Type("coordination.k8s.io", "leases");
+  auto n = f.store.Create(nodes, "", Named("n1"));
+  REQUIRE(n.ok());
+  json owned = Slice("owned", 1);
+  owned["metadata"]["ownerReferences"] = {
+      {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "n1"}, {"uid", (*n)["metadata"]["uid"]}}};
+  REQUIRE(f.store.Create(slices, "", owned).ok());
+  REQUIRE(f.store.Create(slices, "", Slice("free", 1)).ok());
+  REQUIRE(f.store.Create(leases, "ns", Named("l")).ok());
+  REQUIRE(f.store.Delete(nodes, "", "n1", {}).ok());
+  CHECK(f.store.Get(slices, "", "owned").status().code() == StatusCode::kNotFound);
+  CHECK(f.store.Get(slices, "", "free").ok());
+  REQUIRE(f.store.Delete(f.Type("", "namespaces"), "", "ns", {}).ok());
+  CHECK(f.store.Get(leases, "ns", "l").status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("list filters by namespace and selectors and pages with continue") {
+  Fixture f;
+  const size_t leases = f.Type("coordination.k8s.io", "leases");
+  REQUIRE(f.store.Create(f.Type("", "namespaces"), "", Named("other")).ok());
+  for (const char* name : {"a", "b", "c", "d", "e"}) {
+    REQUIRE(f.store.Create(leases, "ns", Named(name, {{"even", name[0] % 2 == 0 ? "yes" : "no"}}))
+                .ok());
+  }
+  REQUIRE(f.store.Create(leases, "other", Named("z")).ok());
+  auto all = f.store.List(leases, "", {});
+  REQUIRE(all.ok());
+  CHECK(all->items.size() == 6);
+  CHECK(all->resource_version == f.store.ResourceVersion());
+  ListOptions even;
+  even.labels = *Selector::ParseLabels("even=yes");
+  CHECK(f.store.List(leases, "ns", even)->items.size() == 2);
+
+  ListOptions page;
+  page.limit = 2;
+  std::vector<std::string> seen;
+  for (int i = 0; i < 10; ++i) {
+    auto r = f.store.List(leases, "ns", page);
+    REQUIRE(r.ok());
+    for (const auto& item : r->items) seen.push_back(item["metadata"]["name"]);
+    if (r->continue_token.empty()) break;
+    page.continue_token = r->continue_token;
+  }
+  CHECK(seen == std::vector<std::string>{"a", "b", "c", "d", "e"});
+  page.continue_token = "zz";
+  CHECK(f.store.List(leases, "ns", page).status().code() == StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("watch events come from the history in resourceVersion order, 410 past it") {
+  Fixture f(4);
+  const size_t nodes = f.Type("", "nodes");
+  const int64_t start = f.store.ResourceVersion();
+  auto n = f.store.Create(nodes, "", Named("n1"));
+  REQUIRE(n.ok());
+  json changed = *n;
+  changed["spec"]["x"] = 3;
+  REQUIRE(f.store.Update(nodes, "", "n1", changed, false).ok());
+  REQUIRE(f.store.Delete(nodes, "", "n1", {}).ok());
+  WatchFilter filter{nodes, "", {}, {}};
+  auto batch = f.store.WaitForEvents(filter, start, kSoon());
+  REQUIRE(batch.ok());
+  REQUIRE(batch->events.size() == 3);
+  CHECK(batch->events[0].type == "ADDED");
+  CHECK(batch->events[1].type == "MODIFIED");
+  CHECK(batch->events[2].type == "DELETED");
+  CHECK(batch->scanned_through == f.store.ResourceVersion());
+
+  // Events of other types and of non-matching objects are skipped but scanned.
+  WatchFilter leases{f.Type("coordination.k8s.io", "leases"), "", {}, {}};
+  auto none = f.store.WaitForEvents(leases, start, kSoon());
+  REQUIRE(none.ok());
+  CHECK(none->events.empty());
+
+  for (const char* name : {"a", "b", "c"}) REQUIRE(f.store.Create(nodes, "", Named(name)).ok());
+  CHECK(f.store.WaitForEvents(filter, start, kSoon()).status().code() == StatusCode::kOutOfRange);
+  CHECK(f.store.WaitForEvents(filter, f.store.ResourceVersion() - 4, kSoon()).ok());
+}
+
+TEST_CASE("a waiting watch wakes on a write from another thread and on shutdown") {
+  Fixture f;
+  const size_t nodes = f.Type("", "nodes");
+  const int64_t start = f.store.ResourceVersion();
+  WatchFilter filter{nodes, "", {}, {}};
+  std::thread writer([&] { REQUIRE(f.store.Create(nodes, "", Named("n1")).ok()); });
+  auto batch = f.store.WaitForEvents(filter, start, steady_clock::now() + std::chrono::minutes(1));
+  writer.join();
+  REQUIRE(batch.ok());
+  REQUIRE(batch->events.size() == 1);
+
+  std::thread stopper([&] { f.store.Shutdown(); });
+  auto stopped = f.store.WaitForEvents(filter, f.store.ResourceVersion(),
+                                       steady_clock::now() + std::chrono::minutes(1));
+  stopper.join();
+  CHECK(stopped.status().code() == StatusCode::kCancelled);
+}
+
+TEST_CASE("ResourceSlices are validated on create and update") {
+  Fixture f;
+  const size_t slices = f.Type("resource.k8s.io", "resourceslices");
+  CHECK(f.store.Create(slices, "", Slice("ok", 128)).ok());
+  auto too_many = f.store.Create(slices, "", Slice("big", 129));
+  CHECK(too_many.status().code() == StatusCode::kInvalidArgument);
+  CHECK(too_many.status().message().find("spec.devices") != std::string::npos);
+
+  json tainted = Slice("tainted", 65);
+  tainted["spec"]["devices"][0]["taints"] = json::array({{{"key", "k"}, {"effect", "NoSchedule"}}});
+  CHECK(f.store.Create(slices, "", tainted).status().code() == StatusCode::kInvalidArgument);
+
+  json dup = Slice("dup", 2);
+  dup["spec"]["devices"][1]["name"] = "d0";
+  CHECK(f.store.Create(slices, "", dup).status().message().find("spec.devices[1].name") !=
+        std::string::npos);
+  json bad_name = Slice("bad", 1);
+  bad_name["spec"]["devices"][0]["name"] = "Not_A_Label";
+  CHECK(f.store.Create(slices, "", bad_name).status().code() == StatusCode::kInvalidArgument);
+  json two_selections = Slice("two", 1);
+  two_selections["spec"]["allNodes"] = true;
+  CHECK(f.store.Create(slices, "", two_selections).status().code() == StatusCode::kInvalidArgument);
+  json no_driver = Slice("nodriver", 1);
+  no_driver["spec"].erase("driver");
+  CHECK(f.store.Create(slices, "", no_driver).status().message().find("spec.driver") !=
+        std::string::npos);
+
+  auto stored = f.store.Get(slices, "", "ok");
+  REQUIRE(stored.ok());
+  json grown = *stored;
+  grown["spec"]["devices"].push_back({{"name", "extra"}});
+  CHECK(f.store.Update(slices, "", "ok", grown, false).status().code() ==
+        StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("v1beta1 ResourceSlices and claims convert to and from the v1 storage form") {
+  const auto types = BuiltinResources();
+  const ResourceType* slices = nullptr;
+  const ResourceType* claims = nullptr;
+  for (const auto& t : types) {
+    if (t.resource == "resourceslices") slices = &t;
+    if (t.resource == "resourceclaims") claims = &t;
+  }
+  REQUIRE(slices != nullptr);
+  REQUIRE(claims != nullptr);
+  const json beta = {
+      {"apiVersion", "resource.k8s.io/v1beta1"},
+      {"spec",
+       {{"devices", {{{"name", "d0"}, {"basic", {{"attributes", {{"i", {{"int", 0}}}}}}}}}}}}};
+  const json v1 = ToStorage(*slices, "v1beta1", beta);
+  CHECK(v1["apiVersion"] == "resource.k8s.io/v1");
+  CHECK(v1["spec"]["devices"][0] == json{{"name", "d0"}, {"attributes", {{"i", {{"int", 0}}}}}});
+  CHECK(FromStorage(*slices, "v1beta1", v1) == beta);
+  CHECK(FromStorage(*slices, "v1beta2", v1)["apiVersion"] == "resource.k8s.io/v1beta2");
+
+  const json flat = {
+      {"apiVersion", "resource.k8s.io/v1beta1"},
+      {"spec",
+       {{"devices", {{"requests", {{{"name", "r"}, {"deviceClassName", "xpu"}, {"count", 2}}}}}}}}};
+  const json nested = ToStorage(*claims, "v1beta1", flat);
+  CHECK(nested["spec"]["devices"]["requests"][0] ==
+        json{{"name", "r"}, {"exactly", {{"deviceClassName", "xpu"}, {"count", 2}}}});
+  CHECK(FromStorage(*claims, "v1beta1", nested) == flat);
+}
+
+TEST_CASE("DNS labels") {
+  CHECK(IsDnsLabel("npu-0"));
+  CHECK_FALSE(IsDnsLabel("-a"));
+  CHECK_FALSE(IsDnsLabel("a-"));
+  CHECK_FALSE(IsDnsLabel("A"));
+  CHECK_FALSE(IsDnsLabel(std::string(64, 'a')));
+}
+
+}  // namespace
+}  // namespace xpu::kubesim
