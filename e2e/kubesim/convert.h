@@ -1,7 +1,7 @@
-// Version conversion for resource.k8s.io. kube-sim stores one copy of each object in v1 form;
-// v1beta2 has the same layout as v1, v1beta1 wraps ResourceSlice device fields in `basic` and has
-// flat DeviceRequests (v1 puts them under `exactly`). A deliberately small stand-in: the api/
-// module's resource conversion replaces these two functions.
+// Version conversion for kube-sim. It stores one copy of each object in its storage version
+// (versions[0]: v1 for resource.k8s.io) and converts on the way in and out with the api/ module's
+// ConvertResource (v1beta2 has the v1 layout; v1beta1 wraps ResourceSlice device fields in
+// `basic` and has flat DeviceRequests).
 #ifndef XPU_E2E_KUBESIM_CONVERT_H_
 #define XPU_E2E_KUBESIM_CONVERT_H_
 

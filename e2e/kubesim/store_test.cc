@@ -307,6 +307,7 @@ TEST_CASE("v1beta1 ResourceSlices and claims convert to and from the v1 storage 
   REQUIRE(claims != nullptr);
   const json beta = {
       {"apiVersion", "resource.k8s.io/v1beta1"},
+      {"kind", "ResourceSlice"},
       {"spec",
        {{"devices", {{{"name", "d0"}, {"basic", {{"attributes", {{"i", {{"int", 0}}}}}}}}}}}}};
   const json v1 = ToStorage(*slices, "v1beta1", beta);
@@ -317,20 +318,13 @@ TEST_CASE("v1beta1 ResourceSlices and claims convert to and from the v1 storage 
 
   const json flat = {
       {"apiVersion", "resource.k8s.io/v1beta1"},
+      {"kind", "ResourceClaim"},
       {"spec",
        {{"devices", {{"requests", {{{"name", "r"}, {"deviceClassName", "xpu"}, {"count", 2}}}}}}}}};
   const json nested = ToStorage(*claims, "v1beta1", flat);
   CHECK(nested["spec"]["devices"]["requests"][0] ==
         json{{"name", "r"}, {"exactly", {{"deviceClassName", "xpu"}, {"count", 2}}}});
   CHECK(FromStorage(*claims, "v1beta1", nested) == flat);
-}
-
-TEST_CASE("DNS labels") {
-  CHECK(IsDnsLabel("npu-0"));
-  CHECK_FALSE(IsDnsLabel("-a"));
-  CHECK_FALSE(IsDnsLabel("a-"));
-  CHECK_FALSE(IsDnsLabel("A"));
-  CHECK_FALSE(IsDnsLabel(std::string(64, 'a')));
 }
 
 }  // namespace

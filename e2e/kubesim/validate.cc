@@ -3,6 +3,8 @@
 #include <set>
 #include <string>
 
+#include "api/validation.h"
+
 namespace xpu::kubesim {
 namespace {
 
@@ -16,15 +18,6 @@ bool NonEmptyString(const nlohmann::json& obj, const char* key) {
 }
 
 }  // namespace
-
-bool IsDnsLabel(std::string_view s) {
-  if (s.empty() || s.size() > 63) return false;
-  auto alnum = [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'); };
-  for (char c : s) {
-    if (!alnum(c) && c != '-') return false;
-  }
-  return alnum(s.front()) && alnum(s.back());
-}
 
 Status ValidateResourceSlice(const nlohmann::json& slice) {
   auto spec_it = slice.find("spec");
@@ -52,7 +45,11 @@ Status ValidateResourceSlice(const nlohmann::json& slice) {
   for (const auto& d : *devices) {
     if (d.is_object() && (d.contains("taints") || d.contains("consumesCounters"))) advanced = true;
   }
-  const size_t max = advanced ? 64 : 128;
+  // kube-sim applies the 1.35 limits (the stricter ones where 1.34 and 1.35 differ).
+  const api::Limits limits = api::LimitsFor(api::KubeVersion::k1_35);
+  const auto max =
+      static_cast<size_t>(advanced ? limits.max_devices_per_slice_with_taints_or_counters
+                                   : limits.max_devices_per_slice);
   if (devices->size() > max) {
     return Invalid("spec.devices", "Too many: " + std::to_string(devices->size()) +
                                        ": must have at most " + std::to_string(max) + " items");
@@ -63,7 +60,7 @@ Status ValidateResourceSlice(const nlohmann::json& slice) {
     const std::string field = "spec.devices[" + std::to_string(i) + "].name";
     if (!d.is_object() || !NonEmptyString(d, "name")) return Invalid(field, "Required value");
     const auto name = d["name"].get<std::string>();
-    if (!IsDnsLabel(name)) {
+    if (!api::IsDnsLabel(name)) {
       return Invalid(field, "Invalid value: \"" + name + "\": not a DNS label");
     }
     if (!names.insert(name).second) return Invalid(field, "Duplicate value: \"" + name + "\"");

@@ -1,5 +1,6 @@
-// Server-side validation kube-sim applies on create and update. A small stand-in: the api/
-// module's ResourceSlice validation replaces ValidateResourceSlice once it lands.
+// Server-side validation kube-sim applies on create and update, with the api/ module's name
+// checks and per-release limits (1.35). The full ResourceSlice validator belongs in api/ (the
+// API-layer issue); ValidateResourceSlice then becomes a call to it.
 #ifndef XPU_E2E_KUBESIM_VALIDATE_H_
 #define XPU_E2E_KUBESIM_VALIDATE_H_
 
@@ -9,9 +10,6 @@
 #include "base/status.h"
 
 namespace xpu::kubesim {
-
-// A DNS-1123 label: lower-case alphanumerics and '-', alphanumeric at both ends, at most 63.
-bool IsDnsLabel(std::string_view s);
 
 // Checks a v1 ResourceSlice: driver and pool.name required; exactly one of nodeName,
 // nodeSelector, allNodes, perDeviceNodeSelection; at most 128 devices (64 when a device has
