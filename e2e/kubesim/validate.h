@@ -1,6 +1,5 @@
-// Server-side validation kube-sim applies on create and update, with the api/ module's name
-// checks and per-release limits (1.35). The full ResourceSlice validator belongs in api/ (the
-// API-layer issue); ValidateResourceSlice then becomes a call to it.
+// Server-side validation kube-sim applies on create and update: api::ValidateResourceSlice with
+// the 1.35 rules and limits.
 #ifndef XPU_E2E_KUBESIM_VALIDATE_H_
 #define XPU_E2E_KUBESIM_VALIDATE_H_
 
@@ -11,9 +10,9 @@
 
 namespace xpu::kubesim {
 
-// Checks a v1 ResourceSlice: driver and pool.name required; exactly one of nodeName,
-// nodeSelector, allNodes, perDeviceNodeSelection; at most 128 devices (64 when a device has
-// taints or consumesCounters); device names unique DNS labels. kInvalidArgument naming the field.
+// Checks a v1 ResourceSlice in its JSON form: parsed with FromJson<resource::ResourceSlice> (a
+// shape error is itself invalid), then api::ValidateResourceSlice(slice, KubeVersion::k1_35).
+// kInvalidArgument naming the field.
 Status ValidateResourceSlice(const nlohmann::json& slice);
 
 }  // namespace xpu::kubesim
