@@ -110,24 +110,28 @@ Status ValidateConsumesCounters(const Device& device, const Limits& limits,
     return TooMany(consumes, device.consumes_counters.size(),
                    limits.max_counter_consumptions_per_device);
   }
+  std::set<std::string> sets;
   size_t device_counters = 0;
   for (size_t i = 0; i < device.consumes_counters.size(); ++i) {
     const auto& consumption = device.consumes_counters[i];
     const std::string entry = Index(consumes, i);
     if (consumption.counter_set.empty()) return Required(entry + ".counterSet");
     RETURN_IF_ERROR(ValidateDnsLabel(consumption.counter_set, entry + ".counterSet"));
+    if (!sets.insert(consumption.counter_set).second) {
+      return Invalid(entry + ".counterSet", "Duplicate value: \"" + consumption.counter_set + "\"");
+    }
     if (consumption.counters.size() >
         static_cast<size_t>(limits.max_counters_per_counter_consumption)) {
       return TooMany(entry + ".counters", consumption.counters.size(),
                      limits.max_counters_per_counter_consumption);
     }
-    for (const auto& [name, counter] : consumption.counters) {
-      RETURN_IF_ERROR(ValidateQuantity(counter.value, Key(entry + ".counters", name) + ".value"));
-    }
+    RETURN_IF_ERROR(ValidateCounters(consumption.counters, entry + ".counters"));
     device_counters += consumption.counters.size();
   }
   if (device_counters > static_cast<size_t>(limits.max_counters_per_device)) {
-    return TooMany(consumes, device_counters, limits.max_counters_per_device);
+    return Invalid(consumes, "Too many: " + std::to_string(device_counters) +
+                                 ": the total number of counters must not exceed " +
+                                 std::to_string(limits.max_counters_per_device));
   }
   slice_counters += device_counters;
   return OkStatus();

@@ -8,12 +8,12 @@
 // slice), attributes + capacities per device, attribute and capacity names, exactly one value per
 // attribute, string and version values, capacity quantities, taints (count, key, value, effect),
 // binding (failure) conditions counts, per-device node selection, sharedCounters (set and
-// counter names, unique set names, quantities, counts), consumesCounters counts and quantities,
-// and 1.35's "devices or sharedCounters, not both".
+// counter names, unique set names, quantities, counts), consumesCounters (set and counter names,
+// one entry per set, quantities, counts), and 1.35's "devices or sharedCounters, not both".
 //
 // Not yet checked: nodeSelector contents (exactly one nodeSelectorTerm), capacity requestPolicy
-// (allowed only with allowMultipleAllocations; validValues / validRange rules), consumesCounters
-// references (counterSet known, one entry per set) and counter names there, binding condition
+// (allowed only with allowMultipleAllocations; validValues / validRange rules), whether a
+// consumed counterSet and its counters exist (1.34: in the slice), binding condition
 // strings and bindsToNode requirements, timeAdded format, pool-wide uniqueness (device names,
 // 1.35 counter-set names: they span slices), metadata fields other than name, immutability.
 #ifndef XPU_API_RESOURCE_VALIDATION_H_

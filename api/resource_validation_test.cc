@@ -242,6 +242,22 @@ TEST_CASE("ValidateResourceSlice names the first broken rule") {
                                       nlohmann::json::object()}};
        },
        "spec.devices[0].consumesCounters[0].counters[\"memory\"].value: "},
+      {"consumed counter set unique",
+       [](auto& s) {
+         s.spec.devices[0].consumes_counters.assign(
+             2, DeviceCounterConsumption{"gpu-0-counters",
+                                         {{"memory", Counter{"1Gi", nlohmann::json::object()}}},
+                                         nlohmann::json::object()});
+       },
+       "spec.devices[0].consumesCounters[1].counterSet: Duplicate value: \"gpu-0-counters\""},
+      {"consumed counter name",
+       [](auto& s) {
+         s.spec.devices[0].consumes_counters = {
+             DeviceCounterConsumption{"gpu-0-counters",
+                                      {{"Mem", Counter{"1Gi", nlohmann::json::object()}}},
+                                      nlohmann::json::object()}};
+       },
+       "spec.devices[0].consumesCounters[0].counters[\"Mem\"]: "},
   };
   for (const Case& c : cases) {
     SECTION(c.rule) {
@@ -288,6 +304,17 @@ TEST_CASE("ValidateResourceSlice applies the 1.34 and 1.35 limits") {
     CHECK(Check(slice, KubeVersion::k1_34).ok());
     ExpectInvalid(Check(slice, KubeVersion::k1_35),
                   "spec: only one of `devices` and `sharedCounters` may be set");
+  }
+  SECTION("consumed counters: 32 per device in 1.34, 32 per entry in 1.35") {
+    ResourceSlice slice = ValidSlice();
+    DeviceCounterConsumption consumption{"gpu-0-counters", {}, nlohmann::json::object()};
+    for (int i = 0; i < 33; ++i) consumption.counters["c" + std::to_string(i)].value = "1";
+    slice.spec.devices[0].consumes_counters = {consumption};
+    ExpectInvalid(Check(slice, KubeVersion::k1_34),
+                  "spec.devices[0].consumesCounters: Too many: 33: the total number of counters");
+    ExpectInvalid(
+        Check(slice, KubeVersion::k1_35),
+        "spec.devices[0].consumesCounters[0].counters: Too many: 33: must have at most 32");
   }
   SECTION("shared counters: 32 summed in 1.34, 32 per set in 1.35") {
     ResourceSlice slice = ValidSlice();
