@@ -217,6 +217,14 @@ Status ValidateNodeSelection(const resource::ResourceSliceSpec& spec) {
                    "`perDeviceNodeSelection` is required");
   }
   if (spec.node_name) return ValidateNodeName(*spec.node_name, "spec.nodeName");
+  if (spec.node_selector) {
+    const auto terms = spec.node_selector->find("nodeSelectorTerms");
+    if (!spec.node_selector->is_object() || terms == spec.node_selector->end() ||
+        !terms->is_array() || terms->size() != 1) {
+      return Invalid("spec.nodeSelector.nodeSelectorTerms",
+                     "must have exactly one node selector term");
+    }
+  }
   if (spec.all_nodes && !*spec.all_nodes) return Invalid("spec.allNodes", "must be true");
   if (spec.per_device_node_selection && !*spec.per_device_node_selection) {
     return Invalid("spec.perDeviceNodeSelection", "must be true");

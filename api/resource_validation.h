@@ -3,19 +3,21 @@
 // rejects a slice the API server would reject.
 //
 // Checked: metadata.name (a DNS subdomain when set), driver, pool name / generation /
-// resourceSliceCount, the one-of node selection and a valid nodeName, the device count (the lower
-// limit when a device has taints or consumesCounters), device names (DNS labels, unique in the
-// slice), attributes + capacities per device, attribute and capacity names, exactly one value per
-// attribute, string and version values, capacity quantities, taints (count, key, value, effect),
-// binding (failure) conditions counts, per-device node selection, sharedCounters (set and
-// counter names, unique set names, quantities, counts), consumesCounters (set and counter names,
-// one entry per set, quantities, counts), and 1.35's "devices or sharedCounters, not both".
+// resourceSliceCount, the one-of node selection, a valid nodeName, one nodeSelector term, the
+// device count (the lower limit when a device has taints or consumesCounters), device names (DNS
+// labels, unique in the slice), attributes + capacities per device, attribute and capacity names,
+// exactly one value per attribute, string and version values, capacity quantities, taints (count,
+// key, value, effect), binding (failure) conditions counts, per-device node selection,
+// sharedCounters (set and counter names, unique set names, quantities, counts), consumesCounters
+// (set and counter names, one entry per set, quantities, counts), and 1.35's "devices or
+// sharedCounters, not both".
 //
-// Not yet checked: nodeSelector contents (exactly one nodeSelectorTerm), capacity requestPolicy
-// (allowed only with allowMultipleAllocations; validValues / validRange rules), whether a
-// consumed counterSet and its counters exist (1.34: in the slice), binding condition
-// strings and bindsToNode requirements, timeAdded format, pool-wide uniqueness (device names,
-// 1.35 counter-set names: they span slices), metadata fields other than name, immutability.
+// Not yet checked: the node selector terms' contents, a per-device nodeSelector's term count,
+// capacity requestPolicy (allowed only with allowMultipleAllocations; validValues / validRange
+// rules), whether a consumed counterSet and its counters exist (1.34: in the slice), binding
+// condition strings and bindsToNode requirements, timeAdded format, pool-wide uniqueness (device
+// names, 1.35 counter-set names: they span slices), metadata fields other than name,
+// immutability.
 #ifndef XPU_API_RESOURCE_VALIDATION_H_
 #define XPU_API_RESOURCE_VALIDATION_H_
 

@@ -79,6 +79,12 @@ TEST_CASE("ValidateResourceSlice accepts a valid slice in both versions") {
     counters.spec.all_nodes = true;
     counters.spec.shared_counters = {Set("gpu-0-counters"), Set("gpu-1-counters")};
     CHECK(Check(counters, version).ok());
+    ResourceSlice selector = ValidSlice();
+    selector.spec.node_name.reset();
+    selector.spec.node_selector = nlohmann::json::parse(
+        R"({"nodeSelectorTerms": [{"matchFields": [{"key": "metadata.name", "operator": "In",
+            "values": ["node-1"]}]}]})");
+    CHECK(Check(selector, version).ok());
     ResourceSlice per_device = ValidSlice();
     per_device.spec.node_name.reset();
     per_device.spec.per_device_node_selection = true;
@@ -113,6 +119,12 @@ TEST_CASE("ValidateResourceSlice names the first broken rule") {
       {"two node selections", [](auto& s) { s.spec.all_nodes = true; },
        "spec: exactly one of `nodeName`"},
       {"node name", [](auto& s) { s.spec.node_name = "Node_1"; }, "spec.nodeName: "},
+      {"node selector terms",
+       [](auto& s) {
+         s.spec.node_name.reset();
+         s.spec.node_selector = nlohmann::json{{"nodeSelectorTerms", nlohmann::json::array()}};
+       },
+       "spec.nodeSelector.nodeSelectorTerms: must have exactly one node selector term"},
       {"allNodes false",
        [](auto& s) {
          s.spec.node_name.reset();
