@@ -188,7 +188,7 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
     const std::string host = bound.address().is_v6() ? "[" + bound.address().to_string() + "]"
                                                      : bound.address().to_string();
     const std::string url = "https://" + host + ":" + std::to_string(bound.port());
-    out << "kube-sim: listening on " << url << std::endl;
+    // The kubeconfig is in place before the line that tells waiters the server is ready.
     if (!options.kubeconfig_out.empty()) {
       Status s = WriteFileAtomically(options.kubeconfig_out,
                                      KubeconfigYaml(url, Base64(material->ca_cert_pem), token));
@@ -197,6 +197,7 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
         return 1;
       }
     }
+    out << "kube-sim: listening on " << url << std::endl;
     net::signal_set signals(io, SIGINT, SIGTERM);
     signals.async_wait([&](beast::error_code, int) {
       beast::error_code ignored;

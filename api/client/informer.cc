@@ -1,0 +1,257 @@
+#include "api/client/informer.h"
+
+#include <charconv>
+#include <utility>
+
+namespace xpu::api::client {
+namespace {
+
+using nlohmann::json;
+
+std::string ResourceVersionOf(const json& object) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  return meta->value("resourceVersion", "");
+}
+
+std::optional<uint64_t> ParseRv(const std::string& rv) {
+  uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(rv.data(), rv.data() + rv.size(), value);
+  if (ec != std::errc() || end != rv.data() + rv.size() || rv.empty()) return std::nullopt;
+  return value;
+}
+
+}  // namespace
+
+std::optional<int> CompareResourceVersions(const std::string& a, const std::string& b) {
+  const auto x = ParseRv(a);
+  const auto y = ParseRv(b);
+  if (!x || !y) return std::nullopt;
+  return *x < *y ? -1 : (*x > *y ? 1 : 0);
+}
+
+std::string Informer::KeyOf(const json& object) {
+  const auto meta = object.find("metadata");
+  if (meta == object.end() || !meta->is_object()) return "";
+  const std::string ns = meta->value("namespace", "");
+  const std::string name = meta->value("name", "");
+  return ns.empty() ? name : ns + "/" + name;
+}
+
+Informer::Informer(Client* client, ResourceRef ref, InformerOptions options)
+    : client_(client), ref_(std::move(ref)), options_(std::move(options)) {}
+
+Informer::~Informer() { Stop(); }
+
+void Informer::AddHandlers(InformerHandlers handlers) { handlers_.push_back(std::move(handlers)); }
+
+void Informer::Start() {
+  if (thread_.joinable()) return;
+  stop_ = false;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void Informer::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [this] { return synced_ || stop_.load(); }) && synced_;
+}
+
+bool Informer::synced() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return synced_;
+}
+
+ObjectPtr Informer::Get(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto it = cache_.find(key);
+  return it == cache_.end() ? nullptr : it->second;
+}
+
+std::vector<ObjectPtr> Informer::List() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<ObjectPtr> out;
+  out.reserve(cache_.size());
+  for (const auto& [key, object] : cache_) out.push_back(object);
+  return out;
+}
+
+size_t Informer::size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return cache_.size();
+}
+
+std::string Informer::resource_version() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return resource_version_;
+}
+
+InformerStats Informer::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+bool Informer::SleepFor(std::chrono::steady_clock::duration d) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
+}
+
+void Informer::Run() {
+  Backoff backoff(options_.error_backoff, std::random_device()());
+  bool after_gone = false;
+  // Started again after Stop: resume watching from where the cache is current.
+  bool resume = synced() && !resource_version().empty();
+  while (!stop_) {
+    if (resume) {
+      resume = false;
+    } else if (Status listed = ListAndReplace(after_gone); !listed.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.errors;
+      }
+      if (!SleepFor(backoff.Next().value_or(options_.error_backoff.max))) return;
+      continue;
+    }
+    after_gone = false;
+    backoff = Backoff(options_.error_backoff, std::random_device()());
+    while (!stop_) {
+      const Status watched = WatchOnce();
+      if (stop_) return;
+      if (watched.code() == StatusCode::kOutOfRange) {
+        after_gone = true;
+        break;  // the resourceVersion is too old: relist
+      }
+      if (watched.ok()) {
+        backoff = Backoff(options_.error_backoff, std::random_device()());
+        continue;  // the server ended the stream: resume where it stopped
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++stats_.errors;
+      }
+      if (!SleepFor(backoff.Next().value_or(options_.error_backoff.max))) return;
+    }
+  }
+}
+
+Status Informer::ListAndReplace(bool after_gone) {
+  ListOptions list;
+  list.label_selector = options_.label_selector;
+  list.field_selector = options_.field_selector;
+  list.limit = options_.page_size;
+  ASSIGN_OR_RETURN(ListPage page, client_->ListAll(ref_, options_.ns, list));
+
+  std::map<std::string, ObjectPtr> fresh;
+  for (json& item : page.items) {
+    std::string key = KeyOf(item);
+    fresh.emplace(std::move(key), std::make_shared<const json>(std::move(item)));
+  }
+  std::vector<ObjectPtr> added;
+  std::vector<std::pair<ObjectPtr, ObjectPtr>> updated;
+  std::vector<ObjectPtr> deleted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [key, object] : fresh) {
+      const auto old = cache_.find(key);
+      if (old == cache_.end()) {
+        added.push_back(object);
+      } else if (ResourceVersionOf(*old->second) != ResourceVersionOf(*object)) {
+        updated.emplace_back(old->second, object);
+      }
+    }
+    for (const auto& [key, object] : cache_) {
+      if (fresh.find(key) == fresh.end()) deleted.push_back(object);
+    }
+    cache_ = std::move(fresh);
+    resource_version_ = page.resource_version;
+    ++stats_.lists;
+    if (after_gone) ++stats_.relists_gone;
+  }
+  for (const auto& h : handlers_) {
+    for (const auto& o : added) {
+      if (h.on_add) h.on_add(o);
+    }
+    for (const auto& [o, n] : updated) {
+      if (h.on_update) h.on_update(o, n);
+    }
+    for (const auto& o : deleted) {
+      if (h.on_delete) h.on_delete(o);
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    synced_ = true;
+  }
+  cv_.notify_all();
+  return OkStatus();
+}
+
+Status Informer::WatchOnce() {
+  WatchOptions watch;
+  watch.label_selector = options_.label_selector;
+  watch.field_selector = options_.field_selector;
+  watch.resource_version = resource_version();
+  watch.bookmarks = true;
+  watch.timeout_seconds = options_.watch_timeout_seconds;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.watches;
+  }
+  return client_->Watch(
+      ref_, options_.ns, watch,
+      [this](WatchEvent& event) {
+        Apply(event.type, std::move(event.object));
+        return !stop_.load();
+      },
+      &stop_);
+}
+
+void Informer::Apply(const std::string& type, json object) {
+  const std::string rv = ResourceVersionOf(object);
+  ObjectPtr old;
+  ObjectPtr current;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!rv.empty()) resource_version_ = rv;
+    if (type == "BOOKMARK") {
+      ++stats_.bookmarks;
+      return;
+    }
+    const std::string key = KeyOf(object);
+    const auto it = cache_.find(key);
+    if (it != cache_.end()) old = it->second;
+    if (old && CompareResourceVersions(rv, ResourceVersionOf(*old)).value_or(1) <= 0) {
+      ++stats_.stale_dropped;
+      return;
+    }
+    current = std::make_shared<const json>(std::move(object));
+    if (type == "DELETED") {
+      if (!old) {
+        ++stats_.stale_dropped;  // never seen, or already gone in a relist
+        return;
+      }
+      cache_.erase(key);
+    } else {
+      cache_[key] = current;
+    }
+  }
+  for (const auto& h : handlers_) {
+    if (type == "DELETED") {
+      if (h.on_delete) h.on_delete(current);
+    } else if (old) {
+      if (h.on_update) h.on_update(old, current);
+    } else if (h.on_add) {
+      h.on_add(current);
+    }
+  }
+}
+
+}  // namespace xpu::api::client

@@ -1,0 +1,239 @@
+#include "api/client/kubeconfig.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+namespace xpu::api::client {
+namespace {
+
+StatusOr<std::string> ReadFile(const std::string& path, const std::string& what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("read " + what + " " + path + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return DataLossError("read " + what + " " + path + ": read error");
+  return text.str();
+}
+
+StatusOr<std::string> Base64Decode(const std::string& in, const std::string& field) {
+  static constexpr std::string_view kAlphabet =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::array<int, 256> value{};
+  value.fill(-1);
+  for (size_t i = 0; i < kAlphabet.size(); ++i) {
+    value[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int>(i);
+  }
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t padding = 0;
+  for (char c : in) {
+    if (c == '\n' || c == '\r' || c == ' ') continue;
+    if (c == '=') {
+      ++padding;
+      continue;
+    }
+    const int v = value[static_cast<unsigned char>(c)];
+    if (v < 0 || padding > 0) return InvalidArgumentError(field + ": not valid base64");
+    acc = (acc << 6U) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> static_cast<uint32_t>(bits)) & 0xFFU));
+    }
+  }
+  if (padding > 2) return InvalidArgumentError(field + ": not valid base64");
+  return out;
+}
+
+// One named entry of a kubeconfig list (clusters, users, contexts).
+StatusOr<YAML::Node> FindNamed(const YAML::Node& root, const std::string& list,
+                               const std::string& key, const std::string& name) {
+  const YAML::Node entries = root[list];
+  if (entries && !entries.IsSequence()) return InvalidArgumentError(list + ": expected a list");
+  if (entries) {
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const YAML::Node entry = entries[i];
+      if (entry["name"] && entry["name"].as<std::string>() == name) {
+        const YAML::Node body = entry[key];
+        if (!body || !body.IsMap()) {
+          return InvalidArgumentError(list + "[" + std::to_string(i) + "]." + key +
+                                      ": expected a map");
+        }
+        return body;
+      }
+    }
+  }
+  return NotFoundError(list + ": no entry named \"" + name + "\"");
+}
+
+std::string Str(const YAML::Node& node, const char* key) {
+  const YAML::Node v = node[key];
+  return v && v.IsScalar() ? v.as<std::string>() : std::string();
+}
+
+// A PEM given inline as base64 (`<field>-data`) or as a file path (`<field>`).
+StatusOr<std::string> DataOrFile(const YAML::Node& node, const std::string& prefix,
+                                 const std::string& field, const std::filesystem::path& dir) {
+  if (const std::string data = Str(node, (field + "-data").c_str()); !data.empty()) {
+    return Base64Decode(data, prefix + "." + field + "-data");
+  }
+  if (std::string file = Str(node, field.c_str()); !file.empty()) {
+    std::filesystem::path p(file);
+    if (p.is_relative()) p = dir / p;
+    auto text = ReadFile(p.string(), prefix + "." + field);
+    if (!text.ok()) return text.status();
+    return std::move(text).value();
+  }
+  return std::string();
+}
+
+StatusOr<ClusterConfig> ParseKubeconfig(const YAML::Node& root, const std::string& context_flag,
+                                        const std::filesystem::path& dir) {
+  if (!root.IsMap()) return InvalidArgumentError("expected a kubeconfig map");
+  std::string context_name = context_flag;
+  if (context_name.empty()) context_name = Str(root, "current-context");
+  if (context_name.empty()) {
+    return InvalidArgumentError("current-context: not set and no context given");
+  }
+  auto context = FindNamed(root, "contexts", "context", context_name);
+  if (!context.ok()) return context.status().WithContext("context \"" + context_name + "\"");
+  const std::string cluster_name = Str(*context, "cluster");
+  const std::string user_name = Str(*context, "user");
+  if (cluster_name.empty()) {
+    return InvalidArgumentError("contexts[\"" + context_name + "\"].context.cluster: required");
+  }
+  auto cluster = FindNamed(root, "clusters", "cluster", cluster_name);
+  if (!cluster.ok()) return cluster.status();
+  ClusterConfig config;
+  const std::string cprefix = "clusters[\"" + cluster_name + "\"].cluster";
+  config.server = Str(*cluster, "server");
+  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
+    return InvalidArgumentError(cprefix + ".server: \"" + config.server +
+                                "\" is not an https:// or http:// URL");
+  }
+  while (!config.server.empty() && config.server.back() == '/') config.server.pop_back();
+  ASSIGN_OR_RETURN(config.ca_pem, DataOrFile(*cluster, cprefix, "certificate-authority", dir));
+  config.insecure_skip_tls_verify = Str(*cluster, "insecure-skip-tls-verify") == "true";
+  config.tls_server_name = Str(*cluster, "tls-server-name");
+  if (!user_name.empty()) {
+    auto user = FindNamed(root, "users", "user", user_name);
+    if (!user.ok()) return user.status();
+    const std::string uprefix = "users[\"" + user_name + "\"].user";
+    config.token = Str(*user, "token");
+    if (std::string file = Str(*user, "tokenFile"); !file.empty()) {
+      std::filesystem::path p(file);
+      config.token_file = (p.is_relative() ? dir / p : p).string();
+    }
+    ASSIGN_OR_RETURN(config.client_cert_pem, DataOrFile(*user, uprefix, "client-certificate", dir));
+    ASSIGN_OR_RETURN(config.client_key_pem, DataOrFile(*user, uprefix, "client-key", dir));
+    if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
+      return InvalidArgumentError(uprefix + ": client-certificate and client-key go together");
+    }
+    if ((*user)["exec"] || (*user)["auth-provider"]) {
+      return InvalidArgumentError(uprefix +
+                                  ": exec and auth-provider credentials are not supported");
+    }
+  }
+  if (std::string ns = Str(*context, "namespace"); !ns.empty()) config.ns = ns;
+  return config;
+}
+
+}  // namespace
+
+std::string ClusterConfig::Describe() const {
+  std::string auth;
+  if (!token_file.empty()) {
+    auth = "token file " + token_file;
+  } else if (!token.empty()) {
+    auth = "bearer token";
+  }
+  if (!client_cert_pem.empty())
+    auth += std::string(auth.empty() ? "" : ", ") + "client certificate";
+  if (auth.empty()) auth = "anonymous";
+  return server + " (" + auth + (insecure_skip_tls_verify ? ", TLS NOT VERIFIED" : "") + ")";
+}
+
+StatusOr<ClusterConfig> LoadKubeconfig(const std::string& path, const std::string& context) {
+  auto text = ReadFile(path, "kubeconfig");
+  if (!text.ok()) return text.status();
+  try {
+    const YAML::Node root = YAML::Load(*text);
+    auto config = ParseKubeconfig(root, context, std::filesystem::path(path).parent_path());
+    if (!config.ok()) return config.status().WithContext("load kubeconfig " + path);
+    return config;
+  } catch (const YAML::Exception& e) {
+    return InvalidArgumentError("load kubeconfig " + path + ": " + e.what());
+  }
+}
+
+StatusOr<ClusterConfig> InClusterConfig(const std::string& sa_dir) {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (host == nullptr || *host == '\0' || port == nullptr || *port == '\0') {
+    return FailedPreconditionError(
+        "in-cluster config: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set");
+  }
+  ClusterConfig config;
+  const std::string h = host;
+  // An IPv6 service address needs brackets in a URL.
+  config.server = "https://" + (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" + port;
+  config.token_file = sa_dir + "/token";
+  auto token = ReadFile(config.token_file, "service account token");
+  if (!token.ok()) return token.status().WithContext("in-cluster config");
+  auto ca = ReadFile(sa_dir + "/ca.crt", "service account CA");
+  if (!ca.ok()) return ca.status().WithContext("in-cluster config");
+  config.ca_pem = std::move(ca).value();
+  if (auto ns = ReadFile(sa_dir + "/namespace", "service account namespace"); ns.ok()) {
+    std::string n = std::move(ns).value();
+    while (!n.empty() && (n.back() == '\n' || n.back() == ' ')) n.pop_back();
+    if (!n.empty()) config.ns = n;
+  }
+  return config;
+}
+
+StatusOr<ClusterConfig> ResolveClusterConfig(const std::string& kubeconfig_flag,
+                                             const std::string& context) {
+  if (!kubeconfig_flag.empty()) return LoadKubeconfig(kubeconfig_flag, context);
+  if (const char* host = std::getenv("KUBERNETES_SERVICE_HOST"); host != nullptr && *host != '\0') {
+    return InClusterConfig();
+  }
+  if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
+    std::string first = env;
+    first = first.substr(0, first.find(':'));
+    return LoadKubeconfig(first, context);
+  }
+  return FailedPreconditionError(
+      "find the API server: no --kubeconfig, not in a cluster (KUBERNETES_SERVICE_HOST unset) "
+      "and KUBECONFIG unset");
+}
+
+TokenSource::TokenSource(ClusterConfig config, std::chrono::seconds refresh)
+    : config_(std::move(config)), refresh_(refresh) {}
+
+StatusOr<std::string> TokenSource::Token() {
+  if (config_.token_file.empty()) return config_.token;
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto now = std::chrono::steady_clock::now();
+  if (cached_.empty() || now - read_at_ >= refresh_) {
+    auto text = ReadFile(config_.token_file, "token file");
+    if (!text.ok()) {
+      // Keep using the last good token while the file is being rotated.
+      if (!cached_.empty()) return cached_;
+      return text.status();
+    }
+    std::string t = std::move(text).value();
+    while (!t.empty() && (t.back() == '\n' || t.back() == '\r' || t.back() == ' ')) t.pop_back();
+    cached_ = std::move(t);
+    read_at_ = now;
+  }
+  return cached_;
+}
+
+}  // namespace xpu::api::client

@@ -1,0 +1,200 @@
+#include "api/client/kubeconfig.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace xpu::api::client {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A directory of files for one test, removed afterwards.
+class TempDir {
+ public:
+  TempDir()
+      : path_(fs::temp_directory_path() / ("xpu-kubeconfig-test-" + std::to_string(::getpid()) +
+                                           "-" + std::to_string(counter_++))) {
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string Write(const std::string& name, const std::string& contents) const {
+    const fs::path p = path_ / name;
+    std::ofstream(p) << contents;
+    return p.string();
+  }
+  std::string path() const { return path_.string(); }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+// "-----BEGIN CERTIFICATE-----\nCA\n" in base64.
+constexpr const char* kCaB64 = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkNBCg==";
+
+const char* kTwoContexts = R"(apiVersion: v1
+kind: Config
+current-context: sim
+clusters:
+- name: sim
+  cluster:
+    server: https://127.0.0.1:6443/
+    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkNBCg==
+- name: prod
+  cluster:
+    server: https://prod.example:443
+    certificate-authority: ca.crt
+contexts:
+- name: sim
+  context: {cluster: sim, user: tok, namespace: xpu-dra}
+- name: prod
+  context: {cluster: prod, user: cert}
+users:
+- name: tok
+  user: {token: s3cret}
+- name: cert
+  user:
+    client-certificate: certs/client.crt
+    client-key: certs/client.key
+)";
+
+TEST_CASE("LoadKubeconfig follows current-context with inline data", "[kubeconfig]") {
+  TempDir dir;
+  const auto config = LoadKubeconfig(dir.Write("kubeconfig", kTwoContexts));
+  REQUIRE(config.ok());
+  CHECK(config->server == "https://127.0.0.1:6443");  // trailing slash dropped
+  CHECK(config->ca_pem == "-----BEGIN CERTIFICATE-----\nCA\n");
+  CHECK(config->token == "s3cret");
+  CHECK(config->ns == "xpu-dra");
+  CHECK(config->client_cert_pem.empty());
+  // Describe never shows the token.
+  CHECK(config->Describe() == "https://127.0.0.1:6443 (bearer token)");
+  CHECK(config->Describe().find("s3cret") == std::string::npos);
+  (void)kCaB64;
+}
+
+TEST_CASE("LoadKubeconfig picks a named context and resolves relative files", "[kubeconfig]") {
+  TempDir dir;
+  dir.Write("ca.crt", "PROD CA");
+  fs::create_directories(dir.path() + "/certs");
+  dir.Write("certs/client.crt", "CERT");
+  dir.Write("certs/client.key", "KEY");
+  const auto config = LoadKubeconfig(dir.Write("kubeconfig", kTwoContexts), "prod");
+  REQUIRE(config.ok());
+  CHECK(config->server == "https://prod.example:443");
+  CHECK(config->ca_pem == "PROD CA");
+  CHECK(config->client_cert_pem == "CERT");
+  CHECK(config->client_key_pem == "KEY");
+  CHECK(config->token.empty());
+  CHECK(config->ns == "default");
+  CHECK(config->Describe() == "https://prod.example:443 (client certificate)");
+}
+
+TEST_CASE("LoadKubeconfig errors name the file and the field", "[kubeconfig]") {
+  TempDir dir;
+  const std::string path = dir.Write("kubeconfig", kTwoContexts);
+  const auto missing_context = LoadKubeconfig(path, "nope");
+  CHECK(missing_context.status().code() == StatusCode::kNotFound);
+  CHECK(missing_context.status().message() ==
+        "load kubeconfig " + path + ": context \"nope\": contexts: no entry named \"nope\"");
+  // prod's CA file is not there.
+  const auto no_ca = LoadKubeconfig(path, "prod");
+  CHECK(no_ca.status().message().find("clusters[\"prod\"].cluster.certificate-authority") !=
+        std::string::npos);
+
+  const auto bad_server = LoadKubeconfig(dir.Write("k2", R"(current-context: a
+clusters: [{name: c, cluster: {server: "10.0.0.1:6443"}}]
+contexts: [{name: a, context: {cluster: c}}]
+)"));
+  CHECK(
+      bad_server.status().message().find(
+          "clusters[\"c\"].cluster.server: \"10.0.0.1:6443\" is not an https:// or http:// URL") !=
+      std::string::npos);
+
+  const auto bad_b64 = LoadKubeconfig(dir.Write("k3", R"(current-context: a
+clusters: [{name: c, cluster: {server: "https://x", certificate-authority-data: "!!!"}}]
+contexts: [{name: a, context: {cluster: c}}]
+)"));
+  CHECK(bad_b64.status().message().find("certificate-authority-data: not valid base64") !=
+        std::string::npos);
+
+  const auto half_cert = LoadKubeconfig(dir.Write("k4", R"(current-context: a
+clusters: [{name: c, cluster: {server: "https://x"}}]
+contexts: [{name: a, context: {cluster: c, user: u}}]
+users: [{name: u, user: {client-certificate-data: Q0VSVA==}}]
+)"));
+  CHECK(half_cert.status().message().find("client-certificate and client-key go together") !=
+        std::string::npos);
+
+  const auto exec = LoadKubeconfig(dir.Write("k5", R"(current-context: a
+clusters: [{name: c, cluster: {server: "https://x"}}]
+contexts: [{name: a, context: {cluster: c, user: u}}]
+users: [{name: u, user: {exec: {command: aws}}}]
+)"));
+  CHECK(exec.status().message().find("exec and auth-provider credentials are not supported") !=
+        std::string::npos);
+
+  CHECK(LoadKubeconfig(dir.Write("k6", "[not, a, map")).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(LoadKubeconfig(dir.path() + "/absent").status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("InClusterConfig reads the service account and the service environment", "[kubeconfig]") {
+  TempDir dir;
+  dir.Write("token", "sa-token\n");
+  dir.Write("ca.crt", "CLUSTER CA");
+  dir.Write("namespace", "xpu-dra\n");
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  CHECK(InClusterConfig(dir.path()).status().code() == StatusCode::kFailedPrecondition);
+  ::setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+  ::setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  const auto config = InClusterConfig(dir.path());
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  ::unsetenv("KUBERNETES_SERVICE_PORT");
+  REQUIRE(config.ok());
+  CHECK(config->server == "https://[fd00::1]:443");
+  CHECK(config->ca_pem == "CLUSTER CA");
+  CHECK(config->ns == "xpu-dra");
+  CHECK(config->token_file == dir.path() + "/token");
+  TokenSource tokens(*config);
+  CHECK(*tokens.Token() == "sa-token");
+}
+
+TEST_CASE("TokenSource re-reads a rotated token file and survives a missing one", "[kubeconfig]") {
+  TempDir dir;
+  ClusterConfig config;
+  config.token_file = dir.Write("token", "one");
+  TokenSource tokens(config, std::chrono::seconds(0));
+  CHECK(*tokens.Token() == "one");
+  dir.Write("token", "two\n");
+  CHECK(*tokens.Token() == "two");
+  fs::remove(config.token_file);
+  CHECK(*tokens.Token() == "two");  // the last good token while the file is replaced
+
+  ClusterConfig never;
+  never.token_file = dir.path() + "/never";
+  TokenSource missing(never);
+  CHECK(missing.Token().status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("ResolveClusterConfig: flag, then in-cluster, then KUBECONFIG", "[kubeconfig]") {
+  TempDir dir;
+  const std::string path = dir.Write("kubeconfig", kTwoContexts);
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  ::unsetenv("KUBECONFIG");
+  CHECK(ResolveClusterConfig("").status().code() == StatusCode::kFailedPrecondition);
+  CHECK(ResolveClusterConfig(path)->server == "https://127.0.0.1:6443");
+  ::setenv("KUBECONFIG", (path + ":/elsewhere").c_str(), 1);
+  CHECK(ResolveClusterConfig("")->server == "https://127.0.0.1:6443");
+  ::unsetenv("KUBECONFIG");
+}
+
+}  // namespace
+}  // namespace xpu::api::client
