@@ -11,7 +11,7 @@ namespace {
 using nlohmann::json;
 
 TEST_CASE("PickResourceVersion prefers v1, then v1beta2, then v1beta1", "[client]") {
-  auto doc = [](std::vector<std::string> versions) {
+  auto doc = [](const std::vector<std::string>& versions) {
     json d = {{"kind", "APIGroup"}, {"name", "resource.k8s.io"}, {"versions", json::array()}};
     for (const auto& v : versions) {
       d["versions"].push_back({{"groupVersion", "resource.k8s.io/" + v}, {"version", v}});

@@ -61,10 +61,11 @@ StatusOr<YAML::Node> FindNamed(const YAML::Node& root, const std::string& list,
     for (size_t i = 0; i < entries.size(); ++i) {
       const YAML::Node entry = entries[i];
       if (entry["name"] && entry["name"].as<std::string>() == name) {
-        const YAML::Node body = entry[key];
+        YAML::Node body = entry[key];
         if (!body || !body.IsMap()) {
-          return InvalidArgumentError(list + "[" + std::to_string(i) + "]." + key +
-                                      ": expected a map");
+          std::string field = list;
+          field += "[" + std::to_string(i) + "]." + key;
+          return InvalidArgumentError(field + ": expected a map");
         }
         return body;
       }
@@ -154,8 +155,9 @@ std::string ClusterConfig::Describe() const {
   } else if (!token.empty()) {
     auth = "bearer token";
   }
-  if (!client_cert_pem.empty())
+  if (!client_cert_pem.empty()) {
     auth += std::string(auth.empty() ? "" : ", ") + "client certificate";
+  }
   if (auth.empty()) auth = "anonymous";
   return server + " (" + auth + (insecure_skip_tls_verify ? ", TLS NOT VERIFIED" : "") + ")";
 }

@@ -32,8 +32,9 @@ size_t OnHeader(char* data, size_t size, size_t count, void* user) {
     std::string name(line.substr(0, colon));
     for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
       value.remove_prefix(1);
+    }
     while (!value.empty() &&
            (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
       value.remove_suffix(1);

@@ -244,8 +244,9 @@ TEST_CASE("client watches: events in order, resume, bookmarks and 410", "[e2e][c
   std::vector<std::string> resumed;
   options.resource_version = last_rv;
   const Status r = client->Watch(kc::Leases(), "ns", options, [&](kc::WatchEvent& e) {
-    if (e.type != "BOOKMARK")
+    if (e.type != "BOOKMARK") {
       resumed.push_back(e.type + " " + e.object["metadata"]["name"].get<std::string>());
+    }
     return resumed.empty();
   });
   CHECK(r.code() == StatusCode::kCancelled);
@@ -267,8 +268,9 @@ TEST_CASE("client watches: events in order, resume, bookmarks and 410", "[e2e][c
   CHECK_FALSE(bookmark_rv.empty());
 
   // Past the 8-event history, the old resourceVersion is gone: kOutOfRange (relist).
-  for (int i = 0; i < 12; ++i)
+  for (int i = 0; i < 12; ++i) {
     REQUIRE(client->Create(kc::Leases(), "ns", Lease("x" + std::to_string(i))).ok());
+  }
   options.resource_version = start->resource_version;
   const Status gone =
       client->Watch(kc::Leases(), "ns", options, [](kc::WatchEvent&) { return true; });
@@ -301,8 +303,9 @@ TEST_CASE("informer syncs, follows changes, and relists after 410", "[e2e][clien
   auto sim = StartSim({"--history", "5"});
   auto client = Connect(*sim);
   REQUIRE(client->Create(kc::Namespaces(), "", Namespace("ns")).ok());
-  for (int i = 0; i < 3; ++i)
+  for (int i = 0; i < 3; ++i) {
     REQUIRE(client->Create(kc::Leases(), "ns", Lease("pre" + std::to_string(i))).ok());
+  }
 
   Informer informer(client.get(), kc::Leases(), InNamespace("ns"));
   Recorder rec;
@@ -328,8 +331,9 @@ TEST_CASE("informer syncs, follows changes, and relists after 410", "[e2e][clien
   // relists, and reports exactly the differences.
   informer.Stop();
   REQUIRE(client->Delete(kc::Leases(), "ns", "pre0").ok());
-  for (int i = 0; i < 8; ++i)
+  for (int i = 0; i < 8; ++i) {
     REQUIRE(client->Create(kc::Leases(), "ns", Lease("new" + std::to_string(i))).ok());
+  }
   informer.Start();
   REQUIRE(Eventually([&] { return informer.size() == 3 - 1 + 1 + 8; }));
   CHECK(informer.stats().relists_gone == 1);
@@ -364,8 +368,9 @@ TEST_CASE("client retries injected faults; the informer loses and duplicates not
     INFO(made.status().ToString());
     REQUIRE(made.ok());
   }
-  for (int i = 0; i < kObjects; i += 2)
+  for (int i = 0; i < kObjects; i += 2) {
     REQUIRE(client->Delete(kc::Leases(), "ns", "l" + std::to_string(i)).ok());
+  }
   const auto truth = client->ListAll(kc::Leases(), "ns");
   REQUIRE(truth.ok());
   REQUIRE(truth->items.size() == kObjects / 2);
