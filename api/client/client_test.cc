@@ -90,10 +90,10 @@ TEST_CASE("CompareResourceVersions orders etcd revisions, not opaque strings", "
   CHECK_FALSE(CompareResourceVersions("", "10").has_value());
 }
 
-TEST_CASE("Informer::KeyOf is namespace/name or name", "[client]") {
-  CHECK(Informer::KeyOf(json{{"metadata", {{"name", "a"}, {"namespace", "ns"}}}}) == "ns/a");
-  CHECK(Informer::KeyOf(json{{"metadata", {{"name", "n1"}}}}) == "n1");
-  CHECK(Informer::KeyOf(json::object()).empty());
+TEST_CASE("KeyOf is namespace/name or name", "[client]") {
+  CHECK(KeyOf(json{{"metadata", {{"name", "a"}, {"namespace", "ns"}}}}) == "ns/a");
+  CHECK(KeyOf(json{{"metadata", {{"name", "n1"}}}}) == "n1");
+  CHECK(KeyOf(json::object()).empty());
 }
 
 TEST_CASE("Transport refuses non-HTTP servers and unsupported options", "[client]") {

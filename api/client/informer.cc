@@ -30,7 +30,7 @@ std::optional<int> CompareResourceVersions(const std::string& a, const std::stri
   return *x < *y ? -1 : (*x > *y ? 1 : 0);
 }
 
-std::string Informer::KeyOf(const json& object) {
+std::string KeyOf(const json& object) {
   const auto meta = object.find("metadata");
   if (meta == object.end() || !meta->is_object()) return "";
   const std::string ns = meta->value("namespace", "");
@@ -38,20 +38,23 @@ std::string Informer::KeyOf(const json& object) {
   return ns.empty() ? name : ns + "/" + name;
 }
 
-Informer::Informer(Client* client, ResourceRef ref, InformerOptions options)
-    : client_(client), ref_(std::move(ref)), options_(std::move(options)) {}
+InformerCore::InformerCore(Client* client, ResourceRef ref, InformerOptions options, Decode decode)
+    : client_(client),
+      ref_(std::move(ref)),
+      options_(std::move(options)),
+      decode_(std::move(decode)) {}
 
-Informer::~Informer() { Stop(); }
+InformerCore::~InformerCore() { Stop(); }
 
-void Informer::AddHandlers(InformerHandlers handlers) { handlers_.push_back(std::move(handlers)); }
+void InformerCore::AddHandlers(Handlers handlers) { handlers_.push_back(std::move(handlers)); }
 
-void Informer::Start() {
+void InformerCore::Start() {
   if (thread_.joinable()) return;
   stop_ = false;
   thread_ = std::thread([this] { Run(); });
 }
 
-void Informer::Stop() {
+void InformerCore::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -60,51 +63,65 @@ void Informer::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-bool Informer::WaitForSync(std::chrono::milliseconds timeout) {
+bool InformerCore::WaitForSync(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_for(lock, timeout, [this] { return synced_ || stop_.load(); }) && synced_;
 }
 
-bool Informer::synced() const {
+bool InformerCore::synced() const {
   std::lock_guard<std::mutex> lock(mu_);
   return synced_;
 }
 
-ObjectPtr Informer::Get(const std::string& key) const {
+InformerCore::Item InformerCore::Get(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   const auto it = cache_.find(key);
-  return it == cache_.end() ? nullptr : it->second;
+  return it == cache_.end() ? nullptr : it->second.item;
 }
 
-std::vector<ObjectPtr> Informer::List() const {
+std::vector<InformerCore::Item> InformerCore::List() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<ObjectPtr> out;
+  std::vector<Item> out;
   out.reserve(cache_.size());
-  for (const auto& [key, object] : cache_) out.push_back(object);
+  for (const auto& [key, entry] : cache_) out.push_back(entry.item);
   return out;
 }
 
-size_t Informer::size() const {
+std::string InformerCore::last_decode_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_decode_error_;
+}
+
+InformerCore::Item InformerCore::DecodeOrCount(json&& object, const std::string& key) {
+  auto decoded = decode_(std::move(object));
+  if (decoded.ok()) return std::move(decoded).value();
+  std::lock_guard<std::mutex> lock(mu_);
+  ++stats_.decode_errors;
+  last_decode_error_ = "decode " + ref_.Name() + " " + key + ": " + decoded.status().message();
+  return nullptr;
+}
+
+size_t InformerCore::size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cache_.size();
 }
 
-std::string Informer::resource_version() const {
+std::string InformerCore::resource_version() const {
   std::lock_guard<std::mutex> lock(mu_);
   return resource_version_;
 }
 
-InformerStats Informer::stats() const {
+InformerStats InformerCore::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
 }
 
-bool Informer::SleepFor(std::chrono::steady_clock::duration d) {
+bool InformerCore::SleepFor(std::chrono::steady_clock::duration d) {
   std::unique_lock<std::mutex> lock(mu_);
   return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
 }
 
-void Informer::Run() {
+void InformerCore::Run() {
   Backoff backoff(options_.error_backoff, std::random_device()());
   bool after_gone = false;
   // Started again after Stop: resume watching from where the cache is current.
@@ -142,33 +159,35 @@ void Informer::Run() {
   }
 }
 
-Status Informer::ListAndReplace(bool after_gone) {
+Status InformerCore::ListAndReplace(bool after_gone) {
   ListOptions list;
   list.label_selector = options_.label_selector;
   list.field_selector = options_.field_selector;
   list.limit = options_.page_size;
   ASSIGN_OR_RETURN(ListPage page, client_->ListAll(ref_, options_.ns, list));
 
-  std::map<std::string, ObjectPtr> fresh;
+  std::map<std::string, Entry> fresh;
   for (json& item : page.items) {
     std::string key = KeyOf(item);
-    fresh.emplace(std::move(key), std::make_shared<const json>(std::move(item)));
+    std::string rv = ResourceVersionOf(item);
+    Item decoded = DecodeOrCount(std::move(item), key);
+    if (decoded) fresh.emplace(std::move(key), Entry{std::move(rv), std::move(decoded)});
   }
-  std::vector<ObjectPtr> added;
-  std::vector<std::pair<ObjectPtr, ObjectPtr>> updated;
-  std::vector<ObjectPtr> deleted;
+  std::vector<Item> added;
+  std::vector<std::pair<Item, Item>> updated;
+  std::vector<Item> deleted;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [key, object] : fresh) {
+    for (const auto& [key, entry] : fresh) {
       const auto old = cache_.find(key);
       if (old == cache_.end()) {
-        added.push_back(object);
-      } else if (ResourceVersionOf(*old->second) != ResourceVersionOf(*object)) {
-        updated.emplace_back(old->second, object);
+        added.push_back(entry.item);
+      } else if (old->second.resource_version != entry.resource_version) {
+        updated.emplace_back(old->second.item, entry.item);
       }
     }
-    for (const auto& [key, object] : cache_) {
-      if (fresh.find(key) == fresh.end()) deleted.push_back(object);
+    for (const auto& [key, entry] : cache_) {
+      if (fresh.find(key) == fresh.end()) deleted.push_back(entry.item);
     }
     cache_ = std::move(fresh);
     resource_version_ = page.resource_version;
@@ -194,7 +213,7 @@ Status Informer::ListAndReplace(bool after_gone) {
   return OkStatus();
 }
 
-Status Informer::WatchOnce() {
+Status InformerCore::WatchOnce() {
   WatchOptions watch;
   watch.label_selector = options_.label_selector;
   watch.field_selector = options_.field_selector;
@@ -214,38 +233,49 @@ Status Informer::WatchOnce() {
       &stop_);
 }
 
-void Informer::Apply(const std::string& type, json object) {
+void InformerCore::Apply(const std::string& type, json object) {
   const std::string rv = ResourceVersionOf(object);
-  ObjectPtr old;
-  ObjectPtr current;
+  if (type == "BOOKMARK") {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!rv.empty()) resource_version_ = rv;
+    ++stats_.bookmarks;
+    return;
+  }
+  const std::string key = KeyOf(object);
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!rv.empty()) resource_version_ = rv;
-    if (type == "BOOKMARK") {
-      ++stats_.bookmarks;
-      return;
-    }
-    const std::string key = KeyOf(object);
     const auto it = cache_.find(key);
-    if (it != cache_.end()) old = it->second;
-    if (old && CompareResourceVersions(rv, ResourceVersionOf(*old)).value_or(1) <= 0) {
+    if (it != cache_.end() &&
+        CompareResourceVersions(rv, it->second.resource_version).value_or(1) <= 0) {
       ++stats_.stale_dropped;
       return;
     }
-    current = std::make_shared<const json>(std::move(object));
+  }
+  // Decoding happens outside the lock; only this thread writes the cache.
+  Item current = DecodeOrCount(std::move(object), key);
+  Item old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const auto it = cache_.find(key);
+    if (it != cache_.end()) old = it->second.item;
     if (type == "DELETED") {
       if (!old) {
         ++stats_.stale_dropped;  // never seen, or already gone in a relist
         return;
       }
       cache_.erase(key);
+      if (!current) current = old;  // the last state known
+    } else if (!current) {
+      // Undecodable: the cached state is no longer the server's; leave the object out.
+      if (old) cache_.erase(key);
     } else {
-      cache_[key] = current;
+      cache_[key] = Entry{rv, current};
     }
   }
   for (const auto& h : handlers_) {
-    if (type == "DELETED") {
-      if (h.on_delete) h.on_delete(current);
+    if (type == "DELETED" || !current) {
+      if (h.on_delete && old) h.on_delete(type == "DELETED" ? current : old);
     } else if (old) {
       if (h.on_update) h.on_update(old, current);
     } else if (h.on_add) {

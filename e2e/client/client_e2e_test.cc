@@ -17,6 +17,7 @@
 
 #include "api/client/client.h"
 #include "api/client/informer.h"
+#include "api/core.h"
 #include "e2e/client/kube_sim_process.h"
 
 namespace xpu::e2e {
@@ -343,6 +344,44 @@ TEST_CASE("informer syncs, follows changes, and relists after 410", "[e2e][clien
   for (int i = 0; i < 8; ++i) CHECK(rec.adds["new" + std::to_string(i)] == 1);
   CHECK(rec.Count(rec.updates) == 1);
   informer.Stop();
+}
+
+TEST_CASE("typed informer keeps decoded objects and leaves out what does not decode",
+          "[e2e][client][informer]") {
+  auto sim = StartSim();
+  auto client = Connect(*sim);
+  REQUIRE(client->Create(kc::Namespaces(), "", Namespace("ns")).ok());
+  REQUIRE(client->Create(kc::Leases(), "ns", Lease("good")).ok());
+  json bad = Lease("bad");
+  bad["spec"]["leaseDurationSeconds"] = "fifteen";  // kube-sim stores it; the codec refuses it
+  REQUIRE(client->Create(kc::Leases(), "ns", bad).ok());
+
+  kc::TypedInformer<api::core::Lease> leases(client.get(), kc::Leases(), InNamespace("ns"));
+  std::atomic<int> adds{0};
+  leases.AddHandlers({[&](const auto& lease) {
+                        CHECK(lease->spec.lease_duration_seconds == 15);
+                        ++adds;
+                      },
+                      nullptr, nullptr});
+  leases.Start();
+  REQUIRE(leases.WaitForSync(std::chrono::seconds(20)));
+  CHECK(leases.size() == 1);
+  REQUIRE(leases.Get("ns/good"));
+  CHECK(leases.Get("ns/good")->spec.holder_identity == "a");
+  CHECK(leases.Get("ns/bad") == nullptr);
+  CHECK(leases.stats().decode_errors == 1);
+  CHECK(leases.last_decode_error().find("decode leases.coordination.k8s.io ns/bad: "
+                                        "spec.leaseDurationSeconds") == 0);
+  CHECK(adds == 1);
+
+  // A fix of the bad object arrives as an add; the informer keeps going.
+  auto stored = client->Get(kc::Leases(), "ns", "bad");
+  REQUIRE(stored.ok());
+  (*stored)["spec"]["leaseDurationSeconds"] = 15;
+  REQUIRE(client->Update(kc::Leases(), "ns", *stored).ok());
+  REQUIRE(Eventually([&] { return leases.Get("ns/bad") != nullptr; }));
+  CHECK(adds == 2);
+  leases.Stop();
 }
 
 TEST_CASE("client retries injected faults; the informer loses and duplicates nothing",
