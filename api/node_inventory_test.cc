@@ -8,6 +8,7 @@
 
 #include "api/node_description.h"
 #include "api/testing/inventory_examples.h"
+#include "api/testing/temp_file.h"
 #include "topology/model.h"
 #include "topology/solver.h"
 #include "topology/testing/fixtures.h"
@@ -296,6 +297,20 @@ TEST_CASE("Every committed topology fixture is a projection of its inventory") {
     ++files;
   }
   CHECK(files >= 8);
+}
+
+TEST_CASE("ReadNodeDescriptionFile reads a NodeInventory as its projection") {
+  const NodeSpec model = topology::testing::Atlas800_9000();
+  testing::TempFile file(ToJson(InventoryFromNodeDescription(model)).dump(2));
+  StatusOr<NodeSpec> spec = ReadNodeDescriptionFile(file.path());
+  REQUIRE(spec.ok());
+  CHECK(NodeDescriptionToJson(*spec) == NodeDescriptionToJson(ExpandMeshes(model)));
+
+  NodeInventory bad = InventoryFromNodeDescription(model);
+  bad.status.links[0].b = "npu-42";
+  testing::TempFile bad_file(ToJson(bad).dump());
+  CHECK(ReadNodeDescriptionFile(bad_file.path()).status().message() ==
+        "read topology " + bad_file.path() + ": status.links[0].b: unknown device \"npu-42\"");
 }
 
 }  // namespace
