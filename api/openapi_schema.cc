@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <regex>
 #include <set>
 #include <string>
@@ -132,6 +133,17 @@ Status ValidateArray(const json& value, const json& schema, const std::string& p
   return OkStatus();
 }
 
+// Patterns compiled once per thread: validating an inventory checks the same few patterns
+// hundreds of times.
+const std::regex& Compiled(const std::string& pattern) {
+  thread_local std::map<std::string, std::regex> cache;
+  auto it = cache.find(pattern);
+  if (it == cache.end()) {
+    it = cache.emplace(pattern, std::regex(pattern, std::regex::ECMAScript)).first;
+  }
+  return it->second;
+}
+
 // RFC 3339 date-time, as format "date-time" requires.
 bool IsDateTime(const std::string& text) {
   static const std::regex kDateTime(
@@ -151,8 +163,7 @@ Status ValidateString(const std::string& text, const json& schema, const std::st
                           std::to_string(Characters(text)));
   }
   if (auto it = schema.find("pattern"); it != schema.end()) {
-    const std::regex re(it->get<std::string>(), std::regex::ECMAScript);
-    if (!std::regex_search(text, re)) {
+    if (!std::regex_search(text, Compiled(it->get<std::string>()))) {
       return Fail(path, Short(json(text)) + " does not match " + it->get<std::string>());
     }
   }
