@@ -14,9 +14,8 @@
 // back, as the Kubernetes codecs of codec.h do). Required members must be present (reader), are
 // always written (writer) and listed under `required` (schema). Optional members are
 // std::optional (written when set), strings, lists and maps (written when not empty) or structs
-// (written when not equal to a default-constructed one). The
-// trailing arguments are JSON objects merged into the member's schema: enums, bounds, patterns,
-// list types. Nothing throws.
+// (written when not equal to a default-constructed one). The trailing arguments are JSON objects
+// merged into the member's schema: enums, bounds, patterns, list types. Nothing throws.
 #ifndef XPU_API_INTERNAL_OBJECT_FIELDS_H_
 #define XPU_API_INTERNAL_OBJECT_FIELDS_H_
 
