@@ -61,6 +61,18 @@ struct ObjectMeta {
   friend bool operator==(const ObjectMeta&, const ObjectMeta&) = default;
 };
 
+// A status condition (meta/v1 Condition), as the project's custom resources report them.
+struct Condition {
+  std::string type;    // CamelCase, e.g. "Ready"
+  std::string status;  // "True", "False" or "Unknown"
+  std::optional<int64_t> observed_generation;
+  std::string last_transition_time;  // RFC 3339
+  std::string reason;                // CamelCase
+  std::string message;
+  nlohmann::json unknown = nlohmann::json::object();
+  friend bool operator==(const Condition&, const Condition&) = default;
+};
+
 struct ListMeta {
   std::string resource_version;
   std::string continue_token;  // "continue"

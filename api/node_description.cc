@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/internal/json_fields.h"
+#include "api/node_inventory.h"
 #include "api/quantity.h"
 
 namespace xpu::api {
@@ -193,6 +194,16 @@ StatusOr<NodeSpec> ParseNodeDescription(const json& doc) {
 StatusOr<NodeSpec> ReadNodeDescriptionFile(const std::string& path) {
   const std::string context = "read topology " + path;
   ASSIGN_OR_RETURN(const json doc, internal::ReadJsonFile(path, context));
+  if (doc.is_object() && doc.value("kind", json()) == kNodeInventoryKind) {
+    StatusOr<NodeInventory> inventory = FromJson<NodeInventory>(doc);
+    if (!inventory.ok()) return inventory.status().WithContext(context);
+    if (Status valid = ValidateNodeInventory(*inventory); !valid.ok()) {
+      return valid.WithContext(context);
+    }
+    StatusOr<NodeSpec> spec = NodeDescriptionFromInventory(*inventory);
+    if (!spec.ok()) return spec.status().WithContext(context);
+    return spec;
+  }
   StatusOr<NodeSpec> spec = ParseNodeDescription(doc);
   if (!spec.ok()) return spec.status().WithContext(context);
   return spec;

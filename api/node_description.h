@@ -26,6 +26,8 @@ StatusOr<topology::NodeSpec> ParseNodeDescription(const nlohmann::json& doc);
 
 // Reads and parses a file. Every error starts with "read topology <path>: "; JSON syntax errors
 // give the byte offset. A missing file is a not-found error, anything else invalid-argument.
+// A file whose kind is NodeInventory (api/node_inventory.h) is read as one, validated and
+// projected with NodeDescriptionFromInventory, so that `xpuctl plan` takes either.
 StatusOr<topology::NodeSpec> ReadNodeDescriptionFile(const std::string& path);
 
 // The documented shape, with empty optional fields left out and PCIe bandwidths only where they

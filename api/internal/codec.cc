@@ -34,6 +34,12 @@ Status Read(const Field& f, bool* out) {
   return OkStatus();
 }
 
+Status Read(const Field& f, double* out) {
+  if (!f.value->is_number()) return Expected(f, "a number");
+  *out = f.value->get<double>();
+  return OkStatus();
+}
+
 Status Read(const Field& f, json* out) {
   *out = *f.value;
   return OkStatus();
@@ -42,6 +48,7 @@ Status Read(const Field& f, json* out) {
 json Write(const std::string& value) { return value; }
 json Write(int64_t value) { return value; }
 json Write(bool value) { return value; }
+json Write(double value) { return Number(value); }
 json Write(const json& value) { return value; }
 
 std::string MapKeyPath(const Field& f, const std::string& key) {

@@ -24,6 +24,8 @@ namespace xpu::api::internal {
 Status Read(const Field& f, std::string* out);
 Status Read(const Field& f, int64_t* out);
 Status Read(const Field& f, bool* out);
+// Any finite JSON number.
+Status Read(const Field& f, double* out);
 // Any JSON value, kept as it is (raw extensions, node selectors, conditions).
 Status Read(const Field& f, nlohmann::json* out);
 template <typename T>
@@ -36,6 +38,8 @@ Status Read(const Field& f, std::optional<T>* out);
 nlohmann::json Write(const std::string& value);
 nlohmann::json Write(int64_t value);
 nlohmann::json Write(bool value);
+// Whole numbers as JSON integers (see Number in json_fields.h).
+nlohmann::json Write(double value);
 nlohmann::json Write(const nlohmann::json& value);
 template <typename T>
 nlohmann::json Write(const std::vector<T>& values);

@@ -1,0 +1,205 @@
+#include "api/accelerator_gang.h"
+
+#include <map>
+#include <set>
+#include <utility>
+
+#include "api/internal/meta_codec.h"
+#include "api/internal/object_fields.h"
+#include "api/node_inventory.h"
+#include "api/openapi_schema.h"
+#include "api/validation.h"
+#include "topology/model.h"
+
+namespace xpu::api {
+
+namespace fields = internal;
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::string_view kDnsLabelPattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
+
+}  // namespace
+
+// ---- Field lists (codec and schema) ----
+
+template <typename V, fields::FieldsOf<AcceleratorGangSpec> S>
+void VisitFields(V& v, S& self) {
+  v.Required("nodes", self.nodes, "number of nodes", fields::Minimum(1), fields::Maximum(65536));
+  v.Required("devicesPerNode", self.devices_per_node, "devices on each node", fields::Minimum(1),
+             fields::Maximum(topology::kMaxDevices));
+  v.Required("capabilityClass", self.capability_class,
+             "capability class, the name of the DeviceClass generated from it",
+             fields::MaxLength(kMaxDnsSubdomainLength));
+  v.Optional("maxTier", self.max_tier,
+             "highest fabric tier the gang may span (a tier name of the fabric, e.g. leaf, "
+             "spine, superpod); absent: any",
+             fields::MaxLength(kMaxDnsLabelLength), fields::Pattern(kDnsLabelPattern));
+  v.Optional("nodeSelector", self.node_selector, "only nodes with all these labels are candidates",
+             fields::MaxProperties(64), fields::Items(fields::MaxLength(kMaxLabelValueLength)));
+}
+
+template <typename V, fields::FieldsOf<GangNode> S>
+void VisitFields(V& v, S& self) {
+  v.Required("name", self.name, "node name", fields::MaxLength(kMaxDnsSubdomainLength));
+  v.Required("rank", self.rank, "node rank, in fabric order", fields::Minimum(0));
+  v.Required("devices", self.devices, "the devices of the gang on this node",
+             fields::MaxItems(topology::kMaxDevices), fields::ListSet());
+}
+
+template <typename V, fields::FieldsOf<GangRank> S>
+void VisitFields(V& v, S& self) {
+  v.Required("rank", self.rank, "global rank", fields::Minimum(0));
+  v.Required("node", self.node, "node name", fields::MaxLength(kMaxDnsSubdomainLength));
+  v.Required("device", self.device, "device name on that node",
+             fields::MaxLength(kMaxDnsLabelLength));
+  v.Optional("ipAddress", self.ip_address, "the device's collective-network address",
+             fields::MaxLength(45));
+}
+
+template <typename V, fields::FieldsOf<AcceleratorGangStatus> S>
+void VisitFields(V& v, S& self) {
+  v.Optional("phase", self.phase, "Pending until placed; Failed when no placement fits",
+             fields::Enum({"Pending", "Placed", "Failed"}));
+  v.Optional("nodes", self.nodes, "the chosen nodes", fields::ListMap({"name"}));
+  v.Optional("tier", self.tier, "fabric tier holding the gang",
+             fields::MaxLength(kMaxDnsLabelLength));
+  v.Optional("domain", self.domain, "fabric domain holding the gang",
+             fields::MaxLength(kMaxDnsSubdomainLength));
+  v.Optional("rankTable", self.rank_table, "one entry per device, in rank order",
+             fields::ListMap({"rank"}));
+  v.Optional("resourceClaimName", self.resource_claim_name,
+             "the shared ResourceClaim the gang's pods reference",
+             fields::MaxLength(kMaxDnsSubdomainLength));
+  v.Optional("conditions", self.conditions, "conditions of the gang", fields::ListMap({"type"}));
+  v.Optional("observedGeneration", self.observed_generation,
+             "metadata.generation the status was computed for", fields::Minimum(0));
+}
+
+template <typename V, fields::FieldsOf<AcceleratorGang> S>
+void VisitFields(V& v, S& self) {
+  v.Required("spec", self.spec, "what the gang asks for");
+  v.Optional("status", self.status, "where the controller placed the gang");
+}
+
+// ---- Codec ----
+
+template <>
+StatusOr<AcceleratorGang> FromJson<AcceleratorGang>(const json& json) {
+  return internal::ReadObject<AcceleratorGang>(json, kXpuApiVersion, kAcceleratorGangKind);
+}
+
+json ToJson(const AcceleratorGang& gang) {
+  return internal::WriteObject(gang, kXpuApiVersion, kAcceleratorGangKind);
+}
+
+json AcceleratorGangSchema() {
+  return internal::ObjectSchema<AcceleratorGang>(
+      "AcceleratorGang: nodes x devicesPerNode devices of one capability class, placed together "
+      "in the lowest fabric tier that fits.");
+}
+
+// ---- Validation ----
+
+namespace {
+
+std::string Path(std::string_view base, size_t i) {
+  return std::string(base) + "[" + std::to_string(i) + "]";
+}
+
+Status ValidateGangStatus(const AcceleratorGang& gang) {
+  const AcceleratorGangStatus& s = gang.status;
+  // node name -> its devices
+  std::map<std::string, std::set<std::string>> nodes;
+  std::set<int64_t> ranks;
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    const GangNode& n = s.nodes[i];
+    const std::string path = Path("status.nodes", i);
+    RETURN_IF_ERROR(ValidateNodeName(n.name, path + ".name"));
+    if (n.rank >= static_cast<int64_t>(s.nodes.size()) || !ranks.insert(n.rank).second) {
+      return InvalidArgumentError(path + ".rank: " + std::to_string(n.rank) +
+                                  " is out of range or taken; node ranks are 0.." +
+                                  std::to_string(s.nodes.size() - 1) + ", each once");
+    }
+    std::set<std::string>& devices = nodes[n.name];
+    for (size_t j = 0; j < n.devices.size(); ++j) {
+      RETURN_IF_ERROR(ValidateDnsLabel(n.devices[j], Path(path + ".devices", j)));
+      devices.insert(n.devices[j]);
+    }
+    if (s.phase == "Placed" &&
+        static_cast<int64_t>(n.devices.size()) != gang.spec.devices_per_node) {
+      return InvalidArgumentError(path + ".devices: expected " +
+                                  std::to_string(gang.spec.devices_per_node) + " devices, got " +
+                                  std::to_string(n.devices.size()));
+    }
+  }
+  if (s.phase == "Placed" && static_cast<int64_t>(s.nodes.size()) != gang.spec.nodes) {
+    return InvalidArgumentError("status.nodes: expected " + std::to_string(gang.spec.nodes) +
+                                " nodes when Placed, got " + std::to_string(s.nodes.size()));
+  }
+  if (!s.tier.empty()) RETURN_IF_ERROR(ValidateDnsLabel(s.tier, "status.tier"));
+  if (!s.resource_claim_name.empty()) {
+    RETURN_IF_ERROR(ValidateDnsSubdomain(s.resource_claim_name, "status.resourceClaimName"));
+  }
+  ranks.clear();
+  std::set<std::pair<std::string, std::string>> used;
+  for (size_t i = 0; i < s.rank_table.size(); ++i) {
+    const GangRank& r = s.rank_table[i];
+    const std::string path = Path("status.rankTable", i);
+    if (r.rank >= static_cast<int64_t>(s.rank_table.size()) || !ranks.insert(r.rank).second) {
+      return InvalidArgumentError(path + ".rank: " + std::to_string(r.rank) +
+                                  " is out of range or taken; ranks are 0.." +
+                                  std::to_string(s.rank_table.size() - 1) + ", each once");
+    }
+    auto node = nodes.find(r.node);
+    if (node == nodes.end()) {
+      return InvalidArgumentError(path + ".node: \"" + r.node + "\" is not in status.nodes");
+    }
+    if (node->second.count(r.device) == 0) {
+      return InvalidArgumentError(path + ".device: \"" + r.device + "\" is not a device of " +
+                                  r.node + " in status.nodes");
+    }
+    if (!used.insert({r.node, r.device}).second) {
+      return InvalidArgumentError(path + ": device " + r.node + "/" + r.device + " has two ranks");
+    }
+  }
+  std::set<std::string> types;
+  for (size_t i = 0; i < s.conditions.size(); ++i) {
+    if (!types.insert(s.conditions[i].type).second) {
+      return InvalidArgumentError(Path("status.conditions", i) + ".type: duplicate condition \"" +
+                                  s.conditions[i].type + "\"");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ValidateAcceleratorGang(const AcceleratorGang& gang) {
+  static const json kSchema = AcceleratorGangSchema();
+  RETURN_IF_ERROR(ValidateAgainstSchema(ToJson(gang), kSchema));
+  if (!gang.metadata.name.empty() || gang.metadata.generate_name.empty()) {
+    RETURN_IF_ERROR(ValidateDnsLabel(gang.metadata.name, "metadata.name"));
+    if (gang.metadata.name.size() > static_cast<size_t>(kMaxGangNameLength)) {
+      return InvalidArgumentError("metadata.name: must be at most " +
+                                  std::to_string(kMaxGangNameLength) +
+                                  " bytes, so that the device gang-<name> is a DNS label");
+    }
+  }
+  if (!gang.metadata.namespace_name.empty()) {
+    RETURN_IF_ERROR(ValidateDnsLabel(gang.metadata.namespace_name, "metadata.namespace"));
+  }
+  const AcceleratorGangSpec& spec = gang.spec;
+  RETURN_IF_ERROR(ValidateDnsSubdomain(spec.capability_class, "spec.capabilityClass"));
+  if (!spec.max_tier.empty()) RETURN_IF_ERROR(ValidateDnsLabel(spec.max_tier, "spec.maxTier"));
+  for (const auto& [key, value] : spec.node_selector) {
+    const std::string path = "spec.nodeSelector[\"" + key + "\"]";
+    RETURN_IF_ERROR(ValidateLabelKey(key, path));
+    RETURN_IF_ERROR(ValidateLabelValue(value, path));
+  }
+  return ValidateGangStatus(gang);
+}
+
+}  // namespace xpu::api

@@ -1,0 +1,143 @@
+#include "api/testing/inventory_examples.h"
+
+#include <string>
+#include <utility>
+
+namespace xpu::api::testing {
+namespace {
+
+Condition ReadyCondition() {
+  Condition c;
+  c.type = "Ready";
+  c.status = "True";
+  c.observed_generation = 2;
+  c.last_transition_time = "2026-11-30T22:00:00Z";
+  c.reason = "Probed";
+  c.message = "all devices found";
+  return c;
+}
+
+InventoryDevice Die(int index) {
+  const std::string i = std::to_string(index);
+  InventoryDevice d;
+  d.name = "npu-" + i;
+  d.vendor = "huawei";
+  d.model = "Ascend910C";
+  d.kind = "npu";
+  d.index = index;
+  d.uuid = "a3c0ffee-0000-4000-8000-00000000000" + i;
+  d.pci_address = "0000:1" + i + ":00.0";
+  d.pcie_root = "pci0000:10";
+  d.pcie_path = {"pci0000:10", "0000:10:01.0", d.pci_address};
+  d.numa_node = 0;
+  d.memory = "64Gi";
+  d.driver_version = "24.1.rc2";
+  d.firmware_version = "7.5.0.1.220";
+  d.health = "Healthy";
+  d.attributes["vendor"].string_value = "huawei";
+  d.attributes["index"].int_value = index;
+  d.attributes["bf16"].bool_value = true;
+  d.attributes["driverVersion"].version = "24.1.0-rc2";
+  d.attributes["resource.kubernetes.io/pcieRoot"].string_value = "pci0000:10";
+  d.attributes["module"].string_value = "hiam-0";
+  d.sources["topology"] = "dcmi";
+  d.sources["memory"] = "dcmi";
+  d.sources["pcieRoot"] = "sysfs";
+  return d;
+}
+
+}  // namespace
+
+NodeInventory ExampleNodeInventory() {
+  NodeInventory inv;
+  inv.metadata.name = "node-a3-1";
+  inv.metadata.uid = "4f1c0e62-8a55-4c55-9a3c-0d7e8c2b1a90";
+  inv.metadata.resource_version = "17";
+  inv.metadata.generation = 2;
+  inv.metadata.owner_references.push_back({"v1", "Node", "node-a3-1",
+                                           "9b2d7a10-3c44-4e0b-8f6a-1c2d3e4f5a6b", true,
+                                           std::nullopt, nlohmann::json::object()});
+
+  NodeInventoryStatus& s = inv.status;
+  s.server_model = "Huawei Atlas 800T A3";
+  s.boot_id = "0f6b0b2e-5d0c-4d2a-9c1e-7a8b9c0d1e2f";
+  s.rule_set = "ascend-a3";
+  s.devices = {Die(0), Die(1)};
+  s.links.push_back({"npu-0", "npu-1", "sio", 224, "up", "server-model", nlohmann::json::object()});
+  s.links.push_back(
+      {"npu-0", "npu-1", "hccs-switch", 56, "down", "dcmi", nlohmann::json::object()});
+  s.groups.push_back(
+      {"hiam-0", "hiam-module", {"npu-0", "npu-1"}, "server-model", nlohmann::json::object()});
+  s.groups.push_back({"numa-0", "numa", {"npu-0", "npu-1"}, "sysfs", nlohmann::json::object()});
+  for (int i = 0; i < 2; ++i) {
+    InventoryNic nic;
+    nic.name = "eth" + std::to_string(i);
+    nic.type = "roce";
+    nic.pci_address = "0000:2" + std::to_string(i) + ":00.0";
+    nic.pcie_root = "pci0000:20";
+    nic.numa_node = 0;
+    nic.ip_address = "192.168.1." + std::to_string(10 + i);
+    nic.paired_device = "npu-" + std::to_string(i);
+    s.nics.push_back(std::move(nic));
+  }
+  s.versions["driver"] = {"24.1.rc2", "24.1.0-rc2", nlohmann::json::object()};
+  s.versions["cann"] = {"8.0.RC3", "8.0.0-rc3", nlohmann::json::object()};
+  InventoryPcieBandwidths pcie;
+  pcie.pcie_switch = 32;
+  pcie.host_bridge = 24;
+  pcie.numa = 16;
+  pcie.cross_numa = 10.5;
+  s.pcie_bandwidths = pcie;
+  InventoryFabric fabric;
+  fabric.clique_id = "clique-3";
+  fabric.cluster_uuid = "7d9e1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b";
+  fabric.super_pod_id = "superpod-0";
+  fabric.rack_id = "rack-12";
+  fabric.leaf = "leaf-3";
+  fabric.spine = "spine-1";
+  s.fabric = fabric;
+  s.health = "Healthy";
+  s.conditions = {ReadyCondition()};
+  s.observed_generation = 2;
+  return inv;
+}
+
+AcceleratorGang ExampleAcceleratorGang() {
+  AcceleratorGang gang;
+  gang.metadata.name = "train-llm";
+  gang.metadata.namespace_name = "team-a";
+  gang.metadata.generation = 1;
+  gang.spec.nodes = 2;
+  gang.spec.devices_per_node = 2;
+  gang.spec.capability_class = "training-large-memory";
+  gang.spec.max_tier = "spine";
+  gang.spec.node_selector["xpu.dra.dev/pool"] = "a3";
+
+  AcceleratorGangStatus& s = gang.status;
+  s.phase = "Placed";
+  s.nodes.push_back({"node-a3-1", 0, {"npu-0", "npu-1"}, nlohmann::json::object()});
+  s.nodes.push_back({"node-a3-2", 1, {"npu-2", "npu-3"}, nlohmann::json::object()});
+  s.tier = "leaf";
+  s.domain = "leaf-3";
+  int rank = 0;
+  for (const GangNode& node : s.nodes) {
+    for (const std::string& device : node.devices) {
+      s.rank_table.push_back({rank, node.name, device, "192.168.1." + std::to_string(10 + rank),
+                              nlohmann::json::object()});
+      ++rank;
+    }
+  }
+  s.resource_claim_name = "train-llm-gang";
+  Condition placed;
+  placed.type = "Placed";
+  placed.status = "True";
+  placed.observed_generation = 1;
+  placed.last_transition_time = "2026-11-30T22:05:00Z";
+  placed.reason = "FitInLeaf";
+  placed.message = "2 nodes in leaf-3";
+  s.conditions = {placed};
+  s.observed_generation = 1;
+  return gang;
+}
+
+}  // namespace xpu::api::testing
