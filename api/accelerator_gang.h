@@ -39,7 +39,7 @@ struct AcceleratorGangSpec {
   std::string max_tier;
   // Only nodes with all these labels are candidates.
   std::map<std::string, std::string> node_selector;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const AcceleratorGangSpec&, const AcceleratorGangSpec&) = default;
 };
 
@@ -47,7 +47,7 @@ struct GangNode {
   std::string name;  // node name
   int64_t rank = 0;  // node rank, 0..nodes-1, in fabric order
   std::vector<std::string> devices;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const GangNode&, const GangNode&) = default;
 };
 
@@ -57,7 +57,7 @@ struct GangRank {
   std::string node;
   std::string device;
   std::string ip_address;  // the device's collective-network address, where the vendor needs it
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const GangRank&, const GangRank&) = default;
 };
 
@@ -70,7 +70,7 @@ struct AcceleratorGangStatus {
   std::string resource_claim_name;  // the shared ResourceClaim the gang's pods reference
   std::vector<Condition> conditions;
   std::optional<int64_t> observed_generation;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const AcceleratorGangStatus&, const AcceleratorGangStatus&) = default;
 };
 
@@ -78,7 +78,7 @@ struct AcceleratorGang {
   ObjectMeta metadata;
   AcceleratorGangSpec spec;
   AcceleratorGangStatus status;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const AcceleratorGang&, const AcceleratorGang&) = default;
 };
 

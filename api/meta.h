@@ -39,7 +39,7 @@ struct OwnerReference {
   std::string uid;
   std::optional<bool> controller;
   std::optional<bool> block_owner_deletion;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const OwnerReference&, const OwnerReference&) = default;
 };
 
@@ -57,7 +57,7 @@ struct ObjectMeta {
   std::vector<OwnerReference> owner_references;
   std::vector<std::string> finalizers;
   // Everything else (managedFields, deletionGracePeriodSeconds, ...), written back unchanged.
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ObjectMeta&, const ObjectMeta&) = default;
 };
 
@@ -69,14 +69,14 @@ struct Condition {
   std::string last_transition_time;  // RFC 3339
   std::string reason;                // CamelCase
   std::string message;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const Condition&, const Condition&) = default;
 };
 
 struct ListMeta {
   std::string resource_version;
-  std::string continue_token;  // "continue"
-  nlohmann::json unknown = nlohmann::json::object();
+  std::string continue_token;        // "continue"
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ListMeta&, const ListMeta&) = default;
 };
 
@@ -153,7 +153,8 @@ struct ApiStatusDetails {
   std::string name;
   std::string group;
   std::string kind;
-  nlohmann::json unknown = nlohmann::json::object();  // causes, uid, retryAfterSeconds
+  nlohmann::json unknown =
+      nullptr;  // null while nothing is unknown: no allocation  // causes, uid, retryAfterSeconds
   friend bool operator==(const ApiStatusDetails&, const ApiStatusDetails&) = default;
 };
 
@@ -163,7 +164,7 @@ struct ApiStatus {
   std::string reason;  // "NotFound", "Conflict", "AlreadyExists", ...
   int64_t code = 0;    // the HTTP status code
   std::optional<ApiStatusDetails> details;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ApiStatus&, const ApiStatus&) = default;
 };
 

@@ -505,8 +505,8 @@ NodeInventory InventoryFromNodeDescription(const topology::NodeSpec& spec) {
     }
   }
   for (const topology::GroupSpec& g : spec.groups) {
-    s.groups.push_back({g.name, std::string(topology::GroupKindName(g.kind)), g.members,
-                        "server-model", json::object()});
+    s.groups.push_back(
+        {g.name, std::string(topology::GroupKindName(g.kind)), g.members, "server-model", nullptr});
   }
   const topology::PcieBandwidths defaults;
   if (spec.pcie.pcie_switch != defaults.pcie_switch ||

@@ -40,7 +40,7 @@ struct InventoryAttribute {
   std::optional<bool> bool_value;           // "bool"
   std::optional<std::string> string_value;  // "string"
   std::optional<std::string> version;       // "version", semver 2.0.0
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;         // null while nothing is unknown: no allocation
   friend bool operator==(const InventoryAttribute&, const InventoryAttribute&) = default;
 };
 
@@ -63,7 +63,7 @@ struct InventoryDevice {
   std::map<std::string, InventoryAttribute> attributes;
   // Where each fact came from: fact ("topology", "memory", "health", ...) -> source.
   std::map<std::string, std::string> sources;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const InventoryDevice&, const InventoryDevice&) = default;
 };
 
@@ -73,9 +73,9 @@ struct InventoryLink {
   std::string b;
   std::string type;  // "hccs", "nvswitch", "nvlink", "sio", "pcie-switch", ...
   double bandwidth_gbps = 0;
-  std::string state;   // "up" (default when empty) or "down"
-  std::string source;  // how the link was found
-  nlohmann::json unknown = nlohmann::json::object();
+  std::string state;                 // "up" (default when empty) or "down"
+  std::string source;                // how the link was found
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const InventoryLink&, const InventoryLink&) = default;
 };
 
@@ -84,7 +84,7 @@ struct InventoryGroup {
   std::string kind;  // topology group kind name: "hccs-ring", "hiam-module", "numa", ...
   std::vector<std::string> devices;  // ordered
   std::string source;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const InventoryGroup&, const InventoryGroup&) = default;
 };
 
@@ -95,15 +95,15 @@ struct InventoryNic {
   std::string pcie_root;
   std::optional<int64_t> numa_node;
   std::string ip_address;
-  std::string paired_device;  // device this NIC serves (Ascend per-NPU RoCE port)
-  nlohmann::json unknown = nlohmann::json::object();
+  std::string paired_device;         // device this NIC serves (Ascend per-NPU RoCE port)
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const InventoryNic&, const InventoryNic&) = default;
 };
 
 struct ComponentVersion {
-  std::string raw;     // as the vendor reports it, "23.0.rc3"
-  std::string semver;  // normalised, "23.0.0-rc3"; empty when it cannot be normalised
-  nlohmann::json unknown = nlohmann::json::object();
+  std::string raw;                   // as the vendor reports it, "23.0.rc3"
+  std::string semver;                // normalised, "23.0.0-rc3"; empty when it cannot be normalised
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ComponentVersion&, const ComponentVersion&) = default;
 };
 
@@ -115,7 +115,7 @@ struct InventoryFabric {
   std::string rack_id;
   std::string leaf;
   std::string spine;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const InventoryFabric&, const InventoryFabric&) = default;
 };
 
@@ -125,13 +125,13 @@ struct InventoryPcieBandwidths {
   std::optional<double> host_bridge;
   std::optional<double> numa;
   std::optional<double> cross_numa;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const InventoryPcieBandwidths&, const InventoryPcieBandwidths&) = default;
 };
 
 // Reserved: the plugin owns the whole object and reports in status.
 struct NodeInventorySpec {
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const NodeInventorySpec&, const NodeInventorySpec&) = default;
 };
 
@@ -151,7 +151,7 @@ struct NodeInventoryStatus {
   std::string health;  // Healthy, Degraded, Unhealthy, Unknown
   std::vector<Condition> conditions;
   std::optional<int64_t> observed_generation;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const NodeInventoryStatus&, const NodeInventoryStatus&) = default;
 };
 
@@ -159,7 +159,7 @@ struct NodeInventory {
   ObjectMeta metadata;
   NodeInventorySpec spec;
   NodeInventoryStatus status;
-  nlohmann::json unknown = nlohmann::json::object();
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
 };
 

@@ -46,27 +46,27 @@ struct DeviceAttribute {
   std::optional<bool> bool_value;           // "bool"
   std::optional<std::string> string_value;  // "string"
   std::optional<std::string> version;       // "version", semver 2.0.0
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;                // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceAttribute&, const DeviceAttribute&) = default;
 };
 
 struct DeviceCapacity {
   std::string value;                      // quantity
   std::optional<RawJson> request_policy;  // CapacityRequestPolicy
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;              // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceCapacity&, const DeviceCapacity&) = default;
 };
 
 struct Counter {
-  std::string value;  // quantity
-  Unknown unknown = Unknown::object();
+  std::string value;          // quantity
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const Counter&, const Counter&) = default;
 };
 
 struct DeviceCounterConsumption {
   std::string counter_set;
   std::map<std::string, Counter> counters;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceCounterConsumption&,
                          const DeviceCounterConsumption&) = default;
 };
@@ -76,7 +76,7 @@ struct DeviceTaint {
   std::string value;
   std::string effect;  // NoSchedule, NoExecute (1.35+: None)
   std::optional<std::string> time_added;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
 };
 
@@ -93,14 +93,14 @@ struct Device {
   std::vector<std::string> binding_conditions;
   std::vector<std::string> binding_failure_conditions;
   std::optional<bool> allow_multiple_allocations;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const Device&, const Device&) = default;
 };
 
 struct CounterSet {
   std::string name;
   std::map<std::string, Counter> counters;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const CounterSet&, const CounterSet&) = default;
 };
 
@@ -108,7 +108,7 @@ struct ResourcePool {
   std::string name;
   int64_t generation = 0;
   int64_t resource_slice_count = 0;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ResourcePool&, const ResourcePool&) = default;
 };
 
@@ -122,14 +122,14 @@ struct ResourceSliceSpec {
   std::optional<bool> per_device_node_selection;
   std::vector<Device> devices;  // always written, `[]` when empty
   std::vector<CounterSet> shared_counters;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ResourceSliceSpec&, const ResourceSliceSpec&) = default;
 };
 
 struct ResourceSlice {
   ObjectMeta metadata;
   ResourceSliceSpec spec;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ResourceSlice&, const ResourceSlice&) = default;
 };
 
@@ -137,20 +137,20 @@ struct ResourceSlice {
 
 struct CelDeviceSelector {
   std::string expression;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const CelDeviceSelector&, const CelDeviceSelector&) = default;
 };
 
 struct DeviceSelector {
   std::optional<CelDeviceSelector> cel;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceSelector&, const DeviceSelector&) = default;
 };
 
 struct OpaqueDeviceConfiguration {
   std::string driver;
   RawJson parameters = RawJson::object();  // a JSON object, usually with apiVersion and kind
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;               // null while nothing is unknown: no allocation
   friend bool operator==(const OpaqueDeviceConfiguration&,
                          const OpaqueDeviceConfiguration&) = default;
 };
@@ -161,13 +161,13 @@ struct DeviceToleration {
   std::string value;
   std::string effect;
   std::optional<int64_t> toleration_seconds;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceToleration&, const DeviceToleration&) = default;
 };
 
 struct CapacityRequirements {
   std::map<std::string, std::string> requests;  // quantities
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;                    // null while nothing is unknown: no allocation
   friend bool operator==(const CapacityRequirements&, const CapacityRequirements&) = default;
 };
 
@@ -175,7 +175,7 @@ struct CapacityRequirements {
 
 struct DeviceClassConfiguration {
   std::optional<OpaqueDeviceConfiguration> opaque;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceClassConfiguration&,
                          const DeviceClassConfiguration&) = default;
 };
@@ -184,14 +184,14 @@ struct DeviceClassSpec {
   std::vector<DeviceSelector> selectors;
   std::vector<DeviceClassConfiguration> config;
   std::optional<std::string> extended_resource_name;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceClassSpec&, const DeviceClassSpec&) = default;
 };
 
 struct DeviceClass {
   ObjectMeta metadata;
   DeviceClassSpec spec;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceClass&, const DeviceClass&) = default;
 };
 
@@ -205,7 +205,7 @@ struct ExactDeviceRequest {
   std::optional<bool> admin_access;
   std::vector<DeviceToleration> tolerations;
   std::optional<CapacityRequirements> capacity;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ExactDeviceRequest&, const ExactDeviceRequest&) = default;
 };
 
@@ -217,7 +217,7 @@ struct DeviceSubRequest {
   int64_t count = 0;
   std::vector<DeviceToleration> tolerations;
   std::optional<CapacityRequirements> capacity;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceSubRequest&, const DeviceSubRequest&) = default;
 };
 
@@ -226,7 +226,7 @@ struct DeviceRequest {
   std::string name;
   std::optional<ExactDeviceRequest> exactly;
   std::vector<DeviceSubRequest> first_available;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceRequest&, const DeviceRequest&) = default;
 };
 
@@ -234,14 +234,14 @@ struct DeviceConstraint {
   std::vector<std::string> requests;
   std::optional<std::string> match_attribute;
   std::optional<std::string> distinct_attribute;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceConstraint&, const DeviceConstraint&) = default;
 };
 
 struct DeviceClaimConfiguration {
   std::vector<std::string> requests;
   std::optional<OpaqueDeviceConfiguration> opaque;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceClaimConfiguration&,
                          const DeviceClaimConfiguration&) = default;
 };
@@ -250,13 +250,13 @@ struct DeviceClaim {
   std::vector<DeviceRequest> requests;
   std::vector<DeviceConstraint> constraints;
   std::vector<DeviceClaimConfiguration> config;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceClaim&, const DeviceClaim&) = default;
 };
 
 struct ResourceClaimSpec {
   DeviceClaim devices;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ResourceClaimSpec&, const ResourceClaimSpec&) = default;
 };
 
@@ -271,7 +271,7 @@ struct DeviceRequestAllocationResult {
   std::vector<std::string> binding_failure_conditions;
   std::optional<std::string> share_id;                   // "shareID"
   std::map<std::string, std::string> consumed_capacity;  // quantities
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceRequestAllocationResult&,
                          const DeviceRequestAllocationResult&) = default;
 };
@@ -280,7 +280,7 @@ struct DeviceAllocationConfiguration {
   std::string source;  // FromClass or FromClaim
   std::vector<std::string> requests;
   std::optional<OpaqueDeviceConfiguration> opaque;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceAllocationConfiguration&,
                          const DeviceAllocationConfiguration&) = default;
 };
@@ -288,7 +288,7 @@ struct DeviceAllocationConfiguration {
 struct DeviceAllocationResult {
   std::vector<DeviceRequestAllocationResult> results;
   std::vector<DeviceAllocationConfiguration> config;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const DeviceAllocationResult&, const DeviceAllocationResult&) = default;
 };
 
@@ -296,7 +296,7 @@ struct AllocationResult {
   DeviceAllocationResult devices;
   std::optional<RawJson> node_selector;  // core/v1 NodeSelector; unset: everywhere
   std::optional<std::string> allocation_timestamp;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const AllocationResult&, const AllocationResult&) = default;
 };
 
@@ -305,7 +305,7 @@ struct ResourceClaimConsumerReference {
   std::string resource;  // e.g. "pods"
   std::string name;
   std::string uid;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ResourceClaimConsumerReference&,
                          const ResourceClaimConsumerReference&) = default;
 };
@@ -314,7 +314,7 @@ struct NetworkDeviceData {
   std::string interface_name;
   std::vector<std::string> ips;
   std::string hardware_address;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const NetworkDeviceData&, const NetworkDeviceData&) = default;
 };
 
@@ -326,7 +326,7 @@ struct AllocatedDeviceStatus {
   std::vector<RawJson> conditions;      // meta/v1 Condition
   std::optional<RawJson> data;
   std::optional<NetworkDeviceData> network_data;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const AllocatedDeviceStatus&, const AllocatedDeviceStatus&) = default;
 };
 
@@ -334,7 +334,7 @@ struct ResourceClaimStatus {
   std::optional<AllocationResult> allocation;
   std::vector<ResourceClaimConsumerReference> reserved_for;
   std::vector<AllocatedDeviceStatus> devices;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ResourceClaimStatus&, const ResourceClaimStatus&) = default;
 };
 
@@ -343,14 +343,14 @@ struct ResourceClaim {
   ResourceClaimSpec spec;
   // Written only when something is set: a client never sends status with a create.
   ResourceClaimStatus status;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ResourceClaim&, const ResourceClaim&) = default;
 };
 
 struct ResourceClaimTemplateSpec {
   ObjectMeta metadata;  // labels and annotations for the generated claims
   ResourceClaimSpec spec;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ResourceClaimTemplateSpec&,
                          const ResourceClaimTemplateSpec&) = default;
 };
@@ -358,7 +358,7 @@ struct ResourceClaimTemplateSpec {
 struct ResourceClaimTemplate {
   ObjectMeta metadata;
   ResourceClaimTemplateSpec spec;
-  Unknown unknown = Unknown::object();
+  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ResourceClaimTemplate&, const ResourceClaimTemplate&) = default;
 };
 

@@ -72,7 +72,7 @@ class ObjectReader {
     return Read(m, out);
   }
 
-  // The members not taken so far, as an object (empty object if none).
+  // The members not taken so far, as an object; null if none.
   nlohmann::json Unknown() const;
 
   const Field& field() const { return field_; }

@@ -56,19 +56,17 @@ NodeInventory ExampleNodeInventory() {
   inv.metadata.generation = 2;
   inv.metadata.owner_references.push_back({"v1", "Node", "node-a3-1",
                                            "9b2d7a10-3c44-4e0b-8f6a-1c2d3e4f5a6b", true,
-                                           std::nullopt, nlohmann::json::object()});
+                                           std::nullopt, nullptr});
 
   NodeInventoryStatus& s = inv.status;
   s.server_model = "Huawei Atlas 800T A3";
   s.boot_id = "0f6b0b2e-5d0c-4d2a-9c1e-7a8b9c0d1e2f";
   s.rule_set = "ascend-a3";
   s.devices = {Die(0), Die(1)};
-  s.links.push_back({"npu-0", "npu-1", "sio", 224, "up", "server-model", nlohmann::json::object()});
-  s.links.push_back(
-      {"npu-0", "npu-1", "hccs-switch", 56, "down", "dcmi", nlohmann::json::object()});
-  s.groups.push_back(
-      {"hiam-0", "hiam-module", {"npu-0", "npu-1"}, "server-model", nlohmann::json::object()});
-  s.groups.push_back({"numa-0", "numa", {"npu-0", "npu-1"}, "sysfs", nlohmann::json::object()});
+  s.links.push_back({"npu-0", "npu-1", "sio", 224, "up", "server-model", nullptr});
+  s.links.push_back({"npu-0", "npu-1", "hccs-switch", 56, "down", "dcmi", nullptr});
+  s.groups.push_back({"hiam-0", "hiam-module", {"npu-0", "npu-1"}, "server-model", nullptr});
+  s.groups.push_back({"numa-0", "numa", {"npu-0", "npu-1"}, "sysfs", nullptr});
   for (int i = 0; i < 2; ++i) {
     InventoryNic nic;
     nic.name = "eth" + std::to_string(i);
@@ -80,8 +78,8 @@ NodeInventory ExampleNodeInventory() {
     nic.paired_device = "npu-" + std::to_string(i);
     s.nics.push_back(std::move(nic));
   }
-  s.versions["driver"] = {"24.1.rc2", "24.1.0-rc2", nlohmann::json::object()};
-  s.versions["cann"] = {"8.0.RC3", "8.0.0-rc3", nlohmann::json::object()};
+  s.versions["driver"] = {"24.1.rc2", "24.1.0-rc2", nullptr};
+  s.versions["cann"] = {"8.0.RC3", "8.0.0-rc3", nullptr};
   InventoryPcieBandwidths pcie;
   pcie.pcie_switch = 32;
   pcie.host_bridge = 24;
@@ -115,15 +113,15 @@ AcceleratorGang ExampleAcceleratorGang() {
 
   AcceleratorGangStatus& s = gang.status;
   s.phase = "Placed";
-  s.nodes.push_back({"node-a3-1", 0, {"npu-0", "npu-1"}, nlohmann::json::object()});
-  s.nodes.push_back({"node-a3-2", 1, {"npu-2", "npu-3"}, nlohmann::json::object()});
+  s.nodes.push_back({"node-a3-1", 0, {"npu-0", "npu-1"}, nullptr});
+  s.nodes.push_back({"node-a3-2", 1, {"npu-2", "npu-3"}, nullptr});
   s.tier = "leaf";
   s.domain = "leaf-3";
   int rank = 0;
   for (const GangNode& node : s.nodes) {
     for (const std::string& device : node.devices) {
-      s.rank_table.push_back({rank, node.name, device, "192.168.1." + std::to_string(10 + rank),
-                              nlohmann::json::object()});
+      s.rank_table.push_back(
+          {rank, node.name, device, "192.168.1." + std::to_string(10 + rank), nullptr});
       ++rank;
     }
   }

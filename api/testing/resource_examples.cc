@@ -45,7 +45,7 @@ ResourceClaimSpec ClaimSpec() {
   toleration.effect = "NoExecute";
   toleration.toleration_seconds = 300;
   gpu.exactly->tolerations = {toleration};
-  gpu.exactly->capacity = CapacityRequirements{{{"memory", "10Gi"}}, json::object()};
+  gpu.exactly->capacity = CapacityRequirements{{{"memory", "10Gi"}}, nullptr};
 
   DeviceRequest any;
   any.name = "any-gpu";
@@ -100,12 +100,12 @@ ResourceSlice ExampleResourceSlice() {
 
   ResourceSliceSpec& spec = slice.spec;
   spec.driver = "gpu.example.com";
-  spec.pool = {"node-1", 3, 1, json::object()};
+  spec.pool = {"node-1", 3, 1, nullptr};
   spec.node_name = "node-1";
-  spec.shared_counters = {CounterSet{
-      "gpu-0-counters",
-      {{"memory", Counter{"80Gi", json::object()}}, {"sms", Counter{"132", json::object()}}},
-      json::object()}};
+  spec.shared_counters = {
+      CounterSet{"gpu-0-counters",
+                 {{"memory", Counter{"80Gi", nullptr}}, {"sms", Counter{"132", nullptr}}},
+                 nullptr}};
 
   Device gpu;
   gpu.name = "gpu-0";
@@ -117,8 +117,8 @@ ResourceSlice ExampleResourceSlice() {
   gpu.capacity["memory"].value = "80Gi";
   gpu.consumes_counters = {DeviceCounterConsumption{
       "gpu-0-counters",
-      {{"memory", Counter{"80Gi", json::object()}}, {"sms", Counter{"132", json::object()}}},
-      json::object()}};
+      {{"memory", Counter{"80Gi", nullptr}}, {"sms", Counter{"132", nullptr}}},
+      nullptr}};
 
   Device part;
   part.name = "gpu-0-part-0";
@@ -129,10 +129,10 @@ ResourceSlice ExampleResourceSlice() {
       {"default", "10Gi"}, {"validRange", {{"min", "10Gi"}, {"max", "40Gi"}, {"step", "10Gi"}}}};
   part.consumes_counters = {DeviceCounterConsumption{
       "gpu-0-counters",
-      {{"memory", Counter{"40Gi", json::object()}}, {"sms", Counter{"66", json::object()}}},
-      json::object()}};
-  part.taints = {DeviceTaint{"example.com/unhealthy", "ecc", "NoSchedule", "2025-01-01T00:00:00Z",
-                             json::object()}};
+      {{"memory", Counter{"40Gi", nullptr}}, {"sms", Counter{"66", nullptr}}},
+      nullptr}};
+  part.taints = {
+      DeviceTaint{"example.com/unhealthy", "ecc", "NoSchedule", "2025-01-01T00:00:00Z", nullptr}};
   part.binds_to_node = true;
   part.binding_conditions = {"Ready"};
   part.binding_failure_conditions = {"Failed"};
@@ -145,7 +145,7 @@ DeviceClass ExampleDeviceClass() {
   DeviceClass device_class;
   device_class.metadata.name = "gpu.example.com";
   device_class.spec.selectors = {Cel("device.driver == 'gpu.example.com'")};
-  device_class.spec.config = {DeviceClassConfiguration{GpuConfig(), json::object()}};
+  device_class.spec.config = {DeviceClassConfiguration{GpuConfig(), nullptr}};
   device_class.spec.extended_resource_name = "example.com/gpu";
   return device_class;
 }
@@ -182,7 +182,7 @@ ResourceClaim ExampleResourceClaim() {
   allocation.allocation_timestamp = "2025-01-01T00:00:01Z";
   claim.status.allocation = allocation;
   claim.status.reserved_for = {ResourceClaimConsumerReference{
-      "", "pods", "pod0", "0b8f7c1d-0000-4000-8000-000000000003", json::object()}};
+      "", "pods", "pod0", "0b8f7c1d-0000-4000-8000-000000000003", nullptr}};
 
   AllocatedDeviceStatus device;
   device.driver = "gpu.example.com";
@@ -195,8 +195,7 @@ ResourceClaim ExampleResourceClaim() {
                             {"message", ""},
                             {"lastTransitionTime", "2025-01-01T00:00:02Z"}}};
   device.data = json{{"health", "ok"}};
-  device.network_data =
-      NetworkDeviceData{"eth1", {"192.0.2.5/24"}, "00:11:22:33:44:55", json::object()};
+  device.network_data = NetworkDeviceData{"eth1", {"192.0.2.5/24"}, "00:11:22:33:44:55", nullptr};
   claim.status.devices = {device};
   return claim;
 }
