@@ -1,7 +1,8 @@
 // A measured run of the API client against kube-sim over HTTPS, for the budgets in the README:
 //   1. list 5,000 ResourceSlices (40,000 devices) with pagination and decode them;
 //   2. an informer holding 5,000 NodeInventories: time to sync and resident memory.
-// The informer is measured first, in a process that has done nothing else but create the objects.
+// The informers are measured first, in a process that has done nothing else but create the
+// objects: one keeping typed NodeInventories (what the controller uses), one keeping JSON.
 // Usage: api_cluster_measure [--nodes N] [--kube-sim PATH]
 #include <malloc.h>
 #include <unistd.h>
@@ -15,6 +16,7 @@
 
 #include "api/client/client.h"
 #include "api/client/informer.h"
+#include "api/node_inventory.h"
 #include "api/resource.h"
 #include "bench/api_objects.h"
 #include "e2e/client/kube_sim_process.h"
@@ -36,6 +38,27 @@ long StatusKb(const std::string& key) {  // NOLINT(google-runtime-int)
 
 double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// Syncs an informer of T over every NodeInventory and prints time and memory; the heap is
+// trimmed first so the baseline is what the process holds without it.
+template <typename T>
+void MeasureInformer(kc::Client& c, const char* what) {
+  malloc_trim(0);
+  const long before_kb = StatusKb("VmRSS");  // NOLINT(google-runtime-int)
+  const auto t = Clock::now();
+  kc::TypedInformer<T> informer(&c, kc::NodeInventories());
+  informer.Start();
+  if (!informer.WaitForSync(std::chrono::minutes(5))) {
+    std::printf("%s: did not sync in 5 minutes\n", what);
+    return;
+  }
+  const double sync_s = Seconds(t);
+  const long after_kb = StatusKb("VmRSS");  // NOLINT(google-runtime-int)
+  std::printf(
+      "%s over %zu NodeInventories: synced in %.2f s; process RSS %.1f MB (informer %.1f MB)\n",
+      what, informer.size(), sync_s, after_kb / 1024.0, (after_kb - before_kb) / 1024.0);
+  informer.Stop();
 }
 
 int Fail(const xpu::Status& s) {
@@ -80,6 +103,11 @@ int main(int argc, char** argv) {
   if (!client.ok()) return Fail(client.status());
   kc::Client& c = **client;
 
+  if (auto example =
+          xpu::api::FromJson<xpu::api::NodeInventory>(xpu::bench::ExampleInventory("node-0"));
+      !example.ok() || !xpu::api::ValidateNodeInventory(*example).ok()) {
+    return Fail(example.ok() ? xpu::api::ValidateNodeInventory(*example) : example.status());
+  }
   auto t = Clock::now();
   for (int i = 0; i < nodes; ++i) {
     nlohmann::json inv = xpu::bench::ExampleInventory("node-" + std::to_string(i));
@@ -91,23 +119,8 @@ int main(int argc, char** argv) {
   std::printf("create %d NodeInventories (with status, %zu bytes of JSON each): %.2f s\n", nodes,
               xpu::bench::ExampleInventory("node-0").dump().size(), Seconds(t));
 
-  malloc_trim(0);  // what the creates left on the heap goes back before the baseline
-  const long before_kb = StatusKb("VmRSS");  // NOLINT(google-runtime-int)
-  t = Clock::now();
-  kc::Informer informer(&c, kc::NodeInventories());
-  informer.Start();
-  if (!informer.WaitForSync(std::chrono::minutes(5))) {
-    return Fail(
-        xpu::Status(xpu::StatusCode::kDeadlineExceeded, "informer did not sync in 5 minutes"));
-  }
-  const double sync_s = Seconds(t);
-  const long after_kb = StatusKb("VmRSS");  // NOLINT(google-runtime-int)
-  std::printf(
-      "informer over %zu NodeInventories: synced in %.2f s; process RSS %.1f MB (informer "
-      "%.1f MB), peak RSS %.1f MB\n",
-      informer.size(), sync_s, after_kb / 1024.0, (after_kb - before_kb) / 1024.0,
-      StatusKb("VmHWM") / 1024.0);
-  informer.Stop();
+  MeasureInformer<xpu::api::NodeInventory>(c, "typed NodeInventory informer");
+  MeasureInformer<nlohmann::json>(c, "JSON informer");
 
   t = Clock::now();
   for (int i = 0; i < nodes; ++i) {

@@ -1,5 +1,8 @@
 #include "bench/api_objects.h"
 
+#include "api/node_inventory.h"
+#include "topology/testing/fixtures.h"
+
 namespace xpu::bench {
 
 using nlohmann::json;
@@ -40,42 +43,60 @@ nlohmann::json ExampleSlice(const std::string& node, int devices) {
 }
 
 nlohmann::json ExampleInventory(const std::string& node) {
-  json devices = json::array();
-  json links = json::array();
-  json nics = json::array();
-  for (int i = 0; i < 8; ++i) {
-    devices.push_back({{"name", "npu-" + std::to_string(i)},
-                       {"vendor", "huawei"},
-                       {"model", "Ascend910B3"},
-                       {"index", i},
-                       {"uuid", "a1b2c3d4-0000-4000-8000-" + std::to_string(100000000000 + i)},
-                       {"pciAddress", "0000:c" + std::to_string(i) + ":00.0"},
-                       {"pcieRoot", "pci0000:" + std::to_string(i / 2)},
-                       {"numaNode", i / 4},
-                       {"memory", "64Gi"},
-                       {"health", "Healthy"}});
-    nics.push_back({{"name", "eth" + std::to_string(i)},
-                    {"pciAddress", "0000:d" + std::to_string(i) + ":00.0"},
-                    {"ipAddress", "192.168.1." + std::to_string(10 + i)},
-                    {"pairedDevice", "npu-" + std::to_string(i)}});
-    for (int j = i + 1; j < 8; ++j) {
-      links.push_back({{"a", "npu-" + std::to_string(i)},
-                       {"b", "npu-" + std::to_string(j)},
-                       {"type", "hccs"},
-                       {"bandwidthGBps", 56}});
-    }
+  // The Atlas 800T A2 model as discovery would report it: devices with the DESIGN.md attribute
+  // vocabulary, every HCCS pair link, a RoCE NIC per NPU, versions and a condition.
+  api::NodeInventory inv = api::InventoryFromNodeDescription(topology::testing::Atlas800tA2());
+  inv.metadata.name = node;
+  inv.status.server_model = "Huawei Atlas 800T A2";
+  inv.status.boot_id = "6f1c9d4e-2b7a-4c1e-9f3d-5a8b7c6d5e4f";
+  inv.status.health = "Healthy";
+  for (auto& d : inv.status.devices) {
+    const std::string i = std::to_string(d.index);
+    d.vendor = "huawei";
+    d.model = "Ascend910B3";
+    d.uuid = "a1b2c3d4-0000-4000-8000-00000000000" + i;
+    d.pci_address = d.pcie_path.empty() ? "" : d.pcie_path.back();
+    d.driver_version = "24.1.0";
+    d.firmware_version = "7.5.0";
+    d.health = "Healthy";
+    auto str = [](const std::string& v) {
+      api::InventoryAttribute a;
+      a.string_value = v;
+      return a;
+    };
+    auto flag = [] {
+      api::InventoryAttribute a;
+      a.bool_value = true;
+      return a;
+    };
+    d.attributes["family"] = str("ascend910b");
+    d.attributes["linkType"] = str("hccs");
+    d.attributes["scaleUpDomain"] = str(node + "-hccs");
+    d.attributes["bf16"] = flag();
+    d.attributes["fp16"] = flag();
+    d.attributes["int8"] = flag();
+    d.sources = {{"topology", "dcmi"}, {"memory", "dcmi"}, {"health", "dcmi"}};
+    api::InventoryNic nic;
+    nic.name = "eth" + i;
+    nic.type = "roce";
+    nic.pci_address = "0000:" + std::to_string(0x20 + d.index) + ":00.0";
+    nic.pcie_root = d.pcie_root;
+    nic.numa_node = d.numa_node;
+    nic.ip_address = "192.168.1." + std::to_string(10 + d.index);
+    nic.paired_device = d.name;
+    inv.status.nics.push_back(nic);
   }
-  return {{"apiVersion", "xpu.dra.dev/v1alpha1"},
-          {"kind", "NodeInventory"},
-          {"metadata", {{"name", node}}},
-          {"status",
-           {{"serverModel", "atlas800t-a2"},
-            {"ruleSet", "any"},
-            {"bootID", "6f1c9d4e-2b7a-4c1e-9f3d-" + node},
-            {"devices", devices},
-            {"links", links},
-            {"nics", nics},
-            {"versions", {{"driver", {{"raw", "24.1.rc2"}, {"semver", "24.1.0-rc2"}}}}}}}};
+  inv.status.versions["driver"] = {"24.1.rc2", "24.1.0-rc2", nullptr};
+  inv.status.versions["firmware"] = {"7.5.0.1.220", "7.5.0", nullptr};
+  inv.status.versions["cann"] = {"8.0.RC3", "8.0.0-rc3", nullptr};
+  api::Condition ready;
+  ready.type = "Discovered";
+  ready.status = "True";
+  ready.reason = "AllProbesSucceeded";
+  ready.message = "8 devices from dcmi and sysfs";
+  ready.last_transition_time = "2026-11-30T10:00:00Z";
+  inv.status.conditions.push_back(ready);
+  return api::ToJson(inv);
 }
 
 }  // namespace xpu::bench

@@ -164,14 +164,21 @@ Status InformerCore::ListAndReplace(bool after_gone) {
   list.label_selector = options_.label_selector;
   list.field_selector = options_.field_selector;
   list.limit = options_.page_size;
-  ASSIGN_OR_RETURN(ListPage page, client_->ListAll(ref_, options_.ns, list));
-
+  // Page by page, decoding each page before the next is fetched: the JSON of the whole list is
+  // never held at once (for typed informers it is several times the size of the decoded objects).
   std::map<std::string, Entry> fresh;
-  for (json& item : page.items) {
-    std::string key = KeyOf(item);
-    std::string rv = ResourceVersionOf(item);
-    Item decoded = DecodeOrCount(std::move(item), key);
-    if (decoded) fresh.emplace(std::move(key), Entry{std::move(rv), std::move(decoded)});
+  std::string list_rv;
+  while (true) {
+    ASSIGN_OR_RETURN(ListPage page, client_->List(ref_, options_.ns, list));
+    for (json& item : page.items) {
+      std::string key = KeyOf(item);
+      std::string rv = ResourceVersionOf(item);
+      Item decoded = DecodeOrCount(std::move(item), key);
+      if (decoded) fresh.insert_or_assign(std::move(key), Entry{std::move(rv), std::move(decoded)});
+    }
+    list_rv = page.resource_version;
+    if (page.continue_token.empty()) break;
+    list.continue_token = page.continue_token;
   }
   std::vector<Item> added;
   std::vector<std::pair<Item, Item>> updated;
@@ -190,7 +197,7 @@ Status InformerCore::ListAndReplace(bool after_gone) {
       if (fresh.find(key) == fresh.end()) deleted.push_back(entry.item);
     }
     cache_ = std::move(fresh);
-    resource_version_ = page.resource_version;
+    resource_version_ = list_rv;
     ++stats_.lists;
     if (after_gone) ++stats_.relists_gone;
   }
