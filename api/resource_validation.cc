@@ -446,8 +446,9 @@ void CheckRequestPolicy(const json& policy, const std::optional<Quantity>& value
                      "Invalid value: \"" + parsed[i]->String() +
                          "\": option is larger than capacity value: " + value->String());
       }
-      if (!seen.insert(parsed[i]->Value()).second)
+      if (!seen.insert(parsed[i]->Value()).second) {
         errs.Duplicate(Index(vf, i), parsed[i]->String());
+      }
       if (def && parsed[i]->Cmp(*def) == 0) found_default = true;
     }
     if (def && !found_default) {
