@@ -108,7 +108,8 @@ TEST_CASE("update checks the resourceVersion and bumps generation on spec change
 
 TEST_CASE("the status subresource and the main resource each keep the other's part") {
   Fixture f;
-  const size_t claims = f.Type("resource.k8s.io", "resourceclaims");
+  // A type with a status subresource and a mutable spec (a ResourceClaim's spec is immutable).
+  const size_t claims = f.Type("xpu.dra.dev", "acceleratorgangs");
   json claim = Named("c");
   claim["status"] = {{"ignored", true}};
   auto c = f.store.Create(claims, "ns", claim);
