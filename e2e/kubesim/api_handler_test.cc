@@ -20,12 +20,12 @@ struct Fixture {
   }
   HttpResponse Call(const std::string& method, const std::string& target,
                     const std::string& body = "", const std::string& content_type = "") {
-    auto r = handler.Handle({method, target, "Bearer t", content_type, body});
+    auto r = handler.Handle({method, target, "Bearer t", content_type, body, ""});
     REQUIRE(std::holds_alternative<HttpResponse>(r));
     return std::get<HttpResponse>(std::move(r));
   }
   std::unique_ptr<WatchStream> Watch(const std::string& target) {
-    auto r = handler.Handle({"GET", target, "Bearer t", "", ""});
+    auto r = handler.Handle({"GET", target, "Bearer t", "", "", ""});
     REQUIRE(std::holds_alternative<std::unique_ptr<WatchStream>>(r));
     return std::get<std::unique_ptr<WatchStream>>(std::move(r));
   }
@@ -43,7 +43,7 @@ const char* kSlice =
 TEST_CASE("every request needs the bearer token") {
   Fixture f;
   for (const char* auth : {"", "Bearer wrong", "t"}) {
-    auto r = f.handler.Handle({"GET", "/api/v1/nodes", auth, "", ""});
+    auto r = f.handler.Handle({"GET", "/api/v1/nodes", auth, "", "", ""});
     const auto& resp = std::get<HttpResponse>(r);
     CHECK(resp.code == 401);
     CHECK(Body(resp)["reason"] == "Unauthorized");
@@ -110,7 +110,8 @@ TEST_CASE("patch, status and delete preconditions over the handler") {
                  R"({"metadata":{"name":"c"},"spec":{"devices":{"requests":[]}}})")
               .code == 201);
   auto patched = f.Call("PATCH", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c/status",
-                        R"({"status":{"reservedFor":[{"resource":"pods","name":"p","uid":"u"}]}})",
+                        R"({"status":{"allocation":{"devices":{"results":[]}},
+                            "reservedFor":[{"resource":"pods","name":"p","uid":"u"}]}})",
                         "application/merge-patch+json");
   REQUIRE(patched.code == 200);
   CHECK(Body(patched)["status"]["reservedFor"][0]["name"] == "p");
@@ -194,7 +195,7 @@ TEST_CASE("faults are deterministic for a seed and 429 carries Retry-After") {
     ApiHandler handler(&store, o);
     std::vector<int> out;
     for (int i = 0; i < 40; ++i) {
-      auto r = std::get<HttpResponse>(handler.Handle({"GET", "/api/v1/nodes", "Bearer t", "", ""}));
+      auto r = std::get<HttpResponse>(handler.Handle({"GET", "/api/v1/nodes", "Bearer t", "", "", ""}));
       out.push_back(r.code);
       if (r.code == 429) {
         REQUIRE(r.headers.size() == 1);
