@@ -525,7 +525,7 @@ TEST_CASE("ResourceSliceErrors checks node selectors, request policies, binding 
       {"annotation key", [](auto& s) { s.metadata.annotations["/x"] = "v"; },
        "metadata.annotations[\"/x\"]", FieldErrorType::kInvalid},
       {"annotations too large",
-       [](auto& s) { s.metadata.annotations["a"] = std::string(256 * 1024, 'x'); },
+       [](auto& s) { s.metadata.annotations["a"] = std::string(size_t{256} * 1024, 'x'); },
        "metadata.annotations", FieldErrorType::kTooLong},
       {"generateName",
        [](auto& s) {

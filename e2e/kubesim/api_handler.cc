@@ -522,7 +522,7 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
   const auto& t = *target;
   const ResourceType& type = store_->types()[t.type_index];
   auto error = [&](const Status& s, const api::FieldErrors* causes = nullptr) {
-    return ErrorResponse(s, t.name.empty() ? "" : t.name, &type, causes);
+    return ErrorResponse(s, t.name, &type, causes);
   };
   auto object_response = [&](int code, json obj) {
     return JsonResponse(code, FromStorage(type, t.version, std::move(obj)));

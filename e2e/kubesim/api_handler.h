@@ -34,7 +34,7 @@ struct HttpRequest {
   // The subject of a client certificate the TLS layer verified against kube-sim's CA, e.g.
   // "CN=xpu-dra-test,O=system:masters"; empty when the client sent none. Such a request is
   // authenticated without a token.
-  std::string client_certificate;
+  std::string client_certificate = {};  // defaulted: callers may leave it out
 };
 
 struct HttpResponse {
