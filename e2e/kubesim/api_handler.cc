@@ -571,6 +571,13 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
       } else {
         auto from = ParseInt(rv, "resourceVersion");
         if (!from.ok()) return error(from.status());
+        if (const int64_t current = store_->ResourceVersion(); *from > current) {
+          // The watch cache waits for a future resourceVersion, then gives up with 504; kube-sim
+          // has no lagging cache to wait for.
+          return error(Status(StatusCode::kDeadlineExceeded,
+                              "Too large resource version: " + std::to_string(*from) +
+                                  ", current: " + std::to_string(current)));
+        }
         p.from = *from;
       }
       return std::make_unique<WatchStream>(store_, std::move(p));

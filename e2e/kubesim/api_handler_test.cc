@@ -275,6 +275,10 @@ TEST_CASE("list resourceVersion errors: 504 Too large, 410 for an expired contin
   CHECK(Body(large)["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge");
   CHECK(Body(large)["details"]["retryAfterSeconds"] == 1);
   CHECK(f.Call("GET", "/api/v1/nodes?resourceVersionMatch=Exact").code == 400);
+  auto watch_large = f.handler.Handle(
+      {"GET", "/api/v1/nodes?watch=1&resourceVersion=999", "Bearer t", "", "", ""});
+  REQUIRE(std::holds_alternative<HttpResponse>(watch_large));
+  CHECK(std::get<HttpResponse>(watch_large).code == 504);
   const json page = Body(f.Call("GET", "/api/v1/nodes?limit=1"));
   const std::string token = page["metadata"]["continue"];
   for (const char* n : {"d", "e", "g", "h", "i"}) {
