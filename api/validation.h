@@ -54,7 +54,8 @@ Status ToStatus(const FieldErrors& errors);
 // All errors in the API server's form: the one error, or "[e1, e2, ...]".
 std::string JoinFieldErrors(const FieldErrors& errors);
 // A FieldError from a non-OK Status of the Validate* functions below (called with `field`): the
-// "<field>: " prefix becomes the field. FieldValueInvalid.
+// "<field>: " prefix becomes the field and the rest follows "Invalid value: " in the detail.
+// FieldValueInvalid.
 FieldError FieldErrorFromStatus(const Status& status, const std::string& field);
 
 inline constexpr int kMaxDnsLabelLength = 63;
