@@ -1,10 +1,13 @@
 #include "api/resource_validation.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "api/quantity.h"
@@ -12,20 +15,64 @@
 namespace xpu::api {
 namespace {
 
+using nlohmann::json;
 using resource::Counter;
 using resource::Device;
 using resource::ResourceSlice;
 
-Status Invalid(const std::string& field, const std::string& why) {
-  return InvalidArgumentError(field + ": " + why);
-}
+// Collects the problems of one object in check order.
+class Errors {
+ public:
+  void Add(FieldErrorType type, const std::string& field, std::string detail) {
+    list_.push_back(FieldError{type, field, std::move(detail)});
+  }
+  void Invalid(const std::string& field, std::string detail) {
+    Add(FieldErrorType::kInvalid, field, std::move(detail));
+  }
+  void Required(const std::string& field, const std::string& detail = "") {
+    Add(FieldErrorType::kRequired, field,
+        detail.empty() ? "Required value" : "Required value: " + detail);
+  }
+  void Forbidden(const std::string& field, const std::string& detail) {
+    Add(FieldErrorType::kForbidden, field, "Forbidden: " + detail);
+  }
+  void TooMany(const std::string& field, size_t count, int max) {
+    Add(FieldErrorType::kTooMany, field,
+        "Too many: " + std::to_string(count) + ": must have at most " + std::to_string(max) +
+            " items");
+  }
+  void TooLong(const std::string& field, size_t bytes, int max) {
+    Add(FieldErrorType::kTooLong, field,
+        "Too long: may not be more than " + std::to_string(max) + " bytes, got " +
+            std::to_string(bytes));
+  }
+  void Duplicate(const std::string& field, const std::string& value) {
+    Add(FieldErrorType::kDuplicate, field, "Duplicate value: \"" + value + "\"");
+  }
+  void NotSupported(const std::string& field, const std::string& value,
+                    const std::vector<std::string>& supported) {
+    std::string detail = "Unsupported value: \"" + value + "\": supported values: ";
+    for (size_t i = 0; i < supported.size(); ++i) {
+      if (i > 0) detail += ", ";
+      detail += "\"" + supported[i] + "\"";
+    }
+    Add(FieldErrorType::kNotSupported, field, std::move(detail));
+  }
+  // Records a non-OK Status of a validation.h check made with `field`; returns status.ok().
+  bool Check(const Status& status, const std::string& field) {
+    if (status.ok()) return true;
+    list_.push_back(FieldErrorFromStatus(status, field));
+    // Keep the historical message form "<field>: <value> is not ...".
+    list_.back().detail = status.message().substr(
+        status.message().rfind(field + ": ", 0) == 0 ? field.size() + 2 : 0);
+    return false;
+  }
+  bool empty() const { return list_.empty(); }
+  FieldErrors Take() { return std::move(list_); }
 
-Status Required(const std::string& field) { return Invalid(field, "Required value"); }
-
-Status TooMany(const std::string& field, size_t count, int max) {
-  return Invalid(field, "Too many: " + std::to_string(count) + ": must have at most " +
-                            std::to_string(max) + " items");
-}
+ private:
+  FieldErrors list_;
+};
 
 // `field` + `["key"]`.
 std::string Key(const std::string& field, std::string_view key) {
@@ -36,230 +83,659 @@ std::string Index(const std::string& field, size_t i) {
   return field + "[" + std::to_string(i) + "]";
 }
 
-Status ValidateQuantity(std::string_view value, const std::string& field) {
-  if (value.empty()) return Required(field);
+bool Over(size_t count, int max) { return count > static_cast<size_t>(max); }
+
+std::optional<Quantity> CheckQuantity(std::string_view value, const std::string& field,
+                                      Errors& errs) {
+  if (value.empty()) {
+    errs.Required(field);
+    return std::nullopt;
+  }
   auto parsed = Quantity::Parse(value);
-  if (!parsed.ok()) return Invalid(field, parsed.status().message());
-  return OkStatus();
+  if (!parsed.ok()) {
+    errs.Invalid(field, parsed.status().message());
+    return std::nullopt;
+  }
+  return *parsed;
+}
+
+// A quantity inside raw JSON (a requestPolicy member): a string.
+std::optional<Quantity> JsonQuantity(const json& value, const std::string& field, Errors& errs) {
+  if (!value.is_string()) {
+    errs.Invalid(field, "Invalid value: must be a quantity string");
+    return std::nullopt;
+  }
+  return CheckQuantity(value.get<std::string>(), field, errs);
+}
+
+void CheckObjectMeta(const ObjectMeta& meta, bool namespaced, const Limits& limits, Errors& errs,
+                     const std::string& field = "metadata", bool name_is_label = false) {
+  if (!meta.name.empty()) {
+    errs.Check(name_is_label ? ValidateDnsLabel(meta.name, field + ".name")
+                             : ValidateDnsSubdomain(meta.name, field + ".name"),
+               field + ".name");
+  } else if (meta.generate_name.empty()) {
+    errs.Required(field + ".name", "name or generateName is required");
+  }
+  if (!meta.generate_name.empty()) {
+    errs.Check(ValidateGenerateName(meta.generate_name, field + ".generateName"),
+               field + ".generateName");
+  }
+  if (namespaced) {
+    if (meta.namespace_name.empty()) {
+      errs.Required(field + ".namespace");
+    } else {
+      errs.Check(ValidateDnsLabel(meta.namespace_name, field + ".namespace"), field + ".namespace");
+    }
+  } else if (!meta.namespace_name.empty()) {
+    errs.Forbidden(field + ".namespace", "not allowed on this type");
+  }
+  for (const auto& [key, value] : meta.labels) {
+    const std::string path = Key(field + ".labels", key);
+    errs.Check(ValidateLabelKey(key, path), path);
+    errs.Check(ValidateLabelValue(value, path), path);
+  }
+  size_t annotation_bytes = 0;
+  for (const auto& [key, value] : meta.annotations) {
+    const std::string path = Key(field + ".annotations", key);
+    errs.Check(ValidateAnnotationKey(key, path), path);
+    annotation_bytes += key.size() + value.size();
+  }
+  if (Over(annotation_bytes, limits.max_annotations_bytes)) {
+    errs.TooLong(field + ".annotations", annotation_bytes, limits.max_annotations_bytes);
+  }
+  for (size_t i = 0; i < meta.finalizers.size(); ++i) {
+    const std::string path = Index(field + ".finalizers", i);
+    errs.Check(ValidateLabelKey(meta.finalizers[i], path), path);
+  }
+}
+
+// core/v1 NodeSelectorRequirement for a label (matchExpressions).
+void CheckNodeSelectorRequirement(const json& req, const std::string& field, Errors& errs) {
+  if (!req.is_object()) {
+    errs.Invalid(field, "Invalid value: must be an object");
+    return;
+  }
+  const std::string key = req.value("key", std::string());
+  if (key.empty()) {
+    errs.Required(field + ".key");
+  } else {
+    errs.Check(ValidateLabelKey(key, field + ".key"), field + ".key");
+  }
+  const json values = req.value("values", json::array());
+  const size_t count = values.is_array() ? values.size() : 0;
+  const std::string op = req.value("operator", std::string());
+  if (op == "In" || op == "NotIn") {
+    if (count == 0) {
+      errs.Required(field + ".values", "must be specified when `operator` is 'In' or 'NotIn'");
+    }
+  } else if (op == "Exists" || op == "DoesNotExist") {
+    if (count > 0) {
+      errs.Forbidden(field + ".values",
+                     "may not be specified when `operator` is 'Exists' or 'DoesNotExist'");
+    }
+  } else if (op == "Gt" || op == "Lt") {
+    if (count != 1) {
+      errs.Required(field + ".values",
+                    "must be specified single value when `operator` is 'Lt' or 'Gt'");
+    }
+  } else {
+    errs.Invalid(field + ".operator",
+                 "Invalid value: \"" + op + "\": not a valid selector operator");
+  }
+  if (values.is_array()) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      const std::string path = Index(field + ".values", i);
+      if (!values[i].is_string()) {
+        errs.Invalid(path, "Invalid value: must be a string");
+      } else {
+        errs.Check(ValidateLabelValue(values[i].get<std::string>(), path), path);
+      }
+    }
+    if ((op == "Gt" || op == "Lt") && count == 1 && values[0].is_string()) {
+      const std::string v = values[0].get<std::string>();
+      size_t used = 0;
+      bool integer = !v.empty();
+      try {
+        (void)std::stoll(v, &used);
+        integer = used == v.size();
+      } catch (const std::exception&) {
+        integer = false;
+      }
+      if (!integer) {
+        errs.Invalid(Index(field + ".values", 0),
+                     "Invalid value: \"" + v + "\": must be an integer");
+      }
+    }
+  }
+}
+
+// core/v1 NodeSelectorRequirement for a field (matchFields): only metadata.name, In/NotIn, one
+// value.
+void CheckNodeFieldRequirement(const json& req, const std::string& field, Errors& errs) {
+  if (!req.is_object()) {
+    errs.Invalid(field, "Invalid value: must be an object");
+    return;
+  }
+  const std::string key = req.value("key", std::string());
+  const std::string op = req.value("operator", std::string());
+  const json values = req.value("values", json::array());
+  if (op == "In" || op == "NotIn") {
+    if (!values.is_array() || values.size() != 1) {
+      errs.Required(field + ".values",
+                    "must be only one value when `operator` is 'In' or 'NotIn' for node field "
+                    "selector");
+    }
+  } else {
+    errs.Invalid(field + ".operator",
+                 "Invalid value: \"" + op + "\": not a valid selector operator");
+  }
+  if (key != "metadata.name") {
+    errs.Invalid(field + ".key", "Invalid value: \"" + key + "\": not a valid field selector key");
+  }
+}
+
+// core/v1 NodeSelector: at least one term; each term's expressions and fields.
+void CheckNodeSelector(const json& selector, const std::string& field, Errors& errs) {
+  const std::string terms_field = field + ".nodeSelectorTerms";
+  if (!selector.is_object()) {
+    errs.Invalid(field, "Invalid value: must be an object");
+    return;
+  }
+  const json terms = selector.value("nodeSelectorTerms", json::array());
+  if (!terms.is_array() || terms.empty()) {
+    errs.Required(terms_field, "must have at least one node selector term");
+    return;
+  }
+  for (size_t i = 0; i < terms.size(); ++i) {
+    const std::string term = Index(terms_field, i);
+    if (!terms[i].is_object()) {
+      errs.Invalid(term, "Invalid value: must be an object");
+      continue;
+    }
+    const json expressions = terms[i].value("matchExpressions", json::array());
+    for (size_t j = 0; expressions.is_array() && j < expressions.size(); ++j) {
+      CheckNodeSelectorRequirement(expressions[j], Index(term + ".matchExpressions", j), errs);
+    }
+    const json fields = terms[i].value("matchFields", json::array());
+    for (size_t j = 0; fields.is_array() && j < fields.size(); ++j) {
+      CheckNodeFieldRequirement(fields[j], Index(term + ".matchFields", j), errs);
+    }
+  }
 }
 
 // Counter names are DNS labels and their values quantities.
-Status ValidateCounters(const std::map<std::string, Counter>& counters, const std::string& field) {
+void CheckCounters(const std::map<std::string, Counter>& counters, const std::string& field,
+                   Errors& errs) {
   for (const auto& [name, counter] : counters) {
-    RETURN_IF_ERROR(ValidateDnsLabel(name, Key(field, name)));
-    RETURN_IF_ERROR(ValidateQuantity(counter.value, Key(field, name) + ".value"));
+    errs.Check(ValidateDnsLabel(name, Key(field, name)), Key(field, name));
+    CheckQuantity(counter.value, Key(field, name) + ".value", errs);
   }
-  return OkStatus();
 }
 
-Status ValidateAttribute(const resource::DeviceAttribute& attribute, const std::string& field) {
+void CheckAttribute(const resource::DeviceAttribute& attribute, const std::string& field,
+                    Errors& errs) {
   const int set = int{attribute.int_value.has_value()} + int{attribute.bool_value.has_value()} +
                   int{attribute.string_value.has_value()} + int{attribute.version.has_value()};
-  if (set != 1) return Invalid(field, "exactly one value must be specified");
+  if (set != 1) errs.Invalid(field, "exactly one value must be specified");
   if (attribute.string_value) {
-    RETURN_IF_ERROR(ValidateAttributeString(*attribute.string_value, field + ".string"));
+    errs.Check(ValidateAttributeString(*attribute.string_value, field + ".string"),
+               field + ".string");
   }
   if (attribute.version) {
-    RETURN_IF_ERROR(ValidateVersionAttribute(*attribute.version, field + ".version"));
+    errs.Check(ValidateVersionAttribute(*attribute.version, field + ".version"),
+               field + ".version");
   }
-  return OkStatus();
 }
 
-Status ValidateTaint(const resource::DeviceTaint& taint, const Limits& limits,
-                     const std::string& field) {
-  if (taint.key.empty()) return Required(field + ".key");
-  RETURN_IF_ERROR(ValidateLabelKey(taint.key, field + ".key"));
-  RETURN_IF_ERROR(ValidateLabelValue(taint.value, field + ".value"));
-  if (taint.effect.empty()) return Required(field + ".effect");
-  const bool known = taint.effect == "NoSchedule" || taint.effect == "NoExecute" ||
-                     (limits.taint_effect_none_allowed && taint.effect == "None");
-  if (!known) {
-    return Invalid(field + ".effect",
-                   "Unsupported value: \"" + taint.effect + "\": supported values: " +
-                       (limits.taint_effect_none_allowed ? "\"NoExecute\", \"NoSchedule\", \"None\""
-                                                         : "\"NoExecute\", \"NoSchedule\""));
-  }
-  return OkStatus();
+std::vector<std::string> TaintEffects(const Limits& limits) {
+  if (limits.taint_effect_none_allowed) return {"NoExecute", "NoSchedule", "None"};
+  return {"NoExecute", "NoSchedule"};
 }
 
-Status ValidateDeviceNodeSelection(const Device& device, bool per_device,
-                                   const std::string& field) {
-  const int set = int{device.node_name.has_value()} + int{device.node_selector.has_value()} +
-                  int{device.all_nodes.has_value()};
-  if (!per_device) {
-    if (set != 0) {
-      return Invalid(field,
-                     "`nodeName`, `nodeSelector` and `allNodes` may only be set when "
-                     "`spec.perDeviceNodeSelection` is true");
+void CheckTaint(const resource::DeviceTaint& taint, const Limits& limits, const std::string& field,
+                Errors& errs) {
+  if (taint.key.empty()) {
+    errs.Required(field + ".key");
+  } else {
+    errs.Check(ValidateLabelKey(taint.key, field + ".key"), field + ".key");
+  }
+  errs.Check(ValidateLabelValue(taint.value, field + ".value"), field + ".value");
+  const auto effects = TaintEffects(limits);
+  if (taint.effect.empty()) {
+    errs.Required(field + ".effect");
+  } else if (std::find(effects.begin(), effects.end(), taint.effect) == effects.end()) {
+    errs.NotSupported(field + ".effect", taint.effect, effects);
+  }
+  if (taint.time_added) {
+    errs.Check(ValidateTimestamp(*taint.time_added, field + ".timeAdded"), field + ".timeAdded");
+  }
+}
+
+// Condition types (label keys), unique, not in both lists, and the two lists used together.
+void CheckBindingConditions(const std::vector<std::string>& conditions,
+                            const std::vector<std::string>& failure_conditions,
+                            const Limits& limits, const std::string& field, Errors& errs) {
+  const std::string cond_field = field + ".bindingConditions";
+  const std::string fail_field = field + ".bindingFailureConditions";
+  if (Over(conditions.size(), limits.max_binding_conditions_per_device)) {
+    errs.TooMany(cond_field, conditions.size(), limits.max_binding_conditions_per_device);
+  } else {
+    for (size_t i = 0; i < conditions.size(); ++i) {
+      errs.Check(ValidateLabelKey(conditions[i], Index(cond_field, i)), Index(cond_field, i));
     }
-    return OkStatus();
+  }
+  if (Over(failure_conditions.size(), limits.max_binding_failure_conditions_per_device)) {
+    errs.TooMany(fail_field, failure_conditions.size(),
+                 limits.max_binding_failure_conditions_per_device);
+  } else {
+    for (size_t i = 0; i < failure_conditions.size(); ++i) {
+      errs.Check(ValidateLabelKey(failure_conditions[i], Index(fail_field, i)),
+                 Index(fail_field, i));
+    }
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    if (!seen.insert(conditions[i]).second) errs.Duplicate(Index(cond_field, i), conditions[i]);
+  }
+  std::set<std::string> seen_failures;
+  for (size_t i = 0; i < failure_conditions.size(); ++i) {
+    if (!seen_failures.insert(failure_conditions[i]).second) {
+      errs.Duplicate(Index(fail_field, i), failure_conditions[i]);
+    }
+    if (seen.count(failure_conditions[i]) != 0) {
+      errs.Invalid(Index(fail_field, i), "Invalid value: \"" + failure_conditions[i] +
+                                             "\": bindingFailureConditions must not overlap "
+                                             "with bindingConditions");
+    }
+  }
+  if (conditions.empty() && !failure_conditions.empty()) {
+    errs.Invalid(cond_field,
+                 "Invalid value: []: bindingConditions are required to use "
+                 "bindingFailureConditions");
+  }
+  if (failure_conditions.empty() && !conditions.empty()) {
+    errs.Invalid(fail_field,
+                 "Invalid value: []: bindingFailureConditions are required to use "
+                 "bindingConditions");
+  }
+}
+
+void CheckDeviceNodeSelection(const Device& device, bool per_device, const std::string& field,
+                              Errors& errs) {
+  if (!per_device) {
+    if (device.node_name || device.node_selector || device.all_nodes) {
+      errs.Invalid(field,
+                   "`nodeName`, `nodeSelector` and `allNodes` may only be set when "
+                   "`spec.perDeviceNodeSelection` is true");
+    }
+    return;
+  }
+  int set = 0;
+  if (device.node_name) {
+    if (device.node_name->empty()) {
+      errs.Invalid(field + ".nodeName", "Invalid value: \"\": must not be empty");
+    } else {
+      ++set;
+      errs.Check(ValidateNodeName(*device.node_name, field + ".nodeName"), field + ".nodeName");
+    }
+  }
+  if (device.node_selector) {
+    ++set;
+    CheckNodeSelector(*device.node_selector, field + ".nodeSelector", errs);
+  }
+  if (device.all_nodes) {
+    if (*device.all_nodes) {
+      ++set;
+    } else {
+      errs.Invalid(field + ".allNodes", "must be true");
+    }
   }
   if (set != 1) {
-    return Invalid(field, "exactly one of `nodeName`, `nodeSelector`, `allNodes` is required");
+    errs.Add(set == 0 ? FieldErrorType::kRequired : FieldErrorType::kInvalid, field,
+             "exactly one of `nodeName`, `nodeSelector`, `allNodes` is required");
   }
-  if (device.node_name) return ValidateNodeName(*device.node_name, field + ".nodeName");
-  if (device.all_nodes && !*device.all_nodes) return Invalid(field + ".allNodes", "must be true");
-  return OkStatus();
 }
 
-Status ValidateConsumesCounters(const Device& device, const Limits& limits,
-                                const std::string& field, size_t& slice_counters) {
+// CapacityRequestPolicy {default, validValues, validRange {min, max, step}} against the capacity
+// `value`.
+void CheckRequestPolicy(const json& policy, const std::optional<Quantity>& value,
+                        const Limits& limits, const std::string& field, Errors& errs) {
+  if (!policy.is_object()) {
+    errs.Invalid(field, "Invalid value: must be an object");
+    return;
+  }
+  const bool has_values = policy.contains("validValues") && policy["validValues"].is_array() &&
+                          !policy["validValues"].empty();
+  const bool has_range = policy.contains("validRange") && !policy["validRange"].is_null();
+  if (has_values && has_range) {
+    errs.Forbidden(field,
+                   "exactly one policy can be specified, cannot specify \"validValues\" and "
+                   "\"validRange\" at the same time");
+    return;
+  }
+  std::optional<Quantity> def;
+  if (policy.contains("default") && !policy["default"].is_null()) {
+    def = JsonQuantity(policy["default"], field + ".default", errs);
+  } else if (has_values || has_range) {
+    errs.Required(field + ".default", has_values ? "required when validValues is defined"
+                                                 : "required when validRange is defined");
+    return;
+  }
+  if (has_values) {
+    const json& values = policy["validValues"];
+    const std::string vf = field + ".validValues";
+    if (Over(values.size(), limits.max_capacity_valid_values)) {
+      errs.TooMany(vf, values.size(), limits.max_capacity_valid_values);
+      return;
+    }
+    std::vector<std::optional<Quantity>> parsed;
+    for (size_t i = 0; i < values.size(); ++i) {
+      parsed.push_back(JsonQuantity(values[i], Index(vf, i), errs));
+    }
+    bool found_default = false;
+    std::set<int64_t> seen;
+    for (size_t i = 0; i < parsed.size(); ++i) {
+      if (!parsed[i]) continue;
+      if (i + 1 < parsed.size() && parsed[i + 1] && parsed[i]->Cmp(*parsed[i + 1]) > 0) {
+        errs.Invalid(Index(vf, i + 1), "Invalid value: \"" + parsed[i + 1]->String() +
+                                           "\": values must be sorted in ascending order");
+      }
+      if (value && parsed[i]->Cmp(*value) > 0) {
+        errs.Invalid(Index(vf, i),
+                     "Invalid value: \"" + parsed[i]->String() +
+                         "\": option is larger than capacity value: " + value->String());
+      }
+      if (!seen.insert(parsed[i]->Value()).second) {
+        errs.Duplicate(Index(vf, i), parsed[i]->String());
+      }
+      if (def && parsed[i]->Cmp(*def) == 0) found_default = true;
+    }
+    if (def && !found_default) {
+      errs.Invalid(vf, "Invalid value: \"" + def->String() +
+                           "\": default value is not valid according to the requestPolicy");
+    }
+    return;
+  }
+  if (!has_range) return;
+  const json& range = policy["validRange"];
+  const std::string rf = field + ".validRange";
+  if (!range.is_object() || !range.contains("min") || range["min"].is_null()) {
+    errs.Required(rf + ".min", "required when validRange is defined");
+    return;
+  }
+  const auto min = JsonQuantity(range["min"], rf + ".min", errs);
+  if (!min) return;
+  if (value && min->Cmp(*value) > 0) {
+    errs.Invalid(rf + ".min", "Invalid value: \"" + min->String() +
+                                  "\": min is larger than capacity value: " + value->String());
+  }
+  if (def && def->Cmp(*min) < 0) {
+    errs.Invalid(rf + ".min", "Invalid value: \"" + def->String() +
+                                  "\": default is less than min: " + min->String());
+  }
+  std::optional<Quantity> max;
+  if (range.contains("max") && !range["max"].is_null()) {
+    max = JsonQuantity(range["max"], rf + ".max", errs);
+  }
+  if (max) {
+    if (min->Cmp(*max) > 0) {
+      errs.Invalid(rf + ".max", "Invalid value: \"" + min->String() +
+                                    "\": min is larger than max: " + max->String());
+    }
+    if (value && max->Cmp(*value) > 0) {
+      errs.Invalid(rf + ".max", "Invalid value: \"" + max->String() +
+                                    "\": max is larger than capacity value: " + value->String());
+    }
+    if (def && def->Cmp(*max) > 0) {
+      errs.Invalid(rf + ".max", "Invalid value: \"" + def->String() +
+                                    "\": default is more than max: " + max->String());
+    }
+  }
+  if (range.contains("step") && !range["step"].is_null()) {
+    const auto step = JsonQuantity(range["step"], rf + ".step", errs);
+    if (!step) return;
+    if (step->Value() <= 0) {
+      errs.Invalid(rf + ".step", "Invalid value: \"" + step->String() + "\": must be positive");
+      return;
+    }
+    if (value && min->Value() + step->Value() > value->Value()) {
+      errs.Invalid(rf + ".step", "Invalid value: \"" + step->String() + "\": one step " +
+                                     Quantity::FromInt64(min->Value() + step->Value()).String() +
+                                     " is larger than capacity value: " + value->String());
+    }
+    auto multiple = [&](const Quantity& q) {
+      if ((q.Value() - min->Value()) % step->Value() != 0) {
+        errs.Invalid(rf + ".step", "Invalid value: \"" + q.String() +
+                                       "\": value is not a multiple of a given step (" +
+                                       step->String() + ") from (" + min->String() + ")");
+      }
+    };
+    if (def) multiple(*def);
+    if (max) multiple(*max);
+  }
+}
+
+void CheckConsumesCounters(const Device& device, const Limits& limits, const std::string& field,
+                           size_t& slice_counters, Errors& errs) {
   const std::string consumes = field + ".consumesCounters";
-  if (device.consumes_counters.size() >
-      static_cast<size_t>(limits.max_counter_consumptions_per_device)) {
-    return TooMany(consumes, device.consumes_counters.size(),
-                   limits.max_counter_consumptions_per_device);
+  if (Over(device.consumes_counters.size(), limits.max_counter_consumptions_per_device)) {
+    errs.TooMany(consumes, device.consumes_counters.size(),
+                 limits.max_counter_consumptions_per_device);
+    return;
   }
   std::set<std::string> sets;
   size_t device_counters = 0;
   for (size_t i = 0; i < device.consumes_counters.size(); ++i) {
     const auto& consumption = device.consumes_counters[i];
     const std::string entry = Index(consumes, i);
-    if (consumption.counter_set.empty()) return Required(entry + ".counterSet");
-    RETURN_IF_ERROR(ValidateDnsLabel(consumption.counter_set, entry + ".counterSet"));
-    if (!sets.insert(consumption.counter_set).second) {
-      return Invalid(entry + ".counterSet", "Duplicate value: \"" + consumption.counter_set + "\"");
+    if (consumption.counter_set.empty()) {
+      errs.Required(entry + ".counterSet");
+    } else {
+      errs.Check(ValidateDnsLabel(consumption.counter_set, entry + ".counterSet"),
+                 entry + ".counterSet");
+      if (!sets.insert(consumption.counter_set).second) {
+        errs.Duplicate(entry + ".counterSet", consumption.counter_set);
+      }
     }
-    if (consumption.counters.size() >
-        static_cast<size_t>(limits.max_counters_per_counter_consumption)) {
-      return TooMany(entry + ".counters", consumption.counters.size(),
-                     limits.max_counters_per_counter_consumption);
+    if (consumption.counters.empty()) {
+      errs.Required(entry + ".counters");
+    } else if (Over(consumption.counters.size(), limits.max_counters_per_counter_consumption)) {
+      errs.TooMany(entry + ".counters", consumption.counters.size(),
+                   limits.max_counters_per_counter_consumption);
+    } else {
+      CheckCounters(consumption.counters, entry + ".counters", errs);
     }
-    RETURN_IF_ERROR(ValidateCounters(consumption.counters, entry + ".counters"));
     device_counters += consumption.counters.size();
   }
-  if (device_counters > static_cast<size_t>(limits.max_counters_per_device)) {
-    return Invalid(consumes, "Too many: " + std::to_string(device_counters) +
-                                 ": the total number of counters must not exceed " +
-                                 std::to_string(limits.max_counters_per_device));
+  if (Over(device_counters, limits.max_counters_per_device)) {
+    errs.Invalid(consumes, "Too many: " + std::to_string(device_counters) +
+                               ": the total number of counters must not exceed " +
+                               std::to_string(limits.max_counters_per_device));
   }
   slice_counters += device_counters;
-  return OkStatus();
 }
 
-Status ValidateDevice(const Device& device, bool per_device, const Limits& limits,
-                      const std::string& field, size_t& slice_counters) {
-  if (device.name.empty()) return Required(field + ".name");
-  RETURN_IF_ERROR(ValidateDnsLabel(device.name, field + ".name"));
+void CheckDevice(const Device& device, const Device* old_device, bool per_device,
+                 const Limits& limits, const std::string& field, size_t& slice_counters,
+                 Errors& errs) {
+  if (device.name.empty()) {
+    errs.Required(field + ".name");
+  } else {
+    errs.Check(ValidateDnsLabel(device.name, field + ".name"), field + ".name");
+  }
   const size_t properties = device.attributes.size() + device.capacity.size();
-  if (properties > static_cast<size_t>(limits.max_attributes_and_capacities_per_device)) {
-    return Invalid(field, "Too many: " + std::to_string(properties) +
-                              ": the total number of attributes and capacities must not exceed " +
-                              std::to_string(limits.max_attributes_and_capacities_per_device));
+  if (Over(properties, limits.max_attributes_and_capacities_per_device)) {
+    errs.Invalid(field, "Too many: " + std::to_string(properties) +
+                            ": the total number of attributes and capacities must not exceed " +
+                            std::to_string(limits.max_attributes_and_capacities_per_device));
   }
   for (const auto& [name, attribute] : device.attributes) {
     const std::string key = Key(field + ".attributes", name);
-    RETURN_IF_ERROR(ValidateQualifiedName(name, key));
-    RETURN_IF_ERROR(ValidateAttribute(attribute, key));
+    errs.Check(ValidateQualifiedName(name, key), key);
+    CheckAttribute(attribute, key, errs);
   }
+  const bool multiple = device.allow_multiple_allocations.value_or(false);
   for (const auto& [name, capacity] : device.capacity) {
     const std::string key = Key(field + ".capacity", name);
-    RETURN_IF_ERROR(ValidateQualifiedName(name, key));
-    RETURN_IF_ERROR(ValidateQuantity(capacity.value, key + ".value"));
+    errs.Check(ValidateQualifiedName(name, key), key);
+    const auto value = CheckQuantity(capacity.value, key + ".value", errs);
+    if (!capacity.request_policy || capacity.request_policy->is_null()) continue;
+    if (!multiple) {
+      errs.Forbidden(key + ".requestPolicy", "allowMultipleAllocations must be true");
+    } else {
+      CheckRequestPolicy(*capacity.request_policy, value, limits, key + ".requestPolicy", errs);
+    }
   }
-  RETURN_IF_ERROR(ValidateConsumesCounters(device, limits, field, slice_counters));
-  RETURN_IF_ERROR(ValidateDeviceNodeSelection(device, per_device, field));
-  if (device.taints.size() > static_cast<size_t>(limits.max_taints_per_device)) {
-    return TooMany(field + ".taints", device.taints.size(), limits.max_taints_per_device);
+  CheckConsumesCounters(device, limits, field, slice_counters, errs);
+  CheckDeviceNodeSelection(device, per_device, field, errs);
+  // As upstream, taints are checked only when new or changed (a stored slice keeps its taints
+  // valid under the rules of the release that stored them).
+  if (old_device == nullptr || old_device->taints != device.taints) {
+    if (Over(device.taints.size(), limits.max_taints_per_device)) {
+      errs.TooMany(field + ".taints", device.taints.size(), limits.max_taints_per_device);
+    } else {
+      for (size_t i = 0; i < device.taints.size(); ++i) {
+        CheckTaint(device.taints[i], limits, Index(field + ".taints", i), errs);
+      }
+    }
   }
-  for (size_t i = 0; i < device.taints.size(); ++i) {
-    RETURN_IF_ERROR(ValidateTaint(device.taints[i], limits, Index(field + ".taints", i)));
-  }
-  if (device.binding_conditions.size() >
-      static_cast<size_t>(limits.max_binding_conditions_per_device)) {
-    return TooMany(field + ".bindingConditions", device.binding_conditions.size(),
-                   limits.max_binding_conditions_per_device);
-  }
-  if (device.binding_failure_conditions.size() >
-      static_cast<size_t>(limits.max_binding_failure_conditions_per_device)) {
-    return TooMany(field + ".bindingFailureConditions", device.binding_failure_conditions.size(),
-                   limits.max_binding_failure_conditions_per_device);
-  }
-  return OkStatus();
+  CheckBindingConditions(device.binding_conditions, device.binding_failure_conditions, limits,
+                         field, errs);
 }
 
-Status ValidateSharedCounters(const std::vector<resource::CounterSet>& sets, const Limits& limits) {
+void CheckSharedCounters(const std::vector<resource::CounterSet>& sets, const Limits& limits,
+                         Errors& errs) {
   const std::string field = "spec.sharedCounters";
-  if (sets.size() > static_cast<size_t>(limits.max_counter_sets_per_slice)) {
-    return TooMany(field, sets.size(), limits.max_counter_sets_per_slice);
+  if (Over(sets.size(), limits.max_counter_sets_per_slice)) {
+    errs.TooMany(field, sets.size(), limits.max_counter_sets_per_slice);
+    return;
   }
   std::set<std::string> names;
   size_t total = 0;
   for (size_t i = 0; i < sets.size(); ++i) {
     const std::string entry = Index(field, i);
-    if (sets[i].name.empty()) return Required(entry + ".name");
-    RETURN_IF_ERROR(ValidateDnsLabel(sets[i].name, entry + ".name"));
-    if (!names.insert(sets[i].name).second) {
-      return Invalid(entry + ".name", "Duplicate value: \"" + sets[i].name + "\"");
+    if (sets[i].name.empty()) {
+      errs.Required(entry + ".name");
+    } else {
+      errs.Check(ValidateDnsLabel(sets[i].name, entry + ".name"), entry + ".name");
+      if (!names.insert(sets[i].name).second) errs.Duplicate(entry + ".name", sets[i].name);
     }
-    if (sets[i].counters.empty()) return Required(entry + ".counters");
-    if (sets[i].counters.size() > static_cast<size_t>(limits.max_counters_per_counter_set)) {
-      return TooMany(entry + ".counters", sets[i].counters.size(),
-                     limits.max_counters_per_counter_set);
+    if (sets[i].counters.empty()) {
+      errs.Required(entry + ".counters");
+    } else if (Over(sets[i].counters.size(), limits.max_counters_per_counter_set)) {
+      errs.TooMany(entry + ".counters", sets[i].counters.size(),
+                   limits.max_counters_per_counter_set);
+    } else {
+      CheckCounters(sets[i].counters, entry + ".counters", errs);
     }
-    RETURN_IF_ERROR(ValidateCounters(sets[i].counters, entry + ".counters"));
     total += sets[i].counters.size();
   }
-  if (total > static_cast<size_t>(limits.max_shared_counters_per_slice)) {
-    return Invalid(field, "Too many: " + std::to_string(total) +
-                              ": the total number of shared counters must not exceed " +
-                              std::to_string(limits.max_shared_counters_per_slice));
+  if (Over(total, limits.max_shared_counters_per_slice)) {
+    errs.Invalid(field, "Too many: " + std::to_string(total) +
+                            ": the total number of shared counters must not exceed " +
+                            std::to_string(limits.max_shared_counters_per_slice));
   }
-  return OkStatus();
 }
 
-Status ValidateNodeSelection(const resource::ResourceSliceSpec& spec) {
-  const int set = int{spec.node_name.has_value()} + int{spec.node_selector.has_value()} +
-                  int{spec.all_nodes.has_value()} + int{spec.per_device_node_selection.has_value()};
-  if (set != 1) {
-    return Invalid("spec",
-                   "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
-                   "`perDeviceNodeSelection` is required");
-  }
-  if (spec.node_name) return ValidateNodeName(*spec.node_name, "spec.nodeName");
-  if (spec.node_selector) {
-    const auto terms = spec.node_selector->find("nodeSelectorTerms");
-    if (!spec.node_selector->is_object() || terms == spec.node_selector->end() ||
-        !terms->is_array() || terms->size() != 1) {
-      return Invalid("spec.nodeSelector.nodeSelectorTerms",
-                     "must have exactly one node selector term");
+// 1.34: consumesCounters names a counter set of the same slice, and counters of that set.
+void CheckCounterReferences(const resource::ResourceSliceSpec& spec, Errors& errs) {
+  std::map<std::string, const resource::CounterSet*> sets;
+  for (const auto& set : spec.shared_counters) sets.emplace(set.name, &set);
+  for (size_t d = 0; d < spec.devices.size(); ++d) {
+    const auto& consumes = spec.devices[d].consumes_counters;
+    for (size_t i = 0; i < consumes.size(); ++i) {
+      const std::string entry = Index(Index("spec.devices", d) + ".consumesCounters", i);
+      auto it = sets.find(consumes[i].counter_set);
+      if (it == sets.end()) {
+        errs.Invalid(entry + ".counterSet",
+                     "Invalid value: \"" + consumes[i].counter_set +
+                         "\": must reference a counterSet defined in the ResourceSlice "
+                         "sharedCounters");
+        continue;
+      }
+      for (const auto& [name, counter] : consumes[i].counters) {
+        if (it->second->counters.count(name) == 0) {
+          errs.Invalid(Key(entry + ".counters", name),
+                       "Invalid value: \"" + name +
+                           "\": must reference a counter defined in the ResourceSlice "
+                           "sharedCounters");
+        }
+      }
     }
   }
-  if (spec.all_nodes && !*spec.all_nodes) return Invalid("spec.allNodes", "must be true");
-  if (spec.per_device_node_selection && !*spec.per_device_node_selection) {
-    return Invalid("spec.perDeviceNodeSelection", "must be true");
-  }
-  return OkStatus();
 }
 
-}  // namespace
-
-Status ValidateResourceSlice(const ResourceSlice& slice, KubeVersion version) {
-  const Limits limits = LimitsFor(version);
-  if (!slice.metadata.name.empty()) {
-    RETURN_IF_ERROR(ValidateDnsSubdomain(slice.metadata.name, "metadata.name"));
-  } else if (slice.metadata.generate_name.empty()) {
-    return Invalid("metadata.name", "Required value: name or generateName is required");
+void CheckNodeSelection(const resource::ResourceSliceSpec& spec, Errors& errs) {
+  int set = 0;
+  if (spec.node_name) {
+    if (spec.node_name->empty()) {
+      errs.Invalid("spec.nodeName",
+                   "Invalid value: \"\": must be either unset or set to a non-empty string");
+    } else {
+      ++set;
+    }
   }
-  const auto& spec = slice.spec;
-  if (spec.driver.empty()) return Required("spec.driver");
-  RETURN_IF_ERROR(ValidateDriverName(spec.driver, "spec.driver"));
-  if (spec.pool.name.empty()) return Required("spec.pool.name");
-  RETURN_IF_ERROR(ValidatePoolName(spec.pool.name, "spec.pool.name"));
+  set += int{spec.node_selector.has_value()};
+  if (spec.all_nodes) set += *spec.all_nodes ? 1 : 0;
+  if (spec.per_device_node_selection) set += *spec.per_device_node_selection ? 1 : 0;
+  if (spec.node_name && !spec.node_name->empty()) {
+    errs.Check(ValidateNodeName(*spec.node_name, "spec.nodeName"), "spec.nodeName");
+  }
+  if (spec.node_selector) {
+    const auto& sel = *spec.node_selector;
+    const auto terms = sel.is_object() ? sel.find("nodeSelectorTerms") : sel.end();
+    if (!sel.is_object() || terms == sel.end() || !terms->is_array() || terms->size() != 1) {
+      errs.Invalid("spec.nodeSelector.nodeSelectorTerms",
+                   "must have exactly one node selector term");
+    }
+    if (sel.is_object() && terms != sel.end() && terms->is_array() && !terms->empty()) {
+      CheckNodeSelector(sel, "spec.nodeSelector", errs);
+    }
+  }
+  if (spec.all_nodes && !*spec.all_nodes) errs.Invalid("spec.allNodes", "must be true");
+  if (spec.per_device_node_selection && !*spec.per_device_node_selection) {
+    errs.Invalid("spec.perDeviceNodeSelection", "must be true");
+  }
+  if (set != 1) {
+    errs.Add(set == 0 ? FieldErrorType::kRequired : FieldErrorType::kInvalid, "spec",
+             "exactly one of `nodeName`, `nodeSelector`, `allNodes`, "
+             "`perDeviceNodeSelection` is required");
+  }
+}
+
+void CheckSliceSpec(const resource::ResourceSliceSpec& spec,
+                    const resource::ResourceSliceSpec* old_spec, const Limits& limits,
+                    Errors& errs) {
+  if (spec.driver.empty()) {
+    errs.Required("spec.driver");
+  } else {
+    errs.Check(ValidateDriverName(spec.driver, "spec.driver"), "spec.driver");
+  }
+  if (spec.pool.name.empty()) {
+    errs.Required("spec.pool.name");
+  } else {
+    errs.Check(ValidatePoolName(spec.pool.name, "spec.pool.name"), "spec.pool.name");
+  }
   if (spec.pool.generation < 0) {
-    return Invalid("spec.pool.generation",
-                   "Invalid value: " + std::to_string(spec.pool.generation) +
-                       ": must be greater than or equal to 0");
+    errs.Invalid("spec.pool.generation", "Invalid value: " + std::to_string(spec.pool.generation) +
+                                             ": must be greater than or equal to 0");
   }
   if (spec.pool.resource_slice_count <= 0) {
-    return Invalid("spec.pool.resourceSliceCount",
-                   "Invalid value: " + std::to_string(spec.pool.resource_slice_count) +
-                       ": must be greater than zero");
+    errs.Invalid("spec.pool.resourceSliceCount",
+                 "Invalid value: " + std::to_string(spec.pool.resource_slice_count) +
+                     ": must be greater than zero");
   }
-  RETURN_IF_ERROR(ValidateNodeSelection(spec));
+  if (old_spec != nullptr) {
+    constexpr const char* kImmutable = "Invalid value: field is immutable";
+    if (spec.pool.name != old_spec->pool.name) errs.Invalid("spec.pool.name", kImmutable);
+    if (spec.driver != old_spec->driver) errs.Invalid("spec.driver", kImmutable);
+    if (spec.node_name != old_spec->node_name) errs.Invalid("spec.nodeName", kImmutable);
+  }
+  CheckNodeSelection(spec, errs);
   if (!limits.slice_may_mix_devices_and_counters && !spec.devices.empty() &&
       !spec.shared_counters.empty()) {
-    return Invalid("spec", "only one of `devices` and `sharedCounters` may be set");
+    errs.Invalid("spec", "only one of `devices` and `sharedCounters` may be set");
   }
 
   bool advanced = false;
@@ -268,26 +744,606 @@ Status ValidateResourceSlice(const ResourceSlice& slice, KubeVersion version) {
   }
   const int max_devices = advanced ? limits.max_devices_per_slice_with_taints_or_counters
                                    : limits.max_devices_per_slice;
-  if (spec.devices.size() > static_cast<size_t>(max_devices)) {
-    return TooMany("spec.devices", spec.devices.size(), max_devices);
-  }
-  const bool per_device = spec.per_device_node_selection.value_or(false);
-  std::set<std::string> names;
-  size_t slice_counters = 0;
-  for (size_t i = 0; i < spec.devices.size(); ++i) {
-    const Device& device = spec.devices[i];
-    const std::string field = Index("spec.devices", i);
-    RETURN_IF_ERROR(ValidateDevice(device, per_device, limits, field, slice_counters));
-    if (!names.insert(device.name).second) {
-      return Invalid(field + ".name", "Duplicate value: \"" + device.name + "\"");
+  if (Over(spec.devices.size(), max_devices)) {
+    errs.TooMany("spec.devices", spec.devices.size(), max_devices);
+  } else {
+    const bool per_device = spec.per_device_node_selection.value_or(false);
+    std::set<std::string> names;
+    size_t slice_counters = 0;
+    for (size_t i = 0; i < spec.devices.size(); ++i) {
+      const Device& device = spec.devices[i];
+      const std::string field = Index("spec.devices", i);
+      const Device* old_device = nullptr;
+      if (old_spec != nullptr) {
+        for (const auto& candidate : old_spec->devices) {
+          if (candidate.name == device.name) old_device = &candidate;
+        }
+      }
+      CheckDevice(device, old_device, per_device, limits, field, slice_counters, errs);
+      if (!device.name.empty() && !names.insert(device.name).second) {
+        errs.Duplicate(field + ".name", device.name);
+      }
     }
-  }
-  if (slice_counters > static_cast<size_t>(limits.max_device_counters_per_slice)) {
-    return Invalid("spec.devices", "Too many: " + std::to_string(slice_counters) +
+    if (Over(slice_counters, limits.max_device_counters_per_slice)) {
+      errs.Invalid("spec.devices", "Too many: " + std::to_string(slice_counters) +
                                        ": the total number of consumed counters must not exceed " +
                                        std::to_string(limits.max_device_counters_per_slice));
+    }
   }
-  return ValidateSharedCounters(spec.shared_counters, limits);
+  CheckSharedCounters(spec.shared_counters, limits, errs);
+  if (!limits.counter_sets_pool_wide) CheckCounterReferences(spec, errs);
+}
+
+void CheckMetaUpdate(const ObjectMeta& meta, const ObjectMeta& old, Errors& errs) {
+  constexpr const char* kImmutable = "Invalid value: field is immutable";
+  if (meta.name != old.name) errs.Invalid("metadata.name", kImmutable);
+  if (meta.namespace_name != old.namespace_name) errs.Invalid("metadata.namespace", kImmutable);
+  if (!meta.uid.empty() && !old.uid.empty() && meta.uid != old.uid) {
+    errs.Invalid("metadata.uid", kImmutable);
+  }
+}
+
+}  // namespace
+
+FieldErrors ResourceSliceErrors(const ResourceSlice& slice, KubeVersion version) {
+  const Limits limits = LimitsFor(version);
+  Errors errs;
+  CheckObjectMeta(slice.metadata, false, limits, errs);
+  CheckSliceSpec(slice.spec, nullptr, limits, errs);
+  return errs.Take();
+}
+
+Status ValidateResourceSlice(const ResourceSlice& slice, KubeVersion version) {
+  return ToStatus(ResourceSliceErrors(slice, version));
+}
+
+FieldErrors ResourceSliceUpdateErrors(const ResourceSlice& old_slice, const ResourceSlice& slice,
+                                      KubeVersion version) {
+  const Limits limits = LimitsFor(version);
+  Errors errs;
+  CheckObjectMeta(slice.metadata, false, limits, errs);
+  CheckMetaUpdate(slice.metadata, old_slice.metadata, errs);
+  CheckSliceSpec(slice.spec, &old_slice.spec, limits, errs);
+  return errs.Take();
+}
+
+Status ValidateResourceSliceUpdate(const ResourceSlice& old_slice, const ResourceSlice& slice,
+                                   KubeVersion version) {
+  return ToStatus(ResourceSliceUpdateErrors(old_slice, slice, version));
+}
+
+namespace {
+
+using resource::DeviceSelector;
+using resource::DeviceToleration;
+using resource::OpaqueDeviceConfiguration;
+
+// Request names of a claim: request -> its subrequest names (empty without firstAvailable).
+using RequestNames = std::map<std::string, std::set<std::string>>;
+
+RequestNames GatherRequestNames(const resource::DeviceClaim& claim) {
+  RequestNames names;
+  for (const auto& request : claim.requests) {
+    auto& subs = names[request.name];
+    for (const auto& sub : request.first_available) subs.insert(sub.name);
+  }
+  return names;
+}
+
+bool HasRequest(const RequestNames& names, const std::string& ref) {
+  const size_t slash = ref.find('/');
+  if (slash == std::string::npos) return names.count(ref) != 0;
+  if (ref.find('/', slash + 1) != std::string::npos) return false;
+  auto it = names.find(ref.substr(0, slash));
+  return it != names.end() && it->second.count(ref.substr(slash + 1)) != 0;
+}
+
+void CheckRequestName(const std::string& name, const std::string& field, Errors& errs) {
+  if (name.empty()) {
+    errs.Required(field);
+  } else {
+    errs.Check(ValidateDnsLabel(name, field), field);
+  }
+}
+
+constexpr const char* kRequestRefRule =
+    "must be the name of a request in the claim or the name of a request and a subrequest "
+    "separated by '/'";
+
+void CheckRequestRef(const std::string& ref, const RequestNames& names, const std::string& field,
+                     Errors& errs) {
+  if (std::count(ref.begin(), ref.end(), '/') > 1) {
+    errs.Invalid(field, "Invalid value: \"" + ref + "\": " + kRequestRefRule);
+    return;
+  }
+  const size_t slash = ref.find('/');
+  CheckRequestName(ref.substr(0, slash), field, errs);
+  if (slash != std::string::npos) CheckRequestName(ref.substr(slash + 1), field, errs);
+  if (!HasRequest(names, ref)) {
+    errs.Invalid(field, "Invalid value: \"" + ref + "\": " + kRequestRefRule);
+  }
+}
+
+void CheckRequestRefs(const std::vector<std::string>& refs, const RequestNames& names,
+                      const Limits& limits, const std::string& field, Errors& errs) {
+  if (Over(refs.size(), limits.max_device_requests)) {
+    errs.TooMany(field, refs.size(), limits.max_device_requests);
+    return;
+  }
+  std::set<std::string> seen;
+  for (size_t i = 0; i < refs.size(); ++i) {
+    CheckRequestRef(refs[i], names, Index(field, i), errs);
+    if (!seen.insert(refs[i]).second) errs.Duplicate(Index(field, i), refs[i]);
+  }
+}
+
+void CheckSelectors(const std::vector<DeviceSelector>& selectors, const Limits& limits,
+                    const std::string& field, Errors& errs) {
+  if (Over(selectors.size(), limits.max_device_selectors)) {
+    errs.TooMany(field, selectors.size(), limits.max_device_selectors);
+    return;
+  }
+  for (size_t i = 0; i < selectors.size(); ++i) {
+    const std::string cel = Index(field, i) + ".cel";
+    if (!selectors[i].cel) {
+      errs.Required(cel);
+    } else if (selectors[i].cel->expression.empty()) {
+      errs.Required(cel + ".expression");
+    } else if (Over(selectors[i].cel->expression.size(), limits.max_cel_expression_bytes)) {
+      errs.TooLong(cel + ".expression", selectors[i].cel->expression.size(),
+                   limits.max_cel_expression_bytes);
+    }
+  }
+}
+
+void CheckClassName(const std::string& name, const std::string& field, Errors& errs) {
+  if (name.empty()) {
+    errs.Required(field);
+  } else {
+    errs.Check(ValidateDnsSubdomain(name, field), field);
+  }
+}
+
+void CheckAllocationMode(const std::string& mode, int64_t count, const std::string& field,
+                         Errors& errs) {
+  // The API server defaults an empty mode to ExactCount and a zero count to 1 before validating.
+  if (mode == "All") {
+    if (count != 0) {
+      errs.Invalid(field + ".count", "Invalid value: " + std::to_string(count) +
+                                         ": must not be specified when allocationMode is 'All'");
+    }
+  } else if (mode.empty() || mode == "ExactCount") {
+    if (count < 0) {
+      errs.Invalid(field + ".count",
+                   "Invalid value: " + std::to_string(count) + ": must be greater than zero");
+    }
+  } else {
+    errs.NotSupported(field + ".allocationMode", mode, {"All", "ExactCount"});
+  }
+}
+
+void CheckTolerations(const std::vector<DeviceToleration>& tolerations, const Limits& limits,
+                      const std::string& field, Errors& errs) {
+  if (Over(tolerations.size(), limits.max_device_tolerations)) {
+    errs.TooMany(field, tolerations.size(), limits.max_device_tolerations);
+    return;
+  }
+  const auto effects = TaintEffects(limits);
+  for (size_t i = 0; i < tolerations.size(); ++i) {
+    const auto& t = tolerations[i];
+    const std::string entry = Index(field, i);
+    if (!t.key.empty()) errs.Check(ValidateLabelKey(t.key, entry + ".key"), entry + ".key");
+    if (t.operator_name == "Exists") {
+      if (!t.value.empty()) {
+        errs.Invalid(entry + ".value",
+                     "Invalid value: \"" + t.value + "\": must be empty for operator `Exists`");
+      }
+    } else if (t.operator_name.empty() || t.operator_name == "Equal") {
+      errs.Check(ValidateLabelValue(t.value, entry + ".value"), entry + ".value");
+    } else {
+      errs.NotSupported(entry + ".operator", t.operator_name, {"Equal", "Exists"});
+    }
+    if (!t.effect.empty() && std::find(effects.begin(), effects.end(), t.effect) == effects.end()) {
+      errs.NotSupported(entry + ".effect", t.effect, effects);
+    }
+  }
+}
+
+void CheckCapacityRequests(const std::optional<resource::CapacityRequirements>& capacity,
+                           const std::string& field, Errors& errs) {
+  if (!capacity) return;
+  for (const auto& [name, quantity] : capacity->requests) {
+    const std::string key = Key(field + ".requests", name);
+    errs.Check(ValidateQualifiedName(name, key), key);
+    CheckQuantity(quantity, key, errs);
+  }
+}
+
+// A RawExtension that must be a JSON object of at most `max` bytes.
+void CheckRawObject(const json& value, int max, const std::string& field, Errors& errs) {
+  if (value.is_null()) {
+    errs.Required(field);
+    return;
+  }
+  const size_t bytes = value.dump().size();
+  if (Over(bytes, max)) {
+    errs.TooLong(field, bytes, max);
+  } else if (!value.is_object()) {
+    errs.Invalid(field, "Invalid value: \"<value omitted>\": must be a valid JSON object");
+  }
+}
+
+void CheckOpaque(const std::optional<OpaqueDeviceConfiguration>& opaque, const Limits& limits,
+                 const std::string& field, Errors& errs) {
+  if (!opaque) {
+    errs.Required(field + ".opaque");
+    return;
+  }
+  if (opaque->driver.empty()) {
+    errs.Required(field + ".opaque.driver");
+  } else {
+    errs.Check(ValidateDriverName(opaque->driver, field + ".opaque.driver"),
+               field + ".opaque.driver");
+  }
+  CheckRawObject(opaque->parameters, limits.max_opaque_parameters_bytes,
+                 field + ".opaque.parameters", errs);
+}
+
+void CheckDeviceClaim(const resource::DeviceClaim& claim, const Limits& limits,
+                      const std::string& field, Errors& errs) {
+  const RequestNames names = GatherRequestNames(claim);
+  const std::string requests = field + ".requests";
+  if (Over(claim.requests.size(), limits.max_device_requests)) {
+    errs.TooMany(requests, claim.requests.size(), limits.max_device_requests);
+  } else {
+    std::set<std::string> seen;
+    for (size_t i = 0; i < claim.requests.size(); ++i) {
+      const auto& request = claim.requests[i];
+      const std::string entry = Index(requests, i);
+      CheckRequestName(request.name, entry + ".name", errs);
+      const bool has_exactly = request.exactly.has_value();
+      const bool has_first = !request.first_available.empty();
+      if (!has_exactly && !has_first) {
+        errs.Required(entry, "exactly one of `exactly` or `firstAvailable` is required");
+      } else if (has_exactly && has_first) {
+        errs.Invalid(entry,
+                     "Invalid value: null: exactly one of `exactly` or `firstAvailable` is "
+                     "required, but multiple fields are set");
+      } else if (has_exactly) {
+        const auto& exact = *request.exactly;
+        const std::string ef = entry + ".exactly";
+        CheckClassName(exact.device_class_name, ef + ".deviceClassName", errs);
+        CheckSelectors(exact.selectors, limits, ef + ".selectors", errs);
+        CheckAllocationMode(exact.allocation_mode, exact.count, ef, errs);
+        CheckTolerations(exact.tolerations, limits, ef + ".tolerations", errs);
+        CheckCapacityRequests(exact.capacity, ef + ".capacity", errs);
+      } else {
+        const std::string ff = entry + ".firstAvailable";
+        if (Over(request.first_available.size(), limits.max_first_available_subrequests)) {
+          errs.TooMany(ff, request.first_available.size(), limits.max_first_available_subrequests);
+        } else {
+          std::set<std::string> sub_seen;
+          for (size_t j = 0; j < request.first_available.size(); ++j) {
+            const auto& sub = request.first_available[j];
+            const std::string sf = Index(ff, j);
+            CheckRequestName(sub.name, sf + ".name", errs);
+            CheckClassName(sub.device_class_name, sf + ".deviceClassName", errs);
+            CheckSelectors(sub.selectors, limits, sf + ".selectors", errs);
+            CheckAllocationMode(sub.allocation_mode, sub.count, sf, errs);
+            CheckTolerations(sub.tolerations, limits, sf + ".tolerations", errs);
+            CheckCapacityRequests(sub.capacity, sf + ".capacity", errs);
+            if (!sub.name.empty() && !sub_seen.insert(sub.name).second) {
+              errs.Duplicate(sf, sub.name);
+            }
+          }
+        }
+      }
+      if (!request.name.empty() && !seen.insert(request.name).second) {
+        errs.Duplicate(entry, request.name);
+      }
+    }
+  }
+  const std::string constraints = field + ".constraints";
+  if (Over(claim.constraints.size(), limits.max_device_constraints)) {
+    errs.TooMany(constraints, claim.constraints.size(), limits.max_device_constraints);
+  } else {
+    for (size_t i = 0; i < claim.constraints.size(); ++i) {
+      const auto& c = claim.constraints[i];
+      const std::string entry = Index(constraints, i);
+      CheckRequestRefs(c.requests, names, limits, entry + ".requests", errs);
+      if (c.match_attribute && c.distinct_attribute) {
+        errs.Invalid(entry,
+                     "exactly one of \"matchAttribute\" or \"distinctAttribute\" is required, "
+                     "but multiple fields are set");
+      } else if (c.match_attribute) {
+        errs.Check(ValidateFullyQualifiedName(*c.match_attribute, entry + ".matchAttribute"),
+                   entry + ".matchAttribute");
+      } else if (c.distinct_attribute) {
+        errs.Check(ValidateFullyQualifiedName(*c.distinct_attribute, entry + ".distinctAttribute"),
+                   entry + ".distinctAttribute");
+      } else {
+        errs.Required(entry,
+                      "exactly one of \"matchAttribute\" or \"distinctAttribute\" is "
+                      "required");
+      }
+    }
+  }
+  const std::string config = field + ".config";
+  if (Over(claim.config.size(), limits.max_device_configs)) {
+    errs.TooMany(config, claim.config.size(), limits.max_device_configs);
+  } else {
+    for (size_t i = 0; i < claim.config.size(); ++i) {
+      const std::string entry = Index(config, i);
+      CheckRequestRefs(claim.config[i].requests, names, limits, entry + ".requests", errs);
+      CheckOpaque(claim.config[i].opaque, limits, entry, errs);
+    }
+  }
+}
+
+// DeviceClass extendedResourceName: a label key with a domain, outside kubernetes.io, that is a
+// valid name once prefixed with "requests.".
+void CheckExtendedResourceName(const std::string& name, const std::string& field, Errors& errs) {
+  const size_t slash = name.find('/');
+  const std::string domain = slash == std::string::npos ? "" : name.substr(0, slash);
+  const bool native = slash == std::string::npos || domain == "kubernetes.io" ||
+                      (domain.size() > 14 && domain.ends_with(".kubernetes.io"));
+  if (native || name.starts_with("requests.") ||
+      !ValidateLabelKey("requests." + name, field).ok()) {
+    errs.Invalid(field, "Invalid value: \"" + name + "\": must be a valid extended resource name");
+  }
+}
+
+void CheckAllocationResult(const resource::AllocationResult& allocation, const RequestNames& names,
+                           const Limits& limits, const std::string& field, Errors& errs) {
+  const std::string results = field + ".devices.results";
+  const auto& devices = allocation.devices;
+  if (Over(devices.results.size(), limits.max_device_requests)) {
+    errs.TooMany(results, devices.results.size(), limits.max_device_requests);
+  } else {
+    for (size_t i = 0; i < devices.results.size(); ++i) {
+      const auto& r = devices.results[i];
+      const std::string entry = Index(results, i);
+      CheckRequestRef(r.request, names, entry + ".request", errs);
+      if (r.driver.empty()) {
+        errs.Required(entry + ".driver");
+      } else {
+        errs.Check(ValidateDriverName(r.driver, entry + ".driver"), entry + ".driver");
+      }
+      if (r.pool.empty()) {
+        errs.Required(entry + ".pool");
+      } else {
+        errs.Check(ValidatePoolName(r.pool, entry + ".pool"), entry + ".pool");
+      }
+      if (r.device.empty()) {
+        errs.Required(entry + ".device");
+      } else {
+        errs.Check(ValidateDnsLabel(r.device, entry + ".device"), entry + ".device");
+      }
+      CheckBindingConditions(r.binding_conditions, r.binding_failure_conditions, limits, entry,
+                             errs);
+      if (r.share_id) errs.Check(ValidateUuid(*r.share_id, entry + ".shareID"), entry + ".shareID");
+    }
+  }
+  const std::string config = field + ".devices.config";
+  if (Over(devices.config.size(), limits.max_allocation_configs)) {
+    errs.TooMany(config, devices.config.size(), limits.max_allocation_configs);
+  } else {
+    for (size_t i = 0; i < devices.config.size(); ++i) {
+      const auto& c = devices.config[i];
+      const std::string entry = Index(config, i);
+      if (c.source.empty()) {
+        errs.Required(entry + ".source");
+      } else if (c.source != "FromClaim" && c.source != "FromClass") {
+        errs.NotSupported(entry + ".source", c.source, {"FromClaim", "FromClass"});
+      }
+      CheckRequestRefs(c.requests, names, limits, entry + ".requests", errs);
+      CheckOpaque(c.opaque, limits, entry, errs);
+    }
+  }
+  if (allocation.node_selector && !allocation.node_selector->is_null()) {
+    CheckNodeSelector(*allocation.node_selector, field + ".nodeSelector", errs);
+  }
+}
+
+void CheckClaimStatus(const resource::ResourceClaim& claim, const resource::ResourceClaim* old,
+                      const Limits& limits, Errors& errs) {
+  const auto& status = claim.status;
+  const RequestNames names = GatherRequestNames(claim.spec.devices);
+  const std::string reserved = "status.reservedFor";
+  if (Over(status.reserved_for.size(), limits.max_reserved_for)) {
+    errs.TooMany(reserved, status.reserved_for.size(), limits.max_reserved_for);
+  } else {
+    std::set<std::string> uids;
+    for (size_t i = 0; i < status.reserved_for.size(); ++i) {
+      const auto& ref = status.reserved_for[i];
+      const std::string entry = Index(reserved, i);
+      if (ref.resource.empty()) errs.Required(entry + ".resource");
+      if (ref.name.empty()) errs.Required(entry + ".name");
+      if (ref.uid.empty()) errs.Required(entry + ".uid");
+      if (!ref.uid.empty() && !uids.insert(ref.uid).second) errs.Duplicate(entry, ref.uid);
+    }
+  }
+  std::set<std::string> allocated;
+  if (status.allocation) {
+    for (const auto& r : status.allocation->devices.results) {
+      allocated.insert(r.driver + "/" + r.pool + "/" + r.device + "/" + r.share_id.value_or(""));
+    }
+  }
+  std::set<std::string> device_ids;
+  for (size_t i = 0; i < status.devices.size(); ++i) {
+    const auto& d = status.devices[i];
+    const std::string entry = Index("status.devices", i);
+    if (d.driver.empty()) {
+      errs.Required(entry + ".driver");
+    } else {
+      errs.Check(ValidateDriverName(d.driver, entry + ".driver"), entry + ".driver");
+    }
+    if (d.pool.empty()) {
+      errs.Required(entry + ".pool");
+    } else {
+      errs.Check(ValidatePoolName(d.pool, entry + ".pool"), entry + ".pool");
+    }
+    if (d.device.empty()) {
+      errs.Required(entry + ".device");
+    } else {
+      errs.Check(ValidateDnsLabel(d.device, entry + ".device"), entry + ".device");
+    }
+    if (d.share_id) errs.Check(ValidateUuid(*d.share_id, entry + ".shareID"), entry + ".shareID");
+    const std::string id = d.driver + "/" + d.pool + "/" + d.device + "/" + d.share_id.value_or("");
+    if (allocated.count(id) == 0) {
+      errs.Invalid(entry,
+                   "Invalid value: \"" + id + "\": must be an allocated device in the claim");
+    }
+    if (!device_ids.insert(id).second) errs.Duplicate(entry, id);
+    if (Over(d.conditions.size(), limits.max_allocated_device_conditions)) {
+      errs.TooMany(entry + ".conditions", d.conditions.size(),
+                   limits.max_allocated_device_conditions);
+    }
+    if (d.data && !d.data->is_null()) {
+      CheckRawObject(*d.data, limits.max_allocated_device_data_bytes, entry + ".data", errs);
+    }
+    if (d.network_data) {
+      const auto& n = *d.network_data;
+      const std::string nf = entry + ".networkData";
+      if (Over(n.interface_name.size(), limits.max_network_interface_name_bytes)) {
+        errs.TooLong(nf + ".interfaceName", n.interface_name.size(),
+                     limits.max_network_interface_name_bytes);
+      }
+      if (Over(n.hardware_address.size(), limits.max_network_hardware_address_bytes)) {
+        errs.TooLong(nf + ".hardwareAddress", n.hardware_address.size(),
+                     limits.max_network_hardware_address_bytes);
+      }
+      if (Over(n.ips.size(), limits.max_network_ips)) {
+        errs.TooMany(nf + ".ips", n.ips.size(), limits.max_network_ips);
+      } else {
+        std::set<std::string> ips;
+        for (size_t j = 0; j < n.ips.size(); ++j) {
+          if (n.ips[j].find('/') == std::string::npos) {
+            errs.Invalid(Index(nf + ".ips", j),
+                         "Invalid value: \"" + n.ips[j] +
+                             "\": must be an IP address in CIDR form, (e.g. 10.9.8.7/24)");
+          }
+          if (!ips.insert(n.ips[j]).second) errs.Duplicate(Index(nf + ".ips", j), n.ips[j]);
+        }
+      }
+    }
+  }
+  if (!status.reserved_for.empty()) {
+    if (!status.allocation) {
+      errs.Forbidden(reserved, "may not be specified when `allocated` is not set");
+    } else if (old != nullptr && claim.metadata.deletion_timestamp) {
+      for (const auto& ref : status.reserved_for) {
+        if (std::find(old->status.reserved_for.begin(), old->status.reserved_for.end(), ref) ==
+            old->status.reserved_for.end()) {
+          errs.Forbidden(reserved,
+                         "new entries may not be added while `deallocationRequested` or "
+                         "`deletionTimestamp` are set");
+          break;
+        }
+      }
+    }
+  }
+  if (old != nullptr && old->status.allocation && status.allocation) {
+    if (*old->status.allocation != *status.allocation) {
+      errs.Invalid("status.allocation", "Invalid value: field is immutable");
+    }
+  } else if (status.allocation) {
+    CheckAllocationResult(*status.allocation, names, limits, "status.allocation", errs);
+  }
+}
+
+}  // namespace
+
+FieldErrors DeviceClassErrors(const resource::DeviceClass& device_class, KubeVersion version) {
+  const Limits limits = LimitsFor(version);
+  Errors errs;
+  CheckObjectMeta(device_class.metadata, false, limits, errs);
+  const auto& spec = device_class.spec;
+  CheckSelectors(spec.selectors, limits, "spec.selectors", errs);
+  if (Over(spec.config.size(), limits.max_device_configs)) {
+    errs.TooMany("spec.config", spec.config.size(), limits.max_device_configs);
+  } else {
+    for (size_t i = 0; i < spec.config.size(); ++i) {
+      CheckOpaque(spec.config[i].opaque, limits, Index("spec.config", i), errs);
+    }
+  }
+  if (spec.extended_resource_name) {
+    CheckExtendedResourceName(*spec.extended_resource_name, "spec.extendedResourceName", errs);
+  }
+  return errs.Take();
+}
+
+Status ValidateDeviceClass(const resource::DeviceClass& device_class, KubeVersion version) {
+  return ToStatus(DeviceClassErrors(device_class, version));
+}
+
+FieldErrors ResourceClaimErrors(const resource::ResourceClaim& claim, KubeVersion version) {
+  const Limits limits = LimitsFor(version);
+  Errors errs;
+  CheckObjectMeta(claim.metadata, true, limits, errs);
+  CheckDeviceClaim(claim.spec.devices, limits, "spec.devices", errs);
+  return errs.Take();
+}
+
+Status ValidateResourceClaim(const resource::ResourceClaim& claim, KubeVersion version) {
+  return ToStatus(ResourceClaimErrors(claim, version));
+}
+
+FieldErrors ResourceClaimUpdateErrors(const resource::ResourceClaim& old_claim,
+                                      const resource::ResourceClaim& claim, KubeVersion version) {
+  const Limits limits = LimitsFor(version);
+  Errors errs;
+  CheckObjectMeta(claim.metadata, true, limits, errs);
+  CheckMetaUpdate(claim.metadata, old_claim.metadata, errs);
+  if (claim.spec != old_claim.spec) errs.Invalid("spec", "Invalid value: field is immutable");
+  return errs.Take();
+}
+
+FieldErrors ResourceClaimStatusUpdateErrors(const resource::ResourceClaim& old_claim,
+                                            const resource::ResourceClaim& claim,
+                                            KubeVersion version) {
+  const Limits limits = LimitsFor(version);
+  Errors errs;
+  CheckMetaUpdate(claim.metadata, old_claim.metadata, errs);
+  CheckClaimStatus(claim, &old_claim, limits, errs);
+  return errs.Take();
+}
+
+FieldErrors ResourceClaimTemplateErrors(const resource::ResourceClaimTemplate& claim_template,
+                                        KubeVersion version) {
+  const Limits limits = LimitsFor(version);
+  Errors errs;
+  CheckObjectMeta(claim_template.metadata, true, limits, errs);
+  const auto& meta = claim_template.spec.metadata;
+  for (const auto& [key, value] : meta.labels) {
+    const std::string path = Key("spec.metadata.labels", key);
+    errs.Check(ValidateLabelKey(key, path), path);
+    errs.Check(ValidateLabelValue(value, path), path);
+  }
+  for (const auto& [key, value] : meta.annotations) {
+    const std::string path = Key("spec.metadata.annotations", key);
+    errs.Check(ValidateAnnotationKey(key, path), path);
+  }
+  CheckDeviceClaim(claim_template.spec.spec.devices, limits, "spec.spec.devices", errs);
+  return errs.Take();
+}
+
+Status ValidateResourceClaimTemplate(const resource::ResourceClaimTemplate& claim_template,
+                                     KubeVersion version) {
+  return ToStatus(ResourceClaimTemplateErrors(claim_template, version));
+}
+
+FieldErrors ResourceClaimTemplateUpdateErrors(const resource::ResourceClaimTemplate& old_template,
+                                              const resource::ResourceClaimTemplate& claim_template,
+                                              KubeVersion version) {
+  const Limits limits = LimitsFor(version);
+  Errors errs;
+  CheckObjectMeta(claim_template.metadata, true, limits, errs);
+  CheckMetaUpdate(claim_template.metadata, old_template.metadata, errs);
+  if (claim_template.spec != old_template.spec) {
+    errs.Invalid("spec", "Invalid value: field is immutable");
+  }
+  return errs.Take();
 }
 
 }  // namespace xpu::api

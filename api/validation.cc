@@ -339,6 +339,54 @@ Status ValidateDriverName(std::string_view value, std::string_view field) {
   return Check(value, field, "a driver name", DriverNameProblem(value, ""));
 }
 
+Status ValidateAnnotationKey(std::string_view value, std::string_view field) {
+  const std::string lower = ToLower(value);
+  Status status = ValidateLabelKey(lower, field);
+  if (status.ok() || lower == value) return status;
+  return Check(value, field, "an annotation key",
+               status.message().substr(status.message().find(" is not a label key: ") +
+                                       std::string_view(" is not a label key: ").size()));
+}
+
+Status ValidateGenerateName(std::string_view value, std::string_view field) {
+  std::string masked(value);
+  if (!masked.empty() && masked.back() == '-') masked.back() = 'a';
+  return Check(value, field, "a generateName prefix", DnsSubdomainProblem(masked));
+}
+
+Status ValidateTimestamp(std::string_view value, std::string_view field) {
+  // YYYY-MM-DDTHH:MM:SS[.frac](Z|+HH:MM|-HH:MM)
+  auto digits = [&](size_t at, size_t n) {
+    if (at + n > value.size()) return false;
+    for (size_t i = at; i < at + n; ++i) {
+      if (!IsDigit(value[i])) return false;
+    }
+    return true;
+  };
+  auto at = [&](size_t i, char c) { return i < value.size() && value[i] == c; };
+  bool ok = digits(0, 4) && at(4, '-') && digits(5, 2) && at(7, '-') && digits(8, 2) &&
+            (at(10, 'T') || at(10, 't')) && digits(11, 2) && at(13, ':') && digits(14, 2) &&
+            at(16, ':') && digits(17, 2);
+  size_t i = 19;
+  if (ok && at(i, '.')) {
+    ++i;
+    const size_t start = i;
+    while (i < value.size() && IsDigit(value[i])) ++i;
+    ok = i > start;
+  }
+  if (ok) {
+    if (at(i, 'Z') || at(i, 'z')) {
+      ok = i + 1 == value.size();
+    } else if (at(i, '+') || at(i, '-')) {
+      ok = digits(i + 1, 2) && at(i + 3, ':') && digits(i + 4, 2) && i + 6 == value.size();
+    } else {
+      ok = false;
+    }
+  }
+  return Check(value, field, "an RFC 3339 time",
+               ok ? "" : "must look like \"2006-01-02T15:04:05Z\"");
+}
+
 Status ValidateNodeName(std::string_view value, std::string_view field) {
   return Check(value, field, "a node name", DnsSubdomainProblem(value));
 }
@@ -357,6 +405,63 @@ Status ValidateVersionAttribute(std::string_view value, std::string_view field) 
 
 Status ValidateUuid(std::string_view value, std::string_view field) {
   return Check(value, field, "a UUID", UuidProblem(value));
+}
+
+std::string_view FieldErrorReason(FieldErrorType type) {
+  switch (type) {
+    case FieldErrorType::kInvalid:
+      return "FieldValueInvalid";
+    case FieldErrorType::kRequired:
+      return "FieldValueRequired";
+    case FieldErrorType::kDuplicate:
+      return "FieldValueDuplicate";
+    case FieldErrorType::kNotSupported:
+      return "FieldValueNotSupported";
+    case FieldErrorType::kForbidden:
+      return "FieldValueForbidden";
+    case FieldErrorType::kTooLong:
+      return "FieldValueTooLong";
+    case FieldErrorType::kTooMany:
+      return "FieldValueTooMany";
+  }
+  return "FieldValueInvalid";
+}
+
+std::string FieldError::ToString() const { return field.empty() ? detail : field + ": " + detail; }
+
+Status ToStatus(const FieldErrors& errors) {
+  if (errors.empty()) return OkStatus();
+  std::string message = errors.front().ToString();
+  if (errors.size() > 1) message += " (and " + std::to_string(errors.size() - 1) + " more)";
+  return InvalidArgumentError(std::move(message));
+}
+
+std::string JoinFieldErrors(const FieldErrors& errors) {
+  if (errors.size() == 1) return errors.front().ToString();
+  std::string out = "[";
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += errors[i].ToString();
+  }
+  return out + "]";
+}
+
+FieldError FieldErrorFromStatus(const Status& status, const std::string& field) {
+  std::string detail = status.message();
+  if (!field.empty() && detail.rfind(field + ": ", 0) == 0) detail.erase(0, field.size() + 2);
+  return FieldError{FieldErrorType::kInvalid, field, "Invalid value: " + detail};
+}
+
+std::optional<KubeVersion> ParseKubeVersion(std::string_view text) {
+  if (!text.empty() && text.front() == 'v') text.remove_prefix(1);
+  if (text.size() > 4 && text.substr(4, 1) == ".") text = text.substr(0, 4);
+  if (text == "1.34") return KubeVersion::k1_34;
+  if (text == "1.35") return KubeVersion::k1_35;
+  return std::nullopt;
+}
+
+std::string_view KubeVersionName(KubeVersion version) {
+  return version == KubeVersion::k1_34 ? "1.34" : "1.35";
 }
 
 Limits LimitsFor(KubeVersion version) {

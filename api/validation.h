@@ -13,11 +13,50 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "base/status.h"
 
 namespace xpu::api {
+
+// One problem found by an object validator, as the API server reports it in a Status cause.
+enum class FieldErrorType {
+  kInvalid,       // FieldValueInvalid
+  kRequired,      // FieldValueRequired
+  kDuplicate,     // FieldValueDuplicate
+  kNotSupported,  // FieldValueNotSupported
+  kForbidden,     // FieldValueForbidden
+  kTooLong,       // FieldValueTooLong
+  kTooMany,       // FieldValueTooMany
+};
+
+// The Kubernetes cause reason of `type`, e.g. "FieldValueInvalid".
+std::string_view FieldErrorReason(FieldErrorType type);
+
+struct FieldError {
+  FieldErrorType type = FieldErrorType::kInvalid;
+  std::string field;   // e.g. "spec.devices[3].name"
+  std::string detail;  // the message without the field, e.g. "Required value"
+  // "<field>: <detail>", or the detail alone when there is no field.
+  std::string ToString() const;
+  friend bool operator==(const FieldError&, const FieldError&) = default;
+};
+
+// All problems of one object, in the order the validator checks fields.
+using FieldErrors = std::vector<FieldError>;
+
+// OK for no errors; otherwise kInvalidArgument whose message is the first error, followed by
+// " (and N more)" when there are more.
+Status ToStatus(const FieldErrors& errors);
+// All errors in the API server's form: the one error, or "[e1, e2, ...]".
+std::string JoinFieldErrors(const FieldErrors& errors);
+// A FieldError from a non-OK Status of the Validate* functions below (called with `field`): the
+// "<field>: " prefix becomes the field and the rest follows "Invalid value: " in the detail.
+// FieldValueInvalid.
+FieldError FieldErrorFromStatus(const Status& status, const std::string& field);
 
 inline constexpr int kMaxDnsLabelLength = 63;
 inline constexpr int kMaxDnsSubdomainLength = 253;
@@ -60,6 +99,13 @@ Status ValidatePoolName(std::string_view value, std::string_view field);
 // A driver name: at most 63 bytes and a DNS subdomain. Upper case is tolerated, as the API server
 // does (it checks the lower-cased name, like CSI driver names); drivers should use lower case.
 Status ValidateDriverName(std::string_view value, std::string_view field);
+// A label key (ValidateLabelKey) as an annotation key: the API server checks the lower-cased key.
+Status ValidateAnnotationKey(std::string_view value, std::string_view field);
+// A generateName prefix: a DNS subdomain once a trailing '-' is masked, at most 253 bytes.
+Status ValidateGenerateName(std::string_view value, std::string_view field);
+// An RFC 3339 timestamp as metav1.Time accepts it: "2006-01-02T15:04:05Z" or with a numeric
+// offset and optional fractional seconds.
+Status ValidateTimestamp(std::string_view value, std::string_view field);
 // A node name: a DNS subdomain.
 Status ValidateNodeName(std::string_view value, std::string_view field);
 
@@ -129,7 +175,15 @@ struct Limits {
   int max_network_ips = 16;
   int max_network_interface_name_bytes = 256;
   int max_network_hardware_address_bytes = 128;
+
+  // Object metadata: the sum of annotation key and value bytes (TotalAnnotationSizeLimitB).
+  int max_annotations_bytes = 256 * 1024;
 };
+
+// "1.34" or "1.35" (also accepts "v1.35" and "1.35.0"); nullopt otherwise.
+std::optional<KubeVersion> ParseKubeVersion(std::string_view text);
+// "1.34", "1.35".
+std::string_view KubeVersionName(KubeVersion version);
 
 // The limits of `version`.
 Limits LimitsFor(KubeVersion version);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "e2e/kubesim/convert.h"
 
@@ -39,18 +40,37 @@ StatusReason ReasonFor(StatusCode code) {
       return {429, "TooManyRequests"};
     case StatusCode::kUnavailable:
       return {503, "ServiceUnavailable"};
+    case StatusCode::kDeadlineExceeded:
+      return {504, "Timeout"};
     default:
       return {500, "InternalError"};
   }
 }
 
-json StatusObject(const Status& status, const std::string& name, const ResourceType* type) {
+constexpr std::string_view kTooLargePrefix = "Too large resource version";
+
+json StatusObject(const Status& status, const std::string& name, const ResourceType* type,
+                  const api::FieldErrors* causes = nullptr) {
   const auto r = ReasonFor(status.code());
   json details = json::object();
   if (!name.empty()) details["name"] = name;
   if (type != nullptr) {
     if (!type->group.empty()) details["group"] = type->group;
-    details["kind"] = type->resource;
+    // NewInvalid names the kind, the other errors the resource.
+    details["kind"] = status.code() == StatusCode::kInvalidArgument ? type->kind : type->resource;
+  }
+  if (causes != nullptr && !causes->empty()) {
+    json list = json::array();
+    for (const auto& c : *causes) {
+      list.push_back(
+          {{"reason", api::FieldErrorReason(c.type)}, {"message", c.detail}, {"field", c.field}});
+    }
+    details["causes"] = list;
+  }
+  if (r.code == 429 || r.code == 503 || r.code == 504) details["retryAfterSeconds"] = 1;
+  if (status.message().rfind(kTooLargePrefix, 0) == 0) {
+    details["causes"] = json::array(
+        {{{"reason", "ResourceVersionTooLarge"}, {"message", std::string(kTooLargePrefix)}}});
   }
   json out = {{"kind", "Status"},    {"apiVersion", "v1"},          {"metadata", json::object()},
               {"status", "Failure"}, {"message", status.message()}, {"reason", r.reason},
@@ -279,10 +299,14 @@ StatusOr<Target> ParseTarget(const Store& store, const std::string& path,
 
 }  // namespace
 
-HttpResponse ErrorResponse(const Status& status, const std::string& name,
-                           const ResourceType* type) {
-  const json body = StatusObject(status, name, type);
-  return JsonResponse(body["code"].get<int>(), body);
+HttpResponse ErrorResponse(const Status& status, const std::string& name, const ResourceType* type,
+                           const api::FieldErrors* causes) {
+  const json body = StatusObject(status, name, type, causes);
+  HttpResponse response = JsonResponse(body["code"].get<int>(), body);
+  if (response.code == 429 || response.code == 503 || response.code == 504) {
+    response.headers.emplace_back("Retry-After", "1");
+  }
+  return response;
 }
 
 WatchStream::WatchStream(const Store* store, Params params)
@@ -301,6 +325,11 @@ std::vector<std::string> WatchStream::Next() {
           "\n");
     }
     params_.initial.clear();
+    sent_ += static_cast<int64_t>(lines.size());
+    if (params_.close_after_events > 0 && sent_ >= params_.close_after_events) {
+      lines.resize(lines.size() - static_cast<size_t>(sent_ - params_.close_after_events));
+      done_ = true;
+    }
     return lines;
   }
   if (Clock::now() >= params_.deadline) {
@@ -323,6 +352,11 @@ std::vector<std::string> WatchStream::Next() {
         WatchEventJson(e.type, FromStorage(params_.type, params_.version, std::move(e.object)))
             .dump() +
         "\n");
+    if (params_.close_after_events > 0 && ++sent_ >= params_.close_after_events) {
+      // Fault injection: end the watch early, as a server restart or timeout would.
+      done_ = true;
+      return lines;
+    }
   }
   params_.from = batch->scanned_through;
   if (params_.bookmarks && Clock::now() >= next_bookmark_) {
@@ -336,28 +370,118 @@ std::vector<std::string> WatchStream::Next() {
 }
 
 ApiHandler::ApiHandler(Store* store, HandlerOptions options)
-    : store_(store), options_(std::move(options)), fault_random_(options_.seed) {}
+    : store_(store),
+      options_(std::move(options)),
+      fault_random_(options_.seed),
+      faults_{options_.fault_rate,        options_.fault_codes,          options_.drop_rate,
+              options_.watch_close_after, options_.watch_close_after_ms, options_.latency_ms} {}
+
+FaultSettings ApiHandler::faults() const {
+  std::lock_guard lock(fault_mu_);
+  return faults_;
+}
+
+void ApiHandler::set_faults(const FaultSettings& faults) {
+  std::lock_guard lock(fault_mu_);
+  faults_ = faults;
+}
+
+bool ApiHandler::DropConnection() {
+  std::lock_guard lock(fault_mu_);
+  if (faults_.drop_rate <= 0) return false;
+  std::uniform_real_distribution<double> coin(0, 1);
+  return coin(fault_random_) < faults_.drop_rate;
+}
 
 bool ApiHandler::InjectFault(HttpResponse* response) {
-  if (options_.fault_rate <= 0 || options_.fault_codes.empty()) return false;
   int code = 0;
   {
     std::lock_guard lock(fault_mu_);
+    if (faults_.rate <= 0 || faults_.codes.empty()) return false;
     std::uniform_real_distribution<double> coin(0, 1);
-    if (coin(fault_random_) >= options_.fault_rate) return false;
-    code = options_.fault_codes[fault_random_() % options_.fault_codes.size()];
+    if (coin(fault_random_) >= faults_.rate) return false;
+    code = faults_.codes[fault_random_() % faults_.codes.size()];
   }
   StatusCode sc = StatusCode::kInternal;
   if (code == 409) sc = StatusCode::kAborted;
   if (code == 429) sc = StatusCode::kResourceExhausted;
   if (code == 503) sc = StatusCode::kUnavailable;
   *response = ErrorResponse(Status(sc, "injected fault"));
-  if (code == 429) response->headers.emplace_back("Retry-After", "1");
   return true;
 }
 
+namespace {
+
+json FaultsJson(const FaultSettings& f) {
+  return {{"rate", f.rate},
+          {"codes", f.codes},
+          {"dropRate", f.drop_rate},
+          {"watchCloseAfter", f.watch_close_after},
+          {"watchCloseAfterMs", f.watch_close_after_ms},
+          {"latencyMs", f.latency_ms}};
+}
+
+}  // namespace
+
+HttpResponse ApiHandler::HandleFaults(const HttpRequest& request) {
+  if (request.method == "GET") return JsonResponse(200, FaultsJson(faults()));
+  if (request.method != "POST" && request.method != "PUT") {
+    return ErrorResponse(
+        Status(StatusCode::kUnimplemented, request.method + " is not allowed on /kube-sim/faults"));
+  }
+  const json body = json::parse(request.body, nullptr, false);
+  if (!body.is_object()) {
+    return ErrorResponse(
+        Status(StatusCode::kFailedPrecondition, "set faults: the body is not a JSON object"));
+  }
+  FaultSettings next = faults();
+  std::optional<uint64_t> seed;
+  auto bad = [](const std::string& what) {
+    return ErrorResponse(Status(StatusCode::kFailedPrecondition, "set faults: " + what));
+  };
+  for (const auto& [key, value] : body.items()) {
+    if (key == "rate" || key == "dropRate") {
+      if (!value.is_number() || value.get<double>() < 0 || value.get<double>() > 1) {
+        return bad(key + " must be a number in [0, 1]");
+      }
+      (key == "rate" ? next.rate : next.drop_rate) = value.get<double>();
+    } else if (key == "codes") {
+      if (!value.is_array()) return bad("codes must be a list");
+      next.codes.clear();
+      for (const auto& c : value) {
+        if (!c.is_number_integer() || (c != 409 && c != 429 && c != 500 && c != 503)) {
+          return bad("codes must be from 409, 429, 500, 503");
+        }
+        next.codes.push_back(c.get<int>());
+      }
+    } else if (key == "watchCloseAfter" || key == "watchCloseAfterMs" || key == "latencyMs") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 0) {
+        return bad(key + " must be a non-negative integer");
+      }
+      const int64_t v = value.get<int64_t>();
+      if (key == "watchCloseAfter") next.watch_close_after = v;
+      if (key == "watchCloseAfterMs") next.watch_close_after_ms = v;
+      if (key == "latencyMs") next.latency_ms = v;
+    } else if (key == "seed") {
+      if (!value.is_number_unsigned()) return bad("seed must be a non-negative integer");
+      seed = value.get<uint64_t>();
+    } else {
+      return bad("unknown member \"" + key + "\"");
+    }
+  }
+  if (next.rate > 0 && next.codes.empty()) return bad("codes is empty while rate is set");
+  {
+    std::lock_guard lock(fault_mu_);
+    faults_ = next;
+    if (seed) fault_random_.seed(*seed);
+  }
+  return JsonResponse(200, FaultsJson(next));
+}
+
 ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
-  if (options_.token.empty() || request.authorization != "Bearer " + options_.token) {
+  const bool token_ok =
+      !options_.token.empty() && request.authorization == "Bearer " + options_.token;
+  if (!token_ok && request.client_certificate.empty()) {
     return ErrorResponse(Status(StatusCode::kUnauthenticated, "Unauthorized"));
   }
   const auto qpos = request.target.find('?');
@@ -369,11 +493,14 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
     return HttpResponse{200, "ok", {}};
   }
   if (path == "/version") {
+    const std::string minor = options_.kube_version == "1.34" ? "34" : "35";
     return JsonResponse(200, {{"major", "1"},
-                              {"minor", "34"},
-                              {"gitVersion", "v1.34.0-kube-sim"},
+                              {"minor", minor},
+                              {"gitVersion", "v1." + minor + ".0"},
+                              {"gitCommit", "kube-sim"},
                               {"platform", "linux/amd64"}});
   }
+  if (path == "/kube-sim/faults") return HandleFaults(request);
   if (json doc = Discovery(store_->types(), segs); !doc.is_null()) {
     if (request.method != "GET") {
       return ErrorResponse(Status(StatusCode::kUnimplemented,
@@ -384,9 +511,19 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
   }
   auto target = ParseTarget(*store_, path, segs);
   if (!target.ok()) return ErrorResponse(target.status());
+  if (const int64_t latency = faults().latency_ms; latency > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(latency));
+  }
+  if (DropConnection()) {
+    HttpResponse dropped;
+    dropped.drop_connection = true;
+    return dropped;
+  }
   const auto& t = *target;
   const ResourceType& type = store_->types()[t.type_index];
-  auto error = [&](const Status& s) { return ErrorResponse(s, t.name, &type); };
+  auto error = [&](const Status& s, const api::FieldErrors* causes = nullptr) {
+    return ErrorResponse(s, t.name, &type, causes);
+  };
   auto object_response = [&](int code, json obj) {
     return JsonResponse(code, FromStorage(type, t.version, std::move(obj)));
   };
@@ -419,6 +556,12 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
       }
       p.deadline = Clock::now() + timeout;
       const std::string rv = query.count("resourceVersion") ? query.at("resourceVersion") : "";
+      const FaultSettings faults_now = faults();
+      p.close_after_events = faults_now.watch_close_after;
+      if (faults_now.watch_close_after_ms > 0) {
+        p.deadline = std::min(
+            p.deadline, Clock::now() + std::chrono::milliseconds(faults_now.watch_close_after_ms));
+      }
       if (rv.empty() || rv == "0") {
         // "Any" version: the current state as ADDED events, then changes after it.
         auto current = store_->List(t.type_index, t.ns, list);
@@ -428,6 +571,13 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
       } else {
         auto from = ParseInt(rv, "resourceVersion");
         if (!from.ok()) return error(from.status());
+        if (const int64_t current = store_->ResourceVersion(); *from > current) {
+          // The watch cache waits for a future resourceVersion, then gives up with 504; kube-sim
+          // has no lagging cache to wait for.
+          return error(Status(StatusCode::kDeadlineExceeded,
+                              "Too large resource version: " + std::to_string(*from) +
+                                  ", current: " + std::to_string(current)));
+        }
         p.from = *from;
       }
       return std::make_unique<WatchStream>(store_, std::move(p));
@@ -440,6 +590,12 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
       list.limit = *limit;
     }
     if (auto it = query.find("continue"); it != query.end()) list.continue_token = it->second;
+    if (auto it = query.find("resourceVersion"); it != query.end()) {
+      list.resource_version = it->second;
+    }
+    if (auto it = query.find("resourceVersionMatch"); it != query.end()) {
+      list.resource_version_match = it->second;
+    }
     auto result = store_->List(t.type_index, t.ns, list);
     if (!result.ok()) return error(result.status());
     json items = json::array();
@@ -455,6 +611,30 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
                               {"items", items}});
   }
   if (watch) return error(Status(StatusCode::kFailedPrecondition, "watch needs a collection path"));
+  if (request.method == "DELETE" && t.name.empty()) {
+    HttpResponse fault;
+    if (InjectFault(&fault)) return fault;
+    ListOptions list;
+    if (auto it = query.find("labelSelector"); it != query.end()) {
+      auto sel = Selector::ParseLabels(it->second);
+      if (!sel.ok()) return error(sel.status());
+      list.labels = std::move(*sel);
+    }
+    if (auto it = query.find("fieldSelector"); it != query.end()) {
+      auto sel = Selector::ParseFields(it->second);
+      if (!sel.ok()) return error(sel.status());
+      list.fields = std::move(*sel);
+    }
+    auto deleted = store_->DeleteCollection(t.type_index, t.ns, list);
+    if (!deleted.ok()) return error(deleted.status());
+    json items = json::array();
+    for (auto& item : *deleted) items.push_back(FromStorage(type, t.version, std::move(item)));
+    return JsonResponse(
+        200, {{"kind", type.kind + "List"},
+              {"apiVersion", type.ApiVersion(t.version)},
+              {"metadata", {{"resourceVersion", std::to_string(store_->ResourceVersion())}}},
+              {"items", items}});
+  }
   HttpResponse fault;
   if (InjectFault(&fault)) return fault;
 
@@ -476,15 +656,21 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
     if (!body.is_object()) return error(Status(StatusCode::kFailedPrecondition, "no object sent"));
     body = ToStorage(type, t.version, std::move(body));
     body["kind"] = type.kind;
-    auto obj = store_->Create(t.type_index, t.ns, std::move(body));
-    return obj.ok() ? object_response(201, *obj) : error(obj.status());
+    const std::string name = body.contains("metadata") && body["metadata"].is_object()
+                                 ? body["metadata"].value("name", "")
+                                 : "";
+    api::FieldErrors causes;
+    auto obj = store_->Create(t.type_index, t.ns, std::move(body), &causes);
+    if (obj.ok()) return object_response(201, *obj);
+    return ErrorResponse(obj.status(), name, &type, &causes);
   }
   if (request.method == "PUT" && !t.name.empty()) {
     if (!body.is_object()) return error(Status(StatusCode::kFailedPrecondition, "no object sent"));
     body = ToStorage(type, t.version, std::move(body));
     body["kind"] = type.kind;
-    auto obj = store_->Update(t.type_index, t.ns, t.name, std::move(body), t.status);
-    return obj.ok() ? object_response(200, *obj) : error(obj.status());
+    api::FieldErrors causes;
+    auto obj = store_->Update(t.type_index, t.ns, t.name, std::move(body), t.status, &causes);
+    return obj.ok() ? object_response(200, *obj) : error(obj.status(), &causes);
   }
   if (request.method == "PATCH" && !t.name.empty()) {
     const bool json_patch = request.content_type.find("json-patch") != std::string::npos;
@@ -508,7 +694,8 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
         return error(Status(StatusCode::kInvalidArgument, std::string("apply patch: ") + e.what()));
       }
       obj = ToStorage(type, t.version, std::move(obj));
-      auto updated = store_->Update(t.type_index, t.ns, t.name, std::move(obj), t.status);
+      api::FieldErrors causes;
+      auto updated = store_->Update(t.type_index, t.ns, t.name, std::move(obj), t.status, &causes);
       const bool patch_sets_rv = body.is_object() && body.contains("metadata") &&
                                  body["metadata"].is_object() &&
                                  body["metadata"].contains("resourceVersion");
@@ -516,7 +703,7 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
           attempt < 5) {
         continue;
       }
-      return updated.ok() ? object_response(200, *updated) : error(updated.status());
+      return updated.ok() ? object_response(200, *updated) : error(updated.status(), &causes);
     }
   }
   if (request.method == "DELETE" && !t.name.empty() && !t.status) {

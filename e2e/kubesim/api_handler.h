@@ -1,7 +1,13 @@
 // The Kubernetes REST semantics of kube-sim, independent of the transport: discovery, resource
-// paths, verbs, version conversion, bearer-token auth, fault injection and watch streams. The
-// HTTPS server (server.h) feeds it parsed requests and writes what it returns; tests call it
-// directly.
+// paths, verbs, version conversion, bearer-token and client-certificate auth, fault injection
+// and watch streams. The HTTPS server (server.cc) feeds it parsed requests and writes what it
+// returns; tests call it directly.
+//
+// Admin endpoint (authenticated like every request): GET /kube-sim/faults returns the fault
+// settings as JSON, POST /kube-sim/faults with a JSON object replaces the members it names:
+//   {"rate": 0.1, "codes": [429, 503], "dropRate": 0.05, "watchCloseAfter": 3,
+//    "watchCloseAfterMs": 500, "latencyMs": 20, "seed": 42}
+// ("seed" restarts the random sequence.)
 #ifndef XPU_E2E_KUBESIM_API_HANDLER_H_
 #define XPU_E2E_KUBESIM_API_HANDLER_H_
 
@@ -25,12 +31,28 @@ struct HttpRequest {
   std::string authorization;  // the Authorization header
   std::string content_type;
   std::string body;
+  // The subject of a client certificate the TLS layer verified against kube-sim's CA, e.g.
+  // "CN=xpu-dra-test,O=system:masters"; empty when the client sent none. Such a request is
+  // authenticated without a token.
+  std::string client_certificate = {};  // defaulted: callers may leave it out
 };
 
 struct HttpResponse {
   int code = 200;
   std::string body;  // JSON
   std::vector<std::pair<std::string, std::string>> headers;
+  // Fault injection: close the connection without writing anything.
+  bool drop_connection = false;
+};
+
+// What the fault generator does; see HandlerOptions for the members.
+struct FaultSettings {
+  double rate = 0;
+  std::vector<int> codes = {500};
+  double drop_rate = 0;
+  int64_t watch_close_after = 0;
+  int64_t watch_close_after_ms = 0;
+  int64_t latency_ms = 0;
 };
 
 struct HandlerOptions {
@@ -40,6 +62,16 @@ struct HandlerOptions {
   uint64_t seed = 1;                     // makes the fault sequence reproducible
   std::chrono::milliseconds bookmark_interval{1000};
   std::chrono::seconds default_watch_timeout{1800};
+  // Share of resource requests (watches included) answered by closing the connection.
+  double drop_rate = 0;
+  // Watches end (cleanly, as on a server timeout) after this many events (0 = never) ...
+  int64_t watch_close_after = 0;
+  // ... or after this many milliseconds (0 = never).
+  int64_t watch_close_after_ms = 0;
+  // Added to every resource request before it is handled.
+  int64_t latency_ms = 0;
+  // "1.34" or "1.35": the release /version reports (validation limits are the store's).
+  std::string kube_version = "1.35";
 };
 
 // One open watch: newline-terminated WatchEvent JSON lines, in resourceVersion order.
@@ -55,6 +87,7 @@ class WatchStream {
     bool bookmarks = false;
     std::chrono::steady_clock::time_point deadline;
     std::chrono::milliseconds bookmark_interval{1000};
+    int64_t close_after_events = 0;  // 0 = no limit
   };
   WatchStream(const Store* store, Params params);
 
@@ -67,6 +100,7 @@ class WatchStream {
   const Store* store_;
   Params params_;
   std::chrono::steady_clock::time_point next_bookmark_;
+  int64_t sent_ = 0;
   bool done_ = false;
 };
 
@@ -78,18 +112,26 @@ class ApiHandler {
   using Result = std::variant<HttpResponse, std::unique_ptr<WatchStream>>;
   Result Handle(const HttpRequest& request);
 
+  FaultSettings faults() const;
+  void set_faults(const FaultSettings& faults);
+
  private:
   bool InjectFault(HttpResponse* response);
+  bool DropConnection();
+  HttpResponse HandleFaults(const HttpRequest& request);
 
   Store* store_;
   const HandlerOptions options_;
-  std::mutex fault_mu_;
+  mutable std::mutex fault_mu_;
   std::mt19937_64 fault_random_;  // GUARDED_BY(fault_mu_)
+  FaultSettings faults_;          // GUARDED_BY(fault_mu_)
 };
 
-// A Kubernetes Status object for a non-OK `status` (see store.h for the code mapping).
+// A Kubernetes Status object for a non-OK `status` (see store.h for the code mapping). With
+// `causes`, details.causes lists them ({reason, message, field}) as the API server does for 422.
 HttpResponse ErrorResponse(const Status& status, const std::string& name = "",
-                           const ResourceType* type = nullptr);
+                           const ResourceType* type = nullptr,
+                           const api::FieldErrors* causes = nullptr);
 
 }  // namespace xpu::kubesim
 

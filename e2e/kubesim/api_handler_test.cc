@@ -1,6 +1,7 @@
 #include "e2e/kubesim/api_handler.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 
 namespace xpu::kubesim {
 namespace {
@@ -20,12 +21,12 @@ struct Fixture {
   }
   HttpResponse Call(const std::string& method, const std::string& target,
                     const std::string& body = "", const std::string& content_type = "") {
-    auto r = handler.Handle({method, target, "Bearer t", content_type, body});
+    auto r = handler.Handle({method, target, "Bearer t", content_type, body, ""});
     REQUIRE(std::holds_alternative<HttpResponse>(r));
     return std::get<HttpResponse>(std::move(r));
   }
   std::unique_ptr<WatchStream> Watch(const std::string& target) {
-    auto r = handler.Handle({"GET", target, "Bearer t", "", ""});
+    auto r = handler.Handle({"GET", target, "Bearer t", "", "", ""});
     REQUIRE(std::holds_alternative<std::unique_ptr<WatchStream>>(r));
     return std::get<std::unique_ptr<WatchStream>>(std::move(r));
   }
@@ -43,7 +44,7 @@ const char* kSlice =
 TEST_CASE("every request needs the bearer token") {
   Fixture f;
   for (const char* auth : {"", "Bearer wrong", "t"}) {
-    auto r = f.handler.Handle({"GET", "/api/v1/nodes", auth, "", ""});
+    auto r = f.handler.Handle({"GET", "/api/v1/nodes", auth, "", "", ""});
     const auto& resp = std::get<HttpResponse>(r);
     CHECK(resp.code == 401);
     CHECK(Body(resp)["reason"] == "Unauthorized");
@@ -110,7 +111,8 @@ TEST_CASE("patch, status and delete preconditions over the handler") {
                  R"({"metadata":{"name":"c"},"spec":{"devices":{"requests":[]}}})")
               .code == 201);
   auto patched = f.Call("PATCH", "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaims/c/status",
-                        R"({"status":{"reservedFor":[{"resource":"pods","name":"p","uid":"u"}]}})",
+                        R"({"status":{"allocation":{"devices":{"results":[]}},
+                            "reservedFor":[{"resource":"pods","name":"p","uid":"u"}]}})",
                         "application/merge-patch+json");
   REQUIRE(patched.code == 200);
   CHECK(Body(patched)["status"]["reservedFor"][0]["name"] == "p");
@@ -194,7 +196,8 @@ TEST_CASE("faults are deterministic for a seed and 429 carries Retry-After") {
     ApiHandler handler(&store, o);
     std::vector<int> out;
     for (int i = 0; i < 40; ++i) {
-      auto r = std::get<HttpResponse>(handler.Handle({"GET", "/api/v1/nodes", "Bearer t", "", ""}));
+      auto r =
+          std::get<HttpResponse>(handler.Handle({"GET", "/api/v1/nodes", "Bearer t", "", "", ""}));
       out.push_back(r.code);
       if (r.code == 429) {
         REQUIRE(r.headers.size() == 1);
@@ -207,6 +210,206 @@ TEST_CASE("faults are deterministic for a seed and 429 carries Retry-After") {
   CHECK(first == codes(42));
   CHECK(std::count(first.begin(), first.end(), 200) > 0);
   CHECK(std::count(first.begin(), first.end(), 200) < 40);
+}
+
+TEST_CASE("422 answers carry the causes as the API server lists them") {
+  Fixture f;
+  auto r = f.Call("POST", "/apis/resource.k8s.io/v1/deviceclasses",
+                  R"({"metadata":{"name":"gpu"},"spec":{"selectors":[{}],
+                      "config":[{"opaque":{"driver":"Not A Driver","parameters":{}}}]}})");
+  REQUIRE(r.code == 422);
+  const json body = Body(r);
+  CHECK(body["kind"] == "Status");
+  CHECK(body["reason"] == "Invalid");
+  CHECK(body["details"]["name"] == "gpu");
+  CHECK(body["details"]["group"] == "resource.k8s.io");
+  CHECK(body["details"]["kind"] == "DeviceClass");
+  REQUIRE(body["details"]["causes"].size() == 2);
+  CHECK(body["details"]["causes"][0] == json{{"reason", "FieldValueRequired"},
+                                             {"message", "Required value"},
+                                             {"field", "spec.selectors[0].cel"}});
+  CHECK(body["details"]["causes"][1]["field"] == "spec.config[0].opaque.driver");
+  CHECK(body["details"]["causes"][1]["reason"] == "FieldValueInvalid");
+
+  // A v1beta1 claim is validated in its v1 form; an update of the spec is refused.
+  const std::string claims = "/apis/resource.k8s.io/v1beta1/namespaces/ns/resourceclaims";
+  REQUIRE(f.Call("POST", claims,
+                 R"({"metadata":{"name":"c"},"spec":{"devices":{"requests":[
+                     {"name":"r","deviceClassName":"gpu"}]}}})")
+              .code == 201);
+  auto immutable = f.Call("PATCH", claims + "/c",
+                          R"({"spec":{"devices":{"requests":[{"name":"r","deviceClassName":"gpu",
+                              "count":2}]}}})",
+                          "application/merge-patch+json");
+  REQUIRE(immutable.code == 422);
+  CHECK(Body(immutable)["details"]["causes"][0]["field"] == "spec");
+}
+
+TEST_CASE("/version reports the configured release") {
+  HandlerOptions o = Fixture::Options();
+  CHECK(Body(Fixture(o).Call("GET", "/version"))["gitVersion"] == "v1.35.0");
+  o.kube_version = "1.34";
+  const json v = Body(Fixture(o).Call("GET", "/version"));
+  CHECK(v["gitVersion"] == "v1.34.0");
+  CHECK(v["minor"] == "34");
+}
+
+TEST_CASE("a verified client certificate authenticates without a token") {
+  Fixture f;
+  auto r =
+      f.handler.Handle({"GET", "/api/v1/nodes", "", "", "", "CN=xpu-dra-test,O=system:masters"});
+  CHECK(std::get<HttpResponse>(r).code == 200);
+  auto none = f.handler.Handle({"GET", "/api/v1/nodes", "", "", "", ""});
+  CHECK(std::get<HttpResponse>(none).code == 401);
+}
+
+TEST_CASE("list resourceVersion errors: 504 Too large, 410 for an expired continue") {
+  Fixture f(Fixture::Options(), 4);
+  for (const char* n : {"a", "b", "c"}) {
+    REQUIRE(f.Call("POST", "/api/v1/nodes", std::string(R"({"metadata":{"name":")") + n + "\"}}")
+                .code == 201);
+  }
+  auto large = f.Call("GET", "/api/v1/nodes?resourceVersion=999&resourceVersionMatch=NotOlderThan");
+  REQUIRE(large.code == 504);
+  CHECK(Body(large)["reason"] == "Timeout");
+  CHECK(Body(large)["details"]["causes"][0]["reason"] == "ResourceVersionTooLarge");
+  CHECK(Body(large)["details"]["retryAfterSeconds"] == 1);
+  CHECK(f.Call("GET", "/api/v1/nodes?resourceVersionMatch=Exact").code == 400);
+  auto watch_large = f.handler.Handle(
+      {"GET", "/api/v1/nodes?watch=1&resourceVersion=999", "Bearer t", "", "", ""});
+  REQUIRE(std::holds_alternative<HttpResponse>(watch_large));
+  CHECK(std::get<HttpResponse>(watch_large).code == 504);
+  const json page = Body(f.Call("GET", "/api/v1/nodes?limit=1"));
+  const std::string token = page["metadata"]["continue"];
+  for (const char* n : {"d", "e", "g", "h", "i"}) {
+    REQUIRE(f.Call("POST", "/api/v1/nodes", std::string(R"({"metadata":{"name":")") + n + "\"}}")
+                .code == 201);
+  }
+  auto expired = f.Call("GET", "/api/v1/nodes?limit=1&continue=" + token);
+  CHECK(expired.code == 410);
+  CHECK(Body(expired)["reason"] == "Expired");
+}
+
+TEST_CASE("DELETE on a collection deletes what the selectors match") {
+  Fixture f;
+  for (const char* n : {"a", "b", "c"}) {
+    REQUIRE(f.Call("POST", "/api/v1/nodes",
+                   std::string(R"({"metadata":{"name":")") + n + R"(","labels":{"gone":")" +
+                       (n[0] == 'b' ? "no" : "yes") + "\"}}}")
+                .code == 201);
+  }
+  auto r = f.Call("DELETE", "/api/v1/nodes?labelSelector=gone%3Dyes");
+  REQUIRE(r.code == 200);
+  CHECK(Body(r)["kind"] == "NodeList");
+  CHECK(Body(r)["items"].size() == 2);
+  CHECK(Body(f.Call("GET", "/api/v1/nodes"))["items"].size() == 1);
+}
+
+TEST_CASE("a watch through a selector gets ADDED and DELETED as objects enter and leave it") {
+  Fixture f;
+  REQUIRE(
+      f.Call("POST", "/api/v1/nodes", R"({"metadata":{"name":"n","labels":{"pool":"b"}}})").code ==
+      201);
+  auto w = f.Watch("/api/v1/nodes?watch=1&labelSelector=pool%3Da&timeoutSeconds=60");
+  auto patch = [&](const char* pool) {
+    REQUIRE(f.Call("PATCH", "/api/v1/nodes/n",
+                   std::string(R"({"metadata":{"labels":{"pool":")") + pool + "\"}}}",
+                   "application/merge-patch+json")
+                .code == 200);
+  };
+  auto next_type = [&] {
+    std::vector<std::string> lines;
+    while (lines.empty() && !w->done()) lines = w->Next();
+    REQUIRE(lines.size() == 1);
+    return json::parse(lines[0])["type"].get<std::string>();
+  };
+  patch("a");
+  CHECK(next_type() == "ADDED");
+  patch("c");
+  CHECK(next_type() == "DELETED");
+}
+
+TEST_CASE(
+    "fault injection: drops, Retry-After on 503, early watch close, latency, admin endpoint") {
+  SECTION("every request dropped at rate 1; watches too; health checks never") {
+    HandlerOptions o = Fixture::Options();
+    Fixture f(o);
+    f.handler.set_faults({0, {500}, 1.0, 0, 0, 0});
+    CHECK(f.Call("GET", "/api/v1/nodes").drop_connection);
+    CHECK(f.Call("GET", "/api/v1/nodes?watch=1").drop_connection);
+    CHECK(!f.Call("GET", "/healthz").drop_connection);
+  }
+  SECTION("drops are deterministic for a seed") {
+    auto drops = [](uint64_t seed) {
+      HandlerOptions o = Fixture::Options();
+      o.seed = seed;
+      Fixture f(o);
+      f.handler.set_faults({0, {500}, 0.5, 0, 0, 0});
+      std::vector<bool> out;
+      for (int i = 0; i < 30; ++i) out.push_back(f.Call("GET", "/api/v1/nodes").drop_connection);
+      return out;
+    };
+    const auto first = drops(7);
+    CHECK(first == drops(7));
+    CHECK(std::count(first.begin(), first.end(), true) > 0);
+    CHECK(std::count(first.begin(), first.end(), false) > 0);
+  }
+  SECTION("503 carries Retry-After") {
+    Fixture f;
+    f.handler.set_faults({1.0, {503}, 0, 0, 0, 0});
+    auto r = f.Call("GET", "/api/v1/nodes");
+    CHECK(r.code == 503);
+    CHECK(std::find(r.headers.begin(), r.headers.end(),
+                    std::pair<std::string, std::string>("Retry-After", "1")) != r.headers.end());
+  }
+  SECTION("a watch ends after N events") {
+    Fixture f;
+    for (const char* n : {"a", "b", "c"}) {
+      REQUIRE(f.Call("POST", "/api/v1/nodes", std::string(R"({"metadata":{"name":")") + n + "\"}}")
+                  .code == 201);
+    }
+    f.handler.set_faults({0, {500}, 0, 2, 0, 0});
+    auto w = f.Watch("/api/v1/nodes?watch=1&timeoutSeconds=60");
+    CHECK(w->Next().size() == 2);
+    CHECK(w->done());
+    auto from_now = f.Watch("/api/v1/nodes?watch=1&resourceVersion=1&timeoutSeconds=60");
+    size_t total = 0;
+    while (!from_now->done()) total += from_now->Next().size();
+    CHECK(total == 2);
+  }
+  SECTION("a watch ends after M ms") {
+    Fixture f;
+    f.handler.set_faults({0, {500}, 0, 0, 50, 0});
+    auto w = f.Watch("/api/v1/nodes?watch=1&timeoutSeconds=60");
+    const auto start = std::chrono::steady_clock::now();
+    while (!w->done()) w->Next();
+    CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  }
+  SECTION("latency delays resource requests") {
+    Fixture f;
+    f.handler.set_faults({0, {500}, 0, 0, 0, 30});
+    const auto start = std::chrono::steady_clock::now();
+    CHECK(f.Call("GET", "/api/v1/nodes").code == 200);
+    CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(30));
+  }
+  SECTION("the admin endpoint sets and shows the faults") {
+    Fixture f;
+    auto set = f.Call("POST", "/kube-sim/faults",
+                      R"({"rate":1,"codes":[429],"dropRate":0,"watchCloseAfter":3,
+                          "watchCloseAfterMs":100,"latencyMs":0,"seed":9})");
+    REQUIRE(set.code == 200);
+    CHECK(Body(set)["codes"] == json{429});
+    CHECK(f.handler.faults().watch_close_after == 3);
+    CHECK(f.Call("GET", "/api/v1/nodes").code == 429);
+    CHECK(Body(f.Call("GET", "/kube-sim/faults"))["watchCloseAfterMs"] == 100);
+    CHECK(f.Call("POST", "/kube-sim/faults", R"({"rate":2})").code == 400);
+    CHECK(f.Call("POST", "/kube-sim/faults", R"({"codes":[418]})").code == 400);
+    CHECK(f.Call("POST", "/kube-sim/faults", R"({"bogus":1})").code == 400);
+    REQUIRE(f.Call("POST", "/kube-sim/faults", R"({"rate":0})").code == 200);
+    CHECK(f.Call("GET", "/api/v1/nodes").code == 200);
+    auto anonymous = f.handler.Handle({"POST", "/kube-sim/faults", "", "", "{}", ""});
+    CHECK(std::get<HttpResponse>(anonymous).code == 401);
+  }
 }
 
 }  // namespace

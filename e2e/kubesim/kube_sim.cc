@@ -7,6 +7,8 @@
 #include <cstring>
 #include <sstream>
 
+#include "api/validation.h"
+
 namespace xpu::kubesim {
 namespace {
 
@@ -40,6 +42,17 @@ Status Options::Validate() const {
   if (fault_rate > 0 && fault_codes.empty()) {
     return InvalidArgumentError("validate --fault-codes: empty while --fault-rate is set");
   }
+  if (drop_rate < 0 || drop_rate > 1) {
+    return InvalidArgumentError("validate --drop-rate: must be in [0, 1]");
+  }
+  if (watch_close_after < 0 || watch_close_after_ms < 0 || latency_ms < 0) {
+    return InvalidArgumentError(
+        "validate --watch-close-after, --watch-close-after-ms, --latency-ms: must not be negative");
+  }
+  if (kube_version != "1.34" && kube_version != "1.35") {
+    return InvalidArgumentError("validate --kube-version \"" + kube_version +
+                                "\": want 1.34 or 1.35");
+  }
   return OkStatus();
 }
 
@@ -53,7 +66,20 @@ std::string Usage() {
          "  --seed N                 seed for uids, generated names and faults\n"
          "  --fault-rate F           fail this share of non-watch requests (default 0)\n"
          "  --fault-codes LIST       codes to fail with, from 409,429,500,503 (default "
-         "409,429,500)\n"
+         "409,429,500);\n"
+         "                           429 and 503 carry Retry-After: 1\n"
+         "  --drop-rate F            close the connection without an answer for this share of\n"
+         "                           resource requests, watches included (default 0)\n"
+         "  --watch-close-after N    end every watch after N events (default 0: never)\n"
+         "  --watch-close-after-ms M end every watch after M ms (default 0: never)\n"
+         "  --latency-ms N           delay every resource request by N ms (default 0)\n"
+         "                           (faults change at run time: POST /kube-sim/faults with\n"
+         "                           {rate, codes, dropRate, watchCloseAfter, watchCloseAfterMs,\n"
+         "                           latencyMs, seed}; GET shows them)\n"
+         "  --kube-version V         1.34 or 1.35 (default): validation limits and /version\n"
+         "  --client-kubeconfig-out FILE\n"
+         "                           also write a kubeconfig (0600) with a client certificate\n"
+         "                           (CN xpu-dra-test, O system:masters) signed by the CA\n"
          "  --help                   print this help\n";
 }
 
@@ -95,6 +121,27 @@ StatusOr<Options> ParseFlags(const std::vector<std::string>& args, bool* help) {
     } else if (flag == "--fault-rate") {
       ASSIGN_OR_RETURN(auto v, next());
       ASSIGN_OR_RETURN(o.fault_rate, ParseNumber<double>(flag, v));
+    } else if (flag == "--drop-rate") {
+      ASSIGN_OR_RETURN(auto v, next());
+      ASSIGN_OR_RETURN(o.drop_rate, ParseNumber<double>(flag, v));
+    } else if (flag == "--watch-close-after") {
+      ASSIGN_OR_RETURN(auto v, next());
+      ASSIGN_OR_RETURN(o.watch_close_after, ParseNumber<int64_t>(flag, v));
+    } else if (flag == "--watch-close-after-ms") {
+      ASSIGN_OR_RETURN(auto v, next());
+      ASSIGN_OR_RETURN(o.watch_close_after_ms, ParseNumber<int64_t>(flag, v));
+    } else if (flag == "--latency-ms") {
+      ASSIGN_OR_RETURN(auto v, next());
+      ASSIGN_OR_RETURN(o.latency_ms, ParseNumber<int64_t>(flag, v));
+    } else if (flag == "--kube-version") {
+      ASSIGN_OR_RETURN(auto v, next());
+      const auto parsed = api::ParseKubeVersion(v);
+      if (!parsed) {
+        return InvalidArgumentError("parse flag --kube-version: \"" + v + "\" is not 1.34 or 1.35");
+      }
+      o.kube_version = std::string(api::KubeVersionName(*parsed));
+    } else if (flag == "--client-kubeconfig-out") {
+      ASSIGN_OR_RETURN(o.client_kubeconfig_out, next());
     } else if (flag == "--fault-codes") {
       ASSIGN_OR_RETURN(auto v, next());
       o.fault_codes.clear();
@@ -135,6 +182,31 @@ std::string KubeconfigYaml(const std::string& server, const std::string& ca_pem_
          "  context:\n"
          "    cluster: kube-sim\n"
          "    user: kube-sim\n"
+         "current-context: kube-sim\n";
+}
+
+std::string ClientCertKubeconfigYaml(const std::string& server, const std::string& ca_pem_base64,
+                                     const std::string& cert_pem_base64,
+                                     const std::string& key_pem_base64) {
+  return "apiVersion: v1\n"
+         "kind: Config\n"
+         "clusters:\n"
+         "- name: kube-sim\n"
+         "  cluster:\n"
+         "    server: " +
+         server + "\n    certificate-authority-data: " + ca_pem_base64 +
+         "\n"
+         "users:\n"
+         "- name: xpu-dra-test\n"
+         "  user:\n"
+         "    client-certificate-data: " +
+         cert_pem_base64 + "\n    client-key-data: " + key_pem_base64 +
+         "\n"
+         "contexts:\n"
+         "- name: kube-sim\n"
+         "  context:\n"
+         "    cluster: kube-sim\n"
+         "    user: xpu-dra-test\n"
          "current-context: kube-sim\n";
 }
 

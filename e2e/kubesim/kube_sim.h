@@ -21,6 +21,14 @@ struct Options {
   uint64_t seed = 0;                   // uids, generated names and faults; 0 = random
   double fault_rate = 0;               // share of non-watch resource requests that fail
   std::vector<int> fault_codes = {409, 429, 500};
+  double drop_rate = 0;               // share of resource requests whose connection is dropped
+  int64_t watch_close_after = 0;      // end watches after N events (0 = never)
+  int64_t watch_close_after_ms = 0;   // end watches after M ms (0 = never)
+  int64_t latency_ms = 0;             // added to every resource request
+  std::string kube_version = "1.35";  // "1.34" or "1.35": validation limits and /version
+  // When set, a second kubeconfig (0600, atomically) authenticating with a client certificate
+  // (CN xpu-dra-test, O system:masters) issued by kube-sim's CA instead of the token.
+  std::string client_kubeconfig_out;
 
   Status Validate() const;
 };
@@ -33,6 +41,10 @@ std::string Usage();
 // authenticating with the bearer `token`.
 std::string KubeconfigYaml(const std::string& server, const std::string& ca_pem_base64,
                            const std::string& token);
+// The same with a client certificate and key (PEM, base64-encoded) instead of a token.
+std::string ClientCertKubeconfigYaml(const std::string& server, const std::string& ca_pem_base64,
+                                     const std::string& cert_pem_base64,
+                                     const std::string& key_pem_base64);
 // Writes `contents` to a temporary file beside `path` with mode 0600, then renames it over `path`.
 Status WriteFileAtomically(const std::string& path, const std::string& contents);
 

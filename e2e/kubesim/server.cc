@@ -1,6 +1,8 @@
 // The HTTPS edge of kube-sim: the only translation unit that includes Boost.Beast and Asio.
 // One thread per connection with synchronous I/O: a watch blocks only its own connection, and the
 // store's lock is the only shared state.
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -66,6 +68,26 @@ bool PeerGone(int fd) {
   return ::poll(&p, 1, 0) > 0;
 }
 
+// The RFC 2253 subject of the client certificate when the client sent one and it verified against
+// kube-sim's CA; empty otherwise (the request then needs the token).
+std::string VerifiedClientSubject(SSL* ssl) {
+  X509* cert = SSL_get1_peer_certificate(ssl);
+  if (cert == nullptr) return "";
+  std::string subject;
+  if (SSL_get_verify_result(ssl) == X509_V_OK) {
+    BIO* bio = BIO_new(BIO_s_mem());
+    if (bio != nullptr &&
+        X509_NAME_print_ex(bio, X509_get_subject_name(cert), 0, XN_FLAG_RFC2253) >= 0) {
+      char* data = nullptr;
+      const long n = BIO_get_mem_data(bio, &data);
+      subject.assign(data, static_cast<size_t>(n));
+    }
+    BIO_free(bio);
+  }
+  X509_free(cert);
+  return subject;
+}
+
 template <typename Stream>
 bool WriteChunked(Stream& stream, WatchStream& watch) {
   beast::error_code ec;
@@ -96,22 +118,33 @@ void Serve(tcp::socket socket, ssl::context& tls, ApiHandler& handler, Connectio
     beast::ssl_stream<tcp::socket> stream(std::move(socket), tls);
     beast::error_code ec;
     stream.handshake(ssl::stream_base::server, ec);
+    const std::string client = ec ? "" : VerifiedClientSubject(stream.native_handle());
     beast::flat_buffer buffer;
+    bool dropped = false;
     while (!ec) {
       http::request_parser<http::string_body> parser;
       parser.body_limit(std::uint64_t{64} * 1024 * 1024);
       http::read(stream, buffer, parser, ec);
       if (ec) break;
       const auto& req = parser.get();
-      HttpRequest request{std::string{req.method_string()}, std::string{req.target()},
+      HttpRequest request{std::string{req.method_string()},
+                          std::string{req.target()},
                           std::string{req[http::field::authorization]},
-                          std::string{req[http::field::content_type]}, req.body()};
+                          std::string{req[http::field::content_type]},
+                          req.body(),
+                          client};
       auto result = handler.Handle(request);
       if (auto* watch = std::get_if<std::unique_ptr<WatchStream>>(&result)) {
         if (!WriteChunked(stream, **watch) || !req.keep_alive()) break;
         continue;
       }
       auto& r = std::get<HttpResponse>(result);
+      if (r.drop_connection) {
+        // Fault injection: the connection goes away without a response.
+        beast::get_lowest_layer(stream).close(ec);
+        dropped = true;
+        break;
+      }
       http::response<http::string_body> res{static_cast<http::status>(r.code), req.version()};
       res.set(http::field::content_type,
               !r.body.empty() && r.body[0] == '{' ? "application/json" : "text/plain");
@@ -122,7 +155,7 @@ void Serve(tcp::socket socket, ssl::context& tls, ApiHandler& handler, Connectio
       http::write(stream, res, ec);
       if (!res.keep_alive()) break;
     }
-    stream.shutdown(ec);
+    if (!dropped) stream.shutdown(ec);
   }
   connections.Remove(fd);
 }
@@ -161,12 +194,19 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
   StoreOptions store_options;
   store_options.history = static_cast<size_t>(options.history);
   store_options.seed = options.seed;
+  store_options.kube_version =
+      api::ParseKubeVersion(options.kube_version).value_or(api::KubeVersion::k1_35);
   Store store(store_options);
   HandlerOptions handler_options;
   handler_options.token = token;
   handler_options.fault_rate = options.fault_rate;
   handler_options.fault_codes = options.fault_codes;
   handler_options.seed = options.seed;
+  handler_options.drop_rate = options.drop_rate;
+  handler_options.watch_close_after = options.watch_close_after;
+  handler_options.watch_close_after_ms = options.watch_close_after_ms;
+  handler_options.latency_ms = options.latency_ms;
+  handler_options.kube_version = options.kube_version;
   ApiHandler handler(&store, handler_options);
   Connections connections;
 
@@ -177,6 +217,11 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
     const std::string chain = material->server_cert_pem + material->ca_cert_pem;
     tls.use_certificate_chain(net::buffer(chain));
     tls.use_private_key(net::buffer(material->server_key_pem), ssl::context::pem);
+    // Ask for a client certificate but accept the handshake without one or with one that does
+    // not verify: as the API server does, such a request falls back to the token (or gets 401).
+    tls.add_certificate_authority(net::buffer(material->ca_cert_pem));
+    tls.set_verify_mode(ssl::verify_peer);
+    tls.set_verify_callback([](bool, ssl::verify_context&) { return true; });
 
     net::io_context io;
     const auto colon = options.listen.rfind(':');
@@ -192,6 +237,20 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
     if (!options.kubeconfig_out.empty()) {
       Status s = WriteFileAtomically(options.kubeconfig_out,
                                      KubeconfigYaml(url, Base64(material->ca_cert_pem), token));
+      if (!s.ok()) {
+        err << "kube-sim: " << s.message() << "\n";
+        return 1;
+      }
+    }
+    if (!options.client_kubeconfig_out.empty()) {
+      auto client = IssueClientCertificate(*material, "xpu-dra-test", "system:masters");
+      Status s = client.status();
+      if (s.ok()) {
+        s = WriteFileAtomically(
+            options.client_kubeconfig_out,
+            ClientCertKubeconfigYaml(url, Base64(material->ca_cert_pem), Base64(client->cert_pem),
+                                     Base64(client->key_pem)));
+      }
       if (!s.ok()) {
         err << "kube-sim: " << s.message() << "\n";
         return 1;

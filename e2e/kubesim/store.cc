@@ -109,8 +109,8 @@ std::string Store::NewUidLocked() {
   return buf;
 }
 
-void Store::RecordLocked(size_t type, const char* event_type, const json& obj) {
-  history_.push_back(Event{resource_version_, type, event_type, obj});
+void Store::RecordLocked(size_t type, const char* event_type, const json& obj, const json& old) {
+  history_.push_back(Event{resource_version_, type, event_type, obj, old});
   while (history_.size() > options_.history) {
     compacted_ = history_.front().resource_version;
     history_.pop_front();
@@ -118,19 +118,21 @@ void Store::RecordLocked(size_t type, const char* event_type, const json& obj) {
   changed_.notify_all();
 }
 
-Status Store::Validate(size_t type, const json& obj) const {
+Status Store::Validate(size_t type, const json& obj, const json* old, bool status,
+                       api::FieldErrors* causes) const {
   const auto& t = options_.types[type];
-  if (t.group == "resource.k8s.io" && t.resource == "resourceslices") {
-    Status s = ValidateResourceSlice(obj);
-    if (!s.ok()) {
-      return Status(s.code(),
-                    t.kind + "." + t.group + " \"" + NameOf(obj) + "\" is invalid: " + s.message());
-    }
-  }
-  return OkStatus();
+  api::FieldErrors errors = ValidateObject(t, obj, old, status, options_.kube_version);
+  if (errors.empty()) return OkStatus();
+  // The API server's message: `<Kind>.<group> "<name>" is invalid: [<field>: <detail>, ...]`.
+  Status s(StatusCode::kInvalidArgument, t.kind + (t.group.empty() ? "" : "." + t.group) + " \"" +
+                                             NameOf(obj) +
+                                             "\" is invalid: " + api::JoinFieldErrors(errors));
+  if (causes != nullptr) *causes = std::move(errors);
+  return s;
 }
 
-StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj) {
+StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj,
+                             api::FieldErrors* causes) {
   const auto& t = options_.types[type];
   if (!obj.is_object()) return Status(StatusCode::kFailedPrecondition, "the body is not an object");
   if (!obj.contains("metadata") || !obj["metadata"].is_object()) obj["metadata"] = json::object();
@@ -169,7 +171,7 @@ StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj) {
   const std::string name = meta["name"].get<std::string>();
   const std::string key = Key(t.namespaced ? ns : "", name);
   if (t.has_status) obj.erase("status");
-  RETURN_IF_ERROR(Validate(type, obj));
+  RETURN_IF_ERROR(Validate(type, obj, nullptr, false, causes));
   if (objects_[type].count(key) != 0) {
     return Status(StatusCode::kAlreadyExists,
                   t.QualifiedName() + " \"" + name + "\" already exists");
@@ -193,25 +195,109 @@ StatusOr<json> Store::Get(size_t type, const std::string& ns, const std::string&
   return it->second;
 }
 
+StatusOr<Store::Objects> Store::ObjectsAtLocked(size_t type, int64_t resource_version) const {
+  if (resource_version < compacted_) {
+    return Status(StatusCode::kOutOfRange, "The resourceVersion for the provided list is too old.");
+  }
+  Objects objects = objects_[type];
+  // Undo the newer events of this type, newest first.
+  for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
+    if (it->resource_version <= resource_version) break;
+    if (it->type_index != type) continue;
+    const auto& meta = it->object["metadata"];
+    const std::string key = Key(meta.value("namespace", ""), meta.value("name", ""));
+    if (it->type == "ADDED") {
+      objects.erase(key);
+    } else {
+      objects[key] = it->old_object;
+    }
+  }
+  return objects;
+}
+
 StatusOr<ListResult> Store::List(size_t type, const std::string& ns,
                                  const ListOptions& options) const {
   const auto& t = options_.types[type];
   std::string after;
+  int64_t token_rv = 0;
   if (!options.continue_token.empty()) {
-    auto key = Unhex(options.continue_token);
-    if (!key) return Status(StatusCode::kFailedPrecondition, "invalid continue token");
-    after = *key;
+    auto token = Unhex(options.continue_token);
+    if (!token) return Status(StatusCode::kFailedPrecondition, "invalid continue token");
+    // {"rv": N, "start": "ns/name"}; a bare key (older tokens) continues at the current state.
+    json parsed = json::parse(*token, nullptr, false);
+    if (parsed.is_object() && parsed.contains("start") && parsed["start"].is_string() &&
+        parsed.contains("rv") && parsed["rv"].is_number_integer()) {
+      after = parsed["start"].get<std::string>();
+      token_rv = parsed["rv"].get<int64_t>();
+    } else {
+      after = *token;
+    }
+  }
+  int64_t requested = 0;
+  if (!options.resource_version.empty()) {
+    try {
+      size_t used = 0;
+      requested = std::stoll(options.resource_version, &used);
+      if (used != options.resource_version.size() || requested < 0) throw std::invalid_argument("");
+    } catch (const std::exception&) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "invalid resourceVersion: \"" + options.resource_version + "\"");
+    }
+  }
+  const std::string& match = options.resource_version_match;
+  if (!match.empty()) {
+    if (options.resource_version.empty()) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided");
+    }
+    if (match != "Exact" && match != "NotOlderThan") {
+      return Status(StatusCode::kFailedPrecondition,
+                    "resourceVersionMatch: Unsupported value: \"" + match +
+                        "\": supported values: \"Exact\", \"NotOlderThan\"");
+    }
+    if (match == "Exact" && requested == 0) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"");
+    }
+    if (!options.continue_token.empty()) {
+      return Status(StatusCode::kFailedPrecondition,
+                    "resourceVersionMatch is forbidden when continue is provided");
+    }
   }
   WatchFilter filter{type, t.namespaced ? ns : "", options.labels, options.fields};
   std::lock_guard lock(mu_);
+  if (requested > resource_version_) {
+    return Status(StatusCode::kDeadlineExceeded,
+                  "Too large resource version: " + std::to_string(requested) +
+                      ", current: " + std::to_string(resource_version_));
+  }
   ListResult result;
   result.resource_version = resource_version_;
-  const auto& objects = objects_[type];
-  for (auto it = after.empty() ? objects.begin() : objects.upper_bound(after); it != objects.end();
-       ++it) {
+  const Objects* objects = &objects_[type];
+  Objects past;
+  int64_t at = 0;
+  if (token_rv > 0 && token_rv < resource_version_) at = token_rv;
+  if (match == "Exact" && requested < resource_version_) at = requested;
+  if (at > 0) {
+    auto rebuilt = ObjectsAtLocked(type, at);
+    if (!rebuilt.ok()) {
+      if (token_rv > 0) {
+        return Status(StatusCode::kOutOfRange,
+                      "The provided continue parameter is too old to display a consistent list "
+                      "result. You can start a new list without the continue parameter.");
+      }
+      return rebuilt.status();
+    }
+    past = *std::move(rebuilt);
+    objects = &past;
+    result.resource_version = at;
+  }
+  for (auto it = after.empty() ? objects->begin() : objects->upper_bound(after);
+       it != objects->end(); ++it) {
     if (!MatchesFilter(filter, it->second)) continue;
     if (options.limit > 0 && static_cast<int64_t>(result.items.size()) == options.limit) {
-      result.continue_token = Hex(std::prev(it)->first);
+      result.continue_token =
+          Hex(json{{"rv", result.resource_version}, {"start", std::prev(it)->first}}.dump());
       break;
     }
     result.items.push_back(it->second);
@@ -220,7 +306,7 @@ StatusOr<ListResult> Store::List(size_t type, const std::string& ns,
 }
 
 StatusOr<json> Store::Update(size_t type, const std::string& ns, const std::string& name, json obj,
-                             bool status) {
+                             bool status, api::FieldErrors* causes) {
   const auto& t = options_.types[type];
   if (!obj.is_object()) return Status(StatusCode::kFailedPrecondition, "the body is not an object");
   const json meta_in = obj.value("metadata", json::object());
@@ -273,12 +359,13 @@ StatusOr<json> Store::Update(size_t type, const std::string& ns, const std::stri
     }
   }
   if (next == old) return old;  // a no-op update keeps the resourceVersion, as etcd does
-  RETURN_IF_ERROR(Validate(type, next));
+  RETURN_IF_ERROR(Validate(type, next, &old, status, causes));
   next["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
   const bool finalized = next["metadata"].contains("deletionTimestamp") &&
                          next["metadata"].value("finalizers", json::array()).empty();
+  json previous = std::move(it->second);
   it->second = next;
-  RecordLocked(type, "MODIFIED", next);
+  RecordLocked(type, "MODIFIED", next, previous);
   if (finalized) RemoveLocked(type, key);
   return next;
 }
@@ -294,8 +381,9 @@ void Store::RemoveLocked(size_t type, const std::string& key) {
     if (it == objects_[ty].end()) continue;
     json obj = std::move(it->second);
     objects_[ty].erase(it);
+    json previous = obj;
     obj["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
-    RecordLocked(ty, "DELETED", obj);
+    RecordLocked(ty, "DELETED", obj, previous);
     const std::string uid = obj["metadata"].value("uid", "");
     const bool is_namespace =
         options_.types[ty].group.empty() && options_.types[ty].resource == "namespaces";
@@ -317,9 +405,34 @@ StatusOr<json> Store::Delete(size_t type, const std::string& ns, const std::stri
                              const Preconditions& preconditions) {
   const auto& t = options_.types[type];
   std::lock_guard lock(mu_);
-  const std::string key = Key(t.namespaced ? ns : "", name);
+  return DeleteLocked(type, Key(t.namespaced ? ns : "", name), preconditions);
+}
+
+StatusOr<std::vector<json>> Store::DeleteCollection(size_t type, const std::string& ns,
+                                                    const ListOptions& options) {
+  const auto& t = options_.types[type];
+  const WatchFilter filter{type, t.namespaced ? ns : "", options.labels, options.fields};
+  std::lock_guard lock(mu_);
+  std::vector<std::string> keys;
+  for (const auto& [key, obj] : objects_[type]) {
+    if (MatchesFilter(filter, obj)) keys.push_back(key);
+  }
+  std::vector<json> deleted;
+  for (const auto& key : keys) {
+    // An earlier delete may have garbage-collected a later one.
+    if (objects_[type].count(key) == 0) continue;
+    auto obj = DeleteLocked(type, key, {});
+    if (!obj.ok()) return obj.status();
+    deleted.push_back(*std::move(obj));
+  }
+  return deleted;
+}
+
+StatusOr<json> Store::DeleteLocked(size_t type, const std::string& key,
+                                   const Preconditions& preconditions) {
+  const auto& t = options_.types[type];
   auto it = objects_[type].find(key);
-  if (it == objects_[type].end()) return NotFound(t, name);
+  if (it == objects_[type].end()) return NotFound(t, key.substr(key.find('/') + 1));
   const auto& meta = it->second["metadata"];
   if (preconditions.uid && *preconditions.uid != meta.value("uid", "")) {
     return Status(StatusCode::kAborted,
@@ -336,10 +449,11 @@ StatusOr<json> Store::Delete(size_t type, const std::string& ns, const std::stri
   if (!meta.value("finalizers", json::array()).empty()) {
     // Finalizers hold the object: mark it and let the last finalizer removal delete it.
     if (meta.contains("deletionTimestamp")) return it->second;
+    json previous = it->second;
     it->second["metadata"]["deletionTimestamp"] = Now();
     it->second["metadata"]["deletionGracePeriodSeconds"] = 0;
     it->second["metadata"]["resourceVersion"] = std::to_string(++resource_version_);
-    RecordLocked(type, "MODIFIED", it->second);
+    RecordLocked(type, "MODIFIED", it->second, previous);
     return it->second;
   }
   json last = it->second;
@@ -364,9 +478,24 @@ StatusOr<EventBatch> Store::WaitForEvents(const WatchFilter& filter, int64_t aft
                                                  " (" + std::to_string(compacted_ + 1) + ")");
     }
     for (const auto& e : history_) {
-      if (e.resource_version <= after) continue;
-      if (e.type_index == filter.type_index && MatchesFilter(filter, e.object)) {
+      if (e.resource_version <= after || e.type_index != filter.type_index) continue;
+      const bool now_matches = MatchesFilter(filter, e.object);
+      if (e.type != "MODIFIED" || e.old_object.is_null()) {
+        if (now_matches) batch.events.push_back(e);
+        continue;
+      }
+      // As the watch cache does: an update that makes the object start matching is ADDED, one
+      // that makes it stop matching is DELETED (the old object at the new resourceVersion).
+      const bool matched = MatchesFilter(filter, e.old_object);
+      if (now_matches && matched) {
         batch.events.push_back(e);
+      } else if (now_matches) {
+        batch.events.push_back(Event{e.resource_version, e.type_index, "ADDED", e.object, nullptr});
+      } else if (matched) {
+        json gone = e.old_object;
+        gone["metadata"]["resourceVersion"] = std::to_string(e.resource_version);
+        batch.events.push_back(
+            Event{e.resource_version, e.type_index, "DELETED", std::move(gone), nullptr});
       }
     }
     batch.scanned_through = std::max(after, resource_version_);

@@ -4,7 +4,8 @@
 //
 // Errors are Status codes that the HTTP layer maps to Kubernetes Status reasons:
 //   kNotFound 404 NotFound, kAlreadyExists 409 AlreadyExists, kAborted 409 Conflict,
-//   kOutOfRange 410 Expired, kInvalidArgument 422 Invalid, kFailedPrecondition 400 BadRequest.
+//   kOutOfRange 410 Expired, kInvalidArgument 422 Invalid, kFailedPrecondition 400 BadRequest,
+//   kDeadlineExceeded 504 Timeout (a list at a resourceVersion newer than the store's).
 // Objects are stored and returned in their storage (preferred-version) form.
 //
 // Thread-safe: one mutex guards all state; WaitForEvents blocks on a condition variable.
@@ -23,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "api/validation.h"
 #include "base/status.h"
 #include "e2e/kubesim/resources.h"
 #include "e2e/kubesim/selectors.h"
@@ -33,6 +35,8 @@ struct StoreOptions {
   std::vector<ResourceType> types = BuiltinResources();
   size_t history = 1000;  // events kept for watches; older resourceVersions get 410
   uint64_t seed = 0;      // uids and generated names; 0 = random
+  // The release whose resource.k8s.io validation rules and limits apply.
+  api::KubeVersion kube_version = api::KubeVersion::k1_35;
 };
 
 struct ListOptions {
@@ -40,6 +44,13 @@ struct ListOptions {
   Selector fields;
   int64_t limit = 0;           // 0 = no limit
   std::string continue_token;  // from a previous ListResult
+  // The resourceVersion / resourceVersionMatch query parameters. Unset or "0": the current
+  // state. NotOlderThan (also when the match is unset): the current state, or 504 Timeout "Too
+  // large resource version" when newer than the store. Exact: the state at that resourceVersion,
+  // rebuilt from the event history (410 Expired when older than the history, 504 when newer).
+  // A continue token lists the state its first page saw (410 once that left the history).
+  std::string resource_version;
+  std::string resource_version_match;
 };
 
 struct ListResult {
@@ -58,6 +69,9 @@ struct Event {
   size_t type_index = 0;
   std::string type;  // ADDED, MODIFIED, DELETED
   nlohmann::json object;
+  // MODIFIED and DELETED: the object before the change (null for ADDED). A watch with selectors
+  // uses it to turn a MODIFIED into ADDED or DELETED when the object starts or stops matching.
+  nlohmann::json old_object;
 };
 
 // What a watch selects: one resource type, optionally one namespace, and selectors.
@@ -83,19 +97,26 @@ class Store {
 
   // Create sets uid, creationTimestamp, resourceVersion, generation 1 and, for a generateName,
   // the name. Namespaced objects need an existing namespace. Status is dropped for types with a
-  // status subresource.
-  StatusOr<nlohmann::json> Create(size_t type, const std::string& ns, nlohmann::json obj);
+  // status subresource. On a validation failure (kInvalidArgument) the problems go to `causes`
+  // when it is not null.
+  StatusOr<nlohmann::json> Create(size_t type, const std::string& ns, nlohmann::json obj,
+                                  api::FieldErrors* causes = nullptr);
   StatusOr<nlohmann::json> Get(size_t type, const std::string& ns, const std::string& name) const;
   StatusOr<ListResult> List(size_t type, const std::string& ns, const ListOptions& options) const;
   // Update of the main resource (status kept from the stored object when the type has a status
   // subresource) or of /status (only status is taken from `obj`). A non-empty
   // metadata.resourceVersion must match; generation is bumped when spec changes.
   StatusOr<nlohmann::json> Update(size_t type, const std::string& ns, const std::string& name,
-                                  nlohmann::json obj, bool status);
+                                  nlohmann::json obj, bool status,
+                                  api::FieldErrors* causes = nullptr);
   // Deletes (or, with finalizers, marks deleted) and garbage-collects objects whose
   // ownerReferences name the deleted object's uid. Returns the object as last stored.
   StatusOr<nlohmann::json> Delete(size_t type, const std::string& ns, const std::string& name,
                                   const Preconditions& preconditions);
+  // Deletes every object of `type` in `ns` (all namespaces when empty) matching the selectors of
+  // `options` (deletecollection), as Delete does one. Returns the objects as last stored.
+  StatusOr<std::vector<nlohmann::json>> DeleteCollection(size_t type, const std::string& ns,
+                                                         const ListOptions& options);
 
   int64_t ResourceVersion() const;
   // Events with resourceVersion > `after` that match `filter`, waiting until `deadline` while
@@ -110,11 +131,18 @@ class Store {
   using Objects = std::map<std::string, nlohmann::json>;  // "ns/name" -> object
 
   bool NamespaceExistsLocked(const std::string& ns) const;
-  void RecordLocked(size_t type, const char* event_type, const nlohmann::json& obj);
+  void RecordLocked(size_t type, const char* event_type, const nlohmann::json& obj,
+                    const nlohmann::json& old = nullptr);
+  StatusOr<nlohmann::json> DeleteLocked(size_t type, const std::string& key,
+                                        const Preconditions& preconditions);
+  // The objects of `type` as they were at `resource_version` (kOutOfRange when the history no
+  // longer reaches back that far).
+  StatusOr<Objects> ObjectsAtLocked(size_t type, int64_t resource_version) const;
   void RemoveLocked(size_t type, const std::string& key);
   std::string NewUidLocked();
   std::string Key(const std::string& ns, const std::string& name) const { return ns + "/" + name; }
-  Status Validate(size_t type, const nlohmann::json& obj) const;
+  Status Validate(size_t type, const nlohmann::json& obj, const nlohmann::json* old, bool status,
+                  api::FieldErrors* causes) const;
 
   const StoreOptions options_;
   mutable std::mutex mu_;

@@ -108,7 +108,8 @@ TEST_CASE("update checks the resourceVersion and bumps generation on spec change
 
 TEST_CASE("the status subresource and the main resource each keep the other's part") {
   Fixture f;
-  const size_t claims = f.Type("resource.k8s.io", "resourceclaims");
+  // A type with a status subresource and a mutable spec (a ResourceClaim's spec is immutable).
+  const size_t claims = f.Type("xpu.dra.dev", "acceleratorgangs");
   json claim = Named("c");
   claim["status"] = {{"ignored", true}};
   auto c = f.store.Create(claims, "ns", claim);
@@ -325,6 +326,203 @@ TEST_CASE("v1beta1 ResourceSlices and claims convert to and from the v1 storage 
   CHECK(nested["spec"]["devices"]["requests"][0] ==
         json{{"name", "r"}, {"exactly", {{"deviceClassName", "xpu"}, {"count", 2}}}});
   CHECK(FromStorage(*claims, "v1beta1", nested) == flat);
+}
+
+TEST_CASE("a watch with a selector sees ADDED and DELETED when an update changes the match") {
+  Fixture f;
+  const size_t nodes = f.Type("", "nodes");
+  const int64_t start = f.store.ResourceVersion();
+  auto n = f.store.Create(nodes, "", Named("n1", {{"pool", "b"}}));
+  REQUIRE(n.ok());
+  json in = *n;
+  in["metadata"]["labels"]["pool"] = "a";
+  auto joined = f.store.Update(nodes, "", "n1", in, false);
+  REQUIRE(joined.ok());
+  json still = *joined;
+  still["spec"]["x"] = 2;
+  auto modified = f.store.Update(nodes, "", "n1", still, false);
+  REQUIRE(modified.ok());
+  json out = *modified;
+  out["metadata"]["labels"]["pool"] = "c";
+  auto left = f.store.Update(nodes, "", "n1", out, false);
+  REQUIRE(left.ok());
+
+  WatchFilter pool_a{nodes, "", *Selector::ParseLabels("pool=a"), {}};
+  auto batch = f.store.WaitForEvents(pool_a, start, kSoon());
+  REQUIRE(batch.ok());
+  REQUIRE(batch->events.size() == 3);
+  CHECK(batch->events[0].type == "ADDED");
+  CHECK(batch->events[0].object["metadata"]["labels"]["pool"] == "a");
+  CHECK(batch->events[1].type == "MODIFIED");
+  CHECK(batch->events[2].type == "DELETED");
+  // The last state that matched, at the resourceVersion of the update that ended the match.
+  CHECK(batch->events[2].object["metadata"]["labels"]["pool"] == "a");
+  CHECK(batch->events[2].object["metadata"]["resourceVersion"] ==
+        (*left)["metadata"]["resourceVersion"]);
+
+  // Without a selector the same updates are plain MODIFIED events.
+  WatchFilter all{nodes, "", {}, {}};
+  auto plain = f.store.WaitForEvents(all, start, kSoon());
+  REQUIRE(plain.ok());
+  REQUIRE(plain->events.size() == 4);
+  CHECK(plain->events[3].type == "MODIFIED");
+}
+
+TEST_CASE("list resourceVersion, resourceVersionMatch and expired continue tokens") {
+  Fixture f(6);
+  const size_t nodes = f.Type("", "nodes");
+  REQUIRE(f.store.Create(nodes, "", Named("a")).ok());
+  const int64_t one = f.store.ResourceVersion();
+  REQUIRE(f.store.Create(nodes, "", Named("b")).ok());
+  auto a = f.store.Get(nodes, "", "a");
+  REQUIRE(a.ok());
+  json changed = *a;
+  changed["spec"]["x"] = 7;
+  REQUIRE(f.store.Update(nodes, "", "a", changed, false).ok());
+  REQUIRE(f.store.Delete(nodes, "", "b", {}).ok());
+  const int64_t now = f.store.ResourceVersion();
+
+  ListOptions options;
+  options.resource_version = std::to_string(now + 5);
+  auto too_large = f.store.List(nodes, "", options);
+  CHECK(too_large.status().code() == StatusCode::kDeadlineExceeded);
+  CHECK_THAT(too_large.status().message(), Catch::StartsWith("Too large resource version: "));
+  options.resource_version_match = "NotOlderThan";
+  CHECK(f.store.List(nodes, "", options).status().code() == StatusCode::kDeadlineExceeded);
+  options.resource_version = std::to_string(one);
+  auto not_older = f.store.List(nodes, "", options);
+  REQUIRE(not_older.ok());
+  CHECK(not_older->resource_version == now);
+  CHECK(not_older->items.size() == 1);
+
+  options.resource_version_match = "Exact";
+  auto exact = f.store.List(nodes, "", options);
+  REQUIRE(exact.ok());
+  CHECK(exact->resource_version == one);
+  REQUIRE(exact->items.size() == 1);
+  CHECK(exact->items[0]["spec"]["x"] == 1);  // as it was before the update
+  options.resource_version = std::to_string(one + 1);
+  auto both = f.store.List(nodes, "", options);
+  REQUIRE(both.ok());
+  CHECK(both->items.size() == 2);  // b before its delete
+
+  ListOptions bad;
+  bad.resource_version_match = "Exact";
+  CHECK(f.store.List(nodes, "", bad).status().code() == StatusCode::kFailedPrecondition);
+  bad.resource_version = "0";
+  CHECK(f.store.List(nodes, "", bad).status().code() == StatusCode::kFailedPrecondition);
+  bad.resource_version = "x";
+  bad.resource_version_match.clear();
+  CHECK(f.store.List(nodes, "", bad).status().code() == StatusCode::kFailedPrecondition);
+
+  // A continue token lists the snapshot of its first page ...
+  for (const char* name : {"c", "d"}) REQUIRE(f.store.Create(nodes, "", Named(name)).ok());
+  ListOptions page;
+  page.limit = 1;
+  auto first = f.store.List(nodes, "", page);
+  REQUIRE(first.ok());
+  REQUIRE(!first->continue_token.empty());
+  REQUIRE(f.store.Create(nodes, "", Named("e")).ok());
+  page.continue_token = first->continue_token;
+  page.limit = 10;
+  auto rest = f.store.List(nodes, "", page);
+  REQUIRE(rest.ok());
+  CHECK(rest->items.size() == 2);  // c and d, not e
+  CHECK(rest->resource_version == first->resource_version);
+  // ... until the history no longer reaches back to it: 410.
+  for (const char* name : {"f", "g", "h", "i", "j", "k"}) {
+    REQUIRE(f.store.Create(nodes, "", Named(name)).ok());
+  }
+  CHECK(f.store.List(nodes, "", page).status().code() == StatusCode::kOutOfRange);
+  options.resource_version = std::to_string(one);
+  options.resource_version_match = "Exact";
+  CHECK(f.store.List(nodes, "", options).status().code() == StatusCode::kOutOfRange);
+}
+
+TEST_CASE("DeleteCollection deletes what the selectors match") {
+  Fixture f;
+  const size_t leases = f.Type("coordination.k8s.io", "leases");
+  for (const char* name : {"a", "b", "c"}) {
+    REQUIRE(
+        f.store.Create(leases, "ns", Named(name, {{"drop", name[0] == 'b' ? "no" : "yes"}})).ok());
+  }
+  ListOptions drop;
+  drop.labels = *Selector::ParseLabels("drop=yes");
+  auto deleted = f.store.DeleteCollection(leases, "ns", drop);
+  REQUIRE(deleted.ok());
+  CHECK(deleted->size() == 2);
+  auto left = f.store.List(leases, "ns", {});
+  REQUIRE(left->items.size() == 1);
+  CHECK(left->items[0]["metadata"]["name"] == "b");
+  CHECK(f.store.DeleteCollection(leases, "ns", drop)->empty());
+}
+
+TEST_CASE("claims, classes, templates and slice updates are validated with all causes") {
+  Fixture f;
+  const size_t classes = f.Type("resource.k8s.io", "deviceclasses");
+  const size_t claims = f.Type("resource.k8s.io", "resourceclaims");
+  const size_t templates = f.Type("resource.k8s.io", "resourceclaimtemplates");
+  const size_t slices = f.Type("resource.k8s.io", "resourceslices");
+
+  api::FieldErrors causes;
+  json bad_class = {{"metadata", {{"name", "gpu"}}},
+                    {"spec", {{"selectors", {json::object()}}, {"config", {json::object()}}}}};
+  auto c = f.store.Create(classes, "", bad_class, &causes);
+  CHECK(c.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(c.status().message(),
+             Catch::StartsWith("DeviceClass.resource.k8s.io \"gpu\" is invalid: [spec.selectors"));
+  REQUIRE(causes.size() == 2);
+  CHECK(causes[0].field == "spec.selectors[0].cel");
+  CHECK(causes[1].field == "spec.config[0].opaque");
+
+  const json request = {{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu"}}}};
+  json claim = {{"metadata", {{"name", "c"}}}, {"spec", {{"devices", {{"requests", {request}}}}}}};
+  auto stored = f.store.Create(claims, "ns", claim);
+  REQUIRE(stored.ok());
+  json changed = *stored;
+  changed["spec"]["devices"]["requests"][0]["exactly"]["count"] = 2;
+  causes.clear();
+  CHECK(f.store.Update(claims, "ns", "c", changed, false, &causes).status().code() ==
+        StatusCode::kInvalidArgument);
+  REQUIRE(causes.size() == 1);
+  CHECK(causes[0].field == "spec");
+  json two = claim;
+  two["metadata"]["name"] = "c2";
+  two["spec"]["devices"]["requests"].push_back(request);
+  causes.clear();
+  CHECK(!f.store.Create(claims, "ns", two, &causes).ok());
+  REQUIRE(causes.size() == 1);
+  CHECK(causes[0].type == api::FieldErrorType::kDuplicate);
+
+  json t = {{"metadata", {{"name", "t"}}},
+            {"spec", {{"spec", {{"devices", {{"requests", {{{"name", "Bad"}}}}}}}}}}};
+  causes.clear();
+  CHECK(!f.store.Create(templates, "ns", t, &causes).ok());
+  CHECK(causes.size() == 2);  // the name and the missing exactly / firstAvailable
+
+  auto slice = f.store.Create(slices, "", Slice("s", 1));
+  REQUIRE(slice.ok());
+  json moved = *slice;
+  moved["spec"]["nodeName"] = "n2";
+  causes.clear();
+  CHECK(!f.store.Update(slices, "", "s", moved, false, &causes).ok());
+  REQUIRE(causes.size() == 1);
+  CHECK(causes[0].field == "spec.nodeName");
+  CHECK(causes[0].detail == "Invalid value: field is immutable");
+}
+
+TEST_CASE("the store applies the limits of its Kubernetes release") {
+  json tainted = Slice("t", 1);
+  tainted["spec"]["devices"][0]["taints"] = json::array();
+  for (int i = 0; i < 5; ++i) {
+    tainted["spec"]["devices"][0]["taints"].push_back(
+        {{"key", "k" + std::to_string(i)}, {"effect", "NoSchedule"}});
+  }
+  Store v134(StoreOptions{BuiltinResources(), 100, 1, api::KubeVersion::k1_34});
+  Store v135(StoreOptions{BuiltinResources(), 100, 1, api::KubeVersion::k1_35});
+  const size_t slices = *v134.FindType("resource.k8s.io", "resourceslices");
+  CHECK(v134.Create(slices, "", tainted).status().code() == StatusCode::kInvalidArgument);
+  CHECK(v135.Create(slices, "", tainted).ok());
 }
 
 }  // namespace

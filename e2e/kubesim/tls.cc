@@ -44,9 +44,11 @@ Status AddExtension(X509* cert, X509* issuer, int nid, const char* value) {
   return OkStatus();
 }
 
-// A certificate for `key` named `cn`, signed by `issuer_key` (self-signed when `issuer` is null).
+// A certificate for `key` named `cn` (and organization `org` when not null), signed by
+// `issuer_key` (self-signed when `issuer` is null).
 StatusOr<Cert> MakeCert(EVP_PKEY* key, const char* cn, X509* issuer, EVP_PKEY* issuer_key,
-                        const std::vector<std::pair<int, const char*>>& extensions) {
+                        const std::vector<std::pair<int, const char*>>& extensions,
+                        const char* org = nullptr) {
   Cert cert(X509_new());
   if (!cert) return TlsError("allocate certificate");
   X509_set_version(cert.get(), 2);
@@ -60,6 +62,10 @@ StatusOr<Cert> MakeCert(EVP_PKEY* key, const char* cn, X509* issuer, EVP_PKEY* i
   X509_gmtime_adj(X509_getm_notAfter(cert.get()), 7L * 24 * 3600);
   X509_set_pubkey(cert.get(), key);
   X509_NAME* name = X509_get_subject_name(cert.get());
+  if (org != nullptr) {
+    X509_NAME_add_entry_by_txt(name, "O", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(org),
+                               -1, -1, 0);
+  }
   X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn),
                              -1, -1, 0);
   X509* signer = issuer != nullptr ? issuer : cert.get();
@@ -76,6 +82,15 @@ StatusOr<Cert> MakeCert(EVP_PKEY* key, const char* cn, X509* issuer, EVP_PKEY* i
 StatusOr<std::string> CertPem(X509* cert) {
   Bio bio(BIO_new(BIO_s_mem()));
   if (!bio || PEM_write_bio_X509(bio.get(), cert) != 1) return TlsError("encode certificate");
+  return Drain(bio.get());
+}
+
+StatusOr<std::string> KeyPem(EVP_PKEY* key) {
+  Bio bio(BIO_new(BIO_s_mem()));
+  if (!bio ||
+      PEM_write_bio_PrivateKey(bio.get(), key, nullptr, nullptr, 0, nullptr, nullptr) != 1) {
+    return TlsError("encode private key");
+  }
   return Drain(bio.get());
 }
 
@@ -98,12 +113,33 @@ StatusOr<TlsMaterial> GenerateTlsMaterial() {
   TlsMaterial out;
   ASSIGN_OR_RETURN(out.ca_cert_pem, CertPem(ca.get()));
   ASSIGN_OR_RETURN(out.server_cert_pem, CertPem(server.get()));
-  Bio bio(BIO_new(BIO_s_mem()));
-  if (!bio || PEM_write_bio_PrivateKey(bio.get(), server_key.get(), nullptr, nullptr, 0, nullptr,
-                                       nullptr) != 1) {
-    return TlsError("encode server key");
-  }
-  out.server_key_pem = Drain(bio.get());
+  ASSIGN_OR_RETURN(out.server_key_pem, KeyPem(server_key.get()));
+  ASSIGN_OR_RETURN(out.ca_key_pem, KeyPem(ca_key.get()));
+  return out;
+}
+
+StatusOr<ClientCertificate> IssueClientCertificate(const TlsMaterial& material,
+                                                   const std::string& common_name,
+                                                   const std::string& organization) {
+  Bio ca_bio(
+      BIO_new_mem_buf(material.ca_cert_pem.data(), static_cast<int>(material.ca_cert_pem.size())));
+  Bio key_bio(
+      BIO_new_mem_buf(material.ca_key_pem.data(), static_cast<int>(material.ca_key_pem.size())));
+  if (!ca_bio || !key_bio) return TlsError("read CA");
+  Cert ca(PEM_read_bio_X509(ca_bio.get(), nullptr, nullptr, nullptr));
+  Key ca_key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  if (!ca || !ca_key) return TlsError("read CA certificate and key");
+  Key key(EVP_EC_gen("P-256"));
+  if (!key) return TlsError("generate P-256 key");
+  ASSIGN_OR_RETURN(Cert cert, MakeCert(key.get(), common_name.c_str(), ca.get(), ca_key.get(),
+                                       {{NID_basic_constraints, "critical,CA:FALSE"},
+                                        {NID_key_usage, "critical,digitalSignature"},
+                                        {NID_ext_key_usage, "clientAuth"},
+                                        {NID_authority_key_identifier, "keyid:always"}},
+                                       organization.empty() ? nullptr : organization.c_str()));
+  ClientCertificate out;
+  ASSIGN_OR_RETURN(out.cert_pem, CertPem(cert.get()));
+  ASSIGN_OR_RETURN(out.key_pem, KeyPem(key.get()));
   return out;
 }
 

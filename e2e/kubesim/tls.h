@@ -1,5 +1,6 @@
 // Generated TLS material for kube-sim: a throw-away CA and a serving certificate for 127.0.0.1
-// and localhost signed by it (EC P-256, SHA-256), made fresh at every start.
+// and localhost signed by it (EC P-256, SHA-256), made fresh at every start, and client
+// certificates issued by the same CA.
 #ifndef XPU_E2E_KUBESIM_TLS_H_
 #define XPU_E2E_KUBESIM_TLS_H_
 
@@ -11,11 +12,23 @@ namespace xpu::kubesim {
 
 struct TlsMaterial {
   std::string ca_cert_pem;
+  std::string ca_key_pem;  // to issue client certificates
   std::string server_cert_pem;
   std::string server_key_pem;
 };
 
 StatusOr<TlsMaterial> GenerateTlsMaterial();
+
+struct ClientCertificate {
+  std::string cert_pem;
+  std::string key_pem;
+};
+
+// A client certificate (clientAuth) for `common_name` in `organization`, signed by the CA of
+// `material`, as Kubernetes maps them to a user and a group.
+StatusOr<ClientCertificate> IssueClientCertificate(const TlsMaterial& material,
+                                                   const std::string& common_name,
+                                                   const std::string& organization);
 
 // Standard base64 with padding (kubeconfig certificate-authority-data).
 std::string Base64(const std::string& data);

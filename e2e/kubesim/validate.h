@@ -1,12 +1,14 @@
-// Server-side validation kube-sim applies on create and update: api::ValidateResourceSlice with
-// the 1.35 rules and limits.
+// Server-side validation kube-sim applies on create and update: the api/ validators of
+// resource.k8s.io objects (api/resource_validation.h) with the rules and limits of one release.
 #ifndef XPU_E2E_KUBESIM_VALIDATE_H_
 #define XPU_E2E_KUBESIM_VALIDATE_H_
 
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "api/validation.h"
 #include "base/status.h"
+#include "e2e/kubesim/resources.h"
 
 namespace xpu::kubesim {
 
@@ -14,6 +16,13 @@ namespace xpu::kubesim {
 // shape error is itself invalid), then api::ValidateResourceSlice(slice, KubeVersion::k1_35).
 // kInvalidArgument naming the field.
 Status ValidateResourceSlice(const nlohmann::json& slice);
+
+// Every problem of `obj` (v1 storage form) of `type`: a create when `old` is null, otherwise an
+// update of the main resource or, with `status`, of the /status subresource. ResourceSlices,
+// DeviceClasses, ResourceClaims and ResourceClaimTemplates are checked; other types have no
+// rules (empty result). A JSON shape error is one FieldValueInvalid error at its path.
+api::FieldErrors ValidateObject(const ResourceType& type, const nlohmann::json& obj,
+                                const nlohmann::json* old, bool status, api::KubeVersion version);
 
 }  // namespace xpu::kubesim
 
