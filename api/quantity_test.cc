@@ -272,7 +272,7 @@ TEST_CASE("Quantity::FromInt64 and FromMilli canonicalise in the given format") 
   CHECK(Quantity::FromInt64(-7).Sign() == -1);
 }
 
-TEST_CASE("Quantity JSON is a string; integers and null are accepted on input") {
+TEST_CASE("Quantity JSON is a string, integers and null are accepted on input") {
   CHECK(QuantityToJson(MustParse("1.5Gi")) == nlohmann::json("1536Mi"));
   CHECK(QuantityToJson(Quantity()) == nlohmann::json("0"));
 

@@ -111,7 +111,7 @@ TEST_CASE("ascend A3: 1 or even counts of whole HiAM modules") {
   CHECK(Chosen(six) == std::vector<int>{6, 7, 8, 9, 10, 11});
 }
 
-TEST_CASE("NVSwitch board: all pairs equal; count 8 takes the board") {
+TEST_CASE("NVSwitch board: all pairs equal, count 8 takes the board") {
   const Node node = Build(testing::HgxH200());
   CHECK(Chosen(Solve(node, node.All(), 8)) == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
   const SolveResult two = Solve(node, node.All(), 2);

@@ -23,9 +23,15 @@ StatusOr<std::unique_ptr<KubeSimProcess>> KubeSimProcess::Start(
   if (::mkdtemp(templ.data()) == nullptr) return InternalError("mkdtemp failed");
   p->dir_ = templ;
   p->kubeconfig_ = p->dir_ + "/kubeconfig";
+  p->client_kubeconfig_ = p->dir_ + "/client-cert-kubeconfig";
 
-  std::vector<std::string> args = {binary, "--listen", "127.0.0.1:0", "--kubeconfig-out",
-                                   p->kubeconfig_};
+  std::vector<std::string> args = {binary,
+                                   "--listen",
+                                   "127.0.0.1:0",
+                                   "--kubeconfig-out",
+                                   p->kubeconfig_,
+                                   "--client-kubeconfig-out",
+                                   p->client_kubeconfig_};
   args.insert(args.end(), flags.begin(), flags.end());
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);

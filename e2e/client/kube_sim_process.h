@@ -18,7 +18,8 @@ namespace xpu::e2e {
 
 class KubeSimProcess {
  public:
-  // `binary`: the kube-sim executable; `flags`: extra flags beyond --listen/--kubeconfig-out.
+  // `binary`: the kube-sim executable; `flags`: extra flags beyond --listen, --kubeconfig-out and
+  // --client-kubeconfig-out.
   static StatusOr<std::unique_ptr<KubeSimProcess>> Start(
       const std::string& binary, const std::vector<std::string>& flags = {},
       std::chrono::seconds timeout = std::chrono::seconds(30));
@@ -28,6 +29,8 @@ class KubeSimProcess {
 
   const std::string& url() const { return url_; }
   const std::string& kubeconfig() const { return kubeconfig_; }
+  // A second kubeconfig that authenticates with a client certificate kube-sim issued.
+  const std::string& client_cert_kubeconfig() const { return client_kubeconfig_; }
   const std::string& dir() const { return dir_; }
   StatusOr<api::client::ClusterConfig> Config() const;
 
@@ -38,6 +41,7 @@ class KubeSimProcess {
   int out_fd_ = -1;
   std::string dir_;
   std::string kubeconfig_;
+  std::string client_kubeconfig_;
   std::string url_;
 };
 

@@ -146,10 +146,7 @@ json ResourceList(const std::vector<ResourceType>& types, const std::string& gro
                   const std::string& version) {
   json resources = json::array();
   for (const auto& t : types) {
-    if (t.group != group ||
-        std::find(t.versions.begin(), t.versions.end(), version) == t.versions.end()) {
-      continue;
-    }
+    if (t.group != group || !t.Serves(version)) continue;
     resources.push_back(
         {{"name", t.resource},
          {"singularName", Lower(t.kind)},
@@ -174,7 +171,7 @@ json GroupDoc(const std::vector<ResourceType>& types, const std::string& group) 
   std::vector<std::string> versions;
   for (const auto& t : types) {
     if (t.group != group) continue;
-    for (const auto& v : t.versions) {
+    for (const auto& v : t.ServedVersions()) {
       if (std::find(versions.begin(), versions.end(), v) == versions.end()) versions.push_back(v);
     }
   }
@@ -287,8 +284,8 @@ StatusOr<Target> ParseTarget(const Store& store, const std::string& path,
   auto type = store.FindType(group, rest[0]);
   if (!type) return NotFoundPath(path);
   const auto& rt = store.types()[*type];
-  if (std::find(rt.versions.begin(), rt.versions.end(), t.version) == rt.versions.end() ||
-      (!t.ns.empty() && !rt.namespaced) || (rest.size() == 3 && !rt.has_status)) {
+  if (!rt.Serves(t.version) || (!t.ns.empty() && !rt.namespaced) ||
+      (rest.size() == 3 && !rt.has_status)) {
     return NotFoundPath(path);
   }
   t.type_index = *type;

@@ -153,7 +153,7 @@ TEST_CASE("list pagination and selectors over the query string") {
         2);
 }
 
-TEST_CASE("watch streams initial state, changes and bookmarks; too old gets an ERROR 410") {
+TEST_CASE("watch streams initial state, changes and bookmarks, too old gets an ERROR 410") {
   Fixture f(Fixture::Options(), 3);
   REQUIRE(f.Call("POST", "/api/v1/nodes", R"({"metadata":{"name":"a"}})").code == 201);
   auto w = f.Watch("/api/v1/nodes?watch=true&allowWatchBookmarks=true&timeoutSeconds=60");

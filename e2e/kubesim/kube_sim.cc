@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "api/validation.h"
+#include "e2e/kubesim/resources.h"
 
 namespace xpu::kubesim {
 namespace {
@@ -49,6 +50,12 @@ Status Options::Validate() const {
     return InvalidArgumentError(
         "validate --watch-close-after, --watch-close-after-ms, --latency-ms: must not be negative");
   }
+  {
+    std::vector<ResourceType> types = BuiltinResources();
+    if (Status s = ServeResourceVersions(&types, resource_versions); !s.ok()) {
+      return InvalidArgumentError("validate --resource-versions: " + s.message());
+    }
+  }
   if (kube_version != "1.34" && kube_version != "1.35") {
     return InvalidArgumentError("validate --kube-version \"" + kube_version +
                                 "\": want 1.34 or 1.35");
@@ -77,6 +84,8 @@ std::string Usage() {
          "                           {rate, codes, dropRate, watchCloseAfter, watchCloseAfterMs,\n"
          "                           latencyMs, seed}; GET shows them)\n"
          "  --kube-version V         1.34 or 1.35 (default): validation limits and /version\n"
+         "  --resource-versions LIST resource.k8s.io versions to serve, preferred first (default\n"
+         "                           v1,v1beta2,v1beta1; v1beta1 alone acts as a 1.32 cluster)\n"
          "  --client-kubeconfig-out FILE\n"
          "                           also write a kubeconfig (0600) with a client certificate\n"
          "                           (CN xpu-dra-test, O system:masters) signed by the CA\n"
@@ -140,6 +149,11 @@ StatusOr<Options> ParseFlags(const std::vector<std::string>& args, bool* help) {
         return InvalidArgumentError("parse flag --kube-version: \"" + v + "\" is not 1.34 or 1.35");
       }
       o.kube_version = std::string(api::KubeVersionName(*parsed));
+    } else if (flag == "--resource-versions") {
+      ASSIGN_OR_RETURN(auto v, next());
+      o.resource_versions.clear();
+      std::istringstream in(v);
+      for (std::string item; std::getline(in, item, ',');) o.resource_versions.push_back(item);
     } else if (flag == "--client-kubeconfig-out") {
       ASSIGN_OR_RETURN(o.client_kubeconfig_out, next());
     } else if (flag == "--fault-codes") {

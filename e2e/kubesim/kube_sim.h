@@ -29,6 +29,9 @@ struct Options {
   // When set, a second kubeconfig (0600, atomically) authenticating with a client certificate
   // (CN xpu-dra-test, O system:masters) issued by kube-sim's CA instead of the token.
   std::string client_kubeconfig_out;
+  // resource.k8s.io versions served, preferred first (objects are stored once, as v1): e.g.
+  // {"v1beta1"} acts as a 1.32 cluster, {"v1beta2", "v1beta1"} as 1.33.
+  std::vector<std::string> resource_versions = {"v1", "v1beta2", "v1beta1"};
 
   Status Validate() const;
 };

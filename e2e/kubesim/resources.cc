@@ -1,5 +1,7 @@
 #include "e2e/kubesim/resources.h"
 
+#include <algorithm>
+
 namespace xpu::kubesim {
 
 std::string ResourceType::QualifiedName() const {
@@ -8,6 +10,28 @@ std::string ResourceType::QualifiedName() const {
 
 std::string ResourceType::ApiVersion(const std::string& version) const {
   return group.empty() ? version : group + "/" + version;
+}
+
+bool ResourceType::Serves(const std::string& version) const {
+  const auto& v = ServedVersions();
+  return std::find(v.begin(), v.end(), version) != v.end();
+}
+
+Status ServeResourceVersions(std::vector<ResourceType>* types,
+                             const std::vector<std::string>& versions) {
+  if (versions.empty()) {
+    return InvalidArgumentError("serve resource.k8s.io: at least one version is needed");
+  }
+  for (ResourceType& t : *types) {
+    if (t.group != "resource.k8s.io") continue;
+    for (const auto& v : versions) {
+      if (std::find(t.versions.begin(), t.versions.end(), v) == t.versions.end()) {
+        return InvalidArgumentError("serve resource.k8s.io: unknown version \"" + v + "\"");
+      }
+    }
+    t.served = versions;
+  }
+  return OkStatus();
 }
 
 std::vector<ResourceType> BuiltinResources() {

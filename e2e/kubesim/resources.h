@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
+
 namespace xpu::kubesim {
 
 struct ResourceType {
@@ -13,7 +15,15 @@ struct ResourceType {
   std::string kind;      // e.g. "ResourceSlice"
   bool namespaced = false;
   bool has_status = false;            // a /status subresource; status is ignored on the main one
-  std::vector<std::string> versions;  // served versions, preferred (and storage) first
+  std::vector<std::string> versions;  // known versions, the storage version first
+  // The versions served, preferred first; empty = all of `versions`. Lets kube-sim act as an
+  // older cluster (1.32: resource.k8s.io v1beta1 only) while storing one form.
+  std::vector<std::string> served = {};
+
+  bool Serves(const std::string& version) const;
+  const std::vector<std::string>& ServedVersions() const {
+    return served.empty() ? versions : served;
+  }
 
   // "resourceslices.resource.k8s.io", or "nodes" in the core group: the name in error messages.
   std::string QualifiedName() const;
@@ -24,6 +34,11 @@ struct ResourceType {
 // Core v1 namespaces and nodes, coordination.k8s.io leases, resource.k8s.io (v1, v1beta2,
 // v1beta1) and xpu.dra.dev/v1alpha1. Namespaces come first.
 std::vector<ResourceType> BuiltinResources();
+
+// Serves only `versions` (preferred first) of resource.k8s.io. kInvalidArgument naming the
+// version when one is not known.
+Status ServeResourceVersions(std::vector<ResourceType>* types,
+                             const std::vector<std::string>& versions);
 
 }  // namespace xpu::kubesim
 

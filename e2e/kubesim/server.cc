@@ -194,6 +194,10 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
   StoreOptions store_options;
   store_options.history = static_cast<size_t>(options.history);
   store_options.seed = options.seed;
+  if (Status s = ServeResourceVersions(&store_options.types, options.resource_versions); !s.ok()) {
+    err << "kube-sim: " << s.message() << "\n";
+    return 1;
+  }
   store_options.kube_version =
       api::ParseKubeVersion(options.kube_version).value_or(api::KubeVersion::k1_35);
   Store store(store_options);

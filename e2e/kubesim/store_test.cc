@@ -161,7 +161,7 @@ TEST_CASE("delete honours preconditions and finalizers") {
   CHECK(f.store.Get(nodes, "", "n2").status().code() == StatusCode::kNotFound);
 }
 
-TEST_CASE("deleting a node garbage-collects what it owns; a namespace takes its contents") {
+TEST_CASE("deleting a node garbage-collects what it owns, a namespace takes its contents") {
   Fixture f;
   const size_t nodes = f.Type("", "nodes");
   const size_t slices = f.Type("resource.k8s.io", "resourceslices");
