@@ -8,6 +8,13 @@
 #include "api/crds.h"
 
 int main(int argc, char** argv) {
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << "usage: gen-crds DIR | gen-crds --json FILE_NAME\n"
+                 "Writes the CustomResourceDefinitions of NodeInventory and AcceleratorGang,\n"
+                 "generated from the C++ types, to DIR/<group>_<plural>.yaml (deploy/crds in the\n"
+                 "repository), or prints one as JSON.\n";
+    return 0;
+  }
   if (argc == 3 && std::string(argv[1]) == "--json") {
     for (const auto& manifest : xpu::api::Crds()) {
       if (manifest.file_name == argv[2]) {

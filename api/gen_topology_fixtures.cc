@@ -2,11 +2,18 @@
 // DIR/<name>.json as a node description. api_test fails when the committed files differ.
 #include <fstream>
 #include <iostream>
+#include <string>
 
 #include "api/node_description.h"
 #include "topology/testing/fixtures.h"
 
 int main(int argc, char** argv) {
+  if (argc == 2 && (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h")) {
+    std::cout << "usage: gen-topology-fixtures DIR\n"
+                 "Writes the node descriptions of the bundled server models (topology/testing/\n"
+                 "fixtures.cc) to DIR/<model>.json (e2e/fixtures/topologies in the repository).\n";
+    return 0;
+  }
   if (argc != 2) {
     std::cerr << "usage: gen-topology-fixtures DIR\n";
     return 2;

@@ -15,6 +15,13 @@
 int main(int argc, char** argv) {
   int sets = 256;
   int rounds = 8;
+  if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::printf(
+        "usage: solve_percentiles [--sets N] [--rounds R]\n"
+        "Per-call latency percentiles of the single-node solver for every bundled model and\n"
+        "every count its rule set allows, over N random free sets x R rounds.\n");
+    return 0;
+  }
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--sets") == 0) sets = std::atoi(argv[i + 1]);
     if (std::strcmp(argv[i], "--rounds") == 0) rounds = std::atoi(argv[i + 1]);

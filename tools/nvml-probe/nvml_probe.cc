@@ -449,7 +449,16 @@ int Run() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
+    std::printf(
+        "usage: nvml-probe\n"
+        "Loads NVML with dlopen(\"libnvidia-ml.so.1\") (point LD_LIBRARY_PATH at e.g.\n"
+        "/usr/local/nvidia/lib64) and prints what NVML and sysfs report about each GPU as JSON.\n"
+        "Exit 0 when NVML initialised, 3 when the library or nvmlInit_v2 is missing, 4 when\n"
+        "nvmlInit_v2 fails.\n");
+    return 0;
+  }
   try {
     return Run();
   } catch (const std::exception& ex) {
