@@ -171,6 +171,7 @@ StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj,
   const std::string name = meta["name"].get<std::string>();
   const std::string key = Key(t.namespaced ? ns : "", name);
   if (t.has_status) obj.erase("status");
+  PruneUnknownFields(t, &obj);
   RETURN_IF_ERROR(Validate(type, obj, nullptr, false, causes));
   if (objects_[type].count(key) != 0) {
     return Status(StatusCode::kAlreadyExists,
@@ -358,6 +359,7 @@ StatusOr<json> Store::Update(size_t type, const std::string& ns, const std::stri
       next["metadata"]["generation"] = old["metadata"].value("generation", 0) + 1;
     }
   }
+  PruneUnknownFields(t, &next);
   if (next == old) return old;  // a no-op update keeps the resourceVersion, as etcd does
   RETURN_IF_ERROR(Validate(type, next, &old, status, causes));
   next["metadata"]["resourceVersion"] = std::to_string(++resource_version_);

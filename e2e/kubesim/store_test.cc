@@ -109,29 +109,61 @@ TEST_CASE("update checks the resourceVersion and bumps generation on spec change
 TEST_CASE("the status subresource and the main resource each keep the other's part") {
   Fixture f;
   // A type with a status subresource and a mutable spec (a ResourceClaim's spec is immutable).
-  const size_t claims = f.Type("xpu.dra.dev", "acceleratorgangs");
-  json claim = Named("c");
-  claim["status"] = {{"ignored", true}};
-  auto c = f.store.Create(claims, "ns", claim);
+  const size_t gangs = f.Type("xpu.dra.dev", "acceleratorgangs");
+  json gang = Named("g");
+  gang["spec"] = {{"nodes", 1}, {"devicesPerNode", 8}, {"capabilityClass", "training"}};
+  gang["status"] = {{"phase", "Placed"}};
+  auto c = f.store.Create(gangs, "ns", gang);
   REQUIRE(c.ok());
   CHECK_FALSE(c->contains("status"));
 
   json with_status = *c;
-  with_status["status"] = {{"allocation", {{"devices", json::object()}}}};
-  with_status["spec"]["x"] = 99;
-  auto s = f.store.Update(claims, "ns", "c", with_status, true);
+  with_status["status"] = {{"phase", "Pending"}};
+  with_status["spec"]["nodes"] = 99;
+  auto s = f.store.Update(gangs, "ns", "g", with_status, true);
   REQUIRE(s.ok());
-  CHECK((*s)["spec"]["x"] == 1);
-  CHECK((*s)["status"].contains("allocation"));
+  CHECK((*s)["spec"]["nodes"] == 1);
+  CHECK((*s)["status"]["phase"] == "Pending");
   CHECK((*s)["metadata"]["generation"] == 1);
 
   json main = *s;
   main.erase("status");
-  main["spec"]["x"] = 5;
-  auto m = f.store.Update(claims, "ns", "c", main, false);
+  main["spec"]["nodes"] = 5;
+  auto m = f.store.Update(gangs, "ns", "g", main, false);
   REQUIRE(m.ok());
-  CHECK((*m)["status"].contains("allocation"));
+  CHECK((*m)["status"]["phase"] == "Pending");
   CHECK((*m)["metadata"]["generation"] == 2);
+}
+
+TEST_CASE("custom resources are pruned to their CRD schema and validated against it") {
+  Fixture f;
+  const size_t inventories = f.Type("xpu.dra.dev", "nodeinventories");
+  const size_t gangs = f.Type("xpu.dra.dev", "acceleratorgangs");
+  // Unknown members go, as the API server prunes them; declared ones stay.
+  json inv = Named("n1");
+  inv["spec"] = {{"undeclared", true}};
+  inv["extra"] = 1;
+  auto made = f.store.Create(inventories, "", inv);
+  REQUIRE(made.ok());
+  CHECK_FALSE(made->contains("extra"));
+  CHECK((*made)["spec"] == json::object());
+  json status = *made;
+  status["status"] = {{"bootID", "b1"}, {"future", 1}};
+  auto st = f.store.Update(inventories, "", "n1", status, true);
+  REQUIRE(st.ok());
+  CHECK((*st)["status"]["bootID"] == "b1");
+  CHECK_FALSE((*st)["status"].contains("future"));
+  // A declared field of the wrong type or value is 422 with the path.
+  status = *st;
+  status["status"]["bootID"] = 7;
+  api::FieldErrors causes;
+  auto bad = f.store.Update(inventories, "", "n1", status, true, &causes);
+  CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+  REQUIRE(causes.size() == 1);
+  CHECK(causes[0].field == "status.bootID");
+  json gang = Named("g");
+  gang["spec"] = {{"nodes", 2}, {"devicesPerNode", 4}};  // capabilityClass is required
+  CHECK(f.store.Create(gangs, "ns", gang).status().code() == StatusCode::kInvalidArgument);
 }
 
 TEST_CASE("delete honours preconditions and finalizers") {

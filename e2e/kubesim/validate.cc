@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "api/accelerator_gang.h"
+#include "api/node_inventory.h"
+#include "api/openapi_schema.h"
 #include "api/resource.h"
 #include "api/resource_validation.h"
 
@@ -34,7 +37,54 @@ FieldErrors Check(const nlohmann::json& obj, const nlohmann::json* old, Create c
   return update(*parsed_old, *parsed);
 }
 
+// The structural-schema pruning of apiextensions: unknown members of objects go, except where the
+// schema preserves them; the root's apiVersion, kind and metadata are kept.
+void Prune(nlohmann::json* value, const nlohmann::json& schema, bool root) {
+  if (schema.value("x-kubernetes-preserve-unknown-fields", false)) return;
+  if (value->is_array()) {
+    if (const auto items = schema.find("items"); items != schema.end()) {
+      for (auto& item : *value) Prune(&item, *items, false);
+    }
+    return;
+  }
+  if (!value->is_object()) return;
+  const auto properties = schema.find("properties");
+  const auto additional = schema.find("additionalProperties");
+  for (auto it = value->begin(); it != value->end();) {
+    const std::string& key = it.key();
+    if (root && (key == "apiVersion" || key == "kind" || key == "metadata")) {
+      ++it;
+      continue;
+    }
+    const nlohmann::json* member = nullptr;
+    if (properties != schema.end() && properties->contains(key)) {
+      member = &(*properties)[key];
+    } else if (additional != schema.end() && additional->is_object()) {
+      member = &*additional;
+    }
+    if (member == nullptr) {
+      it = value->erase(it);
+      continue;
+    }
+    Prune(&it.value(), *member, false);
+    ++it;
+  }
+}
+
+const nlohmann::json* CrdSchema(const ResourceType& type) {
+  static const nlohmann::json inventory = api::NodeInventorySchema();
+  static const nlohmann::json gang = api::AcceleratorGangSchema();
+  if (type.group != api::kXpuGroup) return nullptr;
+  if (type.resource == "nodeinventories") return &inventory;
+  if (type.resource == "acceleratorgangs") return &gang;
+  return nullptr;
+}
+
 }  // namespace
+
+void PruneUnknownFields(const ResourceType& type, nlohmann::json* obj) {
+  if (const nlohmann::json* schema = CrdSchema(type); schema != nullptr) Prune(obj, *schema, true);
+}
 
 Status ValidateResourceSlice(const nlohmann::json& slice) {
   auto parsed = api::FromJson<resource::ResourceSlice>(slice);
@@ -44,6 +94,10 @@ Status ValidateResourceSlice(const nlohmann::json& slice) {
 
 FieldErrors ValidateObject(const ResourceType& type, const nlohmann::json& obj,
                            const nlohmann::json* old, bool status, api::KubeVersion version) {
+  if (const nlohmann::json* schema = CrdSchema(type); schema != nullptr) {
+    const Status s = api::ValidateAgainstSchema(obj, *schema);
+    return s.ok() ? FieldErrors{} : ShapeError(s);
+  }
   if (type.group != resource::kGroup) return {};
   if (type.resource == "resourceslices") {
     return Check<resource::ResourceSlice>(

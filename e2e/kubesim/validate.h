@@ -21,6 +21,13 @@ Status ValidateResourceSlice(const nlohmann::json& slice);
 // update of the main resource or, with `status`, of the /status subresource. ResourceSlices,
 // DeviceClasses, ResourceClaims and ResourceClaimTemplates are checked; other types have no
 // rules (empty result). A JSON shape error is one FieldValueInvalid error at its path.
+// xpu.dra.dev objects are checked against their CRD schema, as the API server does for custom
+// resources (the driver's own rules beyond the schema are not server-side rules).
+// What the API server does to a custom resource before validating it: drops the fields its CRD's
+// structural schema does not declare (xpu.dra.dev kinds, schemas generated from the C++ types).
+// Other types are left as they are.
+void PruneUnknownFields(const ResourceType& type, nlohmann::json* obj);
+
 api::FieldErrors ValidateObject(const ResourceType& type, const nlohmann::json& obj,
                                 const nlohmann::json* old, bool status, api::KubeVersion version);
 
