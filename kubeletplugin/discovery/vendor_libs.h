@@ -1,0 +1,105 @@
+// What the vendor management libraries report, loaded at run time with dlopen (never a link-time
+// dependency): NVML (libnvidia-ml.so.1) for NVIDIA GPUs and DCMI (libdcmi.so) for Huawei Ascend
+// NPUs. Each probe returns plain facts; the discovery assembles them with what sysfs says into a
+// NodeInventory. A library that is missing, too old (a required symbol absent) or failing is not
+// an error of the probe: `library.loaded` is false or a per-device `error` is set, with a message
+// for the inventory's conditions, and discovery falls back to sysfs and the server-model tables.
+// Nothing here throws or aborts, whatever the library does short of crashing itself.
+#ifndef XPU_KUBELETPLUGIN_DISCOVERY_VENDOR_LIBS_H_
+#define XPU_KUBELETPLUGIN_DISCOVERY_VENDOR_LIBS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace xpu::discovery {
+
+// How loading and initialising one library went.
+struct LibraryStatus {
+  std::string name;     // "nvml", "dcmi"
+  bool loaded = false;  // dlopen and init succeeded
+  std::string path;     // the file dlopen found
+  std::string error;    // why not, or the first failing call ("nvmlInit_v2: 9 driver not loaded")
+  std::vector<std::string> missing_symbols;  // optional functions this version lacks
+};
+
+// ---- NVML (hardware.md §2.3, §2.4, §2.6) ----
+
+struct NvmlLink {
+  int link = 0;
+  bool active = false;            // nvmlDeviceGetNvLinkState
+  std::string remote_pci_bus_id;  // nvmlDeviceGetNvLinkRemotePciInfo_v2, "0000:13:00.0" form
+  std::string remote_type;        // "gpu", "switch", "ibmnpu", "unknown"
+};
+
+struct NvmlDevice {
+  int index = 0;           // NVML index
+  int minor_number = -1;   // /dev/nvidia<minor>
+  std::string uuid;        // "GPU-..."
+  std::string name;        // "NVIDIA H200"
+  std::string pci_bus_id;  // normalised to sysfs form: "0000:13:00.0" (NVML gives 00000000:13:00.0)
+  uint64_t memory_bytes = 0;
+  int cc_major = 0;  // CUDA compute capability
+  int cc_minor = 0;
+  std::optional<int> numa_node;
+  std::vector<NvmlLink> links;  // links NVML reports (NOT_SUPPORTED → empty)
+  // GPU fabric (NVL72 clique): state COMPLETED with a cluster UUID and clique id.
+  std::string fabric_state;  // "not-supported", "not-started", "in-progress", "completed"
+  std::string cluster_uuid;  // canonical UUID text, empty when all zero
+  std::optional<uint32_t> clique_id;
+  bool healthy = true;
+  std::vector<uint64_t> xid_events;  // critical XIDs seen (e.g. 79: fell off the bus)
+  std::string error;                 // a call for this device failed: what and why
+};
+
+struct NvmlFacts {
+  LibraryStatus library;
+  std::string driver_version;   // nvmlSystemGetDriverVersion, "580.159.04"
+  int cuda_driver_version = 0;  // nvmlSystemGetCudaDriverVersion_v2, 13000 = 13.0
+  std::vector<NvmlDevice> devices;
+};
+
+// Loads libnvidia-ml.so.1 from `lib_dirs` in order, then the loader's default search path.
+NvmlFacts ProbeNvml(const std::vector<std::string>& lib_dirs);
+
+// ---- DCMI (hardware.md §1.5, §1.6) ----
+
+struct DcmiChip {
+  int card_id = 0;
+  int device_id = 0;      // within the card (A3: 0 and 1 are the two dies)
+  int logic_id = 0;       // logical id (ASCEND_RT_VISIBLE_DEVICES, npu-smi)
+  int phy_id = 0;         // physical id: /dev/davinci<phy_id>, ASCEND_VISIBLE_DEVICES
+  std::string chip_type;  // "Ascend"
+  std::string chip_name;  // "910B3"
+  std::string chip_ver;
+  int aicore_count = 0;
+  std::string pci_bus_id;  // sysfs form "0000:c1:00.0" when the library gives it
+  uint64_t hbm_total_mb = 0;
+  uint32_t health = 0;    // 0 normal, 1 minor, 2 major, 3 critical, 0xFFFFFFFF absent
+  std::string device_ip;  // dcmi_get_device_ip (the per-NPU RoCE address)
+  std::string error;      // a call for this chip failed: which and the code
+};
+
+// Pairwise topology between two chips by logic id, as dcmi_get_topo_info_by_device_id reports.
+struct DcmiTopology {
+  int a = 0;  // logic ids
+  int b = 0;
+  std::string type;  // "self", "sys", "phb", "hccs", "pxb", "pix", "sio", "hccs-sw", "ub"
+};
+
+struct DcmiFacts {
+  LibraryStatus library;
+  std::string dcmi_version;
+  std::string driver_version;  // as reported, "24.1.rc2"
+  std::string product_type;
+  std::vector<DcmiChip> chips;
+  std::vector<DcmiTopology> topology;  // every ordered pair a < b the library answered
+};
+
+// Loads libdcmi.so from `lib_dirs` in order, then the loader's default search path.
+DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs);
+
+}  // namespace xpu::discovery
+
+#endif  // XPU_KUBELETPLUGIN_DISCOVERY_VENDOR_LIBS_H_
