@@ -1,0 +1,340 @@
+// ProbeDcmi: Huawei DCMI through dlopen. Chips are enumerated card by card; a failing call is
+// recorded on its chip and the probe moves on.
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kubeletplugin/discovery/internal/dcmi_types.h"
+#include "kubeletplugin/discovery/internal/dl_library.h"
+#include "kubeletplugin/discovery/vendor_libs.h"
+
+namespace xpu::discovery {
+namespace {
+
+namespace dc = ::xpu::discovery::dcmi;
+
+constexpr const char* kDcmiFile = "libdcmi.so";
+constexpr int kMaxDevicesPerCard = 8;  // A3 has 2 NPUs (+ the MCU, not counted); guards garbage
+constexpr uint32_t kHealthAbsent = 0xFFFFFFFF;
+
+std::string_view DcmiErrorName(int rc) {
+  switch (rc) {
+    case 0:
+      return "ok";
+    case -8001:
+      return "invalid parameter";
+    case -8002:
+      return "operation not permitted";
+    case -8003:
+      return "memory operation failed";
+    case -8004:
+      return "secure function failed";
+    case -8005:
+      return "inner error";
+    case -8006:
+      return "timeout";
+    case -8007:
+      return "invalid device id";
+    case -8008:
+      return "device does not exist";
+    case -8009:
+      return "ioctl failed";
+    case -8010:
+      return "send message failed";
+    case -8011:
+      return "receive message failed";
+    case -8012:
+      return "not ready";
+    case -8013:
+      return "not supported in container";
+    case -8014:
+      return "file operation failed";
+    case -8015:
+      return "reset failed";
+    case -8016:
+      return "operation aborted";
+    case -8017:
+      return "upgrading";
+    case -8020:
+      return "resource occupied";
+    case -8022:
+      return "partition not right";
+    case -8255:
+      return "not supported";
+    default:
+      return "unknown error";
+  }
+}
+
+std::string CallError(std::string_view fn, int rc) {
+  std::string out(fn);
+  out += ": " + std::to_string(rc) + " ";
+  out += DcmiErrorName(rc);
+  return out;
+}
+
+template <size_t N>
+std::string CString(const unsigned char (&buf)[N]) {
+  const char* p = reinterpret_cast<const char*>(buf);  // NOLINT(google-readability-casting)
+  return std::string(p, strnlen(p, N));
+}
+std::string CString(const char* buf, size_t cap) { return std::string(buf, strnlen(buf, cap)); }
+
+std::string TopoTypeName(int type) {
+  switch (type) {
+    case dc::kTopoSelf:
+      return "self";
+    case dc::kTopoSys:
+      return "sys";
+    case dc::kTopoPhb:
+      return "phb";
+    case dc::kTopoHccs:
+      return "hccs";
+    case dc::kTopoPxb:
+      return "pxb";
+    case dc::kTopoPix:
+      return "pix";
+    case dc::kTopoSio:
+      return "sio";
+    case dc::kTopoHccsSw:
+      return "hccs-sw";
+    case dc::kTopoUb:
+      return "ub";
+    default:
+      return "";  // BUTT: the library does not know
+  }
+}
+
+struct DcmiApi {
+  // Required: enumeration and identity, in every DCMI since the 910 (A1) drivers.
+  dc::InitFn init = nullptr;
+  dc::GetCardListFn get_card_list = nullptr;
+  dc::GetDeviceNumInCardFn get_device_num_in_card = nullptr;
+  dc::GetDeviceLogicIdFn get_device_logic_id = nullptr;
+  dc::GetPhyIdFromLogicIdFn get_device_phyid_from_logicid = nullptr;
+  dc::GetChipInfoFn get_device_chip_info = nullptr;
+  // Optional.
+  dc::GetVersionFn get_dcmi_version = nullptr;
+  dc::GetVersionFn get_driver_version = nullptr;
+  dc::GetProductTypeFn get_product_type = nullptr;
+  dc::GetPcieInfoFn get_device_pcie_info_v2 = nullptr;
+  dc::GetHbmInfoFn get_device_hbm_info = nullptr;
+  dc::GetHealthFn get_device_health = nullptr;
+  dc::GetDeviceIpFn get_device_ip = nullptr;
+  dc::GetTopoInfoFn get_topo_info_by_device_id = nullptr;
+};
+
+std::vector<std::string> Bind(const DlLibrary& lib, DcmiApi* api,
+                              std::vector<std::string>* optional_missing) {
+  std::vector<std::string> required_missing;
+  auto* req = &required_missing;
+  lib.Bind("dcmi_init", &api->init, req);
+  lib.Bind("dcmi_get_card_list", &api->get_card_list, req);
+  lib.Bind("dcmi_get_device_num_in_card", &api->get_device_num_in_card, req);
+  lib.Bind("dcmi_get_device_logic_id", &api->get_device_logic_id, req);
+  lib.Bind("dcmi_get_device_phyid_from_logicid", &api->get_device_phyid_from_logicid, req);
+  lib.Bind("dcmi_get_device_chip_info", &api->get_device_chip_info, req);
+  auto* opt = optional_missing;
+  lib.Bind("dcmi_get_dcmi_version", &api->get_dcmi_version, opt);
+  lib.Bind("dcmi_get_driver_version", &api->get_driver_version, opt);
+  lib.Bind("dcmi_get_product_type", &api->get_product_type, opt);
+  lib.Bind("dcmi_get_device_pcie_info_v2", &api->get_device_pcie_info_v2, opt);
+  lib.Bind("dcmi_get_device_hbm_info", &api->get_device_hbm_info, opt);
+  lib.Bind("dcmi_get_device_health", &api->get_device_health, opt);
+  lib.Bind("dcmi_get_device_ip", &api->get_device_ip, opt);
+  lib.Bind("dcmi_get_topo_info_by_device_id", &api->get_topo_info_by_device_id, opt);
+  return required_missing;
+}
+
+class ChipProbe {
+ public:
+  ChipProbe(const DcmiApi& api, DcmiChip* out) : api_(api), out_(out) {}
+
+  // Returns false when the logic id could not be read: the chip then has no topology.
+  bool Run() {
+    const int card = out_->card_id, dev = out_->device_id;
+    int logic = 0;
+    if (!Ok("dcmi_get_device_logic_id", api_.get_device_logic_id(&logic, card, dev))) return false;
+    out_->logic_id = logic;
+    unsigned phy = 0;
+    int rc = api_.get_device_phyid_from_logicid(static_cast<unsigned>(logic), &phy);
+    if (!Ok("dcmi_get_device_phyid_from_logicid", rc) && gone_) return false;
+    if (rc == dc::kOk) out_->phy_id = static_cast<int>(phy);
+    dc::dcmi_chip_info chip{};
+    if (Ok("dcmi_get_device_chip_info", api_.get_device_chip_info(card, dev, &chip))) {
+      out_->chip_type = CString(chip.chip_type);
+      out_->chip_name = CString(chip.chip_name);
+      out_->chip_ver = CString(chip.chip_ver);
+      out_->aicore_count = static_cast<int>(chip.aicore_cnt);
+    }
+    if (gone_) return true;
+    if (api_.get_device_pcie_info_v2 != nullptr) {
+      dc::dcmi_pcie_info_all pcie{};
+      if (Ok("dcmi_get_device_pcie_info_v2", api_.get_device_pcie_info_v2(card, dev, &pcie))) {
+        char bdf[32];
+        std::snprintf(bdf, sizeof bdf, "%04x:%02x:%02x.%x", static_cast<unsigned>(pcie.domain),
+                      pcie.bdf_busid, pcie.bdf_deviceid, pcie.bdf_funcid);
+        out_->pci_bus_id = bdf;
+      }
+    }
+    if (gone_) return true;
+    if (api_.get_device_hbm_info != nullptr) {
+      dc::dcmi_hbm_info hbm{};
+      if (Ok("dcmi_get_device_hbm_info", api_.get_device_hbm_info(card, dev, &hbm))) {
+        out_->hbm_total_mb = hbm.memory_size;
+      }
+    }
+    if (gone_) return true;
+    if (api_.get_device_health != nullptr) {
+      unsigned health = 0;
+      if (Ok("dcmi_get_device_health", api_.get_device_health(card, dev, &health))) {
+        out_->health = health;
+      }
+    }
+    if (gone_) return true;
+    if (api_.get_device_ip != nullptr) DeviceIp();
+    return true;
+  }
+
+ private:
+  bool Ok(std::string_view fn, int rc) {
+    if (rc == dc::kOk) return true;
+    if (!out_->error.empty()) out_->error += "; ";
+    out_->error += CallError(fn, rc);
+    if (rc == dc::kErrDeviceNotExist) {
+      gone_ = true;
+      out_->health = kHealthAbsent;
+    }
+    return false;
+  }
+
+  // The RoCE port's address; PCIe cards without one answer "not supported", which is no error.
+  void DeviceIp() {
+    dc::dcmi_ip_addr ip{};
+    dc::dcmi_ip_addr mask{};
+    int rc = api_.get_device_ip(out_->card_id, out_->device_id, dc::DCMI_ROCE_PORT, 0, &ip, &mask);
+    if (rc == dc::kErrNotSupport) return;
+    if (!Ok("dcmi_get_device_ip", rc)) return;
+    char text[INET6_ADDRSTRLEN] = {};
+    bool v6 = ip.ip_type == dc::DCMI_IPADDR_TYPE_V6;
+    if (inet_ntop(
+            v6 ? AF_INET6 : AF_INET,
+            v6 ? static_cast<const void*>(ip.u_addr.ip6) : static_cast<const void*>(ip.u_addr.ip4),
+            text, sizeof text) != nullptr) {
+      out_->device_ip = text;
+    }
+  }
+
+  const DcmiApi& api_;
+  DcmiChip* out_;
+  bool gone_ = false;
+};
+
+}  // namespace
+
+DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
+  DcmiFacts facts;
+  LibraryStatus& status = facts.library;
+  status.name = "dcmi";
+  DlLibrary lib;
+  if (!lib.Open(kDcmiFile, lib_dirs, &status.error)) return facts;
+  status.path = lib.path();
+  DcmiApi api;
+  std::vector<std::string> required_missing = Bind(lib, &api, &status.missing_symbols);
+  if (!required_missing.empty()) {
+    status.error = "load " + status.path + ": missing required symbol";
+    if (required_missing.size() > 1) status.error += "s";
+    for (size_t i = 0; i < required_missing.size(); ++i) {
+      status.error += (i == 0 ? " " : ", ") + required_missing[i];
+    }
+    return facts;
+  }
+  if (int rc = api.init(); rc != dc::kOk) {
+    status.error = CallError("dcmi_init", rc);
+    return facts;
+  }
+  status.loaded = true;
+  auto library_error = [&](std::string_view fn, int rc) {
+    if (status.error.empty()) status.error = CallError(fn, rc);
+  };
+
+  char version[dc::kMaxVerLen + 1] = {};
+  if (api.get_dcmi_version != nullptr) {
+    if (int rc = api.get_dcmi_version(version, sizeof version); rc == dc::kOk) {
+      facts.dcmi_version = CString(version, sizeof version);
+    } else {
+      library_error("dcmi_get_dcmi_version", rc);
+    }
+  }
+  if (api.get_driver_version != nullptr) {
+    std::memset(version, 0, sizeof version);
+    if (int rc = api.get_driver_version(version, sizeof version); rc == dc::kOk) {
+      facts.driver_version = CString(version, sizeof version);
+    } else {
+      library_error("dcmi_get_driver_version", rc);
+    }
+  }
+
+  int card_count = 0;
+  int cards[dc::kMaxCardNum] = {};
+  if (int rc = api.get_card_list(&card_count, cards, dc::kMaxCardNum); rc != dc::kOk) {
+    library_error("dcmi_get_card_list", rc);
+    card_count = 0;
+  }
+  card_count = std::clamp(card_count, 0, dc::kMaxCardNum);
+  std::vector<bool> present;  // per chip: logic id known
+  for (int c = 0; c < card_count; ++c) {
+    int devices = 0;
+    if (int rc = api.get_device_num_in_card(cards[c], &devices); rc != dc::kOk) {
+      library_error("dcmi_get_device_num_in_card", rc);
+      continue;
+    }
+    devices = std::clamp(devices, 0, kMaxDevicesPerCard);
+    for (int d = 0; d < devices; ++d) {
+      DcmiChip& chip = facts.chips.emplace_back();
+      chip.card_id = cards[c];
+      chip.device_id = d;
+      present.push_back(ChipProbe(api, &chip).Run());
+    }
+  }
+
+  // Product type is per system, read through the first chip that answers.
+  if (api.get_product_type != nullptr) {
+    for (const DcmiChip& chip : facts.chips) {
+      char product[dc::kProductTypeLen] = {};
+      if (api.get_product_type(chip.card_id, chip.device_id, product, sizeof product) == dc::kOk) {
+        facts.product_type = CString(product, sizeof product);
+        break;
+      }
+    }
+  }
+
+  if (api.get_topo_info_by_device_id != nullptr) {
+    for (size_t i = 0; i < facts.chips.size(); ++i) {
+      for (size_t j = 0; j < facts.chips.size(); ++j) {
+        const DcmiChip& a = facts.chips[i];
+        const DcmiChip& b = facts.chips[j];
+        if (!present[i] || !present[j] || a.logic_id >= b.logic_id) continue;
+        int type = -1;
+        if (api.get_topo_info_by_device_id(a.card_id, a.device_id, b.card_id, b.device_id, &type) !=
+            dc::kOk) {
+          continue;
+        }
+        std::string name = TopoTypeName(type);
+        if (!name.empty()) facts.topology.push_back({a.logic_id, b.logic_id, std::move(name)});
+      }
+    }
+    std::sort(facts.topology.begin(), facts.topology.end(),
+              [](const DcmiTopology& x, const DcmiTopology& y) {
+                return x.a != y.a ? x.a < y.a : x.b < y.b;
+              });
+  }
+  return facts;
+}
+
+}  // namespace xpu::discovery

@@ -1,0 +1,106 @@
+// The slice of Huawei's DCMI C API (libdcmi.so, dcmi_interface_api.h) that the probe calls and the
+// fake library exports, declared here so that neither needs the Ascend driver's header. Names,
+// values and layouts follow dcmi_interface_api.h as shipped with the Ascend driver and used by
+// Ascend/mind-cluster (ascend-common/devmanager/dcmi) — hardware.md §1.6. Plain C types only.
+#ifndef XPU_KUBELETPLUGIN_DISCOVERY_INTERNAL_DCMI_TYPES_H_
+#define XPU_KUBELETPLUGIN_DISCOVERY_INTERNAL_DCMI_TYPES_H_
+
+namespace xpu::discovery::dcmi {
+
+// Return codes: 0 or DCMI_ERROR_CODE_BASE (-8000) minus a small number.
+inline constexpr int kOk = 0;
+inline constexpr int kErrInvalidParameter = -8001;
+inline constexpr int kErrOperNotPermitted = -8002;
+inline constexpr int kErrMemOperateFail = -8003;
+inline constexpr int kErrInnerErr = -8005;
+inline constexpr int kErrTimeOut = -8006;
+inline constexpr int kErrInvalidDeviceId = -8007;
+inline constexpr int kErrDeviceNotExist = -8008;
+inline constexpr int kErrIoctlFail = -8009;
+inline constexpr int kErrNotReady = -8012;
+inline constexpr int kErrNotSupportInContainer = -8013;
+inline constexpr int kErrFileOperateFail = -8014;
+inline constexpr int kErrNotSupport = -8255;
+
+inline constexpr int kMaxCardNum = 64;      // MAX_CARD_NUM
+inline constexpr int kMaxChipNameLen = 32;  // MAX_CHIP_NAME_LEN
+inline constexpr int kMaxVerLen = 255;      // MAX_VER_LEN (version buffers)
+inline constexpr int kProductTypeLen = 64;  // ASSUMED ample for dcmi_get_product_type
+
+struct dcmi_chip_info {
+  unsigned char chip_type[kMaxChipNameLen];  // "Ascend"
+  unsigned char chip_name[kMaxChipNameLen];  // "910B3"
+  unsigned char chip_ver[kMaxChipNameLen];   // "V1"
+  unsigned int aicore_cnt;
+};
+
+struct dcmi_pcie_info_all {  // dcmi_get_device_pcie_info_v2; 64 bytes
+  unsigned int venderid;
+  unsigned int subvenderid;
+  unsigned int deviceid;
+  unsigned int subdeviceid;
+  int domain;
+  unsigned int bdf_busid;
+  unsigned int bdf_deviceid;
+  unsigned int bdf_funcid;
+  unsigned char reserve[32];
+};
+
+struct dcmi_hbm_info {
+  unsigned long long memory_size;   // MB
+  unsigned int freq;                // MHz
+  unsigned long long memory_usage;  // MB
+  int temp;
+  unsigned int bandwith_util_rate;
+};
+
+enum dcmi_ip_addr_type {
+  DCMI_IPADDR_TYPE_V4 = 0,
+  DCMI_IPADDR_TYPE_V6 = 1,
+  DCMI_IPADDR_TYPE_ANY = 2
+};
+
+struct dcmi_ip_addr {
+  union {
+    unsigned char ip6[16];
+    unsigned char ip4[4];
+  } u_addr;
+  enum dcmi_ip_addr_type ip_type;
+};
+
+enum dcmi_port_type { DCMI_VNIC_PORT = 0, DCMI_ROCE_PORT = 1, DCMI_INVALID_PORT };
+
+// dcmi_get_topo_info_by_device_id types as the current header (A3-era drivers) numbers them.
+// ASSUMED for older 910B-only drivers too: their header stops at PIX (BUTT=6) and keeps the same
+// values below it; a 6 from such a driver would read as "sio". Not verified on hardware.
+inline constexpr int kTopoSelf = 0;
+inline constexpr int kTopoSys = 1;
+inline constexpr int kTopoPhb = 2;
+inline constexpr int kTopoHccs = 3;
+inline constexpr int kTopoPxb = 4;
+inline constexpr int kTopoPix = 5;
+inline constexpr int kTopoSio = 6;
+inline constexpr int kTopoHccsSw = 7;
+inline constexpr int kTopoUb = 8;
+
+// Function types, one per symbol.
+using InitFn = int (*)();
+using GetVersionFn = int (*)(char*, unsigned int);  // dcmi_get_dcmi_version, ..._driver_version
+using GetCardListFn = int (*)(int* card_num, int* card_list, int list_len);
+using GetDeviceNumInCardFn = int (*)(int card_id, int* device_num);
+using GetDeviceIdInCardFn = int (*)(int card_id, int* device_id_max, int* mcu_id, int* cpu_id);
+using GetDeviceLogicIdFn = int (*)(int* device_logic_id, int card_id, int device_id);
+using GetPhyIdFromLogicIdFn = int (*)(unsigned int logicid, unsigned int* phyid);
+using GetChipInfoFn = int (*)(int card_id, int device_id, dcmi_chip_info* chip_info);
+using GetPcieInfoFn = int (*)(int card_id, int device_id, dcmi_pcie_info_all* pcie_info);
+using GetHbmInfoFn = int (*)(int card_id, int device_id, dcmi_hbm_info* hbm_info);
+using GetHealthFn = int (*)(int card_id, int device_id, unsigned int* health);
+using GetDeviceIpFn = int (*)(int card_id, int device_id, enum dcmi_port_type input_type,
+                              int port_id, dcmi_ip_addr* ip, dcmi_ip_addr* mask);
+using GetProductTypeFn = int (*)(int card_id, int device_id, char* product_type_str, int buf_size);
+using GetTopoInfoFn = int (*)(int card_id1, int device_id1, int card_id2, int device_id2,
+                              int* topo_type);
+
+}  // namespace xpu::discovery::dcmi
+
+#endif  // XPU_KUBELETPLUGIN_DISCOVERY_INTERNAL_DCMI_TYPES_H_

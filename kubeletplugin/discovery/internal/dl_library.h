@@ -1,0 +1,45 @@
+// A dlopen'ed vendor library: found in a list of folders, then on the loader's default path, with
+// RTLD_NOW | RTLD_LOCAL; closed when the object goes away. Symbols are looked up by name into typed
+// function pointers. Not thread-safe; one probe owns one object.
+#ifndef XPU_KUBELETPLUGIN_DISCOVERY_INTERNAL_DL_LIBRARY_H_
+#define XPU_KUBELETPLUGIN_DISCOVERY_INTERNAL_DL_LIBRARY_H_
+
+#include <string>
+#include <vector>
+
+namespace xpu::discovery {
+
+class DlLibrary {
+ public:
+  DlLibrary() = default;
+  ~DlLibrary();
+  DlLibrary(const DlLibrary&) = delete;
+  DlLibrary& operator=(const DlLibrary&) = delete;
+
+  // Tries `<dir>/<file_name>` for each dir in order (skipping files that do not exist), then the
+  // bare `file_name`. On failure returns false and sets *error to a message naming every place
+  // tried and the loader's last complaint.
+  bool Open(const std::string& file_name, const std::vector<std::string>& dirs, std::string* error);
+
+  // The file dlopen loaded (from dlinfo/dladdr when it came from the default path).
+  const std::string& path() const { return path_; }
+  bool is_open() const { return handle_ != nullptr; }
+
+  // The address of `name`, or nullptr.
+  void* Symbol(const char* name) const;
+
+  // Looks `name` up into *fn; on a miss appends `name` to *missing and leaves *fn null.
+  template <typename Fn>
+  void Bind(const char* name, Fn* fn, std::vector<std::string>* missing) const {
+    *fn = reinterpret_cast<Fn>(Symbol(name));  // NOLINT(google-readability-casting): dlsym
+    if (*fn == nullptr) missing->emplace_back(name);
+  }
+
+ private:
+  void* handle_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace xpu::discovery
+
+#endif  // XPU_KUBELETPLUGIN_DISCOVERY_INTERNAL_DL_LIBRARY_H_

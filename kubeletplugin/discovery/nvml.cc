@@ -1,0 +1,477 @@
+// ProbeNvml: NVML through dlopen. Every call's result is checked; a failing call is recorded on its
+// device and the probe moves on, so one broken GPU never hides the others.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <iterator>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kubeletplugin/discovery/internal/dl_library.h"
+#include "kubeletplugin/discovery/internal/nvml_types.h"
+#include "kubeletplugin/discovery/vendor_libs.h"
+
+namespace xpu::discovery {
+namespace {
+
+namespace nv = ::xpu::discovery::nvml;
+
+constexpr const char* kNvmlFile = "libnvidia-ml.so.1";
+constexpr unsigned kMaxDevices = 1024;  // more than any node has; guards a garbage count
+constexpr unsigned kMaxEvents = 4096;   // per probe, in case a library never reports "timeout"
+// XIDs the NVIDIA device plugin treats as application errors, not device faults (hardware.md §2.6).
+constexpr unsigned long long kApplicationXids[] = {13, 31, 43, 45, 68, 109};
+
+// nvmlErrorString's text, lower case, for the codes NVML defines.
+std::string_view NvmlErrorName(nv::nvmlReturn_t rc) {
+  switch (rc) {
+    case 0:
+      return "success";
+    case 1:
+      return "uninitialized";
+    case 2:
+      return "invalid argument";
+    case 3:
+      return "not supported";
+    case 4:
+      return "insufficient permissions";
+    case 5:
+      return "already initialized";
+    case 6:
+      return "not found";
+    case 7:
+      return "insufficient size";
+    case 8:
+      return "insufficient external power";
+    case 9:
+      return "driver not loaded";
+    case 10:
+      return "timeout";
+    case 11:
+      return "interrupt request issue";
+    case 12:
+      return "nvml shared library not found";
+    case 13:
+      return "function not found";
+    case 14:
+      return "corrupted inforom";
+    case 15:
+      return "gpu is lost";
+    case 16:
+      return "gpu requires restart";
+    case 17:
+      return "the operating system has blocked the request";
+    case 18:
+      return "rm has detected an nvml/rm version mismatch";
+    case 19:
+      return "in use by another client";
+    case 20:
+      return "insufficient memory";
+    case 21:
+      return "no data";
+    case 22:
+      return "vgpu ecc not supported";
+    case 23:
+      return "insufficient resources";
+    case 24:
+      return "frequency not supported";
+    case 25:
+      return "argument version mismatch";
+    case 26:
+      return "deprecated";
+    case 27:
+      return "not ready";
+    case 28:
+      return "gpu not found";
+    case 29:
+      return "invalid state";
+    default:
+      return "unknown error";
+  }
+}
+
+std::string CallError(std::string_view fn, nv::nvmlReturn_t rc) {
+  std::string out(fn);
+  out += ": " + std::to_string(rc) + " ";
+  out += NvmlErrorName(rc);
+  return out;
+}
+
+std::string CString(const char* buf, size_t cap) { return std::string(buf, strnlen(buf, cap)); }
+
+// NVML spells the domain with 8 hex digits ("00000000:13:00.0"), sysfs with 4, in lower case.
+std::string NormaliseBusId(const char* bus_id, size_t cap) {
+  std::string raw = CString(bus_id, cap);
+  unsigned domain = 0, bus = 0, slot = 0, function = 0;
+  if (std::sscanf(raw.c_str(), "%x:%x:%x.%x", &domain, &bus, &slot, &function) != 4) return raw;
+  char out[32];
+  std::snprintf(out, sizeof out, "%04x:%02x:%02x.%x", domain, bus, slot, function);
+  return out;
+}
+
+// Canonical 8-4-4-4-12 text, or empty for the all-zero UUID of a GPU outside any fabric.
+std::string FormatUuid(const unsigned char (&uuid)[16]) {
+  bool all_zero = true;
+  for (unsigned char c : uuid) all_zero = all_zero && c == 0;
+  if (all_zero) return "";
+  std::string out;
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+    std::snprintf(hex, sizeof hex, "%02x", uuid[i]);
+    out += hex;
+  }
+  return out;
+}
+
+std::string FabricStateName(nv::nvmlGpuFabricState_t state) {
+  switch (state) {
+    case nv::kFabricStateNotSupported:
+      return "not-supported";
+    case nv::kFabricStateNotStarted:
+      return "not-started";
+    case nv::kFabricStateInProgress:
+      return "in-progress";
+    case nv::kFabricStateCompleted:
+      return "completed";
+    default:
+      return "unknown";
+  }
+}
+
+std::string RemoteTypeName(nv::nvmlIntNvLinkDeviceType_t type) {
+  switch (type) {
+    case 0:
+      return "gpu";
+    case 1:
+      return "ibmnpu";
+    case 2:
+      return "switch";
+    default:
+      return "unknown";
+  }
+}
+
+struct NvmlApi {
+  // Required: present in every driver this project supports (R450+).
+  nv::InitFn init = nullptr;
+  nv::InitFn shutdown = nullptr;
+  nv::SystemGetStringFn system_get_driver_version = nullptr;
+  nv::DeviceGetCountFn device_get_count = nullptr;
+  nv::DeviceGetHandleByIndexFn device_get_handle_by_index = nullptr;
+  nv::DeviceGetStringFn device_get_name = nullptr;
+  nv::DeviceGetStringFn device_get_uuid = nullptr;
+  nv::DeviceGetPciInfoFn device_get_pci_info = nullptr;
+  nv::DeviceGetMemoryInfoFn device_get_memory_info = nullptr;
+  nv::DeviceGetCudaComputeCapabilityFn device_get_cuda_compute_capability = nullptr;
+  nv::DeviceGetUintFn device_get_minor_number = nullptr;
+  // Optional: newer drivers, or features some builds leave out.
+  nv::SystemGetCudaDriverVersionFn system_get_cuda_driver_version = nullptr;
+  nv::DeviceGetMemoryInfoV2Fn device_get_memory_info_v2 = nullptr;
+  nv::DeviceGetUintFn device_get_numa_node_id = nullptr;
+  nv::DeviceGetNvLinkStateFn device_get_nvlink_state = nullptr;
+  nv::DeviceGetNvLinkRemotePciInfoFn device_get_nvlink_remote_pci_info = nullptr;
+  nv::DeviceGetNvLinkRemoteDeviceTypeFn device_get_nvlink_remote_device_type = nullptr;
+  nv::DeviceGetGpuFabricInfoFn device_get_gpu_fabric_info = nullptr;
+  nv::EventSetCreateFn event_set_create = nullptr;
+  nv::DeviceRegisterEventsFn device_register_events = nullptr;
+  nv::EventSetWaitFn event_set_wait = nullptr;
+  nv::EventSetFreeFn event_set_free = nullptr;
+};
+
+// Binds every symbol; returns the required ones that are missing.
+std::vector<std::string> Bind(const DlLibrary& lib, NvmlApi* api,
+                              std::vector<std::string>* optional_missing) {
+  std::vector<std::string> required_missing;
+  auto* req = &required_missing;
+  lib.Bind("nvmlInit_v2", &api->init, req);
+  lib.Bind("nvmlShutdown", &api->shutdown, req);
+  lib.Bind("nvmlSystemGetDriverVersion", &api->system_get_driver_version, req);
+  lib.Bind("nvmlDeviceGetCount_v2", &api->device_get_count, req);
+  lib.Bind("nvmlDeviceGetHandleByIndex_v2", &api->device_get_handle_by_index, req);
+  lib.Bind("nvmlDeviceGetName", &api->device_get_name, req);
+  lib.Bind("nvmlDeviceGetUUID", &api->device_get_uuid, req);
+  lib.Bind("nvmlDeviceGetPciInfo_v3", &api->device_get_pci_info, req);
+  lib.Bind("nvmlDeviceGetMemoryInfo", &api->device_get_memory_info, req);
+  lib.Bind("nvmlDeviceGetCudaComputeCapability", &api->device_get_cuda_compute_capability, req);
+  lib.Bind("nvmlDeviceGetMinorNumber", &api->device_get_minor_number, req);
+  auto* opt = optional_missing;
+  lib.Bind("nvmlSystemGetCudaDriverVersion_v2", &api->system_get_cuda_driver_version, opt);
+  lib.Bind("nvmlDeviceGetMemoryInfo_v2", &api->device_get_memory_info_v2, opt);
+  lib.Bind("nvmlDeviceGetNumaNodeId", &api->device_get_numa_node_id, opt);
+  lib.Bind("nvmlDeviceGetNvLinkState", &api->device_get_nvlink_state, opt);
+  lib.Bind("nvmlDeviceGetNvLinkRemotePciInfo_v2", &api->device_get_nvlink_remote_pci_info, opt);
+  lib.Bind("nvmlDeviceGetNvLinkRemoteDeviceType", &api->device_get_nvlink_remote_device_type, opt);
+  lib.Bind("nvmlDeviceGetGpuFabricInfo", &api->device_get_gpu_fabric_info, opt);
+  lib.Bind("nvmlEventSetCreate", &api->event_set_create, opt);
+  lib.Bind("nvmlDeviceRegisterEvents", &api->device_register_events, opt);
+  lib.Bind("nvmlEventSetWait_v2", &api->event_set_wait, opt);
+  lib.Bind("nvmlEventSetFree", &api->event_set_free, opt);
+  return required_missing;
+}
+
+// One device's calls: each failure is appended to `error`; a lost GPU stops the rest.
+class DeviceProbe {
+ public:
+  DeviceProbe(const NvmlApi& api, nv::nvmlDevice_t handle, NvmlDevice* out)
+      : api_(api), handle_(handle), out_(out) {}
+
+  void Run() {
+    char buf[nv::kDeviceUuidV2BufferSize] = {};
+    if (!Ok("nvmlDeviceGetUUID", api_.device_get_uuid(handle_, buf, sizeof buf))) return;
+    out_->uuid = CString(buf, sizeof buf);
+    if (!Ok("nvmlDeviceGetName", api_.device_get_name(handle_, buf, sizeof buf))) return;
+    out_->name = CString(buf, sizeof buf);
+    nv::nvmlPciInfo_t pci{};
+    if (!Ok("nvmlDeviceGetPciInfo_v3", api_.device_get_pci_info(handle_, &pci))) return;
+    out_->pci_bus_id = NormaliseBusId(pci.busId, sizeof pci.busId);
+    unsigned minor = 0;
+    if (!Ok("nvmlDeviceGetMinorNumber", api_.device_get_minor_number(handle_, &minor))) return;
+    out_->minor_number = static_cast<int>(minor);
+    int cc_major = 0, cc_minor = 0;
+    nv::nvmlReturn_t rc = api_.device_get_cuda_compute_capability(handle_, &cc_major, &cc_minor);
+    if (!Ok("nvmlDeviceGetCudaComputeCapability", rc)) return;
+    out_->cc_major = cc_major;
+    out_->cc_minor = cc_minor;
+    if (!Memory() || !Numa() || !Links()) return;
+    Fabric();
+  }
+
+  bool lost() const { return lost_; }
+
+ private:
+  // Records a failure; false when the caller should stop (the call failed).
+  bool Ok(std::string_view fn, nv::nvmlReturn_t rc) {
+    if (rc == nv::kSuccess) return true;
+    if (!out_->error.empty()) out_->error += "; ";
+    out_->error += CallError(fn, rc);
+    if (rc == nv::kErrorGpuIsLost) {
+      lost_ = true;
+      out_->healthy = false;
+    }
+    return false;
+  }
+
+  // _v2 first: its total matches what nvidia-smi shows on R510+; v1 on older drivers.
+  bool Memory() {
+    if (api_.device_get_memory_info_v2 != nullptr) {
+      nv::nvmlMemory_v2_t m{};
+      m.version = nv::kMemoryV2Version;
+      nv::nvmlReturn_t rc = api_.device_get_memory_info_v2(handle_, &m);
+      if (rc == nv::kSuccess) {
+        out_->memory_bytes = m.total;
+        return true;
+      }
+      if (rc == nv::kErrorGpuIsLost) return Ok("nvmlDeviceGetMemoryInfo_v2", rc);
+    }
+    nv::nvmlMemory_t m{};
+    if (!Ok("nvmlDeviceGetMemoryInfo", api_.device_get_memory_info(handle_, &m))) return !lost_;
+    out_->memory_bytes = m.total;
+    return true;
+  }
+
+  // "Not supported" is the normal answer in a VM (the H200 record): the node stays unknown.
+  bool Numa() {
+    if (api_.device_get_numa_node_id == nullptr) return true;
+    unsigned node = 0;
+    nv::nvmlReturn_t rc = api_.device_get_numa_node_id(handle_, &node);
+    if (rc == nv::kSuccess) {
+      out_->numa_node = static_cast<int>(node);
+    } else if (rc != nv::kErrorNotSupported) {
+      Ok("nvmlDeviceGetNumaNodeId", rc);
+    }
+    return !lost_;
+  }
+
+  // Links are probed upwards until the first invalid-argument (no such link) or not-supported
+  // (no NVLink at all, or a passthrough GPU), as nvidia-smi does.
+  bool Links() {
+    if (api_.device_get_nvlink_state == nullptr) return true;
+    for (unsigned link = 0; link < nv::kNvLinkMaxLinks; ++link) {
+      nv::nvmlEnableState_t state = 0;
+      nv::nvmlReturn_t rc = api_.device_get_nvlink_state(handle_, link, &state);
+      if (rc == nv::kErrorInvalidArgument || rc == nv::kErrorNotSupported) break;
+      if (!Ok("nvmlDeviceGetNvLinkState", rc)) return !lost_;
+      NvmlLink l;
+      l.link = static_cast<int>(link);
+      l.active = state != 0;
+      l.remote_type = "unknown";
+      if (api_.device_get_nvlink_remote_pci_info != nullptr) {
+        nv::nvmlPciInfo_t remote{};
+        rc = api_.device_get_nvlink_remote_pci_info(handle_, link, &remote);
+        if (rc == nv::kSuccess) {
+          l.remote_pci_bus_id = NormaliseBusId(remote.busId, sizeof remote.busId);
+        } else if (l.active || rc == nv::kErrorGpuIsLost) {
+          // An inactive link has no remote end to report; only an active one's failure counts.
+          Ok("nvmlDeviceGetNvLinkRemotePciInfo_v2", rc);
+          if (lost_) return false;
+        }
+      }
+      if (api_.device_get_nvlink_remote_device_type != nullptr) {
+        nv::nvmlIntNvLinkDeviceType_t type = 0;
+        rc = api_.device_get_nvlink_remote_device_type(handle_, link, &type);
+        if (rc == nv::kSuccess) l.remote_type = RemoteTypeName(type);
+        if (rc == nv::kErrorGpuIsLost) return Ok("nvmlDeviceGetNvLinkRemoteDeviceType", rc);
+      }
+      out_->links.push_back(std::move(l));
+    }
+    return true;
+  }
+
+  void Fabric() {
+    if (api_.device_get_gpu_fabric_info == nullptr) return;
+    nv::nvmlGpuFabricInfo_t info{};
+    nv::nvmlReturn_t rc = api_.device_get_gpu_fabric_info(handle_, &info);
+    if (rc == nv::kErrorNotSupported) {
+      out_->fabric_state = FabricStateName(nv::kFabricStateNotSupported);
+      return;
+    }
+    if (!Ok("nvmlDeviceGetGpuFabricInfo", rc)) return;
+    out_->fabric_state = FabricStateName(info.state);
+    out_->cluster_uuid = FormatUuid(info.clusterUuid);
+    // The NVIDIA DRA driver's rule (hardware.md §2.4): a clique only once registration completed
+    // successfully and the GPU sits in a real cluster.
+    if (info.state == nv::kFabricStateCompleted) {
+      if (info.status != nv::kSuccess) {
+        Ok("nvmlDeviceGetGpuFabricInfo: fabric status", info.status);
+      } else if (!out_->cluster_uuid.empty()) {
+        out_->clique_id = info.cliqueId;
+      }
+    }
+  }
+
+  const NvmlApi& api_;
+  nv::nvmlDevice_t handle_;
+  NvmlDevice* out_;
+  bool lost_ = false;
+};
+
+// Critical XIDs queued for the devices since registration. A one-shot probe sees only what
+// arrives while it runs (NVML keeps no history); the fake delivers its fixture's XIDs at once.
+// Errors here are not device errors: health watching is best-effort on top of discovery.
+class XidWatch {
+ public:
+  explicit XidWatch(const NvmlApi& api) : api_(api) {
+    const bool available = api.event_set_create != nullptr &&
+                           api.device_register_events != nullptr && api.event_set_wait != nullptr &&
+                           api.event_set_free != nullptr;
+    if (available && api_.event_set_create(&set_) != nv::kSuccess) set_ = nullptr;
+  }
+  ~XidWatch() {
+    if (set_ != nullptr) api_.event_set_free(set_);
+  }
+  XidWatch(const XidWatch&) = delete;
+  XidWatch& operator=(const XidWatch&) = delete;
+
+  void Register(nv::nvmlDevice_t handle, size_t device) {
+    if (set_ == nullptr) return;
+    // Not supported on some boards (GeForce, some VMs): that device is simply not watched.
+    if (api_.device_register_events(handle, nv::kEventTypeXidCriticalError, set_) == nv::kSuccess) {
+      devices_[handle] = device;
+    }
+  }
+
+  void Drain(std::vector<NvmlDevice>* devices) {
+    if (set_ == nullptr) return;
+    for (unsigned n = 0; n < kMaxEvents; ++n) {
+      nv::nvmlEventData_t event{};
+      if (api_.event_set_wait(set_, &event, 0) != nv::kSuccess) break;  // timeout: queue empty
+      auto it = devices_.find(event.device);
+      if (it == devices_.end() || (event.eventType & nv::kEventTypeXidCriticalError) == 0) continue;
+      if (std::find(std::begin(kApplicationXids), std::end(kApplicationXids), event.eventData) !=
+          std::end(kApplicationXids)) {
+        continue;
+      }
+      NvmlDevice& d = (*devices)[it->second];
+      d.healthy = false;
+      d.xid_events.push_back(event.eventData);
+    }
+  }
+
+ private:
+  const NvmlApi& api_;
+  nv::nvmlEventSet_t set_ = nullptr;
+  std::map<nv::nvmlDevice_t, size_t> devices_;
+};
+
+}  // namespace
+
+NvmlFacts ProbeNvml(const std::vector<std::string>& lib_dirs) {
+  NvmlFacts facts;
+  LibraryStatus& status = facts.library;
+  status.name = "nvml";
+  DlLibrary lib;
+  if (!lib.Open(kNvmlFile, lib_dirs, &status.error)) return facts;
+  status.path = lib.path();
+  NvmlApi api;
+  std::vector<std::string> required_missing = Bind(lib, &api, &status.missing_symbols);
+  if (!required_missing.empty()) {
+    status.error = "load " + status.path + ": missing required symbol";
+    if (required_missing.size() > 1) status.error += "s";
+    for (size_t i = 0; i < required_missing.size(); ++i) {
+      status.error += (i == 0 ? " " : ", ") + required_missing[i];
+    }
+    return facts;
+  }
+  if (nv::nvmlReturn_t rc = api.init(); rc != nv::kSuccess) {
+    status.error = CallError("nvmlInit_v2", rc);
+    return facts;
+  }
+  status.loaded = true;
+  auto library_error = [&](std::string_view fn, nv::nvmlReturn_t rc) {
+    if (status.error.empty()) status.error = CallError(fn, rc);
+  };
+
+  char version[nv::kSystemDriverVersionBufferSize] = {};
+  if (nv::nvmlReturn_t rc = api.system_get_driver_version(version, sizeof version);
+      rc == nv::kSuccess) {
+    facts.driver_version = CString(version, sizeof version);
+  } else {
+    library_error("nvmlSystemGetDriverVersion", rc);
+  }
+  if (api.system_get_cuda_driver_version != nullptr) {
+    int cuda = 0;
+    nv::nvmlReturn_t rc = api.system_get_cuda_driver_version(&cuda);
+    if (rc == nv::kSuccess) {
+      facts.cuda_driver_version = cuda;
+    } else {
+      library_error("nvmlSystemGetCudaDriverVersion_v2", rc);
+    }
+  }
+
+  unsigned count = 0;
+  if (nv::nvmlReturn_t rc = api.device_get_count(&count); rc != nv::kSuccess) {
+    library_error("nvmlDeviceGetCount_v2", rc);
+    count = 0;
+  }
+  if (count > kMaxDevices) count = kMaxDevices;
+  {
+    // Handles first, so that XIDs raised while the rest is read are caught.
+    XidWatch watch(api);
+    std::vector<nv::nvmlDevice_t> handles(count, nullptr);
+    facts.devices.resize(count);
+    for (unsigned i = 0; i < count; ++i) {
+      NvmlDevice& d = facts.devices[i];
+      d.index = static_cast<int>(i);
+      nv::nvmlReturn_t rc = api.device_get_handle_by_index(i, &handles[i]);
+      if (rc != nv::kSuccess) {
+        handles[i] = nullptr;
+        d.error = CallError("nvmlDeviceGetHandleByIndex_v2", rc);
+        d.healthy = rc != nv::kErrorGpuIsLost;
+        continue;
+      }
+      watch.Register(handles[i], i);
+    }
+    for (unsigned i = 0; i < count; ++i) {
+      if (handles[i] == nullptr) continue;
+      DeviceProbe(api, handles[i], &facts.devices[i]).Run();
+    }
+    watch.Drain(&facts.devices);
+  }
+  api.shutdown();  // its result changes nothing: the facts are read, the library goes
+  return facts;
+}
+
+}  // namespace xpu::discovery

@@ -1,0 +1,341 @@
+// A fake libdcmi.so for tests: the DCMI functions ProbeDcmi calls (and a few neighbours), with
+// DCMI's signatures and return codes, answering from the fixture JSON named by $XPU_FAKE_DCMI_JSON
+// (e2e/fixtures/hosts/README.md, "fake-vendor/dcmi.json"), re-read on every dcmi_init. Faults
+// honoured, all by logic id: `init` (dcmi_init fails with that code), `deviceGone` (every call for
+// the chip answers -8008 DEVICE_NOT_EXIST), `unhealthy` (dcmi_get_device_health answers 2, major,
+// unless the fixture gives a worse value), `linkDown` (dcmi_get_device_network_health answers
+// DETECT_UNREACH), `callErrors` (that function answers that code for that chip). A missing
+// variable or unreadable file makes dcmi_init fail with -8005 (inner error) and a line on stderr.
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "kubeletplugin/discovery/internal/dcmi_types.h"
+
+namespace dc = ::xpu::discovery::dcmi;
+
+namespace {
+
+struct State {
+  std::mutex mu;
+  bool initialized = false;
+  nlohmann::json doc;
+  std::set<int> gone, unhealthy, links_down;
+  std::map<std::pair<int, std::string>, int> call_errors;  // (logic id, function) -> code
+};
+
+State& S() {
+  static State state;  // destroyed by dlclose, so nothing leaks across tests
+  return state;
+}
+
+int Load(State& s) {
+  s.initialized = false;
+  const char* path = std::getenv("XPU_FAKE_DCMI_JSON");
+  if (path == nullptr || *path == '\0') {
+    std::fprintf(stderr, "fake dcmi: XPU_FAKE_DCMI_JSON is not set\n");
+    return dc::kErrInnerErr;
+  }
+  try {
+    std::ifstream in(path);
+    if (!in) {
+      std::fprintf(stderr, "fake dcmi: cannot read %s\n", path);
+      return dc::kErrInnerErr;
+    }
+    nlohmann::json doc = nlohmann::json::parse(in);
+    const nlohmann::json faults = doc.value("faults", nlohmann::json::object());
+    if (faults.contains("init") && !faults["init"].is_null()) return faults["init"].get<int>();
+    s.gone = faults.value("deviceGone", std::set<int>{});
+    s.unhealthy = faults.value("unhealthy", std::set<int>{});
+    s.links_down = faults.value("linkDown", std::set<int>{});
+    s.call_errors.clear();
+    for (const nlohmann::json& e : faults.value("callErrors", nlohmann::json::array())) {
+      s.call_errors[{e.at("logicId").get<int>(), e.at("function").get<std::string>()}] =
+          e.at("code").get<int>();
+    }
+    s.doc = std::move(doc);
+    s.initialized = true;
+    return dc::kOk;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fake dcmi: %s: %s\n", path, e.what());
+    return dc::kErrInnerErr;
+  }
+}
+
+// The chip at (card, device) for function `fn`, after the faults: kOk and *chip set, or the code
+// the real library would give.
+int FindChip(State& s, int card, int device, const char* fn, const nlohmann::json** chip) {
+  if (!s.initialized) return dc::kErrNotReady;
+  for (const nlohmann::json& c : s.doc.at("chips")) {
+    if (c.at("cardId").get<int>() != card || c.at("deviceId").get<int>() != device) continue;
+    int logic = c.at("logicId").get<int>();
+    if (s.gone.count(logic) != 0) return dc::kErrDeviceNotExist;
+    auto it = s.call_errors.find({logic, fn});
+    if (it != s.call_errors.end()) return it->second;
+    *chip = &c;
+    return dc::kOk;
+  }
+  return dc::kErrInvalidDeviceId;
+}
+
+int CopyString(const std::string& value, char* buf, long long len) {
+  if (buf == nullptr || len <= 0) return dc::kErrInvalidParameter;
+  if (static_cast<long long>(value.size()) + 1 > len) return dc::kErrInvalidParameter;
+  std::memcpy(buf, value.c_str(), value.size() + 1);
+  return dc::kOk;
+}
+
+template <size_t N>
+void CopyField(const std::string& value, unsigned char (&out)[N]) {
+  std::memset(out, 0, N);
+  std::memcpy(out, value.data(), std::min(value.size(), N - 1));
+}
+
+}  // namespace
+
+#define XPU_FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+XPU_FAKE_EXPORT int dcmi_init() {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return Load(s);
+}
+
+XPU_FAKE_EXPORT int dcmi_get_dcmi_version(char* dcmi_ver, unsigned int len) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized) return dc::kErrNotReady;
+  return CopyString(s.doc.value("dcmiVersion", ""), dcmi_ver, len);
+}
+
+XPU_FAKE_EXPORT int dcmi_get_driver_version(char* driver_ver, unsigned int len) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!s.initialized) return dc::kErrNotReady;
+  return CopyString(s.doc.value("driverVersion", ""), driver_ver, len);
+}
+
+XPU_FAKE_EXPORT int dcmi_get_card_list(int* card_num, int* card_list, int list_len) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (card_num == nullptr || card_list == nullptr) return dc::kErrInvalidParameter;
+  if (!s.initialized) return dc::kErrNotReady;
+  const nlohmann::json& cards = s.doc.at("cards");
+  if (static_cast<int>(cards.size()) > list_len) return dc::kErrInvalidParameter;
+  *card_num = 0;
+  for (const nlohmann::json& c : cards) card_list[(*card_num)++] = c.at("cardId").get<int>();
+  return dc::kOk;
+}
+
+namespace {
+const nlohmann::json* FindCard(State& s, int card_id) {
+  for (const nlohmann::json& c : s.doc.at("cards")) {
+    if (c.at("cardId").get<int>() == card_id) return &c;
+  }
+  return nullptr;
+}
+}  // namespace
+
+XPU_FAKE_EXPORT int dcmi_get_device_num_in_card(int card_id, int* device_num) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (device_num == nullptr) return dc::kErrInvalidParameter;
+  if (!s.initialized) return dc::kErrNotReady;
+  const nlohmann::json* card = FindCard(s, card_id);
+  if (card == nullptr) return dc::kErrInvalidDeviceId;
+  *device_num = static_cast<int>(card->at("npuDeviceIds").size());
+  return dc::kOk;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_id_in_card(int card_id, int* device_id_max, int* mcu_id,
+                                               int* cpu_id) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (device_id_max == nullptr || mcu_id == nullptr || cpu_id == nullptr) {
+    return dc::kErrInvalidParameter;
+  }
+  if (!s.initialized) return dc::kErrNotReady;
+  const nlohmann::json* card = FindCard(s, card_id);
+  if (card == nullptr) return dc::kErrInvalidDeviceId;
+  *device_id_max = static_cast<int>(card->at("npuDeviceIds").size());
+  *mcu_id = card->value("mcuDeviceId", -1);
+  *cpu_id = -1;
+  return dc::kOk;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_logic_id(int* device_logic_id, int card_id, int device_id) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (device_logic_id == nullptr) return dc::kErrInvalidParameter;
+  const nlohmann::json* chip = nullptr;
+  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_logic_id", &chip);
+  if (rc == dc::kOk) *device_logic_id = chip->at("logicId").get<int>();
+  return rc;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int* phyid) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (phyid == nullptr) return dc::kErrInvalidParameter;
+  if (!s.initialized) return dc::kErrNotReady;
+  for (const nlohmann::json& c : s.doc.at("chips")) {
+    if (c.at("logicId").get<unsigned>() != logicid) continue;
+    auto it = s.call_errors.find({static_cast<int>(logicid), "dcmi_get_device_phyid_from_logicid"});
+    if (it != s.call_errors.end()) return it->second;
+    if (s.gone.count(static_cast<int>(logicid)) != 0) return dc::kErrDeviceNotExist;
+    *phyid = c.at("phyId").get<unsigned>();
+    return dc::kOk;
+  }
+  return dc::kErrInvalidDeviceId;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_logicid_from_phyid(unsigned int phyid, unsigned int* logicid) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (logicid == nullptr) return dc::kErrInvalidParameter;
+  if (!s.initialized) return dc::kErrNotReady;
+  for (const nlohmann::json& c : s.doc.at("chips")) {
+    if (c.at("phyId").get<unsigned>() != phyid) continue;
+    *logicid = c.at("logicId").get<unsigned>();
+    return dc::kOk;
+  }
+  return dc::kErrInvalidDeviceId;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_chip_info(int card_id, int device_id,
+                                              dc::dcmi_chip_info* chip_info) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (chip_info == nullptr) return dc::kErrInvalidParameter;
+  const nlohmann::json* chip = nullptr;
+  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_chip_info", &chip);
+  if (rc != dc::kOk) return rc;
+  CopyField(chip->value("chipType", ""), chip_info->chip_type);
+  CopyField(chip->value("chipName", ""), chip_info->chip_name);
+  CopyField(chip->value("chipVer", ""), chip_info->chip_ver);
+  chip_info->aicore_cnt = chip->value("aicoreCount", 0U);
+  return dc::kOk;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_pcie_info_v2(int card_id, int device_id,
+                                                 dc::dcmi_pcie_info_all* pcie_info) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (pcie_info == nullptr) return dc::kErrInvalidParameter;
+  const nlohmann::json* chip = nullptr;
+  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_pcie_info_v2", &chip);
+  if (rc != dc::kOk) return rc;
+  *pcie_info = dc::dcmi_pcie_info_all{};
+  unsigned domain = 0, bus = 0, slot = 0, function = 0;
+  if (std::sscanf(chip->value("pciBusId", "").c_str(), "%x:%x:%x.%x", &domain, &bus, &slot,
+                  &function) != 4) {
+    return dc::kErrNotSupport;
+  }
+  pcie_info->venderid = 0x19e5;
+  pcie_info->deviceid = chip->value("pciDeviceId", 0U);
+  pcie_info->domain = static_cast<int>(domain);
+  pcie_info->bdf_busid = bus;
+  pcie_info->bdf_deviceid = slot;
+  pcie_info->bdf_funcid = function;
+  return dc::kOk;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_hbm_info(int card_id, int device_id,
+                                             dc::dcmi_hbm_info* hbm_info) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (hbm_info == nullptr) return dc::kErrInvalidParameter;
+  const nlohmann::json* chip = nullptr;
+  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_hbm_info", &chip);
+  if (rc != dc::kOk) return rc;
+  const nlohmann::json hbm = chip->value("hbm", nlohmann::json::object());
+  *hbm_info = dc::dcmi_hbm_info{};
+  hbm_info->memory_size = hbm.value("totalMB", 0ULL);
+  hbm_info->memory_usage = hbm.value("usedMB", 0ULL);
+  return dc::kOk;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_health(int card_id, int device_id, unsigned int* health) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (health == nullptr) return dc::kErrInvalidParameter;
+  const nlohmann::json* chip = nullptr;
+  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_health", &chip);
+  if (rc != dc::kOk) return rc;
+  *health = chip->value("health", 0U);
+  if (s.unhealthy.count(chip->at("logicId").get<int>()) != 0 && *health < 2) *health = 2;
+  return dc::kOk;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_ip(int card_id, int device_id,
+                                       enum dc::dcmi_port_type input_type, int port_id,
+                                       dc::dcmi_ip_addr* ip, dc::dcmi_ip_addr* mask) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (ip == nullptr || mask == nullptr || input_type >= dc::DCMI_INVALID_PORT || port_id != 0) {
+    return dc::kErrInvalidParameter;
+  }
+  const nlohmann::json* chip = nullptr;
+  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_ip", &chip);
+  if (rc != dc::kOk) return rc;
+  std::string text = chip->value("deviceIp", "");
+  if (input_type != dc::DCMI_ROCE_PORT || text.empty()) return dc::kErrNotSupport;
+  *ip = dc::dcmi_ip_addr{};
+  *mask = dc::dcmi_ip_addr{};
+  if (inet_pton(AF_INET, text.c_str(), ip->u_addr.ip4) != 1) return dc::kErrInnerErr;
+  ip->ip_type = dc::DCMI_IPADDR_TYPE_V4;
+  mask->ip_type = dc::DCMI_IPADDR_TYPE_V4;
+  std::memset(mask->u_addr.ip4, 0xff, 3);
+  return dc::kOk;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_network_health(int card_id, int device_id, int* result) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (result == nullptr) return dc::kErrInvalidParameter;
+  const nlohmann::json* chip = nullptr;
+  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_network_health", &chip);
+  if (rc != dc::kOk) return rc;
+  constexpr int kDetectUnreach = 3;  // DCMI_RDFX_DETECT_UNREACH
+  *result = s.links_down.count(chip->at("logicId").get<int>()) != 0
+                ? kDetectUnreach
+                : chip->value("networkHealth", 0);
+  return dc::kOk;
+}
+
+XPU_FAKE_EXPORT int dcmi_get_product_type(int card_id, int device_id, char* product_type_str,
+                                          int buf_size) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  const nlohmann::json* chip = nullptr;
+  int rc = FindChip(s, card_id, device_id, "dcmi_get_product_type", &chip);
+  if (rc != dc::kOk) return rc;
+  return CopyString(s.doc.value("productType", ""), product_type_str, buf_size);
+}
+
+XPU_FAKE_EXPORT int dcmi_get_topo_info_by_device_id(int card_id1, int device_id1, int card_id2,
+                                                    int device_id2, int* topo_type) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (topo_type == nullptr) return dc::kErrInvalidParameter;
+  const nlohmann::json* a = nullptr;
+  const nlohmann::json* b = nullptr;
+  int rc = FindChip(s, card_id1, device_id1, "dcmi_get_topo_info_by_device_id", &a);
+  if (rc == dc::kOk) rc = FindChip(s, card_id2, device_id2, "dcmi_get_topo_info_by_device_id", &b);
+  if (rc != dc::kOk) return rc;
+  const nlohmann::json& matrix = s.doc.at("topology");
+  size_t i = a->at("logicId").get<size_t>(), j = b->at("logicId").get<size_t>();
+  if (i >= matrix.size() || j >= matrix[i].size()) return dc::kErrInvalidDeviceId;
+  *topo_type = matrix[i][j].get<int>();
+  return dc::kOk;
+}

@@ -1,0 +1,432 @@
+// A fake libnvidia-ml.so.1 for tests: the NVML functions ProbeNvml calls, with NVML's signatures
+// and return codes, answering from the fixture JSON named by $XPU_FAKE_NVML_JSON
+// (e2e/fixtures/hosts/README.md, "fake-vendor/nvml.json"). Faults honoured: `init` (nvmlInit_v2
+// fails with that code), `deviceGone` (nvmlDeviceGetHandleByIndex_v2 answers GPU_IS_LOST),
+// `unhealthy` (the device's xidEvents are queued when it registers for XID events), `linkDown`
+// (nvmlDeviceGetNvLinkState answers DISABLED). A missing variable or unreadable file makes
+// nvmlInit_v2 fail with NVML_ERROR_UNKNOWN (999) and a line on stderr. Built with
+// XPU_FAKE_NVML_OLD it lacks the functions newer drivers added (memory v2, NUMA id, fabric info).
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kubeletplugin/discovery/internal/nvml_types.h"
+
+namespace xpu::discovery::nvml {
+
+struct nvmlDevice_st {
+  unsigned index = 0;
+  nlohmann::json json;
+};
+
+struct nvmlEventSet_st {
+  std::deque<nvmlEventData_t> queue;
+};
+
+namespace {
+
+struct State {
+  std::mutex mu;
+  int init_count = 0;
+  nlohmann::json doc;
+  std::vector<std::unique_ptr<nvmlDevice_st>> devices;
+  std::set<unsigned> gone, unhealthy;
+  std::set<std::pair<unsigned, unsigned>> links_down;
+};
+
+State& S() {
+  static State state;  // destroyed by dlclose, so nothing leaks across tests
+  return state;
+}
+
+nvmlReturn_t Load(State& s) {
+  const char* path = std::getenv("XPU_FAKE_NVML_JSON");
+  if (path == nullptr || *path == '\0') {
+    std::fprintf(stderr, "fake nvml: XPU_FAKE_NVML_JSON is not set\n");
+    return kErrorUnknown;
+  }
+  try {
+    std::ifstream in(path);
+    if (!in) {
+      std::fprintf(stderr, "fake nvml: cannot read %s\n", path);
+      return kErrorUnknown;
+    }
+    nlohmann::json doc = nlohmann::json::parse(in);
+    const nlohmann::json& faults = doc.value("faults", nlohmann::json::object());
+    if (faults.contains("init") && !faults["init"].is_null()) return faults["init"].get<int>();
+    s.doc = std::move(doc);
+    s.devices.clear();
+    for (const nlohmann::json& d : s.doc.at("devices")) {
+      auto dev = std::make_unique<nvmlDevice_st>();
+      dev->index = d.at("index").get<unsigned>();
+      dev->json = d;
+      s.devices.push_back(std::move(dev));
+    }
+    s.gone = faults.value("deviceGone", std::set<unsigned>{});
+    s.unhealthy = faults.value("unhealthy", std::set<unsigned>{});
+    s.links_down.clear();
+    for (const nlohmann::json& l : faults.value("linkDown", nlohmann::json::array())) {
+      s.links_down.emplace(l.at("device").get<unsigned>(), l.at("link").get<unsigned>());
+    }
+    return kSuccess;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fake nvml: %s: %s\n", path, e.what());
+    return kErrorUnknown;
+  }
+}
+
+// The device behind a handle the library gave out, or nullptr.
+const nvmlDevice_st* Find(State& s, nvmlDevice_t device) {
+  for (const auto& d : s.devices) {
+    if (d.get() == device) return d.get();
+  }
+  return nullptr;
+}
+
+nvmlReturn_t CopyString(const std::string& value, char* buf, unsigned int length) {
+  if (buf == nullptr) return kErrorInvalidArgument;
+  if (value.size() + 1 > length) return kErrorInsufficientSize;
+  std::memcpy(buf, value.c_str(), value.size() + 1);
+  return kSuccess;
+}
+
+unsigned ParseHex(const std::string& text) {
+  return static_cast<unsigned>(std::strtoul(text.c_str(), nullptr, 16));
+}
+
+void FillPci(const std::string& bus_id, const nlohmann::json& dev, nvmlPciInfo_t* pci) {
+  *pci = nvmlPciInfo_t{};
+  unsigned domain = 0, bus = 0, slot = 0, function = 0;
+  std::sscanf(bus_id.c_str(), "%x:%x:%x.%x", &domain, &bus, &slot, &function);
+  std::snprintf(pci->busId, sizeof pci->busId, "%08X:%02X:%02X.%X", domain, bus, slot, function);
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.%X", domain, bus, slot,
+                function);
+  pci->domain = domain;
+  pci->bus = bus;
+  pci->device = slot;
+  pci->pciDeviceId = ParseHex(dev.value("pciDeviceId", "0"));
+  pci->pciSubSystemId = ParseHex(dev.value("pciSubSystemId", "0"));
+}
+
+// Runs `fn(state, device json)` for a valid handle of an initialised library.
+template <typename Fn>
+nvmlReturn_t WithDevice(nvmlDevice_t device, Fn fn) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.init_count == 0) return kErrorUninitialized;
+  const nvmlDevice_st* d = Find(s, device);
+  if (d == nullptr) return kErrorInvalidArgument;
+  try {
+    return fn(s, *d);
+  } catch (const std::exception& e) {  // a malformed fixture: nothing may cross the C boundary
+    std::fprintf(stderr, "fake nvml: device %u: %s\n", d->index, e.what());
+    return kErrorUnknown;
+  }
+}
+
+// The NvLink entry `link` of a device: NOT_SUPPORTED without NvLink, INVALID_ARGUMENT past the end.
+nvmlReturn_t FindLink(const nvmlDevice_st& d, unsigned link, const nlohmann::json** out) {
+  auto links = d.json.find("nvlinks");
+  if (links == d.json.end() || !links->is_array() || links->empty()) return kErrorNotSupported;
+  for (const nlohmann::json& l : *links) {
+    if (l.at("link").get<unsigned>() == link) {
+      *out = &l;
+      return kSuccess;
+    }
+  }
+  return kErrorInvalidArgument;
+}
+
+}  // namespace
+}  // namespace xpu::discovery::nvml
+
+#define XPU_FAKE_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace nv = ::xpu::discovery::nvml;
+using nv::nvmlDevice_t;
+using nv::nvmlReturn_t;
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlInit_v2() {
+  nv::State& s = nv::S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.init_count == 0) {
+    if (nvmlReturn_t rc = nv::Load(s); rc != nv::kSuccess) return rc;
+  }
+  ++s.init_count;
+  return nv::kSuccess;
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlShutdown() {
+  nv::State& s = nv::S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.init_count == 0) return nv::kErrorUninitialized;
+  if (--s.init_count == 0) {
+    s.devices.clear();
+    s.doc = nullptr;
+  }
+  return nv::kSuccess;
+}
+
+XPU_FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
+  switch (rc) {
+    case 0:
+      return "Success";
+    case 1:
+      return "Uninitialized";
+    case 2:
+      return "Invalid Argument";
+    case 3:
+      return "Not Supported";
+    case 7:
+      return "Insufficient Size";
+    case 9:
+      return "Driver Not Loaded";
+    case 10:
+      return "Timeout";
+    case 15:
+      return "GPU is lost";
+    case 25:
+      return "Argument version mismatch";
+    default:
+      return "Unknown Error";
+  }
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
+  nv::State& s = nv::S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (s.init_count == 0) return nv::kErrorUninitialized;
+  return nv::CopyString(s.doc.value("driverVersion", ""), version, length);
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
+  nv::State& s = nv::S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  return nv::CopyString(s.doc.value("nvmlVersion", ""), version, length);  // works before init
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
+  nv::State& s = nv::S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (version == nullptr) return nv::kErrorInvalidArgument;
+  if (s.init_count == 0) return nv::kErrorUninitialized;
+  *version = s.doc.value("cudaDriverVersion", 0);
+  return nv::kSuccess;
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
+  nv::State& s = nv::S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (count == nullptr) return nv::kErrorInvalidArgument;
+  if (s.init_count == 0) return nv::kErrorUninitialized;
+  *count = static_cast<unsigned>(s.devices.size());
+  return nv::kSuccess;
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
+                                                           nvmlDevice_t* device) {
+  nv::State& s = nv::S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (device == nullptr) return nv::kErrorInvalidArgument;
+  if (s.init_count == 0) return nv::kErrorUninitialized;
+  for (const auto& d : s.devices) {
+    if (d->index != index) continue;
+    if (s.gone.count(index) != 0) return nv::kErrorGpuIsLost;
+    *device = d.get();
+    return nv::kSuccess;
+  }
+  return nv::kErrorInvalidArgument;
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name,
+                                               unsigned int length) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    return nv::CopyString(d.json.value("name", ""), name, length);
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid,
+                                               unsigned int length) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    return nv::CopyString(d.json.value("uuid", ""), uuid, length);
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nv::nvmlPciInfo_t* pci) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (pci == nullptr) return nv::kErrorInvalidArgument;
+    nv::FillPci(d.json.value("pciBusId", ""), d.json, pci);
+    return nv::kSuccess;
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nv::nvmlMemory_t* mem) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (mem == nullptr) return nv::kErrorInvalidArgument;
+    mem->total = d.json.value("memoryTotalBytes", 0ULL);
+    mem->free = mem->total;
+    mem->used = 0;
+    return nv::kSuccess;
+  });
+}
+
+#ifndef XPU_FAKE_NVML_OLD  // not in the R450-era library of the fake_nvml_old target
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
+                                                        nv::nvmlMemory_v2_t* mem) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (mem == nullptr) return nv::kErrorInvalidArgument;
+    if (mem->version != nv::kMemoryV2Version) return nv::kErrorArgumentVersionMismatch;
+    mem->total = d.json.value("memoryTotalBytes", 0ULL);
+    mem->reserved = 0;
+    mem->free = mem->total;
+    mem->used = 0;
+    return nv::kSuccess;
+  });
+}
+#endif
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
+                                                                int* minor) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (major == nullptr || minor == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json& cc = d.json.value("cudaComputeCapability", nlohmann::json::object());
+    *major = cc.value("major", 0);
+    *minor = cc.value("minor", 0);
+    return nv::kSuccess;
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (minor == nullptr) return nv::kErrorInvalidArgument;
+    *minor = d.json.value("minorNumber", 0U);
+    return nv::kSuccess;
+  });
+}
+
+#ifndef XPU_FAKE_NVML_OLD  // not in the R450-era library of the fake_nvml_old target
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsigned int* node) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (node == nullptr) return nv::kErrorInvalidArgument;
+    auto it = d.json.find("numaNode");
+    if (it == d.json.end() || !it->is_number_integer() || it->get<int>() < 0) {
+      return nv::kErrorNotSupported;  // what the passthrough H200 answered
+    }
+    *node = it->get<unsigned>();
+    return nv::kSuccess;
+  });
+}
+#endif
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                                      nv::nvmlEnableState_t* active) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) {
+    if (active == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json* l = nullptr;
+    if (nvmlReturn_t rc = nv::FindLink(d, link, &l); rc != nv::kSuccess) return rc;
+    bool down = s.links_down.count({d.index, link}) != 0;
+    *active = !down && l->value("isActive", false) ? 1 : 0;
+    return nv::kSuccess;
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device,
+                                                                 unsigned int link,
+                                                                 nv::nvmlPciInfo_t* pci) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (pci == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json* l = nullptr;
+    if (nvmlReturn_t rc = nv::FindLink(d, link, &l); rc != nv::kSuccess) return rc;
+    nv::FillPci(l->value("remotePciBusId", ""), nlohmann::json::object(), pci);
+    return nv::kSuccess;
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkRemoteDeviceType(
+    nvmlDevice_t device, unsigned int link, nv::nvmlIntNvLinkDeviceType_t* type) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (type == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json* l = nullptr;
+    if (nvmlReturn_t rc = nv::FindLink(d, link, &l); rc != nv::kSuccess) return rc;
+    *type = l->value("remoteDeviceType", 0xFF);
+    return nv::kSuccess;
+  });
+}
+
+#ifndef XPU_FAKE_NVML_OLD  // not in the R450-era library of the fake_nvml_old target
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device,
+                                                        nv::nvmlGpuFabricInfo_t* info) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (info == nullptr) return nv::kErrorInvalidArgument;
+    auto it = d.json.find("fabric");
+    if (it == d.json.end() || it->is_null()) return nv::kErrorNotSupported;
+    *info = nv::nvmlGpuFabricInfo_t{};
+    std::string hex;
+    for (char c : it->value("clusterUuid", "")) {
+      if (c != '-') hex += c;
+    }
+    for (size_t i = 0; i < 16 && 2 * i + 1 < hex.size(); ++i) {
+      info->clusterUuid[i] = static_cast<unsigned char>(nv::ParseHex(hex.substr(2 * i, 2)));
+    }
+    info->status = it->value("status", 0);
+    info->cliqueId = it->value("cliqueId", 0U);
+    info->state = static_cast<nv::nvmlGpuFabricState_t>(it->value("state", 0));
+    return nv::kSuccess;
+  });
+}
+#endif
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetCreate(nv::nvmlEventSet_t* set) {
+  nv::State& s = nv::S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (set == nullptr) return nv::kErrorInvalidArgument;
+  if (s.init_count == 0) return nv::kErrorUninitialized;
+  *set = new nv::nvmlEventSet_st;
+  return nv::kSuccess;
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device,
+                                                      unsigned long long event_types,
+                                                      nv::nvmlEventSet_t set) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) {
+    if (set == nullptr) return nv::kErrorInvalidArgument;
+    if ((event_types & nv::kEventTypeXidCriticalError) == 0 || s.unhealthy.count(d.index) == 0) {
+      return nv::kSuccess;
+    }
+    for (const nlohmann::json& x : d.json.value("xidEvents", nlohmann::json::array())) {
+      nv::nvmlEventData_t event{};
+      event.device = const_cast<nvmlDevice_t>(&d);
+      event.eventType = nv::kEventTypeXidCriticalError;
+      event.eventData = x.value("xid", 0ULL);
+      set->queue.push_back(event);
+    }
+    return nv::kSuccess;
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nv::nvmlEventSet_t set, nv::nvmlEventData_t* data,
+                                                 unsigned int /*timeoutms*/) {
+  nv::State& s = nv::S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (set == nullptr || data == nullptr) return nv::kErrorInvalidArgument;
+  if (s.init_count == 0) return nv::kErrorUninitialized;
+  if (set->queue.empty()) return nv::kErrorTimeout;  // the fake never blocks
+  *data = set->queue.front();
+  set->queue.pop_front();
+  return nv::kSuccess;
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nv::nvmlEventSet_t set) {
+  if (set == nullptr) return nv::kErrorInvalidArgument;
+  delete set;
+  return nv::kSuccess;
+}

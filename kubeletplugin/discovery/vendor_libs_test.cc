@@ -1,0 +1,361 @@
+// ProbeNvml and ProbeDcmi through the real dlopen path, against the fake libraries of
+// kubeletplugin/discovery/testing/ answering from the host fixtures' fake-vendor/*.json.
+#define CATCH_CONFIG_MAIN
+#include "kubeletplugin/discovery/vendor_libs.h"
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace xpu::discovery {
+namespace {
+
+const std::string kFakeDir = XPU_FAKE_LIB_DIR;
+const std::string kHosts = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/";
+
+NvmlFacts Nvml(const std::string& host) {
+  setenv("XPU_FAKE_NVML_JSON", (kHosts + host + "/fake-vendor/nvml.json").c_str(), 1);
+  return ProbeNvml({kFakeDir});
+}
+
+DcmiFacts Dcmi(const std::string& host) {
+  setenv("XPU_FAKE_DCMI_JSON", (kHosts + host + "/fake-vendor/dcmi.json").c_str(), 1);
+  return ProbeDcmi({kFakeDir});
+}
+
+// A folder with nothing in it, removed at the end of the test.
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/xpu-vendor-libs-test-XXXXXX";
+    path = mkdtemp(tmpl);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  std::string path;
+};
+
+bool OnLoaderPath(const char* file) {
+  void* h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+  if (h != nullptr) dlclose(h);
+  return h != nullptr;
+}
+
+TEST_CASE("nvml: hgx-h200 reports 8 H200 with normalised bus ids and NVLinks to switches") {
+  NvmlFacts f = Nvml("hgx-h200");
+  INFO(f.library.error);
+  REQUIRE(f.library.loaded);
+  CHECK(f.library.name == "nvml");
+  CHECK(f.library.path == kFakeDir + "/libnvidia-ml.so.1");
+  CHECK(f.library.error.empty());
+  CHECK(f.library.missing_symbols.empty());
+  CHECK(f.driver_version == "570.158.01");
+  CHECK(f.cuda_driver_version == 12080);
+  REQUIRE(f.devices.size() == 8);
+  const NvmlDevice& d = f.devices[0];
+  CHECK(d.index == 0);
+  CHECK(d.minor_number == 0);
+  CHECK(d.uuid == "GPU-f50ecb85-c568-5ac5-bbb9-403bcbc077e9");
+  CHECK(d.name == "NVIDIA H200");
+  CHECK(d.pci_bus_id == "0000:13:00.0");
+  CHECK(d.memory_bytes == 150754820096ULL);
+  CHECK(d.cc_major == 9);
+  CHECK(d.cc_minor == 0);
+  CHECK(d.numa_node == 0);
+  CHECK(d.fabric_state == "not-supported");
+  CHECK(d.cluster_uuid.empty());
+  CHECK_FALSE(d.clique_id.has_value());
+  CHECK(d.healthy);
+  CHECK(d.xid_events.empty());
+  CHECK(d.error.empty());
+  REQUIRE(d.links.size() == 18);
+  std::map<std::string, int> per_switch;  // 18 NVLink4 links over the 4 NVSwitches: 5+4+4+5
+  for (const NvmlLink& l : d.links) {
+    CHECK(l.active);
+    CHECK(l.remote_type == "switch");
+    ++per_switch[l.remote_pci_bus_id];
+  }
+  CHECK(per_switch ==
+        std::map<std::string, int>{
+            {"0000:03:00.0", 5}, {"0000:04:00.0", 4}, {"0000:05:00.0", 4}, {"0000:06:00.0", 5}});
+  std::vector<std::string> uuids;
+  for (const NvmlDevice& dev : f.devices) {
+    CHECK(dev.error.empty());
+    CHECK(dev.pci_bus_id.rfind("0000:", 0) == 0);
+    CHECK(dev.pci_bus_id == [&] {
+      std::string s = dev.pci_bus_id;
+      std::transform(s.begin(), s.end(), s.begin(),
+                     [](unsigned char c) { return std::tolower(c); });
+      return s;
+    }());
+    uuids.push_back(dev.uuid);
+  }
+  std::sort(uuids.begin(), uuids.end());
+  CHECK(std::unique(uuids.begin(), uuids.end()) == uuids.end());
+}
+
+TEST_CASE("nvml: gb200-tray reports a completed fabric clique") {
+  NvmlFacts f = Nvml("gb200-tray");
+  REQUIRE(f.library.loaded);
+  REQUIRE(f.devices.size() == 4);
+  for (const NvmlDevice& d : f.devices) {
+    CHECK(d.fabric_state == "completed");
+    CHECK(d.cluster_uuid == "bca2fd68-ae96-5d45-9b9b-5fcf936e36e5");
+    CHECK(d.clique_id == 32766U);
+    CHECK(d.error.empty());
+  }
+  CHECK(f.devices[0].pci_bus_id == "0008:01:00.0");
+}
+
+TEST_CASE("nvml: pcie-2numa-8gpu has no NVLink and that is no error") {
+  NvmlFacts f = Nvml("pcie-2numa-8gpu");
+  REQUIRE(f.library.loaded);
+  REQUIRE(f.devices.size() == 8);
+  for (const NvmlDevice& d : f.devices) {
+    CHECK(d.links.empty());
+    CHECK(d.error.empty());
+  }
+}
+
+TEST_CASE("nvml: init failure leaves the library unloaded with the code and its name") {
+  NvmlFacts f = Nvml("hgx-h200-nvml-init-fails");
+  CHECK_FALSE(f.library.loaded);
+  CHECK(f.library.path == kFakeDir + "/libnvidia-ml.so.1");
+  CHECK(f.library.error == "nvmlInit_v2: 9 driver not loaded");
+  CHECK(f.devices.empty());
+}
+
+TEST_CASE("nvml: hgx-h200-unhealthy reports XID 79 on GPU 3 and NVLink 7 of GPU 5 down") {
+  NvmlFacts f = Nvml("hgx-h200-unhealthy");
+  REQUIRE(f.library.loaded);
+  REQUIRE(f.devices.size() == 8);
+  for (const NvmlDevice& d : f.devices) {
+    INFO("gpu " << d.index);
+    CHECK(d.healthy == (d.index != 3));
+    CHECK(d.xid_events == (d.index == 3 ? std::vector<uint64_t>{79} : std::vector<uint64_t>{}));
+    CHECK(d.error.empty());
+    REQUIRE(d.links.size() == 18);
+    for (const NvmlLink& l : d.links) CHECK(l.active == !(d.index == 5 && l.link == 7));
+  }
+}
+
+TEST_CASE("nvml: a lost GPU is unhealthy with its error, the others are read") {
+  std::ifstream in(kHosts + "hgx-h200/fake-vendor/nvml.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string key = "\"deviceGone\": []";
+  REQUIRE(text.find(key) != std::string::npos);
+  text.replace(text.find(key), key.size(), "\"deviceGone\": [2]");
+  TempDir dir;
+  std::string path = dir.path + "/nvml.json";
+  std::ofstream(path) << text;
+  setenv("XPU_FAKE_NVML_JSON", path.c_str(), 1);
+  NvmlFacts f = ProbeNvml({kFakeDir});
+  REQUIRE(f.library.loaded);
+  REQUIRE(f.devices.size() == 8);
+  CHECK_FALSE(f.devices[2].healthy);
+  CHECK(f.devices[2].error == "nvmlDeviceGetHandleByIndex_v2: 15 gpu is lost");
+  CHECK(f.devices[2].uuid.empty());
+  CHECK(f.devices[3].healthy);
+  CHECK(f.devices[3].uuid.rfind("GPU-", 0) == 0);
+}
+
+TEST_CASE("nvml: a missing fixture makes init fail, not the probe") {
+  unsetenv("XPU_FAKE_NVML_JSON");
+  NvmlFacts f = ProbeNvml({kFakeDir});
+  CHECK_FALSE(f.library.loaded);
+  CHECK(f.library.error == "nvmlInit_v2: 999 unknown error");
+}
+
+TEST_CASE("nvml: no library anywhere") {
+  if (OnLoaderPath("libnvidia-ml.so.1")) {
+    WARN("a real libnvidia-ml.so.1 is on the loader path; skipped");
+    return;
+  }
+  TempDir empty;
+  NvmlFacts f = ProbeNvml({empty.path, "/nonexistent/xpu"});
+  CHECK_FALSE(f.library.loaded);
+  CHECK(f.library.path.empty());
+  CHECK(f.library.error.find("load libnvidia-ml.so.1: not found in " + empty.path +
+                             ", /nonexistent/xpu or the loader path") == 0);
+}
+
+TEST_CASE("nvml: a library lacking a required symbol is not loaded and names it") {
+  setenv("XPU_FAKE_NVML_JSON", (kHosts + "hgx-h200/fake-vendor/nvml.json").c_str(), 1);
+  NvmlFacts f = ProbeNvml({kFakeDir + "/init-only", kFakeDir});
+  CHECK_FALSE(f.library.loaded);
+  CHECK(f.library.path == kFakeDir + "/init-only/libnvidia-ml.so.1");
+  CHECK(f.library.error.find("missing required symbols nvmlShutdown, ") != std::string::npos);
+  CHECK(f.library.error.find("nvmlDeviceGetMinorNumber") != std::string::npos);
+  CHECK(f.library.error.find("nvmlInit_v2") == std::string::npos);
+  CHECK(f.devices.empty());
+  // The lib dirs are searched in order: the full fake behind it is not used.
+  CHECK(ProbeNvml({kFakeDir, kFakeDir + "/init-only"}).library.loaded);
+}
+
+TEST_CASE("nvml: an older library lacking optional functions leaves those facts empty") {
+  setenv("XPU_FAKE_NVML_JSON", (kHosts + "gb200-tray/fake-vendor/nvml.json").c_str(), 1);
+  NvmlFacts f = ProbeNvml({kFakeDir + "/old"});
+  REQUIRE(f.library.loaded);
+  CHECK(f.library.error.empty());
+  CHECK(f.library.missing_symbols == std::vector<std::string>{"nvmlDeviceGetMemoryInfo_v2",
+                                                              "nvmlDeviceGetNumaNodeId",
+                                                              "nvmlDeviceGetGpuFabricInfo"});
+  REQUIRE(f.devices.size() == 4);
+  for (const NvmlDevice& d : f.devices) {
+    CHECK(d.error.empty());
+    CHECK(d.memory_bytes > 0);  // from nvmlDeviceGetMemoryInfo
+    CHECK_FALSE(d.numa_node.has_value());
+    CHECK(d.fabric_state.empty());
+    CHECK(d.cluster_uuid.empty());
+    CHECK_FALSE(d.clique_id.has_value());
+    CHECK(d.links.size() == 18);
+  }
+}
+
+std::map<std::string, int> CountTypes(const DcmiFacts& f) {
+  std::map<std::string, int> n;
+  for (const DcmiTopology& t : f.topology) ++n[t.type];
+  return n;
+}
+
+TEST_CASE("dcmi: atlas800t-a2 reports 8 910B3 in one HCCS domain") {
+  DcmiFacts f = Dcmi("atlas800t-a2");
+  INFO(f.library.error);
+  REQUIRE(f.library.loaded);
+  CHECK(f.library.name == "dcmi");
+  CHECK(f.library.path == kFakeDir + "/libdcmi.so");
+  CHECK(f.library.error.empty());
+  CHECK(f.library.missing_symbols.empty());
+  CHECK(f.dcmi_version == "7.0.0");
+  CHECK(f.driver_version == "24.1.rc3");
+  CHECK(f.product_type == "Atlas 800T A2");
+  REQUIRE(f.chips.size() == 8);
+  for (int i = 0; i < 8; ++i) {
+    const DcmiChip& c = f.chips[i];
+    INFO("chip " << i);
+    CHECK(c.card_id == i);
+    CHECK(c.device_id == 0);
+    CHECK(c.logic_id == i);
+    CHECK(c.phy_id == i);
+    CHECK(c.chip_type == "Ascend");
+    CHECK(c.chip_name == "910B3");
+    CHECK(c.chip_ver == "V1");
+    CHECK(c.aicore_count == 20);
+    CHECK(c.hbm_total_mb == 65536);
+    CHECK(c.health == 0);
+    CHECK(c.error.empty());
+  }
+  CHECK(f.chips[0].pci_bus_id == "0000:13:00.0");
+  CHECK(f.chips[0].device_ip == "192.168.101.10");
+  CHECK(f.topology.size() == 28);  // 8 choose 2
+  CHECK(CountTypes(f) == std::map<std::string, int>{{"hccs", 28}});
+  CHECK(f.topology.front().a == 0);
+  CHECK(f.topology.front().b == 1);
+}
+
+TEST_CASE("dcmi: atlas800t-a3 reports 16 dies, two per card, SIO pairs") {
+  DcmiFacts f = Dcmi("atlas800t-a3");
+  REQUIRE(f.library.loaded);
+  CHECK(f.product_type == "Atlas 800T A3");
+  REQUIRE(f.chips.size() == 16);
+  for (int i = 0; i < 16; ++i) {
+    CHECK(f.chips[i].card_id == i / 2);
+    CHECK(f.chips[i].device_id == i % 2);
+    CHECK(f.chips[i].logic_id == i);
+    CHECK(f.chips[i].phy_id == i);
+    CHECK(f.chips[i].chip_name == "910_9392");
+    CHECK(f.chips[i].error.empty());
+  }
+  CHECK(f.topology.size() == 120);
+  CHECK(CountTypes(f) == std::map<std::string, int>{{"sio", 8}, {"hccs-sw", 112}});
+  for (const DcmiTopology& t : f.topology) {
+    if (t.type == "sio") CHECK((t.a % 2 == 0 && t.b == t.a + 1));
+  }
+}
+
+TEST_CASE("dcmi: atlas800-9000 reports two HCCS rings of four") {
+  DcmiFacts f = Dcmi("atlas800-9000");
+  REQUIRE(f.library.loaded);
+  REQUIRE(f.chips.size() == 8);
+  CHECK(f.chips[0].chip_name == "910A");
+  CHECK(f.chips[0].aicore_count == 32);
+  CHECK(f.chips[0].hbm_total_mb == 32768);
+  CHECK(CountTypes(f) == std::map<std::string, int>{{"hccs", 12}, {"sys", 16}});
+  for (const DcmiTopology& t : f.topology) {
+    CHECK(t.type == ((t.a < 4) == (t.b < 4) ? "hccs" : "sys"));
+  }
+}
+
+TEST_CASE("dcmi: atlas800t-a2-dcmi-broken fails one chip's HBM call, the rest is read") {
+  DcmiFacts f = Dcmi("atlas800t-a2-dcmi-broken");
+  REQUIRE(f.library.loaded);
+  REQUIRE(f.chips.size() == 8);
+  for (const DcmiChip& c : f.chips) {
+    INFO("logic " << c.logic_id);
+    if (c.logic_id == 5) {
+      CHECK(c.error == "dcmi_get_device_hbm_info: -8005 inner error");
+      CHECK(c.hbm_total_mb == 0);
+      CHECK(c.chip_name == "910B3");
+      CHECK(c.health == 0);
+      CHECK(c.device_ip == "192.168.101.15");
+    } else {
+      CHECK(c.error.empty());
+      CHECK(c.hbm_total_mb == 65536);
+    }
+  }
+  CHECK(f.topology.size() == 28);
+}
+
+TEST_CASE("dcmi: faults deviceGone, unhealthy and init") {
+  std::ifstream in(kHosts + "atlas800t-a2/fake-vendor/dcmi.json");
+  std::string base((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  TempDir dir;
+  auto with = [&](const std::string& key, const std::string& value) {
+    std::string text = base;
+    size_t at = text.find("\"" + key + "\": ");
+    REQUIRE(at != std::string::npos);
+    size_t start = at + key.size() + 4;
+    size_t end = text.find_first_of(",\n}", start);
+    text.replace(start, end - start, value);
+    std::string path = dir.path + "/" + key + ".json";
+    std::ofstream(path) << text;
+    setenv("XPU_FAKE_DCMI_JSON", path.c_str(), 1);
+    return ProbeDcmi({kFakeDir});
+  };
+  DcmiFacts gone = with("deviceGone", "[6]");
+  REQUIRE(gone.library.loaded);
+  REQUIRE(gone.chips.size() == 8);
+  CHECK(gone.chips[6].error == "dcmi_get_device_logic_id: -8008 device does not exist");
+  CHECK(gone.chips[6].health == 0xFFFFFFFFU);
+  CHECK(gone.chips[7].error.empty());
+  CHECK(gone.topology.size() == 21);  // 7 choose 2
+
+  DcmiFacts sick = with("unhealthy", "[2]");
+  CHECK(sick.chips[2].health == 2);
+  CHECK(sick.chips[1].health == 0);
+
+  DcmiFacts init = with("init", "-8008");
+  CHECK_FALSE(init.library.loaded);
+  CHECK(init.library.error == "dcmi_init: -8008 device does not exist");
+}
+
+TEST_CASE("dcmi: no library anywhere") {
+  if (OnLoaderPath("libdcmi.so")) {
+    WARN("a real libdcmi.so is on the loader path; skipped");
+    return;
+  }
+  TempDir empty;
+  DcmiFacts f = ProbeDcmi({empty.path});
+  CHECK_FALSE(f.library.loaded);
+  CHECK(f.library.error.find("load libdcmi.so: not found in " + empty.path) == 0);
+  CHECK(f.chips.empty());
+}
+
+}  // namespace
+}  // namespace xpu::discovery
