@@ -682,6 +682,8 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
       for (const std::string& m : members) model.scale_up_domain[m] = g.name;
       model.groups.push_back(std::move(g));
     }
+    model.description = std::to_string(found.size()) + "x " + std::string(found[0].model.model) +
+                        ", xGMI links from the KFD topology";
     model.rule_set = "any";
     model.link_type = "xgmi";
     model.known = true;

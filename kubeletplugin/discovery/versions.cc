@@ -45,6 +45,7 @@ std::string NormalizeSemver(std::string_view raw) {
       word = raw.substr(start, i - start);
     }
   }
+  word = word.substr(0, word.find('+'));  // build metadata is not kept
   if (word.empty()) return "";
   // Leading numeric components separated by '.'; the rest is the pre-release.
   std::vector<std::string> numbers;
@@ -66,7 +67,6 @@ std::string NormalizeSemver(std::string_view raw) {
   if (numbers.empty()) return "";
   std::string rest(word.substr(pos));
   if (!rest.empty() && (rest.front() == '-' || rest.front() == '.')) rest.erase(0, 1);
-  if (const size_t plus = rest.find('+'); plus != std::string::npos) rest.resize(plus);
   while (numbers.size() < 3) numbers.emplace_back("0");
   std::string out = numbers[0] + "." + numbers[1] + "." + numbers[2];
   std::string pre;
