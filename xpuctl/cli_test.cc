@@ -519,7 +519,8 @@ TEST_CASE("topo --fabric draws the domains with the chosen nodes filled") {
         {"topo", "--fabric", fabric, "--topology", Fixture("hgx-h200")}}) {
     Result r = Run(args);
     CHECK(r.code == kExitUsage);
-    CHECK(r.err == "xpuctl topo: exactly one of --topology, --inventory and --fabric is required\n");
+    CHECK(r.err ==
+          "xpuctl topo: exactly one of --topology, --inventory and --fabric is required\n");
   }
 
   SECTION("svg through graphviz") {

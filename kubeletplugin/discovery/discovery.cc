@@ -82,7 +82,9 @@ std::optional<std::string> ReadOptional(const HostRoot& host, std::string_view r
                                         Problems& problems) {
   StatusOr<std::string> text = host.ReadFile(rel);
   if (text.ok()) return std::move(text).value();
-  if (text.status().code() != StatusCode::kNotFound) problems.files.push_back(text.status().message());
+  if (text.status().code() != StatusCode::kNotFound) {
+    problems.files.push_back(text.status().message());
+  }
   return std::nullopt;
 }
 
@@ -204,7 +206,9 @@ std::map<std::string, std::string> ReadVersions(const HostRoot& host, std::strin
     add(f.component, f.role, raw);
   }
   if (vendor == "huawei") {
-    if (std::optional<std::string> cann = AscendToolkit(host, problems)) add("cann", "toolkit", *cann);
+    if (std::optional<std::string> cann = AscendToolkit(host, problems)) {
+      add("cann", "toolkit", *cann);
+    }
   }
   return by_role;
 }
@@ -237,14 +241,16 @@ std::map<int, std::string> HccnAddresses(const HostRoot& host, Problems& problem
   size_t start = 0;
   while (start < text->size()) {
     const size_t nl = std::min(text->find('\n', start), text->size());
-    const std::string_view line = Trim(std::string_view(*text).substr(start, nl - start));
+    const std::string_view line = Trim(std::string_view{*text}.substr(start, nl - start));
     start = nl + 1;
     if (!line.starts_with("address_")) continue;
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos) continue;
     const std::optional<int64_t> id = ParseInt(line.substr(8, eq - 8));
     const std::string_view ip = Trim(line.substr(eq + 1));
-    if (id && *id >= 0 && *id < 1024 && !ip.empty() && ip.size() <= 45) out[static_cast<int>(*id)] = ip;
+    if (id && *id >= 0 && *id < 1024 && !ip.empty() && ip.size() <= 45) {
+      out[static_cast<int>(*id)] = ip;
+    }
   }
   return out;
 }
@@ -279,20 +285,23 @@ std::map<int, KfdNode> ReadKfd(const HostRoot& host, Problems& problems) {
     char bdf[16];
     std::snprintf(bdf, sizeof(bdf), "%04x:%02x:%02x.%x", static_cast<unsigned>(*domain & 0xffff),
                   static_cast<unsigned>((*location >> 8) & 0xff),
-                  static_cast<unsigned>((*location >> 3) & 0x1f), static_cast<unsigned>(*location & 7));
+                  static_cast<unsigned>((*location >> 3) & 0x1f),
+                  static_cast<unsigned>(*location & 7));
     node.bdf = bdf;
     node.local_mem = ParseInt(KeyValue(*props, "local_mem_size", ' ')).value_or(0);
     node.hive = KeyValue(*props, "hive_id", ' ');
     StatusOr<std::vector<std::string>> links = host.List(dir + "/io_links");
     if (links.ok()) {
       for (const std::string& l : *links) {
-        std::optional<std::string> lp = ReadOptional(host, dir + "/io_links/" + l + "/properties", problems);
+        std::optional<std::string> lp = ReadOptional(
+            host, std::string(dir).append("/io_links/").append(l).append("/properties"), problems);
         if (!lp) continue;
         const std::optional<int64_t> type = ParseInt(KeyValue(*lp, "type", ' '));
         const std::optional<int64_t> to = ParseInt(KeyValue(*lp, "node_to", ' '));
         const std::optional<int64_t> bw = ParseInt(KeyValue(*lp, "max_bandwidth", ' '));
         if (type == 11 && to) {  // 11 = XGMI (hw §3.8)
-          node.xgmi.emplace_back(static_cast<int>(*to), bw && *bw > 0 ? static_cast<double>(*bw) / 1000 : 50);
+          node.xgmi.emplace_back(static_cast<int>(*to),
+                                 bw && *bw > 0 ? static_cast<double>(*bw) / 1000 : 50);
         }
       }
     }
@@ -347,7 +356,9 @@ void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInvent
     std::string bdf = d.pci_bus_id;
     for (char& c : bdf) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     auto it = by_bdf.find(bdf);
-    if (!d.error.empty()) problems.libraries.push_back("nvml: device " + std::to_string(d.index) + ": " + d.error);
+    if (!d.error.empty()) {
+      problems.libraries.push_back("nvml: device " + std::to_string(d.index) + ": " + d.error);
+    }
     if (it == by_bdf.end()) continue;
     api::InventoryDevice& dev = it->second->device;
     if (!d.uuid.empty() && d.uuid.size() <= 64) {
@@ -495,7 +506,8 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
   inv.metadata.name = options.node_name.empty() ? DefaultNodeName(host) : options.node_name;
   api::NodeInventoryStatus& status = inv.status;
 
-  if (std::optional<std::string> boot = ReadOptional(host, "proc/sys/kernel/random/boot_id", problems)) {
+  if (std::optional<std::string> boot =
+          ReadOptional(host, "proc/sys/kernel/random/boot_id", problems)) {
     const std::string_view id = Trim(*boot);
     if (!id.empty() && id.size() <= 64) status.boot_id = std::string(id);
   }
@@ -590,8 +602,8 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
     }
     if (node.empty() || !host.Exists(node)) {
       d.health = "Unhealthy";
-      problems.device_nodes.push_back(d.name + ": " +
-                                      (node.empty() ? "no device node found" : "/" + node + " missing"));
+      problems.device_nodes.push_back(
+          d.name + ": " + (node.empty() ? "no device node found" : "/" + node + " missing"));
     } else {
       d.health = "Healthy";
     }
@@ -603,9 +615,9 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
     d.attributes["family"] = StringAttr(std::string(x.model.family));
     d.attributes["model"] = StringAttr(d.model);
     d.attributes["index"] = IntAttr(d.index);
-    for (const auto& [role, attr] : {std::pair{"driver", "driverVersion"},
-                                     std::pair{"firmware", "firmwareVersion"},
-                                     std::pair{"toolkit", "toolkitVersion"}}) {
+    for (const auto& [role, attr] :
+         {std::pair{"driver", "driverVersion"}, std::pair{"firmware", "firmwareVersion"},
+          std::pair{"toolkit", "toolkitVersion"}}) {
       if (auto it = roles.find(role); it != roles.end()) {
         const std::string semver = NormalizeSemver(it->second);
         if (!semver.empty()) d.attributes[attr] = VersionAttr(semver);
@@ -616,7 +628,9 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
     d.attributes["fp8"] = BoolAttr(x.model.fp8);
     d.attributes["int8"] = BoolAttr(x.model.int8);
     if (d.numa_node) d.attributes["numaNode"] = IntAttr(*d.numa_node);
-    if (!d.pcie_root.empty()) d.attributes["resource.kubernetes.io/pcieRoot"] = StringAttr(d.pcie_root);
+    if (!d.pcie_root.empty()) {
+      d.attributes["resource.kubernetes.io/pcieRoot"] = StringAttr(d.pcie_root);
+    }
     d.attributes["resource.kubernetes.io/pciBusID"] = StringAttr(d.pci_address);
     if (d.vendor == "huawei") {
       if (auto it = hccn.find(static_cast<int>(d.index)); it != hccn.end()) {
@@ -631,7 +645,8 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
   for (const Found& x : found) names.push_back(x.device.name);
   bool uniform = !found.empty();
   for (const Found& x : found) {
-    uniform = uniform && x.vendor == found[0].vendor && x.model.device_id == found[0].model.device_id;
+    uniform =
+        uniform && x.vendor == found[0].vendor && x.model.device_id == found[0].model.device_id;
   }
   ServerModelQuery query;
   query.has_nvswitch = has_nvswitch;
@@ -733,17 +748,17 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
   PairNics(status.nics, status.devices, pci);
 
   // Health and conditions.
-  const size_t unhealthy = static_cast<size_t>(std::count_if(
-      status.devices.begin(), status.devices.end(),
-      [](const api::InventoryDevice& d) { return d.health != "Healthy"; }));
-  status.health = unhealthy == 0 ? "Healthy"
+  const size_t unhealthy = static_cast<size_t>(
+      std::count_if(status.devices.begin(), status.devices.end(),
+                    [](const api::InventoryDevice& d) { return d.health != "Healthy"; }));
+  status.health = unhealthy == 0                       ? "Healthy"
                   : unhealthy == status.devices.size() ? "Unhealthy"
                                                        : "Degraded";
-  status.conditions.push_back(MakeCondition(
-      "Ready", true, "Discovered",
-      std::to_string(status.devices.size()) + " devices found, " +
-          std::to_string(status.devices.size() - unhealthy) + " healthy",
-      now));
+  status.conditions.push_back(
+      MakeCondition("Ready", true, "Discovered",
+                    std::to_string(status.devices.size()) + " devices found, " +
+                        std::to_string(status.devices.size() - unhealthy) + " healthy",
+                    now));
   if (!problems.files.empty()) {
     status.conditions.push_back(
         MakeCondition("HostFiles", false, "UnreadableFiles", JoinMessages(problems.files), now));

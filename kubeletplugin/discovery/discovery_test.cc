@@ -78,7 +78,8 @@ class TempHost {
     fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
     for (const auto& e : fs::recursive_directory_iterator(
              dir_, fs::directory_options::skip_permission_denied, ec)) {
-      if (!e.is_symlink()) fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add, ec);
+      if (!e.is_symlink())
+        fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add, ec);
     }
     fs::remove_all(dir_, ec);
   }
@@ -110,33 +111,101 @@ struct HostCase {
 // What hardware.md and scripts/gen-host-fixtures say each fixture host holds.
 std::vector<HostCase> HostCases() {
   return {
-      {"atlas800-9000", "npu", 8, "huawei", "Ascend910", "ascend910-ring", {"ring-0", "ring-1"},
-       "23.0.0", {}},
-      {"atlas800t-a2", "npu", 8, "huawei", "Ascend910B", "any", {"hccs-0"}, "24.1.0-rc3",
-       {{"enp25s0np0", "npu-0"}, {"enp26s0np0", "npu-2"}, {"enp153s0np0", "npu-4"},
+      {"atlas800-9000",
+       "npu",
+       8,
+       "huawei",
+       "Ascend910",
+       "ascend910-ring",
+       {"ring-0", "ring-1"},
+       "23.0.0",
+       {}},
+      {"atlas800t-a2",
+       "npu",
+       8,
+       "huawei",
+       "Ascend910B",
+       "any",
+       {"hccs-0"},
+       "24.1.0-rc3",
+       {{"enp25s0np0", "npu-0"},
+        {"enp26s0np0", "npu-2"},
+        {"enp153s0np0", "npu-4"},
         {"enp154s0np0", "npu-6"}}},
-      {"atlas200t-a2-box16", "npu", 16, "huawei", "Ascend910B", "ascend910b-box16",
-       {"area-0", "area-1"}, "24.1.0-rc3", {}},
-      {"atlas800t-a3", "npu", 16, "huawei", "Ascend910C", "ascend-a3",
+      {"atlas200t-a2-box16",
+       "npu",
+       16,
+       "huawei",
+       "Ascend910B",
+       "ascend910b-box16",
+       {"area-0", "area-1"},
+       "24.1.0-rc3",
+       {}},
+      {"atlas800t-a3",
+       "npu",
+       16,
+       "huawei",
+       "Ascend910C",
+       "ascend-a3",
        {"module-0", "module-1", "module-2", "module-3", "module-4", "module-5", "module-6",
         "module-7"},
        "25.0.0-rc1",
-       {{"enp25s0np0", "npu-0"}, {"enp26s0np0", "npu-2"}, {"enp89s0np0", "npu-4"},
-        {"enp90s0np0", "npu-6"}, {"enp153s0np0", "npu-8"}, {"enp154s0np0", "npu-10"},
-        {"enp217s0np0", "npu-12"}, {"enp218s0np0", "npu-14"}}},
-      {"hgx-h200", "gpu", 8, "nvidia", "H200", "nvswitch", {"board-0"}, "570.158.1",
-       {{"enp21s0np0", "gpu-0"}, {"enp22s0np0", "gpu-1"}, {"enp85s0np0", "gpu-2"},
-        {"enp86s0np0", "gpu-3"}, {"enp149s0np0", "gpu-4"}, {"enp150s0np0", "gpu-5"},
-        {"enp213s0np0", "gpu-6"}, {"enp214s0np0", "gpu-7"}}},
+       {{"enp25s0np0", "npu-0"},
+        {"enp26s0np0", "npu-2"},
+        {"enp89s0np0", "npu-4"},
+        {"enp90s0np0", "npu-6"},
+        {"enp153s0np0", "npu-8"},
+        {"enp154s0np0", "npu-10"},
+        {"enp217s0np0", "npu-12"},
+        {"enp218s0np0", "npu-14"}}},
+      {"hgx-h200",
+       "gpu",
+       8,
+       "nvidia",
+       "H200",
+       "nvswitch",
+       {"board-0"},
+       "570.158.1",
+       {{"enp21s0np0", "gpu-0"},
+        {"enp22s0np0", "gpu-1"},
+        {"enp85s0np0", "gpu-2"},
+        {"enp86s0np0", "gpu-3"},
+        {"enp149s0np0", "gpu-4"},
+        {"enp150s0np0", "gpu-5"},
+        {"enp213s0np0", "gpu-6"},
+        {"enp214s0np0", "gpu-7"}}},
       {"pcie-2numa-8gpu", "gpu", 8, "nvidia", "L40S", "pcie-tree", {}, "570.158.1", {}},
       {"gb200-tray", "gpu", 4, "nvidia", "GB200", "nvswitch", {"board-0"}, "570.158.1", {}},
-      {"mixed-gpu-nic", "gpu", 4, "nvidia", "H100-PCIe", "pcie-tree", {}, "570.158.1",
-       {{"enp21s0np0", "gpu-0"}, {"enp22s0np0", "gpu-1"}, {"enp149s0np0", "gpu-2"},
+      {"mixed-gpu-nic",
+       "gpu",
+       4,
+       "nvidia",
+       "H100-PCIe",
+       "pcie-tree",
+       {},
+       "570.158.1",
+       {{"enp21s0np0", "gpu-0"},
+        {"enp22s0np0", "gpu-1"},
+        {"enp149s0np0", "gpu-2"},
         {"enp150s0np0", "gpu-3"}}},
-      {"hygon-dcu-8", "dcu", 8, "hygon", "DCU-6320", "any", {"xgmi-hive-0", "xgmi-hive-1"},
-       "6.3.8-v1.5.2", {}},
-      {"cambricon-mlu370-x8", "mlu", 8, "cambricon", "MLU370", "ring-sets",
-       {"card-0", "card-1", "card-2", "card-3", "mlulink-0"}, "5.10.29", {}},
+      {"hygon-dcu-8",
+       "dcu",
+       8,
+       "hygon",
+       "DCU-6320",
+       "any",
+       {"xgmi-hive-0", "xgmi-hive-1"},
+       "6.3.8-v1.5.2",
+       {}},
+      {"cambricon-mlu370-x8",
+       "mlu",
+       8,
+       "cambricon",
+       "MLU370",
+       "ring-sets",
+       {"card-0", "card-1", "card-2", "card-3", "mlulink-0"},
+       "5.10.29",
+       {}},
       {"metax-c500-8", "gpu", 8, "metax", "C500", "pcie-tree", {}, "2.9.6", {}},
       {"enflame-s60-8", "gcu", 8, "enflame", "S60", "pcie-tree", {}, "1.2.4", {}},
   };
@@ -232,7 +301,8 @@ std::vector<std::string> Answers(const topology::NodeSpec& spec) {
   INFO(node.status().ToString());
   REQUIRE(node.ok());
   std::vector<std::string> out;
-  for (const topology::DeviceSet free : {node->All(), node->All() - topology::DeviceSet::FromMask(1)}) {
+  for (const topology::DeviceSet free :
+       {node->All(), node->All() - topology::DeviceSet::FromMask(1)}) {
     for (int k = 1; k <= node->size(); ++k) {
       const topology::SolveResult r = topology::Solve(*node, free, k);
       std::string line = std::to_string(k) + ":";
@@ -289,8 +359,8 @@ TEST_CASE("a garbage numa_node and a missing /dev node are conditions, every dev
   const api::Condition* files = FindCondition(inv, "HostFiles");
   REQUIRE(files != nullptr);
   CHECK(files->status == "False");
-  CHECK_THAT(files->message, Catch::Contains("0000:17:00.0/numa_node") &&
-                                 Catch::Contains("n/a garbage"));
+  CHECK_THAT(files->message,
+             Catch::Contains("0000:17:00.0/numa_node") && Catch::Contains("n/a garbage"));
   CHECK_FALSE(FindDevice(inv, "npu-2")->numa_node.has_value());
   const api::Condition* nodes = FindCondition(inv, "DeviceNodes");
   REQUIRE(nodes != nullptr);
@@ -343,8 +413,10 @@ TEST_CASE("symlinks never lead outside the host root") {
   // A complete NVIDIA GPU outside the root, and links to it by absolute and relative paths.
   const std::string outside = host.dir() + "/outside/sys/devices/pci0000:aa/0000:aa:00.0";
   fs::create_directories(outside);
-  for (const auto& [file, text] : std::map<std::string, std::string>{
-           {"vendor", "0x10de\n"}, {"device", "0x2335\n"}, {"class", "0x030200\n"}, {"numa_node", "0\n"}}) {
+  for (const auto& [file, text] : std::map<std::string, std::string>{{"vendor", "0x10de\n"},
+                                                                     {"device", "0x2335\n"},
+                                                                     {"class", "0x030200\n"},
+                                                                     {"numa_node", "0\n"}}) {
     std::ofstream(outside + "/" + file) << text;
   }
   fs::create_symlink(outside, host.Path("sys/bus/pci/devices/0000:aa:00.0"));

@@ -29,15 +29,17 @@ int main(int argc, char** argv) {
   const std::string out = argv[2];
   int written = 0;
   for (const std::string& name : xpu::discovery::FixtureHosts(hosts)) {
-    xpu::StatusOr<std::string> text = xpu::discovery::GoldenInventory(hosts + "/" + name, name);
+    xpu::StatusOr<std::string> text =
+        xpu::discovery::GoldenInventory(std::string(hosts).append("/").append(name), name);
     if (!text.ok()) {
       std::cerr << "gen-discovery-goldens: " << name << ": " << text.status().message() << "\n";
       return 1;
     }
-    std::ofstream file(out + "/" + name + ".json", std::ios::binary | std::ios::trunc);
+    const std::string path = std::string(out).append("/").append(name).append(".json");
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
     file << *text;
     if (!file) {
-      std::cerr << "gen-discovery-goldens: write " << out << "/" << name << ".json failed\n";
+      std::cerr << "gen-discovery-goldens: write " << path << " failed\n";
       return 1;
     }
     ++written;

@@ -35,7 +35,9 @@ std::string Join(const std::vector<std::string>& parts) {
 
 Status ErrnoStatus(std::string_view verb, std::string_view rel, int err) {
   std::string cause = std::strerror(err);
-  if (!cause.empty()) cause[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(cause[0])));
+  if (!cause.empty()) {
+    cause[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(cause[0])));
+  }
   std::string message = std::string(verb) + " /" + std::string(rel) + ": " + cause;
   if (err == ENOENT || err == ENOTDIR) return NotFoundError(std::move(message));
   return UnavailableError(std::move(message));
@@ -55,7 +57,9 @@ StatusOr<std::string> CleanRelative(std::string_view path) {
   for (std::string& part : Split(path)) {
     if (part == ".") continue;
     if (part == "..") {
-      if (out.empty()) return InvalidArgumentError("path " + std::string(path) + " escapes the host root");
+      if (out.empty()) {
+        return InvalidArgumentError("path " + std::string(path) + " escapes the host root");
+      }
       out.pop_back();
       continue;
     }
@@ -122,7 +126,9 @@ StatusOr<std::string> HostRoot::ReadFile(std::string_view rel) const {
       if (errno == EINTR) continue;
       const int err = errno;
       ::close(fd);
-      if (err == EISDIR) return InvalidArgumentError("read /" + std::string(rel) + ": is a directory");
+      if (err == EISDIR) {
+        return InvalidArgumentError("read /" + std::string(rel) + ": is a directory");
+      }
       return ErrnoStatus("read", rel, err);
     }
     if (n == 0) break;

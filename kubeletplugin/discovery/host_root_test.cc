@@ -17,7 +17,8 @@ TEST_CASE("CleanRelative refuses to climb above the start") {
 }
 
 TEST_CASE("HostRoot resolves links inside the root as a chroot would") {
-  const fs::path dir = fs::temp_directory_path() / ("xpu-host-root-test-" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("xpu-host-root-test-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "root/a/b");
   std::ofstream(dir / "root/a/b/file") << " text \n";
@@ -43,7 +44,8 @@ TEST_CASE("HostRoot resolves links inside the root as a chroot would") {
   CHECK(host.Resolve("..").status().code() == StatusCode::kInvalidArgument);
   CHECK_THAT(host.Resolve("loop1").status().message(), Catch::Contains("too many symbolic links"));
   CHECK(host.ReadFile("missing").status().code() == StatusCode::kNotFound);
-  CHECK(host.ReadFile("missing").status().message() == "resolve /missing: no such file or directory");
+  CHECK(host.ReadFile("missing").status().message() ==
+        "resolve /missing: no such file or directory");
   CHECK_THAT(host.ReadFile("a/b").status().message(), Catch::Contains("read /a/b: is a directory"));
   CHECK(host.List("a")->size() == 4);
   CHECK(host.List("nothing")->empty());

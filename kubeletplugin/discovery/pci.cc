@@ -93,7 +93,7 @@ PciScan ScanPci(const HostRoot& host) {
     const std::string& p = f.sysfs_path;
     while (start < p.size()) {
       const size_t slash = std::min(p.find('/', start), p.size());
-      const std::string_view part = std::string_view(p).substr(start, slash - start);
+      const std::string_view part = std::string_view{p}.substr(start, slash - start);
       if (IsRootComplex(part)) {
         f.pcie_root = std::string(part);
         f.pcie_path = {f.pcie_root};

@@ -13,13 +13,14 @@
 namespace xpu::discovery {
 
 struct PciFunction {
-  std::string bdf;         // "0000:13:00.0"
-  std::string sysfs_path;  // resolved, relative to the root: "sys/devices/pci0000:10/.../0000:13:00.0"
+  std::string bdf;  // "0000:13:00.0"
+  std::string
+      sysfs_path;  // resolved, relative to the root: "sys/devices/pci0000:10/.../0000:13:00.0"
   uint16_t vendor = 0;
   uint16_t device = 0;
-  uint32_t pci_class = 0;  // 0x120000
-  std::optional<int> numa_node;  // absent: -1 in sysfs, or unreadable
-  std::string pcie_root;         // "pci0000:10"; empty when the path has no root complex
+  uint32_t pci_class = 0;              // 0x120000
+  std::optional<int> numa_node;        // absent: -1 in sysfs, or unreadable
+  std::string pcie_root;               // "pci0000:10"; empty when the path has no root complex
   std::vector<std::string> pcie_path;  // root, each bridge, the function itself
 };
 

@@ -10,15 +10,15 @@ constexpr std::string_view kSource = "server-model";
 // Bandwidths (GB/s, one direction). Where hardware.md has no published figure (§6) these are
 // model values that rank the scale-up link above the PCIe model values (32 GB/s through a
 // switch), as the vendors' collective libraries do.
-constexpr double kHccs910 = 60;       // Ascend 910 HCCS: not published (hw §6)
-constexpr double kHccs910B = 56;      // Ascend 910B HCCS per link: not published (hw §6)
-constexpr double kSioA3 = 224;        // A3 die-to-die SIO: above the switch so pairs keep SIO
-constexpr double kHccsSwitchA3 = 56;  // A3 in-node HCCS through the switch
-constexpr double kNvSwitchHgx = 450;  // HGX H100/H200: 900 GB/s bidirectional (hw §2.1)
+constexpr double kHccs910 = 60;         // Ascend 910 HCCS: not published (hw §6)
+constexpr double kHccs910B = 56;        // Ascend 910B HCCS per link: not published (hw §6)
+constexpr double kSioA3 = 224;          // A3 die-to-die SIO: above the switch so pairs keep SIO
+constexpr double kHccsSwitchA3 = 56;    // A3 in-node HCCS through the switch
+constexpr double kNvSwitchHgx = 450;    // HGX H100/H200: 900 GB/s bidirectional (hw §2.1)
 constexpr double kNvSwitchNvl72 = 900;  // GB200 NVL72: 1.8 TB/s per GPU (hw §2.1)
-constexpr double kMluLinkCard = 200;  // MLU-Link on a card: no published figure
-constexpr double kMluLinkRing = 50;   // MLU-Link card to card: no published figure
-constexpr double kXgmiMi300 = 64;     // MI300X: 128 GB/s bidirectional per link (hw §3.8)
+constexpr double kMluLinkCard = 200;    // MLU-Link on a card: no published figure
+constexpr double kMluLinkRing = 50;     // MLU-Link card to card: no published figure
+constexpr double kXgmiMi300 = 64;       // MI300X: 128 GB/s bidirectional per link (hw §3.8)
 
 void Mesh(ServerModel& m, const std::vector<std::string>& members, std::string_view type,
           double gbps) {
@@ -125,7 +125,9 @@ ServerModel MatchServerModel(const ServerModelQuery& q) {
     m.rule_set = "ring-sets";
     const auto cards = Blocks(m, d, "card", "card", 2, false, true);
     for (const auto& card : cards) Mesh(m, card, "mlulink", kMluLinkCard);
-    for (size_t c = 0; c < 4; ++c) Link(m, d[2 * c + 1], d[2 * ((c + 1) % 4)], "mlulink", kMluLinkRing);
+    for (size_t c = 0; c < 4; ++c) {
+      Link(m, d[2 * c + 1], d[2 * ((c + 1) % 4)], "mlulink", kMluLinkRing);
+    }
     Blocks(m, d, "mlulink", "link-domain", 8, true, false);
     for (const auto& card : cards) m.valid_sets.push_back(card);
     for (size_t c = 0; c < 4; ++c) {

@@ -18,16 +18,16 @@
 namespace xpu::discovery {
 
 struct ServerModelQuery {
-  std::string_view vendor;  // "huawei"
-  uint16_t device_id = 0;   // of the accelerators
-  std::string_view model;   // "H200"
+  std::string_view vendor;           // "huawei"
+  uint16_t device_id = 0;            // of the accelerators
+  std::string_view model;            // "H200"
   std::vector<std::string> devices;  // device names in index order
-  bool has_nvswitch = false;  // NVIDIA NVSwitch functions (class 0x0680) on the host
+  bool has_nvswitch = false;         // NVIDIA NVSwitch functions (class 0x0680) on the host
 };
 
 struct ServerModel {
-  std::string description;  // status.serverModel
-  std::string rule_set;     // "ascend910-ring", ...
+  std::string description;                           // status.serverModel
+  std::string rule_set;                              // "ascend910-ring", ...
   std::vector<std::vector<std::string>> valid_sets;  // ring-sets only
   std::vector<api::InventoryLink> links;             // source "server-model"
   std::vector<api::InventoryGroup> groups;           // source "server-model"

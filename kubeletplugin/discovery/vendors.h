@@ -15,8 +15,8 @@ namespace xpu::discovery {
 
 struct AcceleratorModel {
   uint16_t device_id = 0;
-  std::string_view model;   // "Ascend910B", "H200"
-  std::string_view family;  // "ascend910b", "hopper"
+  std::string_view model;    // "Ascend910B", "H200"
+  std::string_view family;   // "ascend910b", "hopper"
   int64_t memory_bytes = 0;  // per device (die); 0: unknown
   bool bf16 = false;
   bool fp16 = false;
@@ -26,15 +26,15 @@ struct AcceleratorModel {
 
 // How the device node of one accelerator is named.
 enum class DevNode {
-  kIndexed,  // dev_node_format with the device index: "dev/davinci%d"
+  kIndexed,    // dev_node_format with the device index: "dev/davinci%d"
   kDrmRender,  // the render node under the function's drm/ directory: "dev/dri/renderD128"
 };
 
 struct VendorInfo {
   uint16_t vendor_id = 0;
-  std::string_view vendor;  // "huawei"
-  std::string_view kind;    // device name prefix: "npu"
-  std::vector<uint16_t> classes;  // PCI class >> 8 (class and subclass): 0x0302, 0x1200
+  std::string_view vendor;         // "huawei"
+  std::string_view kind;           // device name prefix: "npu"
+  std::vector<uint16_t> classes;   // PCI class >> 8 (class and subclass): 0x0302, 0x1200
   bool known_models_only = false;  // AMD: only the Instinct ids of the table
   std::vector<AcceleratorModel> models;
   DevNode dev_node = DevNode::kIndexed;

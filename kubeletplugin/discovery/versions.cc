@@ -73,7 +73,7 @@ std::string NormalizeSemver(std::string_view raw) {
   size_t start = 0;
   while (start <= rest.size() && !rest.empty()) {
     const size_t dot = std::min(rest.find('.', start), rest.size());
-    const std::string id = Identifier(std::string_view(rest).substr(start, dot - start));
+    const std::string id = Identifier(std::string_view{rest}.substr(start, dot - start));
     if (!id.empty()) pre += (pre.empty() ? "" : ".") + id;
     start = dot + 1;
   }
