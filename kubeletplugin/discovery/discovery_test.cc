@@ -24,6 +24,11 @@ namespace fs = std::filesystem;
 const std::string kSource = XPU_SOURCE_DIR;
 const std::string kHosts = kSource + "/e2e/fixtures/hosts";
 
+// A path under a directory: dir/name.
+std::string Under(const std::string& dir, const std::string& name) {
+  return std::string(dir).append("/").append(name);
+}
+
 api::NodeInventory DiscoverHost(const std::string& root, bool probe = false) {
   DiscoveryOptions options;
   options.host_root = root;
@@ -78,8 +83,9 @@ class TempHost {
     fs::permissions(dir_, fs::perms::owner_all, fs::perm_options::add, ec);
     for (const auto& e : fs::recursive_directory_iterator(
              dir_, fs::directory_options::skip_permission_denied, ec)) {
-      if (!e.is_symlink())
+      if (!e.is_symlink()) {
         fs::permissions(e.path(), fs::perms::owner_all, fs::perm_options::add, ec);
+      }
     }
     fs::remove_all(dir_, ec);
   }
@@ -326,7 +332,7 @@ TEST_CASE("the discovered inventory gives the solver the answers of the topology
        {"atlas800-9000", "atlas800t-a2", "atlas200t-a2-box16", "atlas800t-a3", "hgx-h200",
         "pcie-2numa-8gpu", "cambricon-mlu370-x8"}) {
     SECTION(name) {
-      const api::NodeInventory inv = DiscoverHost(kHosts + "/" + name);
+      const api::NodeInventory inv = DiscoverHost(Under(kHosts, name));
       StatusOr<topology::NodeSpec> discovered = api::NodeDescriptionFromInventory(inv);
       REQUIRE(discovered.ok());
       StatusOr<topology::NodeSpec> file = api::ReadNodeDescriptionFile(
@@ -342,9 +348,10 @@ TEST_CASE("each fixture host equals its golden inventory") {
   REQUIRE(hosts.size() >= 15);
   for (const std::string& name : hosts) {
     SECTION(name) {
-      StatusOr<std::string> got = GoldenInventory(kHosts + "/" + name, name);
+      StatusOr<std::string> got = GoldenInventory(Under(kHosts, name), name);
       REQUIRE(got.ok());
-      const std::string want = ReadAll(kSource + "/e2e/fixtures/hosts-expected/" + name + ".json");
+      const std::string want =
+          ReadAll(Under(kSource + "/e2e/fixtures/hosts-expected", name + ".json"));
       INFO("e2e/fixtures/hosts-expected/" + name +
            ".json differs from discovery; regenerate with: build/bin/gen-discovery-goldens "
            "e2e/fixtures/hosts e2e/fixtures/hosts-expected (then review the diff)");
@@ -417,7 +424,7 @@ TEST_CASE("symlinks never lead outside the host root") {
                                                                      {"device", "0x2335\n"},
                                                                      {"class", "0x030200\n"},
                                                                      {"numa_node", "0\n"}}) {
-    std::ofstream(outside + "/" + file) << text;
+    std::ofstream(Under(outside, file)) << text;
   }
   fs::create_symlink(outside, host.Path("sys/bus/pci/devices/0000:aa:00.0"));
   fs::create_symlink("../../../../../outside/sys/devices/pci0000:aa/0000:aa:00.0",

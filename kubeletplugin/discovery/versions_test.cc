@@ -18,9 +18,9 @@ TEST_CASE("vendor versions normalise to semver") {
   CHECK(NormalizeSemver("TopsRider 3.2.109\n") == "3.2.109");
   CHECK(NormalizeSemver("12") == "12.0.0");
   CHECK(NormalizeSemver("1.2.3+build5") == "1.2.3");
-  CHECK(NormalizeSemver("") == "");
-  CHECK(NormalizeSemver("unknown") == "");
-  CHECK(NormalizeSemver("v") == "");
+  CHECK(NormalizeSemver("").empty());
+  CHECK(NormalizeSemver("unknown").empty());
+  CHECK(NormalizeSemver("v").empty());
 }
 
 }  // namespace
