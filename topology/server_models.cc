@@ -109,8 +109,9 @@ ServerModelLayout ServerModelLayoutOf(ServerModelId id, const std::vector<std::s
       m.rule_set.kind = RuleSetKind::kRingSets;
       m.groups = Blocks(d, "quad", GroupKind::kLinkDomain, 4);
       MeshPerGroup(m.links, LinkType::kXpuLink, kXpuLink, m.groups);
-      for (size_t i = 0; i < 4; ++i)
+      for (size_t i = 0; i < 4; ++i) {
         m.links.push_back({LinkType::kXpuLink, kXpuLink, Pick(d, {i, i + 4})});
+      }
       // Inference: HAMi documents only the 4-sets; every directly linked pair is allowed.
       for (const LinkSpec& link : m.links) {
         for (size_t a = 0; a < link.devices.size(); ++a) {

@@ -370,7 +370,11 @@ void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInvent
       dev.memory = Quantity(static_cast<int64_t>(d.memory_bytes));
       dev.sources["memory"] = "nvml";
     }
-    if (!d.healthy || !d.xid_events.empty()) {
+    // Application XIDs (13, 31, 43, 45, 68, 109) say nothing about the GPU (hw §2.6).
+    const bool critical_xid = std::any_of(d.xid_events.begin(), d.xid_events.end(), [](uint64_t x) {
+      return x != 13 && x != 31 && x != 43 && x != 45 && x != 68 && x != 109;
+    });
+    if (!d.healthy || critical_xid) {
       dev.health = "Unhealthy";
       dev.sources["health"] = "nvml";
     }
@@ -724,7 +728,8 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
   // Vendor libraries.
   if (options.probe_vendor_libraries) {
     if (vendors_seen.contains("nvidia")) {
-      const NvmlFacts nvml = ProbeNvml(options.vendor_lib_dirs);
+      const NvmlFacts nvml = options.probe_nvml ? options.probe_nvml(options.vendor_lib_dirs)
+                                                : ProbeNvml(options.vendor_lib_dirs);
       if (nvml.library.loaded) {
         MergeNvml(nvml, found, status, problems);
       } else {
@@ -733,7 +738,8 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
       }
     }
     if (vendors_seen.contains("huawei")) {
-      const DcmiFacts dcmi = ProbeDcmi(options.vendor_lib_dirs);
+      const DcmiFacts dcmi = options.probe_dcmi ? options.probe_dcmi(options.vendor_lib_dirs)
+                                                : ProbeDcmi(options.vendor_lib_dirs);
       if (dcmi.library.loaded) {
         MergeDcmi(dcmi, found, status, problems);
       } else {

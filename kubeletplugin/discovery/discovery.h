@@ -15,11 +15,13 @@
 #ifndef XPU_KUBELETPLUGIN_DISCOVERY_DISCOVERY_H_
 #define XPU_KUBELETPLUGIN_DISCOVERY_DISCOVERY_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "api/node_inventory.h"
 #include "base/status.h"
+#include "kubeletplugin/discovery/vendor_libs.h"
 
 namespace xpu::discovery {
 
@@ -34,6 +36,9 @@ struct DiscoveryOptions {
   std::string now;
   // False: do not call the vendor libraries at all (no VendorLibrary condition either).
   bool probe_vendor_libraries = true;
+  // The vendor-library seam; empty: ProbeNvml / ProbeDcmi. Tests give canned facts.
+  std::function<NvmlFacts(const std::vector<std::string>&)> probe_nvml;
+  std::function<DcmiFacts(const std::vector<std::string>&)> probe_dcmi;
 
   // The host root is an existing directory, the node name a DNS subdomain when set.
   Status Validate() const;

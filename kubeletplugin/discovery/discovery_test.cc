@@ -471,3 +471,104 @@ TEST_CASE("bad options fail") {
 
 }  // namespace
 }  // namespace xpu::discovery
+
+namespace xpu::discovery {
+namespace {
+
+api::NodeInventory DiscoverWith(const std::string& host, DiscoveryOptions options) {
+  options.host_root = kHosts + "/" + host;
+  options.node_name = "node-a";
+  options.now = std::string(kGoldenTime);
+  StatusOr<api::NodeInventory> inv = Discover(options);
+  INFO(inv.status().ToString());
+  REQUIRE(inv.ok());
+  return *inv;
+}
+
+TEST_CASE("NVML facts are merged: uuid, memory, health, NVSwitch links, clique") {
+  DiscoveryOptions options;
+  options.probe_nvml = [](const std::vector<std::string>&) {
+    NvmlFacts f;
+    f.library = {"nvml", true, "/lib/libnvidia-ml.so.1", "", {}};
+    f.driver_version = "580.159.04";
+    f.cuda_driver_version = 13000;
+    const char* buses[] = {"0000:13:00.0", "0000:14:00.0", "0000:53:00.0", "0000:54:00.0",
+                           "0000:93:00.0", "0000:94:00.0", "0000:d3:00.0", "0000:d4:00.0"};
+    for (int i = 0; i < 8; ++i) {
+      NvmlDevice& d = f.devices.emplace_back();
+      d.index = i;
+      d.uuid = "GPU-" + std::to_string(i);
+      d.pci_bus_id = buses[i];
+      d.memory_bytes = uint64_t{150} << 30;
+      d.links.push_back({0, true, "0000:03:00.0", "switch"});
+      d.fabric_state = "completed";
+      d.cluster_uuid = "6f2d1c3e-8a51-4b8e-9a57-0f1d2e3c4b5a";
+      d.clique_id = 7;
+    }
+    f.devices[3].healthy = false;
+    f.devices[3].xid_events = {79};
+    f.devices[5].xid_events = {13};  // an application XID: still healthy
+    return f;
+  };
+  const api::NodeInventory inv = DiscoverWith("hgx-h200", options);
+  CHECK(FindCondition(inv, "VendorLibrary") == nullptr);
+  const api::InventoryDevice* gpu3 = FindDevice(inv, "gpu-3");
+  CHECK(gpu3->uuid == "GPU-3");
+  CHECK(gpu3->memory == "150Gi");
+  CHECK(gpu3->sources.at("memory") == "nvml");
+  CHECK(gpu3->health == "Unhealthy");
+  CHECK(FindDevice(inv, "gpu-5")->health == "Healthy");
+  CHECK(inv.status.health == "Degraded");
+  CHECK(*gpu3->attributes.at("fabricDomain").string_value ==
+        "6f2d1c3e-8a51-4b8e-9a57-0f1d2e3c4b5a.7");
+  REQUIRE(inv.status.fabric.has_value());
+  CHECK(inv.status.fabric->clique_id == "7");
+  for (const api::InventoryLink& l : inv.status.links) CHECK(l.source == "nvml");
+  CHECK(inv.status.versions.at("driver").semver == "580.159.4");
+  CHECK(inv.status.versions.at("cuda").raw == "13.0");
+  CHECK(api::ValidateNodeInventory(inv).ok());
+}
+
+TEST_CASE("DCMI facts are merged: chips, HBM, topology, call errors") {
+  DiscoveryOptions options;
+  options.probe_dcmi = [](const std::vector<std::string>&) {
+    DcmiFacts f;
+    f.library = {"dcmi", true, "/usr/local/dcmi/libdcmi.so", "", {}};
+    f.driver_version = "24.1.rc3";
+    const char* buses[] = {"0000:13:00.0", "0000:14:00.0", "0000:17:00.0", "0000:18:00.0",
+                           "0000:93:00.0", "0000:94:00.0", "0000:97:00.0", "0000:98:00.0"};
+    for (int i = 0; i < 8; ++i) {
+      DcmiChip& c = f.chips.emplace_back();
+      c.card_id = i;
+      c.logic_id = i;
+      c.phy_id = i;
+      c.chip_name = "910B3";
+      c.pci_bus_id = buses[i];
+      c.hbm_total_mb = 65536;
+      c.device_ip = "10.0.0." + std::to_string(i);
+      for (int j = i + 1; j < 8; ++j) f.topology.push_back({i, j, "hccs"});
+    }
+    f.chips[5].hbm_total_mb = 0;
+    f.chips[5].error = "dcmi_get_device_hbm_info: -8005";
+    f.chips[2].health = 3;
+    return f;
+  };
+  const api::NodeInventory inv = DiscoverWith("atlas800t-a2", options);
+  CHECK(FindDevice(inv, "npu-0")->model == "Ascend910B3");
+  CHECK(FindDevice(inv, "npu-0")->sources.at("memory") == "dcmi");
+  CHECK(FindDevice(inv, "npu-5")->sources.at("memory") == "server-model");
+  CHECK(FindDevice(inv, "npu-2")->health == "Unhealthy");
+  CHECK(*FindDevice(inv, "npu-4")->attributes.at("huawei.com/deviceIP").string_value == "10.0.0.4");
+  REQUIRE(inv.status.links.size() == 28);
+  for (const api::InventoryLink& l : inv.status.links) {
+    CHECK(l.source == "dcmi");
+    CHECK(l.bandwidth_gbps == 56);
+  }
+  const api::Condition* lib = FindCondition(inv, "VendorLibrary");
+  REQUIRE(lib != nullptr);
+  CHECK_THAT(lib->message, Catch::Contains("dcmi: logic id 5: dcmi_get_device_hbm_info: -8005"));
+  CHECK(api::ValidateNodeInventory(inv).ok());
+}
+
+}  // namespace
+}  // namespace xpu::discovery
