@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <charconv>
 #include <exception>
+#include <fstream>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "api/fabric_description.h"
 #include "api/node_description.h"
+#include "api/node_inventory.h"
 #include "xpuctl/internal/commands.h"
 
 namespace xpu::cli {
@@ -22,6 +24,7 @@ struct FlagSpec {
   std::string_view value;  // placeholder in the usage text; empty for a switch
   bool required;
   std::string_view help;
+  bool repeatable = false;  // may be given more than once; the values are joined with '\n'
 };
 
 struct Command {
@@ -31,8 +34,12 @@ struct Command {
   StatusOr<int> (*run)(const Flags&, std::ostream&);
 };
 
-constexpr FlagSpec kTopologyFlag = {"topology", '\0', "FILE", true,
-                                    "node description (JSON, docs/node-description.md)"};
+constexpr FlagSpec kTopologyFlag = {
+    "topology", '\0', "FILE", false,
+    "node description (JSON, docs/node-description.md); give this or --inventory"};
+constexpr FlagSpec kInventoryFlag = {
+    "inventory", '\0', "FILE", false,
+    "NodeInventory (JSON, docs/node-inventory.md), e.g. from 'xpuctl discover'"};
 constexpr FlagSpec kFabricFlag = {"fabric", '\0', "FILE", true,
                                   "fabric description (JSON, docs/fabric-description.md)"};
 constexpr FlagSpec kOutputFlag = {"output", 'o', "json|yaml", false,
@@ -44,6 +51,7 @@ const std::vector<Command>& Commands() {
       {"plan",
        "choose the best devices for a request on one node (exit 3: infeasible)",
        {kTopologyFlag,
+        kInventoryFlag,
         {"count", '\0', "K", true, "number of devices wanted"},
         {"allocated", '\0', "d1,d2", false, "devices already taken (names such as npu-0)"},
         kOutputFlag,
@@ -62,6 +70,7 @@ const std::vector<Command>& Commands() {
       {"topo",
        "draw a node's devices and links, or a fabric's domains and nodes, with Graphviz",
        {{"topology", '\0', "FILE", false, "node description; give this or --fabric"},
+        kInventoryFlag,
         {"fabric", '\0', "FILE", false, "fabric description; give this or --topology"},
         {"highlight", '\0', "d1,d2", false,
          "devices to fill, with the links among them bold; with --fabric, nodes to fill"},
@@ -71,8 +80,22 @@ const std::vector<Command>& Commands() {
        internal::RunTopo},
       {"groups",
        "list the aligned device groups of one size, the sets worth publishing",
-       {kTopologyFlag, {"size", '\0', "K", true, "group size"}, kOutputFlag, kHelpFlag},
+       {kTopologyFlag,
+        kInventoryFlag,
+        {"size", '\0', "K", true, "group size"},
+        kOutputFlag,
+        kHelpFlag},
        internal::RunGroups},
+      {"discover",
+       "discover this host's accelerators and print its NodeInventory",
+       {{"host-root", '\0', "DIR", false, "read sysfs, /dev and /proc under DIR (default /)"},
+        {"vendor-lib-dir", '\0', "DIR", false,
+         "search DIR first for libnvidia-ml.so.1 and libdcmi.so (repeatable)", true},
+        {"node-name", '\0', "NAME", false,
+         "metadata.name (default: etc/hostname under the host root)"},
+        kOutputFlag,
+        kHelpFlag},
+       internal::RunDiscover},
   };
   return commands;
 }
@@ -156,7 +179,9 @@ StatusOr<Flags> ParseFlags(const Command& command, const std::vector<std::string
       }
       value = args[++i];
     }
-    if (!flags.emplace(spec->name, std::move(value)).second) {
+    if (spec->repeatable && flags.contains(spec->name)) {
+      flags[std::string(spec->name)] += "\n" + value;
+    } else if (!flags.emplace(spec->name, std::move(value)).second) {
       return InvalidArgumentError("--" + std::string(spec->name) + " given twice");
     }
   }
@@ -232,12 +257,37 @@ int RunXpuctl(const std::vector<std::string>& args, std::ostream& out, std::ostr
 }
 
 namespace internal {
+namespace {
+
+// An --inventory file must hold a NodeInventory (ReadNodeDescriptionFile reports the rest).
+Status CheckInventoryKind(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) return OkStatus();  // ReadNodeDescriptionFile names the missing file
+  const nlohmann::json doc = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (!doc.is_object()) return OkStatus();  // ... and the syntax error
+  const nlohmann::json kind = doc.value("kind", nlohmann::json());
+  if (kind != api::kNodeInventoryKind) {
+    return InvalidArgumentError("read inventory " + path + ": kind is " + kind.dump() +
+                                ", expected \"NodeInventory\"");
+  }
+  return OkStatus();
+}
+
+}  // namespace
 
 StatusOr<topology::Node> LoadNode(const Flags& flags) {
-  const std::string& path = flags.at("topology");
+  const bool inventory = flags.contains("inventory");
+  if (inventory == flags.contains("topology")) {
+    return InvalidArgumentError("exactly one of --topology and --inventory is required");
+  }
+  const std::string& path = flags.at(inventory ? "inventory" : "topology");
+  // ReadNodeDescriptionFile reads either kind; --inventory insists on a NodeInventory.
+  if (inventory) RETURN_IF_ERROR(CheckInventoryKind(path));
   ASSIGN_OR_RETURN(topology::NodeSpec spec, api::ReadNodeDescriptionFile(path));
   StatusOr<topology::Node> node = topology::Node::Build(spec);
-  if (!node.ok()) return node.status().WithContext("read topology " + path);
+  if (!node.ok()) {
+    return node.status().WithContext((inventory ? "read inventory " : "read topology ") + path);
+  }
   return node;
 }
 

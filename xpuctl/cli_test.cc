@@ -84,7 +84,8 @@ TEST_CASE("help lists the commands and their flags") {
     Result r = Run(args);
     CHECK(r.code == kExitOk);
     CHECK_THAT(r.out,
-               StartsWith("usage: xpuctl plan --topology FILE --count K [--allocated d1,d2]"));
+               StartsWith("usage: xpuctl plan [--topology FILE] [--inventory FILE] --count K "
+                          "[--allocated d1,d2]"));
     CHECK_THAT(r.out, Contains("-o, --output json|yaml"));
     CHECK_THAT(r.out, Contains("(required)"));
   }
@@ -94,7 +95,10 @@ TEST_CASE("help lists the commands and their flags") {
              StartsWith("usage: xpuctl gang --fabric FILE --nodes M --devices-per-node K "
                         "[--highest-tier NAME] [--output json|yaml]"));
   CHECK_THAT(Run({"topo", "--help"}).out,
-             StartsWith("usage: xpuctl topo [--topology FILE] [--fabric FILE]"));
+             StartsWith("usage: xpuctl topo [--topology FILE] [--inventory FILE] [--fabric FILE]"));
+  CHECK_THAT(Run({"discover", "--help"}).out,
+             StartsWith("usage: xpuctl discover [--host-root DIR] [--vendor-lib-dir DIR] "
+                        "[--node-name NAME] [--output json|yaml]"));
 }
 
 TEST_CASE("bad usage exits 2 with a message and a hint") {
@@ -111,7 +115,18 @@ TEST_CASE("bad usage exits 2 with a message and a hint") {
        "xpuctl plan: unknown flag --cnt\nrun 'xpuctl plan --help' for usage"},
       {{"plan", "--topology", topo, "--cnt=2"}, "xpuctl plan: unknown flag --cnt\n"},
       {{"plan", "-count", "2"}, "xpuctl plan: unknown flag -count\n"},
-      {{"plan", "--count", "2"}, "xpuctl plan: --topology is required"},
+      {{"plan", "--count", "2"},
+       "xpuctl plan: exactly one of --topology and --inventory is required"},
+      {{"plan", "--topology", topo, "--inventory", topo, "--count", "2"},
+       "xpuctl plan: exactly one of --topology and --inventory is required"},
+      {{"plan", "--inventory", topo, "--count", "2"},
+       "xpuctl plan: read inventory " + topo + ": kind is \"NodeDescription\""},
+      {{"discover", "--host-root"}, "xpuctl discover: --host-root needs a value"},
+      {{"discover", "--hostroot", "/"}, "xpuctl discover: unknown flag --hostroot"},
+      {{"discover", "--host-root", "/nonexistent/xpu"},
+       "xpuctl discover: host root /nonexistent/xpu: not a directory"},
+      {{"discover", "--node-name", "Bad_Name"}, "xpuctl discover: node name: "},
+      {{"discover", "-o", "xml"}, "xpuctl discover: --output: expected json or yaml"},
       {{"plan", "--topology", topo, "--count"}, "xpuctl plan: --count needs a value"},
       {{"plan", "--topology", topo, "--count", "2", "extra"},
        "xpuctl plan: unexpected argument \"extra\""},
@@ -504,7 +519,8 @@ TEST_CASE("topo --fabric draws the domains with the chosen nodes filled") {
         {"topo", "--fabric", fabric, "--topology", Fixture("hgx-h200")}}) {
     Result r = Run(args);
     CHECK(r.code == kExitUsage);
-    CHECK(r.err == "xpuctl topo: exactly one of --topology and --fabric is required\n");
+    CHECK(r.err ==
+          "xpuctl topo: exactly one of --topology, --inventory and --fabric is required\n");
   }
 
   SECTION("svg through graphviz") {
@@ -517,6 +533,43 @@ TEST_CASE("topo --fabric draws the domains with the chosen nodes filled") {
     CHECK_THAT(svg.out, Contains("<svg"));
     CHECK_THAT(svg.out, Contains("<title>node&#45;15</title>"));
   }
+}
+
+TEST_CASE("discover prints the NodeInventory of a host root") {
+  const std::string hosts = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/";
+  Result r = Run({"discover", "--host-root", hosts + "atlas800-9000", "--node-name", "node-a",
+                  "--vendor-lib-dir", "/nonexistent/a", "--vendor-lib-dir=/nonexistent/b"});
+  INFO(r.err);
+  REQUIRE(r.code == kExitOk);
+  const json inv = json::parse(r.out);
+  CHECK(inv.at("kind") == "NodeInventory");
+  CHECK(inv.at("metadata").at("name") == "node-a");
+  CHECK(inv.at("status").at("devices").size() == 8);
+  CHECK(inv.at("status").at("ruleSet") == "ascend910-ring");
+  Result yaml = Run({"discover", "--host-root", hosts + "atlas800-9000", "-o", "yaml"});
+  CHECK(yaml.code == kExitOk);
+  CHECK_THAT(yaml.out, StartsWith("apiVersion: xpu.dra.dev/v1alpha1\nkind: NodeInventory\n"));
+
+  // The inventory feeds plan, groups and topo.
+  TempDir dir;
+  const std::string file = dir.Write("inv.json", r.out);
+  CHECK(PlannedDevices(Run({"plan", "--inventory", file, "--count", "4"})) ==
+        PlannedDevices(Run({"plan", "--topology", Fixture("atlas800-9000"), "--count", "4"})));
+  CHECK(Run({"groups", "--inventory", file, "--size", "4"}).out ==
+        Run({"groups", "--topology", Fixture("atlas800-9000"), "--size", "4"}).out);
+  Result dot = Run({"topo", "--inventory", file});
+  CHECK(dot.code == kExitOk);
+  CHECK_THAT(dot.out, Contains("npu-7"));
+}
+
+TEST_CASE("discover on an empty host root exits 0 with no devices") {
+  TempDir dir;
+  std::filesystem::create_directories(dir.Path("root"));
+  Result r = Run({"discover", "--host-root", dir.Path("root"), "--node-name", "empty"});
+  INFO(r.err);
+  REQUIRE(r.code == kExitOk);
+  const json status = json::parse(r.out).at("status");
+  CHECK_FALSE(status.contains("devices"));
 }
 
 }  // namespace

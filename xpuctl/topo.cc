@@ -139,10 +139,13 @@ StatusOr<std::string> RunFilter(const std::string& exe, const std::vector<std::s
   return output;
 }
 
-// The DOT picture of --topology or --fabric, with --highlight filled.
+// The DOT picture of --topology, --inventory or --fabric, with --highlight filled.
 StatusOr<std::string> Draw(const Flags& flags) {
-  if (flags.contains("topology") == flags.contains("fabric")) {
-    return InvalidArgumentError("exactly one of --topology and --fabric is required");
+  const int given = static_cast<int>(flags.contains("topology")) +
+                    static_cast<int>(flags.contains("inventory")) +
+                    static_cast<int>(flags.contains("fabric"));
+  if (given != 1) {
+    return InvalidArgumentError("exactly one of --topology, --inventory and --fabric is required");
   }
   if (flags.contains("fabric")) {
     ASSIGN_OR_RETURN(const FabricInput input, LoadFabric(flags));

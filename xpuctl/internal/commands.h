@@ -27,8 +27,10 @@ StatusOr<int> RunPlan(const Flags& flags, std::ostream& out);
 StatusOr<int> RunGang(const Flags& flags, std::ostream& out);
 StatusOr<int> RunGroups(const Flags& flags, std::ostream& out);
 StatusOr<int> RunTopo(const Flags& flags, std::ostream& out);
+StatusOr<int> RunDiscover(const Flags& flags, std::ostream& out);
 
-// Reads and builds the node of --topology; errors read "read topology FILE: <field>: ...".
+// Reads and builds the node of --topology or --inventory (exactly one); errors read
+// "read topology FILE: <field>: ...".
 StatusOr<topology::Node> LoadNode(const Flags& flags);
 
 // A fabric and the free devices of its nodes (indexed like its nodes), from one description.

@@ -1,0 +1,788 @@
+#include "kubeletplugin/discovery/discovery.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "api/validation.h"
+#include "kubeletplugin/discovery/host_root.h"
+#include "kubeletplugin/discovery/nics.h"
+#include "kubeletplugin/discovery/pci.h"
+#include "kubeletplugin/discovery/server_models.h"
+#include "kubeletplugin/discovery/vendor_libs.h"
+#include "kubeletplugin/discovery/vendors.h"
+#include "kubeletplugin/discovery/versions.h"
+
+namespace xpu::discovery {
+namespace {
+
+constexpr int64_t kMiB = int64_t{1} << 20;
+constexpr int64_t kGiB = int64_t{1} << 30;
+constexpr uint16_t kNvidia = 0x10de;
+constexpr uint16_t kOtherBridge = 0x0680;  // how NVSwitch shows up (hw §0, fixtures)
+
+// One accelerator while the inventory is assembled.
+struct Found {
+  const VendorInfo* vendor = nullptr;
+  AcceleratorModel model;
+  const PciFunction* pci = nullptr;
+  api::InventoryDevice device;
+};
+
+// Problems that end up in conditions, by condition type.
+struct Problems {
+  std::vector<std::string> files;         // HostFiles
+  std::vector<std::string> device_nodes;  // DeviceNodes
+  std::vector<std::string> libraries;     // VendorLibrary: "nvml: ..."
+  std::string library_reason;
+};
+
+std::string Quantity(int64_t bytes) {
+  if (bytes % kGiB == 0) return std::to_string(bytes / kGiB) + "Gi";
+  if (bytes % kMiB == 0) return std::to_string(bytes / kMiB) + "Mi";
+  return std::to_string(bytes);
+}
+
+std::optional<int64_t> ParseInt(std::string_view text) {
+  text = Trim(text);
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// `key` of a "key=value" / "key value" / "key: value" file; empty when absent.
+std::string KeyValue(std::string_view text, std::string_view key, char sep) {
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t nl = std::min(text.find('\n', start), text.size());
+    std::string_view line = Trim(text.substr(start, nl - start));
+    start = nl + 1;
+    if (!line.starts_with(key)) continue;
+    line.remove_prefix(key.size());
+    line = Trim(line);
+    if (!line.empty() && line.front() == sep) {
+      line.remove_prefix(1);
+      return std::string(Trim(line));
+    }
+    if (sep == ' ') return std::string(line);
+  }
+  return "";
+}
+
+// Reads an optional file: absent is fine, anything else wrong is a problem.
+std::optional<std::string> ReadOptional(const HostRoot& host, std::string_view rel,
+                                        Problems& problems) {
+  StatusOr<std::string> text = host.ReadFile(rel);
+  if (text.ok()) return std::move(text).value();
+  if (text.status().code() != StatusCode::kNotFound) {
+    problems.files.push_back(text.status().message());
+  }
+  return std::nullopt;
+}
+
+api::InventoryAttribute StringAttr(std::string v) {
+  api::InventoryAttribute a;
+  a.string_value = std::move(v);
+  return a;
+}
+api::InventoryAttribute IntAttr(int64_t v) {
+  api::InventoryAttribute a;
+  a.int_value = v;
+  return a;
+}
+api::InventoryAttribute BoolAttr(bool v) {
+  api::InventoryAttribute a;
+  a.bool_value = v;
+  return a;
+}
+api::InventoryAttribute VersionAttr(std::string v) {
+  api::InventoryAttribute a;
+  a.version = std::move(v);
+  return a;
+}
+
+struct VersionFile {
+  std::string_view component;  // status.versions key
+  std::string_view path;
+  std::string_view key;  // "Version" for key=value files; empty: the whole file
+  char sep = '=';
+  std::string_view role;  // "driver", "firmware", "toolkit" (the device attribute it feeds)
+};
+
+// Version files per vendor (hw §1.5 for Ascend; the others as scripts/gen-host-fixtures lays them
+// out, paths marked assumed there).
+std::vector<VersionFile> VersionFiles(std::string_view vendor) {
+  if (vendor == "huawei") {
+    return {{"driver", "usr/local/Ascend/driver/version.info", "Version", '=', "driver"},
+            {"firmware", "usr/local/Ascend/firmware/version.info", "Version", '=', "firmware"}};
+  }
+  if (vendor == "nvidia") {
+    return {{"driver", "proc/driver/nvidia/version", "", '=', "driver"},
+            {"driver", "sys/module/nvidia/version", "", '=', "driver"}};
+  }
+  if (vendor == "hygon") {
+    return {{"driver", "sys/module/hydcu/version", "", '=', "driver"},
+            {"hyhal", "opt/hyhal/.info/version", "", '=', ""},
+            {"dtk", "opt/dtk/.info/version", "", '=', "toolkit"}};
+  }
+  if (vendor == "cambricon") {
+    return {{"driver", "sys/module/cambricon_drv/version", "", '=', "driver"},
+            {"neuware", "usr/local/neuware/version", "", '=', "toolkit"}};
+  }
+  if (vendor == "metax") {
+    return {{"driver", "sys/module/metax/version", "", '=', "driver"},
+            {"maca", "opt/maca/Version.txt", "", '=', "toolkit"}};
+  }
+  if (vendor == "enflame") {
+    return {{"driver", "sys/module/enflame/version", "", '=', "driver"},
+            {"topsrider", "usr/local/topsrider/version", "", '=', "toolkit"}};
+  }
+  if (vendor == "amd") {
+    return {{"driver", "sys/module/amdgpu/version", "", '=', "driver"},
+            {"rocm", "opt/rocm/.info/version", "", '=', "toolkit"}};
+  }
+  return {};
+}
+
+// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.158.01  Release Build ..." -> "570.158.01".
+std::string NvidiaProcVersion(std::string_view text) {
+  const size_t at = text.find("Kernel Module");
+  if (at == std::string_view::npos) return "";
+  std::string_view rest = Trim(text.substr(at + 13));
+  return std::string(rest.substr(0, std::min(rest.find(' '), rest.size())));
+}
+
+// The CANN toolkit: ascend-toolkit/latest/<arch>-linux/ascend_toolkit_install.info, `version=`.
+std::optional<std::string> AscendToolkit(const HostRoot& host, Problems& problems) {
+  constexpr std::string_view kDir = "usr/local/Ascend/ascend-toolkit/latest";
+  StatusOr<std::vector<std::string>> arches = host.List(kDir);
+  if (!arches.ok()) {
+    problems.files.push_back(arches.status().message());
+    return std::nullopt;
+  }
+  for (const std::string& arch : *arches) {
+    const std::string path = std::string(kDir) + "/" + arch + "/ascend_toolkit_install.info";
+    if (std::optional<std::string> text = ReadOptional(host, path, problems)) {
+      std::string v = KeyValue(*text, "version", '=');
+      if (!v.empty()) return v;
+    }
+  }
+  return std::nullopt;
+}
+
+// Reads the versions of one vendor into status.versions and returns role -> raw.
+std::map<std::string, std::string> ReadVersions(const HostRoot& host, std::string_view vendor,
+                                                api::NodeInventoryStatus& status,
+                                                Problems& problems) {
+  std::map<std::string, std::string> by_role;
+  const auto add = [&](std::string_view component, std::string_view role, std::string raw) {
+    if (raw.empty() || raw.size() > 128 || status.versions.contains(std::string(component))) return;
+    api::ComponentVersion v;
+    v.raw = raw;
+    v.semver = NormalizeSemver(raw);
+    status.versions[std::string(component)] = v;
+    if (!role.empty()) by_role.emplace(std::string(role), std::move(raw));
+  };
+  for (const VersionFile& f : VersionFiles(vendor)) {
+    std::optional<std::string> text = ReadOptional(host, f.path, problems);
+    if (!text) continue;
+    std::string raw;
+    if (f.path == "proc/driver/nvidia/version") {
+      raw = NvidiaProcVersion(*text);
+    } else if (!f.key.empty()) {
+      raw = KeyValue(*text, f.key, f.sep);
+    } else {
+      raw = std::string(Trim(*text));
+      raw = raw.substr(0, raw.find('\n'));
+    }
+    add(f.component, f.role, raw);
+  }
+  if (vendor == "huawei") {
+    if (std::optional<std::string> cann = AscendToolkit(host, problems)) {
+      add("cann", "toolkit", *cann);
+    }
+  }
+  return by_role;
+}
+
+// /proc/driver/nvidia/gpus/<bdf>/information "Device Minor:" (the /dev/nvidia<N> number).
+std::optional<int> NvidiaMinor(const HostRoot& host, const std::string& bdf, Problems& problems) {
+  std::optional<std::string> text =
+      ReadOptional(host, "proc/driver/nvidia/gpus/" + bdf + "/information", problems);
+  if (!text) return std::nullopt;
+  const std::optional<int64_t> minor = ParseInt(KeyValue(*text, "Device Minor", ':'));
+  if (!minor || *minor < 0 || *minor > 255) return std::nullopt;
+  return static_cast<int>(*minor);
+}
+
+// The render node of a DRM device: dev/dri/renderD<N> from <function>/drm/renderD<N>.
+std::string RenderNode(const HostRoot& host, const PciFunction& f) {
+  StatusOr<std::vector<std::string>> names = host.List(f.sysfs_path + "/drm");
+  if (!names.ok()) return "";
+  for (const std::string& n : *names) {
+    if (n.starts_with("renderD")) return "dev/dri/" + n;
+  }
+  return "";
+}
+
+// /etc/hccn.conf address_<phy id>=<ip> (hw §1.4).
+std::map<int, std::string> HccnAddresses(const HostRoot& host, Problems& problems) {
+  std::map<int, std::string> out;
+  std::optional<std::string> text = ReadOptional(host, "etc/hccn.conf", problems);
+  if (!text) return out;
+  size_t start = 0;
+  while (start < text->size()) {
+    const size_t nl = std::min(text->find('\n', start), text->size());
+    const std::string_view line = Trim(std::string_view{*text}.substr(start, nl - start));
+    start = nl + 1;
+    if (!line.starts_with("address_")) continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::optional<int64_t> id = ParseInt(line.substr(8, eq - 8));
+    const std::string_view ip = Trim(line.substr(eq + 1));
+    if (id && *id >= 0 && *id < 1024 && !ip.empty() && ip.size() <= 45) {
+      out[static_cast<int>(*id)] = ip;
+    }
+  }
+  return out;
+}
+
+// KFD topology (hw §3.1, §3.8): GPU nodes by PCI address, with memory, hive and xGMI links.
+struct KfdNode {
+  std::string bdf;
+  int64_t local_mem = 0;
+  std::string hive;
+  std::vector<std::pair<int, double>> xgmi;  // (node id, GB/s)
+};
+
+std::map<int, KfdNode> ReadKfd(const HostRoot& host, Problems& problems) {
+  std::map<int, KfdNode> nodes;
+  constexpr std::string_view kNodes = "sys/class/kfd/kfd/topology/nodes";
+  StatusOr<std::vector<std::string>> ids = host.List(kNodes);
+  if (!ids.ok()) {
+    problems.files.push_back(ids.status().message());
+    return nodes;
+  }
+  for (const std::string& id_text : *ids) {
+    const std::optional<int64_t> id = ParseInt(id_text);
+    if (!id) continue;
+    const std::string dir = std::string(kNodes) + "/" + id_text;
+    std::optional<std::string> props = ReadOptional(host, dir + "/properties", problems);
+    if (!props) continue;
+    const std::optional<int64_t> location = ParseInt(KeyValue(*props, "location_id", ' '));
+    const std::optional<int64_t> domain = ParseInt(KeyValue(*props, "domain", ' '));
+    const std::optional<int64_t> simd = ParseInt(KeyValue(*props, "simd_count", ' '));
+    if (!location || !domain || !simd || *simd == 0) continue;  // a CPU node
+    KfdNode node;
+    char bdf[16];
+    std::snprintf(bdf, sizeof(bdf), "%04x:%02x:%02x.%x", static_cast<unsigned>(*domain & 0xffff),
+                  static_cast<unsigned>((*location >> 8) & 0xff),
+                  static_cast<unsigned>((*location >> 3) & 0x1f),
+                  static_cast<unsigned>(*location & 7));
+    node.bdf = bdf;
+    node.local_mem = ParseInt(KeyValue(*props, "local_mem_size", ' ')).value_or(0);
+    node.hive = KeyValue(*props, "hive_id", ' ');
+    StatusOr<std::vector<std::string>> links = host.List(dir + "/io_links");
+    if (links.ok()) {
+      for (const std::string& l : *links) {
+        std::optional<std::string> lp = ReadOptional(
+            host, std::string(dir).append("/io_links/").append(l).append("/properties"), problems);
+        if (!lp) continue;
+        const std::optional<int64_t> type = ParseInt(KeyValue(*lp, "type", ' '));
+        const std::optional<int64_t> to = ParseInt(KeyValue(*lp, "node_to", ' '));
+        const std::optional<int64_t> bw = ParseInt(KeyValue(*lp, "max_bandwidth", ' '));
+        if (type == 11 && to) {  // 11 = XGMI (hw §3.8)
+          node.xgmi.emplace_back(static_cast<int>(*to),
+                                 bw && *bw > 0 ? static_cast<double>(*bw) / 1000 : 50);
+        }
+      }
+    }
+    nodes[static_cast<int>(*id)] = std::move(node);
+  }
+  return nodes;
+}
+
+std::string Now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+api::Condition MakeCondition(std::string type, bool ok, std::string reason, std::string message,
+                             const std::string& now) {
+  api::Condition c;
+  c.type = std::move(type);
+  c.status = ok ? "True" : "False";
+  c.reason = std::move(reason);
+  if (message.size() > 1024) message = message.substr(0, 1021) + "...";
+  c.message = std::move(message);
+  c.last_transition_time = now;
+  return c;
+}
+
+std::string JoinMessages(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : "; ") + s;
+  return out;
+}
+
+// Replaces the links of `types` with `links` (a vendor library saw them).
+void ReplaceLinks(api::NodeInventoryStatus& status, const std::set<std::string>& types,
+                  std::vector<api::InventoryLink> links) {
+  std::erase_if(status.links, [&](const api::InventoryLink& l) { return types.contains(l.type); });
+  for (api::InventoryLink& l : links) status.links.push_back(std::move(l));
+}
+
+void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInventoryStatus& status,
+               Problems& problems) {
+  std::map<std::string, Found*> by_bdf;
+  for (Found& f : found) {
+    if (f.vendor->vendor == "nvidia") by_bdf[f.pci->bdf] = &f;
+  }
+  std::string clique;
+  bool all_on_switch = !nvml.devices.empty();
+  for (const NvmlDevice& d : nvml.devices) {
+    std::string bdf = d.pci_bus_id;
+    for (char& c : bdf) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto it = by_bdf.find(bdf);
+    if (!d.error.empty()) {
+      problems.libraries.push_back("nvml: device " + std::to_string(d.index) + ": " + d.error);
+    }
+    if (it == by_bdf.end()) continue;
+    api::InventoryDevice& dev = it->second->device;
+    if (!d.uuid.empty() && d.uuid.size() <= 64) {
+      dev.uuid = d.uuid;
+      dev.attributes["uuid"] = StringAttr(d.uuid);
+      dev.sources["uuid"] = "nvml";
+    }
+    if (d.memory_bytes > 0) {
+      dev.memory = Quantity(static_cast<int64_t>(d.memory_bytes));
+      dev.sources["memory"] = "nvml";
+    }
+    // Application XIDs (13, 31, 43, 45, 68, 109) say nothing about the GPU (hw §2.6).
+    const bool critical_xid = std::any_of(d.xid_events.begin(), d.xid_events.end(), [](uint64_t x) {
+      return x != 13 && x != 31 && x != 43 && x != 45 && x != 68 && x != 109;
+    });
+    if (!d.healthy || critical_xid) {
+      dev.health = "Unhealthy";
+      dev.sources["health"] = "nvml";
+    }
+    const bool on_switch = std::any_of(d.links.begin(), d.links.end(), [](const NvmlLink& l) {
+      return l.active && l.remote_type == "switch";
+    });
+    all_on_switch = all_on_switch && on_switch;
+    if (d.fabric_state == "completed" && !d.cluster_uuid.empty() && d.clique_id) {
+      clique = d.cluster_uuid + "." + std::to_string(*d.clique_id);
+      dev.attributes["fabricDomain"] = StringAttr(clique);
+      status.fabric = status.fabric.value_or(api::InventoryFabric{});
+      status.fabric->cluster_uuid = d.cluster_uuid;
+      status.fabric->clique_id = std::to_string(*d.clique_id);
+    }
+  }
+  if (all_on_switch) {
+    for (api::InventoryLink& l : status.links) {
+      if (l.type == "nvswitch") l.source = "nvml";
+    }
+    for (api::InventoryGroup& g : status.groups) {
+      if (g.kind == "nvswitch-board") g.source = "nvml";
+    }
+    for (Found& f : found) {
+      if (f.vendor->vendor == "nvidia") f.device.sources["topology"] = "nvml";
+    }
+  }
+  if (!nvml.driver_version.empty()) {
+    api::ComponentVersion v{nvml.driver_version, NormalizeSemver(nvml.driver_version), nullptr};
+    status.versions["driver"] = v;
+  }
+  if (nvml.cuda_driver_version > 0) {
+    const std::string raw = std::to_string(nvml.cuda_driver_version / 1000) + "." +
+                            std::to_string(nvml.cuda_driver_version % 1000 / 10);
+    status.versions["cuda"] = api::ComponentVersion{raw, NormalizeSemver(raw), nullptr};
+  }
+}
+
+void MergeDcmi(const DcmiFacts& dcmi, std::vector<Found>& found, api::NodeInventoryStatus& status,
+               Problems& problems) {
+  std::map<std::string, Found*> by_bdf;
+  for (Found& f : found) {
+    if (f.vendor->vendor == "huawei") by_bdf[f.pci->bdf] = &f;
+  }
+  std::map<int, std::string> name_of_logic;
+  for (const DcmiChip& c : dcmi.chips) {
+    if (!c.error.empty()) {
+      problems.libraries.push_back("dcmi: logic id " + std::to_string(c.logic_id) + ": " + c.error);
+    }
+    auto it = by_bdf.find(c.pci_bus_id);
+    if (it == by_bdf.end()) continue;
+    api::InventoryDevice& dev = it->second->device;
+    name_of_logic[c.logic_id] = dev.name;
+    if (!c.chip_name.empty()) {
+      dev.model = "Ascend" + c.chip_name;
+      dev.attributes["model"] = StringAttr(dev.model);
+      dev.sources["model"] = "dcmi";
+    }
+    if (c.hbm_total_mb > 0) {
+      dev.memory = Quantity(static_cast<int64_t>(c.hbm_total_mb) * kMiB);
+      dev.sources["memory"] = "dcmi";
+    }
+    if (c.health != 0 && c.health != 0xFFFFFFFFu) {
+      dev.health = "Unhealthy";
+      dev.sources["health"] = "dcmi";
+    }
+    if (!c.device_ip.empty() && c.device_ip.size() <= 45) {
+      dev.attributes["huawei.com/deviceIP"] = StringAttr(c.device_ip);
+      dev.sources["deviceIP"] = "dcmi";
+    }
+    dev.attributes["huawei.com/logicID"] = IntAttr(c.logic_id);
+  }
+  std::vector<api::InventoryLink> links;
+  std::set<std::string> types;
+  for (const DcmiTopology& t : dcmi.topology) {
+    std::string type;
+    double gbps = 0;
+    if (t.type == "hccs") type = "hccs", gbps = 56;
+    if (t.type == "sio") type = "sio", gbps = 224;
+    if (t.type == "hccs-sw") type = "hccs-switch", gbps = 56;
+    if (type.empty() || !name_of_logic.contains(t.a) || !name_of_logic.contains(t.b)) continue;
+    // Bandwidths: the server model's figures for the same link type where it has them.
+    for (const api::InventoryLink& l : status.links) {
+      if (l.type == type) gbps = l.bandwidth_gbps;
+    }
+    api::InventoryLink link;
+    link.a = name_of_logic[t.a];
+    link.b = name_of_logic[t.b];
+    link.type = type;
+    link.bandwidth_gbps = gbps;
+    link.source = "dcmi";
+    links.push_back(std::move(link));
+    types.insert(type);
+  }
+  if (!links.empty()) {
+    ReplaceLinks(status, types, std::move(links));
+    for (Found& f : found) {
+      if (f.vendor->vendor == "huawei") f.device.sources["topology"] = "dcmi";
+    }
+  }
+  if (!dcmi.driver_version.empty()) {
+    status.versions["driver"] =
+        api::ComponentVersion{dcmi.driver_version, NormalizeSemver(dcmi.driver_version), nullptr};
+  }
+}
+
+std::string DefaultNodeName(const HostRoot& host) {
+  StatusOr<std::string> name = host.ReadTrimmed("etc/hostname");
+  if (!name.ok() || name->empty()) return "localhost";
+  std::string out;
+  for (char c : *name) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!api::ValidateNodeName(out, "metadata.name").ok()) return "localhost";
+  return out;
+}
+
+}  // namespace
+
+Status DiscoveryOptions::Validate() const {
+  struct stat st {};
+  const std::string root = host_root.empty() ? "/" : host_root;
+  if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return InvalidArgumentError("host root " + root + ": not a directory");
+  }
+  if (!node_name.empty()) RETURN_IF_ERROR(api::ValidateNodeName(node_name, "node name"));
+  return OkStatus();
+}
+
+StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  const HostRoot host(options.host_root);
+  const std::string now = options.now.empty() ? Now() : options.now;
+  Problems problems;
+  api::NodeInventory inv;
+  inv.metadata.name = options.node_name.empty() ? DefaultNodeName(host) : options.node_name;
+  api::NodeInventoryStatus& status = inv.status;
+
+  if (std::optional<std::string> boot =
+          ReadOptional(host, "proc/sys/kernel/random/boot_id", problems)) {
+    const std::string_view id = Trim(*boot);
+    if (!id.empty() && id.size() <= 64) status.boot_id = std::string(id);
+  }
+
+  PciScan pci = ScanPci(host);
+  for (std::string& p : pci.problems) problems.files.push_back(std::move(p));
+
+  // Accelerators, by vendor and class (hw §0).
+  std::vector<Found> found;
+  bool has_nvswitch = false;
+  for (const PciFunction& f : pci.functions) {
+    if (f.vendor == kNvidia && (f.pci_class >> 8) == kOtherBridge) has_nvswitch = true;
+    const VendorInfo* vendor = AcceleratorVendor(f.vendor, f.device, f.pci_class);
+    if (vendor == nullptr) continue;
+    Found x;
+    x.vendor = vendor;
+    x.model = ModelOf(*vendor, f.device);
+    x.pci = &f;
+    found.push_back(std::move(x));
+  }
+
+  // Index: the vendor's physical index where sysfs/procfs gives it (NVIDIA device minor), else
+  // the order by PCI address within the device kind (= the physical id order on the Ascend
+  // servers, hw §1.5). Collisions fall back to the next free index.
+  std::map<std::string, std::set<int64_t>> used;
+  std::map<std::string, int64_t> next;
+  for (Found& x : found) {
+    std::optional<int> index;
+    std::string index_source = "sysfs";
+    if (x.vendor->vendor == "nvidia") {
+      index = NvidiaMinor(host, x.pci->bdf, problems);
+      if (index) index_source = "procfs";
+    }
+    std::set<int64_t>& taken = used[std::string(x.vendor->kind)];
+    int64_t i = index && !taken.contains(*index) ? *index : next[std::string(x.vendor->kind)];
+    while (taken.contains(i)) ++i;
+    taken.insert(i);
+    if (!index) next[std::string(x.vendor->kind)] = i + 1;
+    api::InventoryDevice& d = x.device;
+    d.kind = std::string(x.vendor->kind);
+    d.index = i;
+    d.name = d.kind + "-" + std::to_string(i);
+    d.sources["index"] = index_source;
+  }
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return std::tie(a.device.kind, a.device.index) < std::tie(b.device.kind, b.device.index);
+  });
+
+  std::map<std::string, std::map<std::string, std::string>> versions_of;  // vendor -> role -> raw
+  std::set<std::string> vendors_seen;
+  for (const Found& x : found) {
+    const std::string v(x.vendor->vendor);
+    if (vendors_seen.insert(v).second) versions_of[v] = ReadVersions(host, v, status, problems);
+  }
+  std::map<int, std::string> hccn;
+  if (vendors_seen.contains("huawei")) hccn = HccnAddresses(host, problems);
+  std::map<int, KfdNode> kfd;
+  if (vendors_seen.contains("hygon") || vendors_seen.contains("amd")) kfd = ReadKfd(host, problems);
+  std::map<std::string, int> kfd_by_bdf;
+  for (const auto& [id, node] : kfd) kfd_by_bdf[node.bdf] = id;
+
+  for (Found& x : found) {
+    api::InventoryDevice& d = x.device;
+    const PciFunction& f = *x.pci;
+    d.vendor = std::string(x.vendor->vendor);
+    d.model = std::string(x.model.model);
+    d.pci_address = f.bdf;
+    d.pcie_root = f.pcie_root;
+    d.pcie_path = f.pcie_path;
+    if (f.numa_node) d.numa_node = *f.numa_node;
+    d.sources["pci"] = "sysfs";
+    if (f.numa_node) d.sources["numaNode"] = "sysfs";
+    int64_t memory = x.model.memory_bytes;
+    std::string memory_source = "server-model";
+    if (auto k = kfd_by_bdf.find(f.bdf); k != kfd_by_bdf.end() && kfd[k->second].local_mem > 0) {
+      memory = kfd[k->second].local_mem;
+      memory_source = "sysfs";
+    }
+    if (memory > 0) {
+      d.memory = Quantity(memory);
+      d.sources["memory"] = memory_source;
+    }
+    // The device node.
+    std::string node;
+    if (x.vendor->dev_node == DevNode::kIndexed) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), std::string(x.vendor->dev_node_format).c_str(),
+                    static_cast<int>(d.index));
+      node = buf;
+    } else {
+      node = RenderNode(host, f);
+    }
+    if (node.empty() || !host.Exists(node)) {
+      d.health = "Unhealthy";
+      problems.device_nodes.push_back(
+          d.name + ": " + (node.empty() ? "no device node found" : "/" + node + " missing"));
+    } else {
+      d.health = "Healthy";
+    }
+    d.sources["health"] = "sysfs";
+    const auto& roles = versions_of[d.vendor];
+    if (auto it = roles.find("driver"); it != roles.end()) d.driver_version = it->second;
+    if (auto it = roles.find("firmware"); it != roles.end()) d.firmware_version = it->second;
+    d.attributes["vendor"] = StringAttr(d.vendor);
+    d.attributes["family"] = StringAttr(std::string(x.model.family));
+    d.attributes["model"] = StringAttr(d.model);
+    d.attributes["index"] = IntAttr(d.index);
+    for (const auto& [role, attr] :
+         {std::pair{"driver", "driverVersion"}, std::pair{"firmware", "firmwareVersion"},
+          std::pair{"toolkit", "toolkitVersion"}}) {
+      if (auto it = roles.find(role); it != roles.end()) {
+        const std::string semver = NormalizeSemver(it->second);
+        if (!semver.empty()) d.attributes[attr] = VersionAttr(semver);
+      }
+    }
+    d.attributes["bf16"] = BoolAttr(x.model.bf16);
+    d.attributes["fp16"] = BoolAttr(x.model.fp16);
+    d.attributes["fp8"] = BoolAttr(x.model.fp8);
+    d.attributes["int8"] = BoolAttr(x.model.int8);
+    if (d.numa_node) d.attributes["numaNode"] = IntAttr(*d.numa_node);
+    if (!d.pcie_root.empty()) {
+      d.attributes["resource.kubernetes.io/pcieRoot"] = StringAttr(d.pcie_root);
+    }
+    d.attributes["resource.kubernetes.io/pciBusID"] = StringAttr(d.pci_address);
+    if (d.vendor == "huawei") {
+      if (auto it = hccn.find(static_cast<int>(d.index)); it != hccn.end()) {
+        d.attributes["huawei.com/deviceIP"] = StringAttr(it->second);
+        d.sources["deviceIP"] = "hccn";
+      }
+    }
+  }
+
+  // Server model: one vendor and one model on the host.
+  std::vector<std::string> names;
+  for (const Found& x : found) names.push_back(x.device.name);
+  bool uniform = !found.empty();
+  for (const Found& x : found) {
+    uniform =
+        uniform && x.vendor == found[0].vendor && x.model.device_id == found[0].model.device_id;
+  }
+  ServerModelQuery query;
+  query.has_nvswitch = has_nvswitch;
+  query.devices = names;
+  if (uniform) {
+    query.vendor = found[0].vendor->vendor;
+    query.device_id = found[0].model.device_id;
+    query.model = found[0].model.model;
+  }
+  ServerModel model = MatchServerModel(query);
+  // KFD xGMI links (Hygon, AMD) take precedence over the server model.
+  std::map<std::string, std::string> name_of_bdf;
+  for (const Found& x : found) name_of_bdf[x.pci->bdf] = x.device.name;
+  std::vector<api::InventoryLink> kfd_links;
+  std::map<std::string, std::vector<std::string>> hives;
+  for (const auto& [id, node] : kfd) {
+    auto a = name_of_bdf.find(node.bdf);
+    if (a == name_of_bdf.end()) continue;
+    if (!node.hive.empty() && node.hive != "0") hives[node.hive].push_back(a->second);
+    for (const auto& [to, gbps] : node.xgmi) {
+      auto peer = kfd.find(to);
+      if (peer == kfd.end()) continue;
+      auto b = name_of_bdf.find(peer->second.bdf);
+      if (b == name_of_bdf.end() || !(a->second < b->second)) continue;
+      api::InventoryLink link;
+      link.a = a->second;
+      link.b = b->second;
+      link.type = "xgmi";
+      link.bandwidth_gbps = gbps;
+      link.source = "sysfs";
+      kfd_links.push_back(std::move(link));
+    }
+  }
+  if (!kfd_links.empty()) {
+    model.links = std::move(kfd_links);
+    model.groups.clear();
+    model.scale_up_domain.clear();
+    int k = 0;
+    for (auto& [hive, members] : hives) {
+      std::sort(members.begin(), members.end(), [&](const std::string& a, const std::string& b) {
+        return std::make_pair(a.size(), a) < std::make_pair(b.size(), b);
+      });
+      api::InventoryGroup g;
+      g.name = "xgmi-hive-" + std::to_string(k++);
+      g.kind = "link-domain";
+      g.devices = members;
+      g.source = "sysfs";
+      for (const std::string& m : members) model.scale_up_domain[m] = g.name;
+      model.groups.push_back(std::move(g));
+    }
+    model.description = std::to_string(found.size()) + "x " + std::string(found[0].model.model) +
+                        ", xGMI links from the KFD topology";
+    model.rule_set = "any";
+    model.link_type = "xgmi";
+    model.known = true;
+  }
+  status.server_model = model.description;
+  status.rule_set = model.rule_set;
+  status.valid_sets = model.valid_sets;
+  status.links = model.links;
+  status.groups = model.groups;
+  for (Found& x : found) {
+    api::InventoryDevice& d = x.device;
+    d.attributes["linkType"] = StringAttr(model.link_type);
+    if (auto it = model.scale_up_domain.find(d.name); it != model.scale_up_domain.end()) {
+      d.attributes["scaleUpDomain"] = StringAttr(it->second);
+    }
+    if (auto it = model.module.find(d.name); it != model.module.end()) {
+      d.attributes["module"] = StringAttr(it->second);
+    }
+    const bool from_links = !model.links.empty() && model.links[0].source == "sysfs";
+    d.sources["topology"] = from_links ? "sysfs" : "server-model";
+  }
+
+  // Vendor libraries.
+  if (options.probe_vendor_libraries) {
+    if (vendors_seen.contains("nvidia")) {
+      const NvmlFacts nvml = options.probe_nvml ? options.probe_nvml(options.vendor_lib_dirs)
+                                                : ProbeNvml(options.vendor_lib_dirs);
+      if (nvml.library.loaded) {
+        MergeNvml(nvml, found, status, problems);
+      } else {
+        problems.libraries.push_back("nvml: " + nvml.library.error);
+        if (problems.library_reason.empty()) problems.library_reason = "NvmlUnavailable";
+      }
+    }
+    if (vendors_seen.contains("huawei")) {
+      const DcmiFacts dcmi = options.probe_dcmi ? options.probe_dcmi(options.vendor_lib_dirs)
+                                                : ProbeDcmi(options.vendor_lib_dirs);
+      if (dcmi.library.loaded) {
+        MergeDcmi(dcmi, found, status, problems);
+      } else {
+        problems.libraries.push_back("dcmi: " + dcmi.library.error);
+        if (problems.library_reason.empty()) problems.library_reason = "DcmiUnavailable";
+      }
+    }
+  }
+
+  for (Found& x : found) status.devices.push_back(std::move(x.device));
+  status.nics = ScanNics(host, pci, problems.files);
+  PairNics(status.nics, status.devices, pci);
+
+  // Health and conditions.
+  const size_t unhealthy = static_cast<size_t>(
+      std::count_if(status.devices.begin(), status.devices.end(),
+                    [](const api::InventoryDevice& d) { return d.health != "Healthy"; }));
+  status.health = unhealthy == 0                       ? "Healthy"
+                  : unhealthy == status.devices.size() ? "Unhealthy"
+                                                       : "Degraded";
+  status.conditions.push_back(
+      MakeCondition("Ready", true, "Discovered",
+                    std::to_string(status.devices.size()) + " devices found, " +
+                        std::to_string(status.devices.size() - unhealthy) + " healthy",
+                    now));
+  if (!problems.files.empty()) {
+    status.conditions.push_back(
+        MakeCondition("HostFiles", false, "UnreadableFiles", JoinMessages(problems.files), now));
+  }
+  if (!problems.device_nodes.empty()) {
+    status.conditions.push_back(MakeCondition("DeviceNodes", false, "DeviceNodeMissing",
+                                              JoinMessages(problems.device_nodes), now));
+  }
+  if (!problems.libraries.empty()) {
+    status.conditions.push_back(MakeCondition(
+        "VendorLibrary", false,
+        problems.library_reason.empty() ? "VendorLibraryErrors" : problems.library_reason,
+        JoinMessages(problems.libraries), now));
+  }
+  if (Status valid = api::ValidateNodeInventory(inv); !valid.ok()) {
+    return InternalError("discovered inventory is invalid: " + valid.message());
+  }
+  return inv;
+}
+
+}  // namespace xpu::discovery
