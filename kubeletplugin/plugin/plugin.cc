@@ -1,0 +1,227 @@
+#include "kubeletplugin/plugin/plugin.h"
+
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <ostream>
+#include <thread>
+
+#include "api/client/client.h"
+#include "api/validation.h"
+#include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/publisher/publisher.h"
+
+namespace xpu::plugin {
+namespace {
+
+StatusOr<int64_t> ParseMillis(const std::string& flag, const std::string& value) {
+  // "500ms", "5s", "2m", "1h" or a bare number of seconds.
+  size_t used = 0;
+  int64_t n = 0;
+  try {
+    n = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    return InvalidArgumentError("parse flag " + flag + ": \"" + value + "\" is not a duration");
+  }
+  const std::string unit = value.substr(used);
+  int64_t ms = 0;
+  if (unit.empty() || unit == "s") {
+    ms = n * 1000;
+  } else if (unit == "ms") {
+    ms = n;
+  } else if (unit == "m") {
+    ms = n * 60'000;
+  } else if (unit == "h") {
+    ms = n * 3'600'000;
+  } else {
+    return InvalidArgumentError("parse flag " + flag + ": \"" + value +
+                                "\" has an unknown unit (ms, s, m, h)");
+  }
+  if (ms <= 0) return InvalidArgumentError("parse flag " + flag + ": must be positive");
+  return ms;
+}
+
+// Watches <host-root>/dev for device nodes coming and going; sets *wake on a change.
+class DevWatcher {
+ public:
+  DevWatcher(const std::string& dev_dir, std::atomic<bool>* wake) : wake_(wake) {
+    fd_ = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (fd_ >= 0) {
+      watch_ = inotify_add_watch(fd_, dev_dir.c_str(),
+                                 IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM | IN_ATTRIB);
+    }
+  }
+  ~DevWatcher() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  DevWatcher(const DevWatcher&) = delete;
+  DevWatcher& operator=(const DevWatcher&) = delete;
+  bool ok() const { return fd_ >= 0 && watch_ >= 0; }
+  // Drains pending events; true when there were any.
+  bool Poll() {
+    if (!ok()) return false;
+    alignas(inotify_event) char buf[4096];
+    bool any = false;
+    while (::read(fd_, buf, sizeof(buf)) > 0) any = true;
+    if (any) wake_->store(true);
+    return any;
+  }
+
+ private:
+  int fd_ = -1;
+  int watch_ = -1;
+  std::atomic<bool>* wake_;
+};
+
+}  // namespace
+
+Status PluginOptions::Validate() const {
+  if (node_name.empty()) {
+    return InvalidArgumentError("--node-name (or NODE_NAME) is required");
+  }
+  RETURN_IF_ERROR(api::ValidateDnsSubdomain(node_name, "--node-name"));
+  RETURN_IF_ERROR(api::ValidateDnsSubdomain(driver_name, "--driver-name"));
+  RETURN_IF_ERROR(api::ValidateDnsLabel(ns, "--namespace"));
+  if (host_root.empty()) return InvalidArgumentError("--host-root: must not be empty");
+  if (std::chrono::duration_cast<std::chrono::milliseconds>(lease_duration) <= lease_renew) {
+    return InvalidArgumentError("--lease-renew must be shorter than --lease-duration");
+  }
+  return OkStatus();
+}
+
+std::string Usage() {
+  return "usage: xpu-dra-plugin [flags]\n"
+         "The xpu-dra node plugin: discovers the node's accelerators, publishes its\n"
+         "NodeInventory (xpu.dra.dev/v1alpha1) and renews the plugin Lease.\n"
+         "  --node-name NAME        this node (default: $NODE_NAME)\n"
+         "  --kubeconfig FILE       API access (default: in-cluster service account, then\n"
+         "                          $KUBECONFIG)\n"
+         "  --driver-name NAME      DRA driver name (default xpu.dra.dev)\n"
+         "  --host-root DIR         where the host's /sys, /dev, /proc and /etc are (default /)\n"
+         "  --vendor-lib-dir DIR    searched first for libnvidia-ml.so.1 and libdcmi.so\n"
+         "                          (repeatable)\n"
+         "  --namespace NS          the driver's namespace, for the Lease (default xpu-dra)\n"
+         "  --rediscover DURATION   rediscovery period (default 60s; also on /dev changes)\n"
+         "  --lease-renew DURATION  Lease renewal period (default 5s)\n"
+         "  --lease-duration SECS   Lease duration (default 15)\n"
+         "  --help                  print this help\n";
+}
+
+StatusOr<PluginOptions> ParseFlags(const std::vector<std::string>& args,
+                                   const std::string& node_name_env, bool* help) {
+  PluginOptions o;
+  o.node_name = node_name_env;
+  *help = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    std::string value;
+    bool has_value = false;
+    if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = flag.substr(eq + 1);
+      flag = flag.substr(0, eq);
+      has_value = true;
+    }
+    if (flag == "--help" || flag == "-h") {
+      *help = true;
+      return o;
+    }
+    auto next = [&]() -> StatusOr<std::string> {
+      if (has_value) return value;
+      if (i + 1 >= args.size()) {
+        return InvalidArgumentError("parse flag " + flag + ": needs a value");
+      }
+      return args[++i];
+    };
+    if (flag == "--node-name") {
+      ASSIGN_OR_RETURN(o.node_name, next());
+    } else if (flag == "--kubeconfig") {
+      ASSIGN_OR_RETURN(o.kubeconfig, next());
+    } else if (flag == "--driver-name") {
+      ASSIGN_OR_RETURN(o.driver_name, next());
+    } else if (flag == "--host-root") {
+      ASSIGN_OR_RETURN(o.host_root, next());
+    } else if (flag == "--vendor-lib-dir") {
+      ASSIGN_OR_RETURN(auto dir, next());
+      o.vendor_lib_dirs.push_back(dir);
+    } else if (flag == "--namespace") {
+      ASSIGN_OR_RETURN(o.ns, next());
+    } else if (flag == "--rediscover" || flag == "--lease-renew") {
+      ASSIGN_OR_RETURN(auto v, next());
+      ASSIGN_OR_RETURN(const int64_t ms, ParseMillis(flag, v));
+      (flag == "--rediscover" ? o.rediscover : o.lease_renew) = std::chrono::milliseconds(ms);
+    } else if (flag == "--lease-duration") {
+      ASSIGN_OR_RETURN(auto v, next());
+      ASSIGN_OR_RETURN(const int64_t ms, ParseMillis(flag, v));
+      o.lease_duration = std::chrono::seconds(ms / 1000);
+    } else {
+      return InvalidArgumentError("unknown flag " + flag);
+    }
+  }
+  return o;
+}
+
+int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostream& log) {
+  std::mutex log_mu;
+  auto say = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(log_mu);
+    log << "xpu-dra-plugin: " << line << std::endl;
+  };
+  auto config = api::client::ResolveClusterConfig(options.kubeconfig);
+  if (!config.ok()) {
+    say(config.status().message());
+    return 1;
+  }
+  say("node " + options.node_name + ", API server " + config->Describe());
+  auto client = api::client::Client::Create(*config);
+  if (!client.ok()) {
+    say(client.status().message());
+    return 1;
+  }
+  discovery::DiscoveryOptions discover;
+  discover.host_root = options.host_root;
+  discover.vendor_lib_dirs = options.vendor_lib_dirs;
+  discover.node_name = options.node_name;
+  if (Status s = discover.Validate(); !s.ok()) {
+    say(s.message());
+    return 2;
+  }
+  PublisherOptions publish;
+  publish.node_name = options.node_name;
+  publish.ns = options.ns;
+  publish.lease_renew = options.lease_renew;
+  publish.lease_duration = options.lease_duration;
+  publish.rediscover = options.rediscover;
+  if (Status s = publish.Validate(); !s.ok()) {
+    say(s.message());
+    return 2;
+  }
+  InventoryPublisher publisher(client->get(), publish,
+                               [&] { return discovery::Discover(discover); });
+  std::atomic<bool> wake{false};
+  std::string dev = options.host_root;
+  if (dev.empty() || dev.back() != '/') dev += "/";
+  dev += "dev";
+  DevWatcher watcher(dev, &wake);
+  if (!watcher.ok()) {
+    say("watch " + dev + ": " + std::strerror(errno) + "; periodic rediscovery only");
+  }
+  std::atomic<bool> done{false};
+  std::thread dev_thread([&] {
+    while (!stop.load() && !done.load()) {
+      if (watcher.Poll()) say("device nodes changed under " + dev + ": rediscovering");
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  });
+  uint64_t writes = 0;
+  publisher.Run(stop, &wake, [&](const std::string& line) { say(line); });
+  done = true;
+  dev_thread.join();
+  writes = publisher.stats().inventory_writes;
+  say("stopped after " + std::to_string(writes) + " inventory writes");
+  return 0;
+}
+
+}  // namespace xpu::plugin
