@@ -243,8 +243,9 @@ std::optional<std::string_view> VocabularyAttributeType(std::string_view name) {
 }
 
 const std::vector<std::string>& InventorySources() {
-  static const std::vector<std::string> kSources = {
-      "sysfs", "procfs", "nvml", "dcmi", "hccn", "cndev", "rocm-smi", "server-model", "config"};
+  static const std::vector<std::string> kSources = {"sysfs",        "procfs", "kfd",   "nvml",
+                                                    "dcmi",         "hccn",   "cndev", "rocm-smi",
+                                                    "server-model", "config"};
   return kSources;
 }
 

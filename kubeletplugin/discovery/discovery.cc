@@ -588,7 +588,7 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
     std::string memory_source = "server-model";
     if (auto k = kfd_by_bdf.find(f.bdf); k != kfd_by_bdf.end() && kfd[k->second].local_mem > 0) {
       memory = kfd[k->second].local_mem;
-      memory_source = "sysfs";
+      memory_source = "kfd";
     }
     if (memory > 0) {
       d.memory = Quantity(memory);
@@ -680,7 +680,7 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
       link.b = b->second;
       link.type = "xgmi";
       link.bandwidth_gbps = gbps;
-      link.source = "sysfs";
+      link.source = "kfd";
       kfd_links.push_back(std::move(link));
     }
   }
@@ -697,7 +697,7 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
       g.name = "xgmi-hive-" + std::to_string(k++);
       g.kind = "link-domain";
       g.devices = members;
-      g.source = "sysfs";
+      g.source = "kfd";
       for (const std::string& m : members) model.scale_up_domain[m] = g.name;
       model.groups.push_back(std::move(g));
     }
@@ -721,8 +721,8 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
     if (auto it = model.module.find(d.name); it != model.module.end()) {
       d.attributes["module"] = StringAttr(it->second);
     }
-    const bool from_links = !model.links.empty() && model.links[0].source == "sysfs";
-    d.sources["topology"] = from_links ? "sysfs" : "server-model";
+    const bool from_kfd = !model.links.empty() && model.links[0].source == "kfd";
+    d.sources["topology"] = from_kfd ? "kfd" : "server-model";
   }
 
   // Vendor libraries.
