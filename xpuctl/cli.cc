@@ -110,10 +110,11 @@ std::string MainUsage() {
       "xpuctl: the xpu-dra operator tool\n\n"
       "usage: xpuctl <command> [flags]\n\ncommands:\n";
   for (const Command& c : Commands()) {
-    text += "  " + Pad(c.name, 8) + std::string(c.summary) + "\n";
+    text += "  " + Pad(c.name, 10) + std::string(c.summary) + "\n";
   }
+  text += "  " + Pad("help", 10);
   text +=
-      "  help    show this text; 'xpuctl help <command>' shows a command's flags\n\n"
+      "show this text; 'xpuctl help <command>' shows a command's flags\n\n"
       "Flags take their value as '--flag value' or '--flag=value'.\n"
       "Exit status: 0 ok, 1 internal error, 2 bad usage or input, 3 infeasible.\n";
   return text;
