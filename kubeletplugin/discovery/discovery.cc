@@ -42,6 +42,7 @@ struct Problems {
   std::vector<std::string> device_nodes;  // DeviceNodes
   std::vector<std::string> libraries;     // VendorLibrary: "nvml: ..."
   std::string library_reason;
+  std::vector<std::string> links;  // LinksDegraded: "gpu-5: NVLink 7 down (17 of 18 active)"
 };
 
 std::string Quantity(int64_t bytes) {
@@ -352,6 +353,8 @@ void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInvent
   }
   std::string clique;
   bool all_on_switch = !nvml.devices.empty();
+  // Share of each GPU's NVLinks that are up, where some are down.
+  std::map<std::string, double> link_share;
   for (const NvmlDevice& d : nvml.devices) {
     std::string bdf = d.pci_bus_id;
     for (char& c : bdf) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -382,6 +385,17 @@ void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInvent
       return l.active && l.remote_type == "switch";
     });
     all_on_switch = all_on_switch && on_switch;
+    const auto active =
+        std::count_if(d.links.begin(), d.links.end(), [](const NvmlLink& l) { return l.active; });
+    if (!d.links.empty() && static_cast<size_t>(active) < d.links.size()) {
+      std::string down;
+      for (const NvmlLink& l : d.links) {
+        if (!l.active) down += (down.empty() ? "" : ",") + std::to_string(l.link);
+      }
+      link_share[dev.name] = static_cast<double>(active) / static_cast<double>(d.links.size());
+      problems.links.push_back(dev.name + ": NVLink " + down + " down (" + std::to_string(active) +
+                               " of " + std::to_string(d.links.size()) + " active)");
+    }
     if (d.fabric_state == "completed" && !d.cluster_uuid.empty() && d.clique_id) {
       clique = d.cluster_uuid + "." + std::to_string(*d.clique_id);
       dev.attributes["fabricDomain"] = StringAttr(clique);
@@ -392,7 +406,15 @@ void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInvent
   }
   if (all_on_switch) {
     for (api::InventoryLink& l : status.links) {
-      if (l.type == "nvswitch") l.source = "nvml";
+      if (l.type != "nvswitch") continue;
+      l.source = "nvml";
+      // Through the switches a pair gets what the weaker GPU's remaining links carry.
+      double share = 1;
+      for (const std::string& end : {l.a, l.b}) {
+        if (auto it = link_share.find(end); it != link_share.end())
+          share = std::min(share, it->second);
+      }
+      l.bandwidth_gbps *= share;
     }
     for (api::InventoryGroup& g : status.groups) {
       if (g.kind == "nvswitch-board") g.source = "nvml";
@@ -772,6 +794,10 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
   if (!problems.device_nodes.empty()) {
     status.conditions.push_back(MakeCondition("DeviceNodes", false, "DeviceNodeMissing",
                                               JoinMessages(problems.device_nodes), now));
+  }
+  if (!problems.links.empty()) {
+    status.conditions.push_back(
+        MakeCondition("Links", false, "LinksDegraded", JoinMessages(problems.links), now));
   }
   if (!problems.libraries.empty()) {
     status.conditions.push_back(MakeCondition(

@@ -292,13 +292,13 @@ TEST_CASE("Hygon xGMI links and memory come from the KFD topology") {
   REQUIRE(inv.status.links.size() == 12);
   for (const api::InventoryLink& l : inv.status.links) {
     CHECK(l.type == "xgmi");
-    CHECK(l.source == "sysfs");
+    CHECK(l.source == "kfd");
     const int a = l.a.back() - '0';
     const int b = l.b.back() - '0';
     CHECK(a / 4 == b / 4);  // inside one hive of four
   }
   CHECK(inv.status.devices[0].memory == "64Gi");
-  CHECK(inv.status.devices[0].sources.at("memory") == "sysfs");
+  CHECK(inv.status.devices[0].sources.at("memory") == "kfd");
 }
 
 // The solver's answer for every count, with all devices free and with the first one taken.

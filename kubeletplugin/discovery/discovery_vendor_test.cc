@@ -46,6 +46,19 @@ TEST_CASE("NVML through dlopen: uuids, NVSwitch links and XID health", "[discove
   CHECK(inv.status.devices[0].health == "Healthy");
   CHECK(inv.status.health == "Degraded");
   CHECK(FindCondition(inv, "VendorLibrary") == nullptr);
+  // GPU 5's NVLink 7 is down: a condition, and its pairs through the switches carry 17/18.
+  const api::Condition* links = FindCondition(inv, "Links");
+  REQUIRE(links != nullptr);
+  CHECK(links->reason == "LinksDegraded");
+  CHECK(links->message.find("gpu-5: NVLink 7 down (17 of 18 active)") != std::string::npos);
+  double full = 0;
+  double degraded = 0;
+  for (const auto& l : inv.status.links) {
+    if (l.a == "gpu-0" && l.b == "gpu-1") full = l.bandwidth_gbps;
+    if (l.a == "gpu-4" && l.b == "gpu-5") degraded = l.bandwidth_gbps;
+  }
+  CHECK(full > 0);
+  CHECK(degraded == Approx(full * 17 / 18));
 }
 
 TEST_CASE("NVML that fails to initialise: a condition, and sysfs facts stand",
