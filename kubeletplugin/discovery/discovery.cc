@@ -411,8 +411,9 @@ void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInvent
       // Through the switches a pair gets what the weaker GPU's remaining links carry.
       double share = 1;
       for (const std::string& end : {l.a, l.b}) {
-        if (auto it = link_share.find(end); it != link_share.end())
+        if (auto it = link_share.find(end); it != link_share.end()) {
           share = std::min(share, it->second);
+        }
       }
       l.bandwidth_gbps *= share;
     }
