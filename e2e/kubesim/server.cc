@@ -14,7 +14,11 @@
 #include <boost/beast/ssl.hpp>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <iostream>
+#include <list>
+#include <memory>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -60,6 +64,46 @@ class Connections {
   std::condition_variable idle_;
   std::set<int> fds_;      // GUARDED_BY(mu_)
   bool stopping_ = false;  // GUARDED_BY(mu_)
+};
+
+// The connection threads. They are joined, not detached, so that each has fully ended (its
+// thread-local OpenSSL state freed) before the process exits; finished ones are reaped as new
+// connections arrive.
+class Workers {
+ public:
+  void Start(std::function<void()> fn) {
+    std::lock_guard lock(mu_);
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (it->done->load()) {
+        it->thread.join();
+        it = workers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    workers_.push_back({std::thread([fn = std::move(fn), done] {
+                          fn();
+                          done->store(true);
+                        }),
+                        done});
+  }
+  void JoinAll() {
+    std::list<Worker> all;
+    {
+      std::lock_guard lock(mu_);
+      all.swap(workers_);
+    }
+    for (Worker& w : all) w.thread.join();
+  }
+
+ private:
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::mutex mu_;
+  std::list<Worker> workers_;  // GUARDED_BY(mu_)
 };
 
 // True when the peer closed or sent something during a watch (clients send nothing then).
@@ -161,12 +205,14 @@ void Serve(tcp::socket socket, ssl::context& tls, ApiHandler& handler, Connectio
 }
 
 void Accept(tcp::acceptor& acceptor, ssl::context& tls, ApiHandler& handler,
-            Connections& connections) {
+            Connections& connections, Workers& workers) {
   acceptor.async_accept([&](beast::error_code ec, tcp::socket socket) {
     if (ec) return;  // closed by shutdown
-    std::thread(Serve, std::move(socket), std::ref(tls), std::ref(handler), std::ref(connections))
-        .detach();
-    Accept(acceptor, tls, handler, connections);
+    auto shared = std::make_shared<tcp::socket>(std::move(socket));
+    workers.Start([shared, &tls, &handler, &connections] {
+      Serve(std::move(*shared), tls, handler, connections);
+    });
+    Accept(acceptor, tls, handler, connections, workers);
   });
 }
 
@@ -268,13 +314,15 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
       store.Shutdown();
       connections.ShutdownAll();
     });
-    Accept(acceptor, tls, handler, connections);
+    Workers workers;
+    Accept(acceptor, tls, handler, connections, workers);
     io.run();
     if (!connections.WaitIdle(std::chrono::seconds(5))) {
       // A connection thread is stuck in a write; the process is ending, so do not wait for it.
       err << "kube-sim: stop: connections still open after 5 s" << std::endl;
       std::_Exit(0);
     }
+    workers.JoinAll();
   } catch (const std::exception& e) {
     err << "kube-sim: serve " << options.listen << ": " << e.what() << "\n";
     return 1;

@@ -148,6 +148,7 @@ kill -TERM "$PID"
 if until_true 100 bash -c "! kill -0 $PID 2>/dev/null"; then
   wait "$PID"; rc=$?
   expect "SIGTERM stops it cleanly" 0 "$rc"
+  [ "$rc" = 0 ] || tail -40 "$DIR/log"
 else
   fail "SIGTERM stops it within 10 s"
 fi
