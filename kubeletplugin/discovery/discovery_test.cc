@@ -279,7 +279,7 @@ TEST_CASE("Ascend versions, hccn addresses and A3 modules") {
   CHECK(sio == 8);
 }
 
-TEST_CASE("NVSwitch functions are not GPUs; the NVIDIA index is the device minor") {
+TEST_CASE("NVSwitch functions are not GPUs, the NVIDIA index is the device minor") {
   const api::NodeInventory inv = DiscoverHost(kHosts + "/hgx-h200");
   CHECK(inv.status.devices.size() == 8);
   for (const api::InventoryDevice& d : inv.status.devices) CHECK(d.sources.at("index") == "procfs");
@@ -377,7 +377,7 @@ TEST_CASE("a garbage numa_node and a missing /dev node are conditions, every dev
   CHECK(inv.status.health == "Degraded");
 }
 
-TEST_CASE("an unreadable file is a condition naming it; the other devices still appear") {
+TEST_CASE("an unreadable file is a condition naming it, the other devices still appear") {
   TempHost host("atlas800t-a2");
   SECTION("a file replaced by a directory") {
     const std::string vendor = host.PciDir("0000:14:00.0") + "/vendor";
@@ -449,7 +449,7 @@ TEST_CASE("an empty host root gives an inventory without devices") {
   CHECK(FindCondition(inv, "VendorLibrary") == nullptr);  // no device asks for a library
 }
 
-TEST_CASE("a vendor library that does not load is a condition; sysfs facts stay") {
+TEST_CASE("a vendor library that does not load is a condition, sysfs facts stay") {
   const api::NodeInventory inv = DiscoverHost(kHosts + "/hgx-h200", /*probe=*/true);
   CHECK(inv.status.devices.size() == 8);
   const api::Condition* lib = FindCondition(inv, "VendorLibrary");
