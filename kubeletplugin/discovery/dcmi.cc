@@ -247,11 +247,7 @@ DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
   DcmiApi api;
   std::vector<std::string> required_missing = Bind(lib, &api, &status.missing_symbols);
   if (!required_missing.empty()) {
-    status.error = "load " + status.path + ": missing required symbol";
-    if (required_missing.size() > 1) status.error += "s";
-    for (size_t i = 0; i < required_missing.size(); ++i) {
-      status.error += (i == 0 ? " " : ", ") + required_missing[i];
-    }
+    status.error = MissingSymbolsError(status.path, required_missing);
     return facts;
   }
   if (int rc = api.init(); rc != dc::kOk) {

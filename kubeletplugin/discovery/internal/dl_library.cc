@@ -61,4 +61,11 @@ void* DlLibrary::Symbol(const char* name) const {
   return handle_ != nullptr ? dlsym(handle_, name) : nullptr;
 }
 
+std::string MissingSymbolsError(const std::string& path, const std::vector<std::string>& missing) {
+  std::string error = "load " + path + ": missing required symbol";
+  if (missing.size() > 1) error += "s";
+  for (size_t i = 0; i < missing.size(); ++i) error += (i == 0 ? " " : ", ") + missing[i];
+  return error;
+}
+
 }  // namespace xpu::discovery

@@ -40,6 +40,9 @@ class DlLibrary {
   std::string path_;
 };
 
+// "load <path>: missing required symbol(s) a, b": why a library without `missing` is unusable.
+std::string MissingSymbolsError(const std::string& path, const std::vector<std::string>& missing);
+
 }  // namespace xpu::discovery
 
 #endif  // XPU_KUBELETPLUGIN_DISCOVERY_INTERNAL_DL_LIBRARY_H_
