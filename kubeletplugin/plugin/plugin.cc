@@ -215,12 +215,10 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
   });
-  uint64_t writes = 0;
   publisher.Run(stop, &wake, [&](const std::string& line) { say(line); });
   done = true;
   dev_thread.join();
-  writes = publisher.stats().inventory_writes;
-  say("stopped after " + std::to_string(writes) + " inventory writes");
+  say("stopped after " + std::to_string(publisher.stats().inventory_writes) + " inventory writes");
   return 0;
 }
 

@@ -38,15 +38,6 @@ json StatusJson(const api::NodeInventoryStatus& status) {
   return api::ToJson(holder).value("status", json::object());
 }
 
-std::string NowRfc3339() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 }  // namespace
 
 Status PublisherOptions::Validate() const {
@@ -242,7 +233,7 @@ void InventoryPublisher::Run(const std::atomic<bool>& stop, std::atomic<bool>* w
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.errors;
     }
-    if (log) log(NowRfc3339() + " " + s.message());
+    if (log) log(MicroTime(std::chrono::system_clock::now()) + " " + s.message());
   };
   auto next_lease = Clock::now();
   auto next_publish = Clock::now();
