@@ -85,6 +85,31 @@ std::string CString(const unsigned char (&buf)[N]) {
 }
 std::string CString(const char* buf, size_t cap) { return std::string(buf, strnlen(buf, cap)); }
 
+std::string NetworkHealthName(int result) {
+  switch (result) {
+    case dc::kDetectOk:
+      return "ok";
+    case dc::kDetectSockFail:
+      return "socket-failure";
+    case dc::kDetectRecvTimeout:
+      return "receive-timeout";
+    case dc::kDetectUnreach:
+      return "unreachable";
+    case dc::kDetectTimeExceeded:
+      return "time-exceeded";
+    case dc::kDetectFault:
+      return "fault";
+    case dc::kDetectInit:
+      return "initialising";
+    case dc::kDetectThreadErr:
+      return "thread-error";
+    case dc::kDetectIpSet:
+      return "ip-not-set";
+    default:
+      return "unknown-" + std::to_string(result);
+  }
+}
+
 std::string TopoTypeName(int type) {
   switch (type) {
     case dc::kTopoSelf:
@@ -127,6 +152,9 @@ struct DcmiApi {
   dc::GetHealthFn get_device_health = nullptr;
   dc::GetDeviceIpFn get_device_ip = nullptr;
   dc::GetTopoInfoFn get_topo_info_by_device_id = nullptr;
+  dc::GetNetworkHealthFn get_device_network_health = nullptr;
+  dc::GetDeviceInfoFn get_device_info = nullptr;
+  dc::GetComponentVersionFn get_device_component_static_version = nullptr;
 };
 
 std::vector<std::string> Bind(const DlLibrary& lib, DcmiApi* api,
@@ -148,6 +176,10 @@ std::vector<std::string> Bind(const DlLibrary& lib, DcmiApi* api,
   lib.Bind("dcmi_get_device_health", &api->get_device_health, opt);
   lib.Bind("dcmi_get_device_ip", &api->get_device_ip, opt);
   lib.Bind("dcmi_get_topo_info_by_device_id", &api->get_topo_info_by_device_id, opt);
+  lib.Bind("dcmi_get_device_network_health", &api->get_device_network_health, opt);
+  lib.Bind("dcmi_get_device_info", &api->get_device_info, opt);
+  lib.Bind("dcmi_get_device_component_static_version",
+           &api->get_device_component_static_version, opt);
   return required_missing;
 }
 
@@ -175,7 +207,9 @@ class ChipProbe {
     if (gone_) return true;
     if (api_.get_device_pcie_info_v2 != nullptr) {
       dc::dcmi_pcie_info_all pcie{};
-      if (Ok("dcmi_get_device_pcie_info_v2", api_.get_device_pcie_info_v2(card, dev, &pcie))) {
+      rc = api_.get_device_pcie_info_v2(card, dev, &pcie);
+      // Not supported (SoC boards): the chip is then matched by its physical id.
+      if (rc != dc::kErrNotSupport && Ok("dcmi_get_device_pcie_info_v2", rc)) {
         char bdf[32];
         std::snprintf(bdf, sizeof bdf, "%04x:%02x:%02x.%x", static_cast<unsigned>(pcie.domain),
                       pcie.bdf_busid, pcie.bdf_deviceid, pcie.bdf_funcid);
@@ -198,6 +232,12 @@ class ChipProbe {
     }
     if (gone_) return true;
     if (api_.get_device_ip != nullptr) DeviceIp();
+    if (gone_) return true;
+    if (api_.get_device_network_health != nullptr) NetworkHealth();
+    if (gone_) return true;
+    if (api_.get_device_info != nullptr) HccsStatus();
+    if (gone_) return true;
+    if (api_.get_device_component_static_version != nullptr) Firmware();
     return true;
   }
 
@@ -228,6 +268,39 @@ class ChipProbe {
             text, sizeof text) != nullptr) {
       out_->device_ip = text;
     }
+  }
+
+  // Cards without a RoCE port (PCIe cards, the 910B 300I A2) answer "not supported": no error.
+  void NetworkHealth() {
+    int result = dc::kDetectOk;
+    int rc = api_.get_device_network_health(out_->card_id, out_->device_id, &result);
+    if (rc == dc::kErrNotSupport) return;
+    if (Ok("dcmi_get_device_network_health", rc)) out_->network_health = NetworkHealthName(result);
+  }
+
+  // "For PCIe inference and training hardware, HCCS is not supported" (hardware.md §1.6).
+  void HccsStatus() {
+    dc::dcmi_hccs_statues st{};
+    unsigned size = sizeof st;
+    int rc = api_.get_device_info(out_->card_id, out_->device_id, dc::kMainCmdHccs,
+                                  dc::kHccsCmdGetStatus, &st, &size);
+    if (rc == dc::kErrNotSupport) return;
+    if (!Ok("dcmi_get_device_info(HCCS, GET_STATUS)", rc)) return;
+    out_->hccs_pcs_status = st.pcs_status;
+    out_->hccs_hdlc_status = st.hdlc_status;
+    out_->hccs_healthy = st.pcs_status == 0 && st.hdlc_status == dc::kHdlcStatusOk;
+  }
+
+  // The component npu-smi shows as the chip's firmware: IMU on the 910, HILINK on later chips.
+  void Firmware() {
+    const bool is_910a = out_->chip_name.starts_with("910") && !out_->chip_name.starts_with("910B") &&
+                         !out_->chip_name.starts_with("910_93");
+    unsigned char version[dc::kMaxVerLen + 1] = {};
+    int rc = api_.get_device_component_static_version(
+        out_->card_id, out_->device_id, is_910a ? dc::kComponentImu : dc::kComponentHilink,
+        version, dc::kMaxVerLen);
+    if (rc == dc::kErrNotSupport) return;
+    if (Ok("dcmi_get_device_component_static_version", rc)) out_->firmware_version = CString(version);
   }
 
   const DcmiApi& api_;

@@ -43,6 +43,7 @@ struct Problems {
   std::vector<std::string> libraries;     // VendorLibrary: "nvml: ..."
   std::string library_reason;
   std::vector<std::string> links;  // LinksDegraded: "gpu-5: NVLink 7 down (17 of 18 active)"
+  std::vector<std::string> network;  // NetworkUnhealthy: "npu-4: RoCE network unreachable"
 };
 
 std::string Quantity(int64_t bytes) {
@@ -437,18 +438,29 @@ void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInvent
 
 void MergeDcmi(const DcmiFacts& dcmi, std::vector<Found>& found, api::NodeInventoryStatus& status,
                Problems& problems) {
+  // Chips are matched to devices by PCI address, or by physical id (/dev/davinci<phy_id> is the
+  // device's index) when the library gives no PCIe information.
   std::map<std::string, Found*> by_bdf;
+  std::map<int64_t, Found*> by_index;
   for (Found& f : found) {
-    if (f.vendor->vendor == "huawei") by_bdf[f.pci->bdf] = &f;
+    if (f.vendor->vendor != "huawei") continue;
+    by_bdf[f.pci->bdf] = &f;
+    by_index[f.device.index] = &f;
   }
   std::map<int, std::string> name_of_logic;
+  std::set<std::string> hccs_down;
   for (const DcmiChip& c : dcmi.chips) {
     if (!c.error.empty()) {
       problems.libraries.push_back("dcmi: logic id " + std::to_string(c.logic_id) + ": " + c.error);
     }
-    auto it = by_bdf.find(c.pci_bus_id);
-    if (it == by_bdf.end()) continue;
-    api::InventoryDevice& dev = it->second->device;
+    Found* match = nullptr;
+    if (auto it = by_bdf.find(c.pci_bus_id); it != by_bdf.end()) {
+      match = it->second;
+    } else if (auto ix = by_index.find(c.phy_id); c.pci_bus_id.empty() && ix != by_index.end()) {
+      match = ix->second;
+    }
+    if (match == nullptr) continue;
+    api::InventoryDevice& dev = match->device;
     name_of_logic[c.logic_id] = dev.name;
     if (!c.chip_name.empty()) {
       dev.model = "Ascend" + c.chip_name;
@@ -466,6 +478,26 @@ void MergeDcmi(const DcmiFacts& dcmi, std::vector<Found>& found, api::NodeInvent
     if (!c.device_ip.empty() && c.device_ip.size() <= 45) {
       dev.attributes["huawei.com/deviceIP"] = StringAttr(c.device_ip);
       dev.sources["deviceIP"] = "dcmi";
+    }
+    if (!c.firmware_version.empty() && c.firmware_version.size() <= 64) {
+      dev.firmware_version = c.firmware_version;
+      const std::string semver = NormalizeSemver(c.firmware_version);
+      if (!semver.empty()) dev.attributes["firmwareVersion"] = VersionAttr(semver);
+      dev.sources["firmware"] = "dcmi";
+    }
+    if (!c.network_health.empty()) {
+      dev.attributes["huawei.com/networkHealth"] = StringAttr(c.network_health);
+      dev.sources["networkHealth"] = "dcmi";
+      if (c.network_health != "ok") {
+        problems.network.push_back(dev.name + ": RoCE network " + c.network_health);
+      }
+    }
+    if (c.hccs_healthy.has_value() && !*c.hccs_healthy) {
+      hccs_down.insert(dev.name);
+      char detail[64];
+      std::snprintf(detail, sizeof detail, "pcs_status 0x%x, hdlc_status 0x%x", c.hccs_pcs_status,
+                    c.hccs_hdlc_status);
+      problems.links.push_back(dev.name + ": HCCS unhealthy (" + detail + ")");
     }
     dev.attributes["huawei.com/logicID"] = IntAttr(c.logic_id);
   }
@@ -496,6 +528,11 @@ void MergeDcmi(const DcmiFacts& dcmi, std::vector<Found>& found, api::NodeInvent
     for (Found& f : found) {
       if (f.vendor->vendor == "huawei") f.device.sources["topology"] = "dcmi";
     }
+  }
+  // A chip whose HCCS is unhealthy takes its HCCS links down, whichever source found them.
+  for (api::InventoryLink& l : status.links) {
+    const bool hccs = l.type == "hccs" || l.type == "hccs-switch";
+    if (hccs && (hccs_down.contains(l.a) || hccs_down.contains(l.b))) l.state = "down";
   }
   if (!dcmi.driver_version.empty()) {
     status.versions["driver"] =
@@ -799,6 +836,10 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
   if (!problems.links.empty()) {
     status.conditions.push_back(
         MakeCondition("Links", false, "LinksDegraded", JoinMessages(problems.links), now));
+  }
+  if (!problems.network.empty()) {
+    status.conditions.push_back(MakeCondition("Network", false, "NetworkUnhealthy",
+                                              JoinMessages(problems.network), now));
   }
   if (!problems.libraries.empty()) {
     status.conditions.push_back(MakeCondition(

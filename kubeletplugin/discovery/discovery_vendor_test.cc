@@ -78,13 +78,46 @@ TEST_CASE("DCMI through dlopen: chip facts, and a failing call on one chip",
   CHECK(a2.status.devices[0].sources.at("topology") == "dcmi");
   CHECK(FindCondition(a2, "VendorLibrary") == nullptr);
 
+  const auto& npu0 = a2.status.devices[0];
+  CHECK(npu0.firmware_version == "7.5.0.1.129");
+  CHECK(npu0.sources.at("firmware") == "dcmi");
+  CHECK(npu0.attributes.at("huawei.com/networkHealth").string_value == "ok");
+  CHECK(FindCondition(a2, "Network") == nullptr);
+  CHECK(FindCondition(a2, "Links") == nullptr);
+
   const auto broken = DiscoverWithLibs("atlas800t-a2-dcmi-broken");
-  CHECK(broken.status.devices.size() == 8);  // every device still appears
+  REQUIRE(broken.status.devices.size() == 8);  // every device still appears
   bool names_call = false;
   for (const auto& c : broken.status.conditions) {
     if (c.message.find("dcmi_get_device_hbm_info") != std::string::npos) names_call = true;
   }
   CHECK(names_call);
+  // NPU 1 has no PCIe information from DCMI: matched by its physical id all the same.
+  const auto& npu1 = broken.status.devices[1];
+  CHECK(npu1.name == "npu-1");
+  CHECK(npu1.attributes.at("huawei.com/logicID").int_value == 1);
+  CHECK(npu1.sources.at("model") == "dcmi");
+  // NPU 3's HCCS is unhealthy: each of its seven HCCS links is down, the others are up.
+  int down = 0;
+  for (const auto& l : broken.status.links) {
+    if (l.type != "hccs") continue;
+    const bool touches = l.a == "npu-3" || l.b == "npu-3";
+    CHECK(l.state == (touches ? "down" : ""));
+    down += touches ? 1 : 0;
+  }
+  CHECK(down == 7);
+  const api::Condition* links = FindCondition(broken, "Links");
+  REQUIRE(links != nullptr);
+  CHECK(links->message.find("npu-3: HCCS unhealthy (pcs_status 0x1, hdlc_status 0x0)") !=
+        std::string::npos);
+  // NPU 4's RoCE network is unreachable.
+  CHECK(broken.status.devices[4].attributes.at("huawei.com/networkHealth").string_value ==
+        "unreachable");
+  const api::Condition* network = FindCondition(broken, "Network");
+  REQUIRE(network != nullptr);
+  CHECK(network->status == "False");
+  CHECK(network->reason == "NetworkUnhealthy");
+  CHECK(network->message == "npu-4: RoCE network unreachable");
 }
 
 }  // namespace

@@ -78,6 +78,15 @@ struct DcmiChip {
   uint64_t hbm_total_mb = 0;
   uint32_t health = 0;    // 0 normal, 1 minor, 2 major, 3 critical, 0xFFFFFFFF absent
   std::string device_ip;  // dcmi_get_device_ip (the per-NPU RoCE address)
+  // dcmi_get_device_network_health: "ok", "unreachable", "socket-failure", ... ; empty when the
+  // card has no RoCE port (not supported) or the call failed.
+  std::string network_health;
+  // dcmi_get_device_info(HCCS, GET_STATUS); unset on PCIe cards, which have no HCCS.
+  std::optional<bool> hccs_healthy;  // pcs_status == 0 && hdlc_status == 0x3, as npu-smi reads it
+  uint32_t hccs_pcs_status = 0;
+  uint32_t hccs_hdlc_status = 0;
+  // dcmi_get_device_component_static_version: IMU (910) or HILINK (910B, 910_93, 310P).
+  std::string firmware_version;
   std::string error;      // a call for this chip failed: which and the code
 };
 

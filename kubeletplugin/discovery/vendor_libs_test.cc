@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -249,6 +250,10 @@ TEST_CASE("dcmi: atlas800t-a2 reports 8 910B3 in one HCCS domain") {
     CHECK(c.aicore_count == 20);
     CHECK(c.hbm_total_mb == 65536);
     CHECK(c.health == 0);
+    CHECK(c.network_health == "ok");
+    CHECK(c.hccs_healthy == std::optional<bool>(true));
+    CHECK(c.hccs_hdlc_status == 3);
+    CHECK(c.firmware_version == "7.5.0.1.129");  // the HILINK component on a 910B
     CHECK(c.error.empty());
   }
   CHECK(f.chips[0].pci_bus_id == "0000:13:00.0");
@@ -286,6 +291,7 @@ TEST_CASE("dcmi: atlas800-9000 reports two HCCS rings of four") {
   CHECK(f.chips[0].chip_name == "910A");
   CHECK(f.chips[0].aicore_count == 32);
   CHECK(f.chips[0].hbm_total_mb == 32768);
+  CHECK(f.chips[0].firmware_version == "7.1.0.3.220");  // the IMU component on a 910
   CHECK(CountTypes(f) == std::map<std::string, int>{{"hccs", 12}, {"sys", 16}});
   for (const DcmiTopology& t : f.topology) {
     CHECK(t.type == ((t.a < 4) == (t.b < 4) ? "hccs" : "sys"));
@@ -304,11 +310,22 @@ TEST_CASE("dcmi: atlas800t-a2-dcmi-broken fails one chip's HBM call, the rest is
       CHECK(c.chip_name == "910B3");
       CHECK(c.health == 0);
       CHECK(c.device_ip == "192.168.101.15");
+      CHECK(c.firmware_version == "7.5.0.1.129");  // later calls still made
     } else {
       CHECK(c.error.empty());
       CHECK(c.hbm_total_mb == 65536);
     }
   }
+  // No PCIe information is "not supported", not an error: the address stays empty.
+  CHECK(f.chips[1].pci_bus_id.empty());
+  CHECK(f.chips[2].pci_bus_id == "0000:17:00.0");
+  // HCCS status read as broken: pcs_status 1, hdlc_status 0.
+  CHECK(f.chips[3].hccs_healthy == std::optional<bool>(false));
+  CHECK(f.chips[3].hccs_pcs_status == 1);
+  CHECK(f.chips[3].hccs_hdlc_status == 0);
+  CHECK(f.chips[2].hccs_healthy == std::optional<bool>(true));
+  CHECK(f.chips[4].network_health == "unreachable");
+  CHECK(f.chips[5].network_health == "ok");
   CHECK(f.topology.size() == 28);
 }
 

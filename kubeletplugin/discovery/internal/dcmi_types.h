@@ -83,6 +83,38 @@ inline constexpr int kTopoSio = 6;
 inline constexpr int kTopoHccsSw = 7;
 inline constexpr int kTopoUb = 8;
 
+// dcmi_get_device_info: main command DCMI_MAIN_CMD_HCCS (16) with sub-command
+// DCMI_HCCS_CMD_GET_STATUS (0) fills dcmi_hccs_statues. npu-smi reports the HCCS as healthy when
+// pcs_status is 0 and hdlc_status is DCMI_HDLC_STATUS_OK (0x3).
+inline constexpr int kMainCmdHccs = 16;
+inline constexpr unsigned kHccsCmdGetStatus = 0;
+inline constexpr unsigned kHdlcStatusOk = 0x3;
+
+struct dcmi_hccs_statues {  // sic: the header's spelling
+  unsigned int pcs_status;
+  unsigned int hdlc_status;
+  unsigned char reserve[4];
+};
+
+// dcmi_get_device_network_health: reachability of the NPU's RoCE port (enum
+// dcmi_rdfx_detect_result).
+inline constexpr int kDetectOk = 0;
+inline constexpr int kDetectSockFail = 1;
+inline constexpr int kDetectRecvTimeout = 2;
+inline constexpr int kDetectUnreach = 3;
+inline constexpr int kDetectTimeExceeded = 4;
+inline constexpr int kDetectFault = 5;
+inline constexpr int kDetectInit = 6;
+inline constexpr int kDetectThreadErr = 7;
+inline constexpr int kDetectIpSet = 8;
+
+// dcmi_get_device_component_static_version components (enum dcmi_component_type). npu-smi reads
+// the firmware version from IMU on 910 and from HILINK on 910B, 910_93 and 310P.
+inline constexpr int kComponentNve = 0;
+inline constexpr int kComponentXloader = 1;
+inline constexpr int kComponentImu = 8;
+inline constexpr int kComponentHilink = 18;
+
 // Function types, one per symbol.
 using InitFn = int (*)();
 using GetVersionFn = int (*)(char*, unsigned int);  // dcmi_get_dcmi_version, ..._driver_version
@@ -98,6 +130,11 @@ using GetHealthFn = int (*)(int card_id, int device_id, unsigned int* health);
 using GetDeviceIpFn = int (*)(int card_id, int device_id, enum dcmi_port_type input_type,
                               int port_id, dcmi_ip_addr* ip, dcmi_ip_addr* mask);
 using GetProductTypeFn = int (*)(int card_id, int device_id, char* product_type_str, int buf_size);
+using GetDeviceInfoFn = int (*)(int card_id, int device_id, int main_cmd, unsigned int sub_cmd,
+                                void* buf, unsigned int* size);
+using GetNetworkHealthFn = int (*)(int card_id, int device_id, int* result);
+using GetComponentVersionFn = int (*)(int card_id, int device_id, int component_type,
+                                      unsigned char* version_str, unsigned int len);
 using GetTopoInfoFn = int (*)(int card_id1, int device_id1, int card_id2, int device_id2,
                               int* topo_type);
 

@@ -4,7 +4,8 @@
 // honoured, all by logic id: `init` (dcmi_init fails with that code), `deviceGone` (every call for
 // the chip answers -8008 DEVICE_NOT_EXIST), `unhealthy` (dcmi_get_device_health answers 2, major,
 // unless the fixture gives a worse value), `linkDown` (dcmi_get_device_network_health answers
-// DETECT_UNREACH), `callErrors` (that function answers that code for that chip). A missing
+// DETECT_UNREACH), `hccsDown` (the HCCS status of the chip reads pcs_status 1, hdlc_status 0),
+// `callErrors` (that function answers that code for that chip). A missing
 // variable or unreadable file makes dcmi_init fail with -8005 (inner error) and a line on stderr.
 #include <arpa/inet.h>
 
@@ -30,7 +31,7 @@ struct State {
   std::mutex mu;
   bool initialized = false;
   nlohmann::json doc;
-  std::set<int> gone, unhealthy, links_down;
+  std::set<int> gone, unhealthy, links_down, hccs_down;
   std::map<std::pair<int, std::string>, int> call_errors;  // (logic id, function) -> code
 };
 
@@ -58,6 +59,7 @@ int Load(State& s) {
     s.gone = faults.value("deviceGone", std::set<int>{});
     s.unhealthy = faults.value("unhealthy", std::set<int>{});
     s.links_down = faults.value("linkDown", std::set<int>{});
+    s.hccs_down = faults.value("hccsDown", std::set<int>{});
     s.call_errors.clear();
     for (const nlohmann::json& e : faults.value("callErrors", nlohmann::json::array())) {
       s.call_errors[{e.at("logicId").get<int>(), e.at("function").get<std::string>()}] =
@@ -306,9 +308,8 @@ XPU_FAKE_EXPORT int dcmi_get_device_network_health(int card_id, int device_id, i
   const nlohmann::json* chip = nullptr;
   int rc = FindChip(s, card_id, device_id, "dcmi_get_device_network_health", &chip);
   if (rc != dc::kOk) return rc;
-  constexpr int kDetectUnreach = 3;  // DCMI_RDFX_DETECT_UNREACH
   *result = s.links_down.count(chip->at("logicId").get<int>()) != 0
-                ? kDetectUnreach
+                ? dc::kDetectUnreach
                 : chip->value("networkHealth", 0);
   return dc::kOk;
 }
@@ -338,4 +339,54 @@ XPU_FAKE_EXPORT int dcmi_get_topo_info_by_device_id(int card_id1, int device_id1
   if (i >= matrix.size() || j >= matrix[i].size()) return dc::kErrInvalidDeviceId;
   *topo_type = matrix[i][j].get<int>();
   return dc::kOk;
+}
+
+// Only DCMI_MAIN_CMD_HCCS / GET_STATUS is answered; other commands are "not supported". A chip
+// without an "hccs" member (a PCIe card) answers "not supported" too.
+XPU_FAKE_EXPORT int dcmi_get_device_info(int card_id, int device_id, int main_cmd,
+                                         unsigned int sub_cmd, void* buf, unsigned int* size) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (buf == nullptr || size == nullptr) return dc::kErrInvalidParameter;
+  const nlohmann::json* chip = nullptr;
+  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_info", &chip);
+  if (rc != dc::kOk) return rc;
+  if (main_cmd != dc::kMainCmdHccs || sub_cmd != dc::kHccsCmdGetStatus || !chip->contains("hccs")) {
+    return dc::kErrNotSupport;
+  }
+  if (*size < sizeof(dc::dcmi_hccs_statues)) return dc::kErrInvalidParameter;
+  dc::dcmi_hccs_statues st{};
+  const nlohmann::json& hccs = chip->at("hccs");
+  st.pcs_status = hccs.value("pcsStatus", 0U);
+  st.hdlc_status = hccs.value("hdlcStatus", dc::kHdlcStatusOk);
+  if (s.hccs_down.count(chip->at("logicId").get<int>()) != 0) {
+    st.pcs_status = 1;
+    st.hdlc_status = 0;
+  }
+  std::memcpy(buf, &st, sizeof st);
+  *size = sizeof st;
+  return dc::kOk;
+}
+
+// Components by the names the fixture uses ("NVE", "XLOADER", "IMU", "HILINK", ...); one the
+// chip does not list is "not supported".
+XPU_FAKE_EXPORT int dcmi_get_device_component_static_version(int card_id, int device_id,
+                                                             int component_type,
+                                                             unsigned char* version_str,
+                                                             unsigned int len) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (version_str == nullptr) return dc::kErrInvalidParameter;
+  const nlohmann::json* chip = nullptr;
+  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_component_static_version", &chip);
+  if (rc != dc::kOk) return rc;
+  const char* name = component_type == dc::kComponentNve       ? "NVE"
+                     : component_type == dc::kComponentXloader ? "XLOADER"
+                     : component_type == dc::kComponentImu     ? "IMU"
+                     : component_type == dc::kComponentHilink  ? "HILINK"
+                                                               : "";
+  const nlohmann::json firmware = chip->value("firmware", nlohmann::json::object());
+  if (!firmware.contains(name)) return dc::kErrNotSupport;
+  return CopyString(firmware.at(name).get<std::string>(), reinterpret_cast<char*>(version_str),
+                    len);
 }
