@@ -374,6 +374,12 @@ void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInvent
       dev.memory = Quantity(static_cast<int64_t>(d.memory_bytes));
       dev.sources["memory"] = "nvml";
     }
+    // sysfs says -1 on single-node firmware and some VMs; NVML may still know the node.
+    if (!dev.numa_node && d.numa_node && *d.numa_node >= 0) {
+      dev.numa_node = *d.numa_node;
+      dev.attributes["numaNode"] = IntAttr(*d.numa_node);
+      dev.sources["numaNode"] = "nvml";
+    }
     // Application XIDs (13, 31, 43, 45, 68, 109) say nothing about the GPU (hw §2.6).
     const bool critical_xid = std::any_of(d.xid_events.begin(), d.xid_events.end(), [](uint64_t x) {
       return x != 13 && x != 31 && x != 43 && x != 45 && x != 68 && x != 109;

@@ -449,6 +449,68 @@ TEST_CASE("an empty host root gives an inventory without devices") {
   CHECK(FindCondition(inv, "VendorLibrary") == nullptr);  // no device asks for a library
 }
 
+// Vendors without a fixture host: a minimal sysfs with two functions under one root port.
+struct SmallHostCase {
+  std::string vendor_id, device_id, pci_class;
+  std::vector<std::string> dev_nodes;  // under the root; empty for DRM render nodes
+  bool drm = false;
+  std::string vendor, kind, model;
+};
+
+TEST_CASE("310P, Biren, Moore Threads and AMD Instinct devices are found with their nodes") {
+  const std::vector<SmallHostCase> cases = {
+      {"0x19e5", "0xd500", "0x120000", {"dev/davinci0", "dev/davinci1"}, false, "huawei", "npu",
+       "Ascend310P"},
+      {"0x1ee0", "0x0100", "0x030200", {"dev/biren/card_0", "dev/biren/card_1"}, false, "biren",
+       "gpu", ""},
+      {"0x1ed5", "0x0200", "0x030000", {"dev/mtgpu.0", "dev/mtgpu.1"}, false, "mthreads", "gpu", ""},
+      {"0x1002", "0x74a1", "0x120000", {}, true, "amd", "gpu", "MI300X"},
+  };
+  for (const SmallHostCase& c : cases) {
+    INFO(c.vendor);
+    TempHost host("");
+    const std::string rp = "sys/devices/pci0000:40/0000:40:01.0";
+    fs::create_directories(host.Path("sys/bus/pci/devices"));
+    auto put = [&](const std::string& rel, const std::string& text) {
+      fs::create_directories(fs::path(host.Path(rel)).parent_path());
+      std::ofstream(host.Path(rel)) << text;
+    };
+    put(rp + "/vendor", "0x1d94\n");
+    put(rp + "/device", "0x1470\n");
+    put(rp + "/class", "0x060400\n");
+    fs::create_symlink("../../../devices/pci0000:40/0000:40:01.0",
+                       host.Path("sys/bus/pci/devices/0000:40:01.0"));
+    for (int i = 0; i < 2; ++i) {
+      const std::string bdf = "0000:41:0" + std::to_string(i) + ".0";
+      const std::string dir = rp + "/" + bdf;
+      put(dir + "/vendor", c.vendor_id + "\n");
+      put(dir + "/device", c.device_id + "\n");
+      put(dir + "/class", c.pci_class + "\n");
+      put(dir + "/numa_node", "1\n");
+      fs::create_symlink("../../../devices/pci0000:40/0000:40:01.0/" + bdf,
+                         host.Path("sys/bus/pci/devices/" + bdf));
+      if (c.drm) {
+        put(dir + "/drm/renderD" + std::to_string(128 + i) + "/dev", "226:128\n");
+        put("dev/dri/renderD" + std::to_string(128 + i), "");
+      }
+    }
+    for (const std::string& n : c.dev_nodes) put(n, "");
+    const api::NodeInventory inv = DiscoverHost(host.root());
+    REQUIRE(inv.status.devices.size() == 2);
+    for (int i = 0; i < 2; ++i) {
+      const api::InventoryDevice& d = inv.status.devices[static_cast<size_t>(i)];
+      CHECK(d.name == c.kind + "-" + std::to_string(i));
+      CHECK(d.vendor == c.vendor);
+      if (!c.model.empty()) CHECK(d.model == c.model);
+      CHECK(d.health == "Healthy");  // the device node was found
+      CHECK(d.numa_node == 1);
+      CHECK(d.pcie_root == "pci0000:40");
+    }
+    CHECK(FindCondition(inv, "DeviceNodes") == nullptr);
+    CHECK(inv.status.health == "Healthy");
+  }
+}
+
 TEST_CASE("a vendor library that does not load is a condition, sysfs facts stay") {
   const api::NodeInventory inv = DiscoverHost(kHosts + "/hgx-h200", /*probe=*/true);
   CHECK(inv.status.devices.size() == 8);
@@ -527,6 +589,35 @@ TEST_CASE("NVML facts are merged: uuid, memory, health, NVSwitch links, clique")
   CHECK(inv.status.versions.at("driver").semver == "580.159.4");
   CHECK(inv.status.versions.at("cuda").raw == "13.0");
   CHECK(api::ValidateNodeInventory(inv).ok());
+}
+
+TEST_CASE("NVML fills a NUMA node sysfs does not know, sysfs wins where it does") {
+  TempHost host("hgx-h200");
+  std::ofstream(host.PciDir("0000:53:00.0") + "/numa_node") << "-1\n";
+  DiscoveryOptions options;
+  options.host_root = host.root();
+  options.node_name = "node-a";
+  options.probe_nvml = [](const std::vector<std::string>&) {
+    NvmlFacts f;
+    f.library = {"nvml", true, "/lib/libnvidia-ml.so.1", "", {}};
+    for (const char* bus : {"0000:13:00.0", "0000:53:00.0"}) {
+      NvmlDevice& d = f.devices.emplace_back();
+      d.pci_bus_id = bus;
+      d.numa_node = 1;
+    }
+    return f;
+  };
+  StatusOr<api::NodeInventory> inv = Discover(options);
+  REQUIRE(inv.ok());
+  const api::InventoryDevice* gpu0 = FindDevice(*inv, "gpu-0");  // 0000:13:00.0, sysfs node 0
+  const api::InventoryDevice* gpu2 = FindDevice(*inv, "gpu-2");  // 0000:53:00.0
+  REQUIRE(gpu0 != nullptr);
+  REQUIRE(gpu2 != nullptr);
+  CHECK(gpu0->numa_node == 0);
+  CHECK(gpu0->sources.at("numaNode") == "sysfs");
+  CHECK(gpu2->numa_node == 1);
+  CHECK(gpu2->sources.at("numaNode") == "nvml");
+  CHECK(gpu2->attributes.at("numaNode").int_value == 1);
 }
 
 TEST_CASE("DCMI facts are merged: chips, HBM, topology, call errors") {
