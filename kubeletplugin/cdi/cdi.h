@@ -1,0 +1,99 @@
+// CDI (Container Device Interface) specs for prepared claims (dra-api.md §4): the spec model,
+// the lowest cdiVersion its fields need, strict validation of names and kinds, and a store that
+// writes one transient spec per claim atomically (temp file, fsync, rename, directory fsync).
+#ifndef XPU_KUBELETPLUGIN_CDI_CDI_H_
+#define XPU_KUBELETPLUGIN_CDI_CDI_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace xpu::cdi {
+
+struct DeviceNode {
+  std::string path;       // in the container, e.g. "/dev/davinci3"
+  std::string host_path;  // empty: same as path (a non-empty one needs cdiVersion 0.5.0)
+  std::string permissions;  // subset of "rwm"; empty means rwm
+  friend bool operator==(const DeviceNode&, const DeviceNode&) = default;
+};
+
+struct Mount {
+  std::string host_path;
+  std::string container_path;
+  std::vector<std::string> options;  // e.g. {"ro", "nosuid", "nodev", "bind"}
+  std::string type;                  // needs 0.4.0 when set
+  friend bool operator==(const Mount&, const Mount&) = default;
+};
+
+struct ContainerEdits {
+  std::vector<std::string> env;  // "NAME=VALUE"
+  std::vector<DeviceNode> device_nodes;
+  std::vector<Mount> mounts;
+  bool empty() const { return env.empty() && device_nodes.empty() && mounts.empty(); }
+  friend bool operator==(const ContainerEdits&, const ContainerEdits&) = default;
+};
+
+struct Device {
+  std::string name;  // "<claim-uid>-<device>"
+  ContainerEdits edits;
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+struct Spec {
+  std::string kind;  // "k8s.xpu.dra.dev/device"
+  std::vector<Device> devices;
+  ContainerEdits edits;  // applied when any device of the spec is used
+  friend bool operator==(const Spec&, const Spec&) = default;
+};
+
+// The lowest cdiVersion the spec's fields need ("0.3.0" at least).
+std::string MinimumVersion(const Spec& spec);
+
+// Checks kind, device names, env entries, paths and permissions as the CDI library does; the
+// error names the field ("devices[1].name: ...").
+Status Validate(const Spec& spec);
+
+// The JSON document, with cdiVersion = MinimumVersion(spec). Keys in a fixed order.
+std::string ToJson(const Spec& spec);
+// Parses a spec written by ToJson (and any strict CDI JSON of the fields above).
+StatusOr<Spec> FromJson(const std::string& text);
+
+// "<kind>=<name>": the fully-qualified id the kubelet hands to the runtime.
+std::string QualifiedName(const std::string& kind, const std::string& device_name);
+
+// CDI kind of the driver: "k8s.<driver>/device".
+std::string KindForDriver(const std::string& driver_name);
+
+// One transient spec file per claim in `dir` (the runtime's dynamic CDI directory):
+// "<vendor>-<class>_<claim-uid>.json", e.g. "k8s.xpu.dra.dev-device_<uid>.json". The claim uid
+// is validated (RFC 4122 text form) before it becomes a file name. Files are mode 0644 (the
+// runtime reads them), written temp file "<name>.tmp" + fsync + rename + fsync of the directory.
+class SpecStore {
+ public:
+  SpecStore(std::string dir, std::string kind);
+
+  std::string PathFor(const std::string& claim_uid) const;
+  Status Write(const std::string& claim_uid, const Spec& spec);
+  // Removing a spec that is not there succeeds.
+  Status Remove(const std::string& claim_uid);
+  // Claim uids of every spec of this kind in the directory (temp files are cleaned up).
+  StatusOr<std::vector<std::string>> ListClaims() const;
+  StatusOr<Spec> Read(const std::string& claim_uid) const;
+
+  const std::string& dir() const { return dir_; }
+  const std::string& kind() const { return kind_; }
+
+ private:
+  std::string dir_;
+  std::string kind_;
+};
+
+// True when `uid` is the canonical text form of a UUID (what Kubernetes puts in metadata.uid).
+bool IsValidClaimUid(const std::string& uid);
+
+}  // namespace xpu::cdi
+
+#endif  // XPU_KUBELETPLUGIN_CDI_CDI_H_

@@ -1,0 +1,72 @@
+// The plugin's record of prepared claims (DESIGN.md "state"): versioned, checksummed, written
+// atomically (temp file, fsync, rename, fsync of the directory), mode 0600, with the boot id of
+// the node when it was written. A missing file is an empty checkpoint; a corrupt or unknown-
+// version file is a data-loss error (the plugin refuses to serve rather than forget claims).
+#ifndef XPU_KUBELETPLUGIN_CHECKPOINT_CHECKPOINT_H_
+#define XPU_KUBELETPLUGIN_CHECKPOINT_CHECKPOINT_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace xpu::checkpoint {
+
+struct Device {
+  std::vector<std::string> request_names;
+  std::string pool;
+  std::string device;
+  std::vector<std::string> cdi_device_ids;
+  std::string share_id;
+  friend bool operator==(const Device&, const Device&) = default;
+};
+
+enum class ClaimState {
+  kPreparing,  // recorded before the CDI spec is written: its devices are taken
+  kPrepared,   // CDI spec written, answer given
+};
+
+struct Claim {
+  std::string uid;
+  std::string ns;
+  std::string name;
+  ClaimState state = ClaimState::kPreparing;
+  std::vector<Device> devices;
+  // The CDI spec's JSON as written, so that it can be rewritten after a reboot (the CDI
+  // directory is tmpfs on most nodes) without the claim or the inventory.
+  std::string cdi_spec;
+  friend bool operator==(const Claim&, const Claim&) = default;
+};
+
+struct Checkpoint {
+  std::string boot_id;
+  std::map<std::string, Claim> claims;  // by uid
+  friend bool operator==(const Checkpoint&, const Checkpoint&) = default;
+};
+
+inline constexpr int kCheckpointVersion = 1;
+
+// JSON: {"version":1,"checksum":"<crc32c of data, 8 hex>","data":{...}}.
+std::string Encode(const Checkpoint& cp);
+// DataLoss with "read checkpoint <what>: <cause>" for a bad checksum, a bad version or bad JSON.
+StatusOr<Checkpoint> Decode(const std::string& text, const std::string& what);
+
+class CheckpointStore {
+ public:
+  explicit CheckpointStore(std::string path);  // "<state-dir>/checkpoint.json"
+  // NotFound never: a missing file gives an empty checkpoint.
+  StatusOr<Checkpoint> Load() const;
+  Status Save(const Checkpoint& cp);
+  const std::string& path() const { return path_; }
+  uint64_t writes() const { return writes_; }
+
+ private:
+  std::string path_;
+  uint64_t writes_ = 0;
+};
+
+}  // namespace xpu::checkpoint
+
+#endif  // XPU_KUBELETPLUGIN_CHECKPOINT_CHECKPOINT_H_
