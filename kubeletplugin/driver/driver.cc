@@ -1,0 +1,496 @@
+#include "kubeletplugin/driver/driver.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "api/resource.h"
+#include "kubeletplugin/cdi/profiles.h"
+#include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/driver/config.h"
+
+namespace xpu::plugin {
+namespace {
+
+namespace res = api::resource;
+
+std::string ReadBootId(const std::string& host_root) {
+  std::string root = host_root;
+  if (root.empty() || root.back() != '/') root += "/";
+  std::ifstream in(root + "proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back())) != 0) id.pop_back();
+  return id;
+}
+
+std::string JoinSorted(std::set<std::string> items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+PrepareResult AnswerOf(const checkpoint::Claim& claim) {
+  PrepareResult r;
+  for (const checkpoint::Device& d : claim.devices) {
+    r.devices.push_back({d.request_names, d.pool, d.device, d.cdi_device_ids, d.share_id});
+  }
+  return r;
+}
+
+}  // namespace
+
+std::string BaseRequestName(const std::string& request) {
+  return request.substr(0, request.find('/'));
+}
+
+void CrashPoint(const char* point) {
+  const char* at = std::getenv("XPU_DRA_CRASH_AT");
+  if (at != nullptr && std::strcmp(at, point) == 0) ::kill(::getpid(), SIGKILL);
+}
+
+Status DriverOptions::Validate() const {
+  if (driver_name.empty()) return InvalidArgumentError("--driver-name: must not be empty");
+  if (node_name.empty()) return InvalidArgumentError("--node-name: must not be empty");
+  if (cdi_dir.empty() || cdi_dir[0] != '/') {
+    return InvalidArgumentError("--cdi-dir: must be an absolute path, got \"" + cdi_dir + "\"");
+  }
+  if (state_dir.empty() || state_dir[0] != '/') {
+    return InvalidArgumentError("--state-dir: must be an absolute path, got \"" + state_dir +
+                                "\"");
+  }
+  if (fetch_parallelism < 1) return InvalidArgumentError("fetch parallelism must be positive");
+  return OkStatus();
+}
+
+struct Driver::Fetched {
+  Status status;  // of the GET and the checks that need only the claim
+  res::ResourceClaim claim;
+};
+
+Driver::Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory,
+               LogFn log)
+    : options_(std::move(options)),
+      client_(client),
+      inventory_(std::move(inventory)),
+      log_(std::move(log)),
+      specs_(options_.cdi_dir, cdi::KindForDriver(options_.driver_name)),
+      store_(options_.state_dir + "/checkpoint.json") {}
+
+Status Driver::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSIGN_OR_RETURN(checkpoint_, store_.Load());
+  const std::string boot_id = ReadBootId(options_.host_root);
+  if (!checkpoint_.boot_id.empty() && checkpoint_.boot_id != boot_id) {
+    log_("node rebooted (boot id " + checkpoint_.boot_id + " -> " + boot_id + "): rewriting " +
+         std::to_string(checkpoint_.claims.size()) + " CDI specs");
+  }
+  // Our specs without an entry: a prepare that crashed before its checkpoint write, or an
+  // unprepare that removed the entry's spec... the other way round. Either way, not prepared.
+  ASSIGN_OR_RETURN(std::vector<std::string> on_disk, specs_.ListClaims());
+  for (const std::string& uid : on_disk) {
+    if (checkpoint_.claims.contains(uid)) continue;
+    log_("removing CDI spec of claim " + uid + ": not in the checkpoint");
+    RETURN_IF_ERROR(specs_.Remove(uid));
+  }
+  for (const auto& [uid, claim] : checkpoint_.claims) RETURN_IF_ERROR(EnsureSpecLocked(claim));
+  // A prepare that recorded a claim but crashed before answering left it kPreparing; its spec is
+  // written (above), so it is as good as prepared: the kubelet's retry gets the recorded answer.
+  for (auto& [uid, claim] : checkpoint_.claims) claim.state = checkpoint::ClaimState::kPrepared;
+  checkpoint_.boot_id = boot_id;
+  RETURN_IF_ERROR(SaveLocked());
+  started_ = true;
+  log_("driver ready: " + std::to_string(checkpoint_.claims.size()) + " prepared claims");
+  return OkStatus();
+}
+
+Status Driver::EnsureSpecLocked(const checkpoint::Claim& claim) {
+  if (claim.cdi_spec.empty()) return OkStatus();  // nothing of ours on this node
+  StatusOr<cdi::Spec> recorded = cdi::FromJson(claim.cdi_spec);
+  if (!recorded.ok()) {
+    return DataLossError("checkpoint " + store_.path() + ": claim " + claim.uid +
+                         ": recorded CDI spec: " + recorded.status().message());
+  }
+  StatusOr<cdi::Spec> current = specs_.Read(claim.uid);
+  if (current.ok() && *current == *recorded) return OkStatus();
+  return specs_.Write(claim.uid, *recorded);
+}
+
+Status Driver::SaveLocked() {
+  Status s = store_.Save(checkpoint_);
+  if (s.ok()) ++stats_.checkpoint_writes;
+  stats_.prepared_claims = checkpoint_.claims.size();
+  stats_.prepared_devices = 0;
+  for (const auto& [uid, c] : checkpoint_.claims) stats_.prepared_devices += c.devices.size();
+  return s;
+}
+
+Status Driver::CollectDeletedClaims() {
+  std::vector<ClaimRef> refs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [uid, c] : checkpoint_.claims) refs.push_back({c.ns, c.name, c.uid});
+  }
+  std::vector<ClaimRef> gone;
+  for (const ClaimRef& ref : refs) {
+    StatusOr<nlohmann::json> obj = client_->Get(api::client::ResourceClaims(), ref.ns, ref.name);
+    if (!obj.ok() && obj.status().code() != StatusCode::kNotFound) {
+      log_("check claim " + ref.ns + "/" + ref.name + ": " + obj.status().message() +
+           "; kept for the next pass");
+      continue;
+    }
+    if (obj.ok()) {
+      const auto meta = obj->find("metadata");
+      const bool same = meta != obj->end() && meta->is_object() &&
+                        meta->value("uid", std::string()) == ref.uid;
+      if (same) continue;
+    }
+    gone.push_back(ref);
+  }
+  if (gone.empty()) return OkStatus();
+  for (const ClaimRef& ref : gone) {
+    log_("unpreparing claim " + ref.ns + "/" + ref.name + " (" + ref.uid +
+         "): deleted from the API");
+  }
+  for (const auto& [uid, r] : Unprepare(gone)) {
+    if (!r.error.empty()) return InternalError("unprepare deleted claim " + uid + ": " + r.error);
+  }
+  return OkStatus();
+}
+
+Driver::Fetched Driver::Fetch(const ClaimRef& ref) {
+  Fetched f;
+  const std::string what = "ResourceClaim " + ref.ns + "/" + ref.name;
+  StatusOr<nlohmann::json> obj = client_->Get(api::client::ResourceClaims(), ref.ns, ref.name);
+  if (!obj.ok()) {
+    f.status = obj.status();
+    return f;
+  }
+  StatusOr<res::ResourceClaim> claim = api::FromJson<res::ResourceClaim>(*obj);
+  if (!claim.ok()) {
+    f.status = claim.status().WithContext("decode " + what);
+    return f;
+  }
+  f.claim = std::move(*claim);
+  if (f.claim.metadata.uid != ref.uid) {
+    f.status = FailedPreconditionError(what + " has uid " + f.claim.metadata.uid +
+                                       ", the kubelet asked for " + ref.uid);
+  } else if (!f.claim.status.allocation) {
+    f.status = FailedPreconditionError(what + " is not allocated");
+  }
+  return f;
+}
+
+std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>& claims) {
+  std::map<std::string, PrepareResult> out;
+  // Claims already prepared are answered from the checkpoint, without a GET.
+  std::vector<const ClaimRef*> todo;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const ClaimRef& ref : claims) {
+      if (!started_) {
+        out[ref.uid].error = "the driver is not ready (startup reconciliation has not finished)";
+        continue;
+      }
+      if (!cdi::IsValidClaimUid(ref.uid)) {
+        out[ref.uid].error = "claim uid \"" + ref.uid + "\" is not a UUID";
+        continue;
+      }
+      auto it = checkpoint_.claims.find(ref.uid);
+      if (it != checkpoint_.claims.end()) {
+        if (Status s = EnsureSpecLocked(it->second); !s.ok()) {
+          out[ref.uid].error = s.message();
+        } else {
+          out[ref.uid] = AnswerOf(it->second);
+        }
+        continue;
+      }
+      todo.push_back(&ref);
+    }
+  }
+  // Fetch concurrently, at most fetch_parallelism at a time.
+  std::vector<Fetched> fetched(todo.size());
+  for (size_t start = 0; start < todo.size();
+       start += static_cast<size_t>(options_.fetch_parallelism)) {
+    const size_t end =
+        std::min(todo.size(), start + static_cast<size_t>(options_.fetch_parallelism));
+    if (end - start == 1) {
+      fetched[start] = Fetch(*todo[start]);
+      continue;
+    }
+    std::vector<std::future<Fetched>> running;
+    for (size_t i = start; i < end; ++i) {
+      running.push_back(std::async(std::launch::async, [this, ref = todo[i]] { return Fetch(*ref); }));
+    }
+    for (size_t i = start; i < end; ++i) fetched[i] = running[i - start].get();
+  }
+  CrashPoint("prepare-after-get");
+
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, checkpoint::Claim> batch;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const ClaimRef& ref = *todo[i];
+    if (!fetched[i].status.ok()) {
+      out[ref.uid].error = fetched[i].status.message();
+      continue;
+    }
+    out[ref.uid] = PrepareLocked(ref, fetched[i], &batch);
+  }
+  if (!batch.empty()) {
+    CrashPoint("prepare-after-cdi");
+    for (auto& [uid, claim] : batch) {
+      claim.state = checkpoint::ClaimState::kPrepared;
+      checkpoint_.claims[uid] = claim;
+    }
+    if (Status s = SaveLocked(); !s.ok()) {
+      // Not recorded: take the specs back and fail those claims; the kubelet retries.
+      for (const auto& [uid, claim] : batch) {
+        checkpoint_.claims.erase(uid);
+        (void)specs_.Remove(uid);
+        out[uid] = PrepareResult{{}, "record claim in the checkpoint: " + s.message()};
+      }
+    }
+    CrashPoint("prepare-after-checkpoint");
+  }
+  for (const auto& [uid, r] : out) (r.error.empty() ? stats_.prepare_ok : stats_.prepare_error)++;
+  return out;
+}
+
+PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
+                                    std::map<std::string, checkpoint::Claim>* batch) {
+  const res::AllocationResult& alloc = *fetched.claim.status.allocation;
+  const std::string what = "ResourceClaim " + ref.ns + "/" + ref.name;
+  std::vector<const res::DeviceRequestAllocationResult*> mine;
+  std::vector<std::string> requests;
+  for (const auto& r : alloc.devices.results) {
+    if (r.driver != options_.driver_name || r.pool != options_.node_name) continue;
+    mine.push_back(&r);
+    requests.push_back(r.request);
+  }
+  PrepareResult result;
+  checkpoint::Claim record;
+  record.uid = ref.uid;
+  record.ns = ref.ns;
+  record.name = ref.name;
+  if (mine.empty()) {
+    // Nothing of ours on this node (another driver's or node's results): nothing to do.
+    (*batch)[ref.uid] = record;
+    return result;
+  }
+  StatusOr<std::map<std::string, DeviceConfig>> config =
+      ConfigByRequest(alloc.devices.config, options_.driver_name, requests);
+  if (!config.ok()) return PrepareResult{{}, what + ": " + config.status().message()};
+
+  const std::shared_ptr<const api::NodeInventory> inventory = inventory_();
+  if (inventory == nullptr) {
+    return PrepareResult{{}, "the node's devices are not discovered yet; retry"};
+  }
+  // Devices taken by other prepared claims (or earlier claims of this batch).
+  std::map<std::string, std::string> taken;  // device -> claim uid
+  auto note = [&](const checkpoint::Claim& c) {
+    for (const checkpoint::Device& d : c.devices) {
+      if (d.share_id.empty()) taken[d.device] = c.uid;
+    }
+  };
+  for (const auto& [uid, c] : checkpoint_.claims) note(c);
+  for (const auto& [uid, c] : *batch) note(c);
+
+  std::vector<cdi::DeviceFacts> facts;
+  for (const auto* r : mine) {
+    const auto dev = std::find_if(
+        inventory->status.devices.begin(), inventory->status.devices.end(),
+        [&](const api::InventoryDevice& d) { return d.name == r->device; });
+    if (dev == inventory->status.devices.end()) {
+      return PrepareResult{{}, what + ": device " + r->device + " of request " + r->request +
+                                   " is not on node " + options_.node_name};
+    }
+    const bool shared = r->share_id.has_value() || r->admin_access.value_or(false);
+    if (auto t = taken.find(r->device); !shared && t != taken.end() && t->second != ref.uid) {
+      return PrepareResult{{}, what + ": device " + r->device + " is already prepared for claim " +
+                                   t->second};
+    }
+    cdi::DeviceFacts f;
+    f.name = dev->name;
+    f.vendor = dev->vendor;
+    f.kind = dev->kind;
+    f.index = dev->index;
+    f.uuid = dev->uuid;
+    f.pci_address = dev->pci_address;
+    f.device_node = discovery::DeviceNodePath(options_.host_root, *dev);
+    facts.push_back(std::move(f));
+  }
+  const cdi::ClaimEdits edits = cdi::EditsForClaim(facts, options_.host_root);
+  cdi::Spec spec;
+  spec.kind = specs_.kind();
+  spec.edits = edits.common;
+  std::set<std::string> driver_env;
+  for (const std::string& e : edits.common.env) driver_env.insert(e.substr(0, e.find('=')));
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const auto* r = mine[i];
+    cdi::Device device;
+    device.name = ref.uid + "-" + r->device;
+    device.edits = edits.per_device[i];
+    for (const std::string& e : device.edits.env) driver_env.insert(e.substr(0, e.find('=')));
+    const DeviceConfig& cfg = config->at(BaseRequestName(r->request));
+    for (const auto& [name, value] : cfg.env) {
+      if (driver_env.contains(name)) {
+        return PrepareResult{{}, what + ": opaque config env." + name +
+                                     ": set by the driver, cannot be overridden"};
+      }
+      device.edits.env.push_back(name + "=" + value);
+    }
+    // Every device names its claim, so the device edits are never empty.
+    device.edits.env.push_back("XPU_DRA_CLAIM_UID=" + ref.uid);
+    spec.devices.push_back(std::move(device));
+    checkpoint::Device rec;
+    rec.request_names = {BaseRequestName(r->request)};
+    rec.pool = r->pool;
+    rec.device = r->device;
+    rec.cdi_device_ids = {cdi::QualifiedName(spec.kind, spec.devices.back().name)};
+    rec.share_id = r->share_id.value_or("");
+    record.devices.push_back(rec);
+    result.devices.push_back(
+        {rec.request_names, rec.pool, rec.device, rec.cdi_device_ids, rec.share_id});
+  }
+  if (Status s = cdi::Validate(spec); !s.ok()) {
+    return PrepareResult{{}, what + ": CDI spec: " + s.message()};
+  }
+  if (Status s = specs_.Write(ref.uid, spec); !s.ok()) {
+    return PrepareResult{{}, what + ": " + s.message()};
+  }
+  record.cdi_spec = cdi::ToJson(spec);
+  (*batch)[ref.uid] = std::move(record);
+  return result;
+}
+
+std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<ClaimRef>& claims) {
+  std::map<std::string, UnprepareResult> out;
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> removed;
+  for (const ClaimRef& ref : claims) {
+    out[ref.uid];
+    if (!started_) {
+      out[ref.uid].error = "the driver is not ready (startup reconciliation has not finished)";
+      continue;
+    }
+    if (!cdi::IsValidClaimUid(ref.uid)) {
+      out[ref.uid].error = "claim uid \"" + ref.uid + "\" is not a UUID";
+      continue;
+    }
+    if (!checkpoint_.claims.contains(ref.uid)) continue;  // not prepared: nothing to undo
+    if (Status s = specs_.Remove(ref.uid); !s.ok()) {
+      out[ref.uid].error = s.message();
+      continue;
+    }
+    removed.push_back(ref.uid);
+  }
+  CrashPoint("unprepare-after-cdi");
+  if (!removed.empty()) {
+    std::map<std::string, checkpoint::Claim> saved;
+    for (const std::string& uid : removed) {
+      saved[uid] = checkpoint_.claims[uid];
+      checkpoint_.claims.erase(uid);
+    }
+    if (Status s = SaveLocked(); !s.ok()) {
+      // Still recorded on disk: keep them in memory too; the spec comes back on the next prepare
+      // or start, and the kubelet retries the unprepare.
+      for (auto& [uid, c] : saved) {
+        checkpoint_.claims[uid] = std::move(c);
+        out[uid].error = "remove claim from the checkpoint: " + s.message();
+      }
+    }
+    CrashPoint("unprepare-after-checkpoint");
+  }
+  for (const auto& [uid, r] : out) {
+    (r.error.empty() ? stats_.unprepare_ok : stats_.unprepare_error)++;
+  }
+  return out;
+}
+
+DriverStats Driver::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+checkpoint::Checkpoint Driver::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return checkpoint_;
+}
+
+// ---- HealthMonitor ----
+
+HealthMonitor::HealthMonitor(std::string pool) : pool_(std::move(pool)) {}
+
+bool HealthMonitor::Update(const api::NodeInventory& inventory,
+                           std::chrono::system_clock::time_point now) {
+  const int64_t now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
+  std::map<std::string, DeviceHealth> next;
+  // Why a device is unhealthy: the inventory's conditions name it ("npu-3: ...").
+  std::map<std::string, std::string> why;
+  for (const api::Condition& c : inventory.status.conditions) {
+    if (c.status != "False") continue;
+    std::stringstream lines(c.message);
+    std::string line;
+    while (std::getline(lines, line, ';')) {
+      while (!line.empty() && line.front() == ' ') line.erase(0, 1);
+      const size_t colon = line.find(':');
+      if (colon == std::string::npos) continue;
+      std::string& w = why[line.substr(0, colon)];
+      w += (w.empty() ? "" : "; ") + line;
+    }
+  }
+  for (const api::InventoryDevice& d : inventory.status.devices) {
+    DeviceHealth h;
+    h.pool = pool_;
+    h.device = d.name;
+    h.health = d.health == "Healthy"     ? HealthState::kHealthy
+               : d.health == "Unhealthy" ? HealthState::kUnhealthy
+                                         : HealthState::kUnknown;
+    if (h.health != HealthState::kHealthy) {
+      h.message = why.contains(d.name) ? why[d.name] : "reported " + d.health + " by discovery";
+      if (h.message.size() > 1024) h.message = h.message.substr(0, 1021) + "...";
+    }
+    h.last_updated_unix = now_s;
+    next[d.name] = std::move(h);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  bool changed = next.size() != health_.size();
+  for (const auto& [name, h] : next) {
+    auto it = health_.find(name);
+    if (it == health_.end() || it->second.health != h.health || it->second.message != h.message) {
+      changed = true;
+    }
+  }
+  health_ = std::move(next);
+  if (changed) {
+    ++generation_;
+    changed_.notify_all();
+  }
+  return changed;
+}
+
+std::vector<DeviceHealth> HealthMonitor::Snapshot(uint64_t* generation) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (generation != nullptr) *generation = generation_;
+  std::vector<DeviceHealth> out;
+  for (const auto& [name, h] : health_) out.push_back(h);
+  return out;
+}
+
+uint64_t HealthMonitor::WaitForChange(uint64_t seen,
+                                      std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  changed_.wait_until(lock, deadline, [&] { return generation_ != seen; });
+  return generation_;
+}
+
+}  // namespace xpu::plugin

@@ -1,0 +1,138 @@
+// The node side of the DRA driver: prepares and unprepares allocated ResourceClaims for the
+// kubelet (NodeService) and reports device health (HealthSource). gRPC-free: the edge in
+// kubeletplugin/grpc/ calls it.
+//
+// Prepare, per claim: GET the ResourceClaim (claims of a batch are fetched concurrently), check
+// the uid and the allocation, take the results of this driver and this node's pool, build the
+// container edits from the vendor profile and the claim's opaque config (class configs, then
+// claim configs; later wins), write the claim's CDI spec and then record the claim in the
+// checkpoint. Compute, then act: a crash between the two leaves a spec without an entry, which
+// the next start removes; the kubelet, which got no answer, asks again. A claim already in the
+// checkpoint gets its recorded answer (its spec rewritten if it went missing). A device never
+// goes to two claims unless both results carry a share id or admin access.
+//
+// Unprepare works from the checkpoint alone (the claim may be gone from the API): remove the
+// spec, then the entry; an unknown uid succeeds.
+//
+// Start reconciles the disk with the checkpoint before anything is served: a corrupt checkpoint
+// is a data-loss error (the plugin refuses to run rather than forget claims); a new boot id, or a
+// spec that went missing, gets the recorded specs rewritten; our specs without an entry are
+// removed; entries whose claim no longer exists in the API (or has another uid) are unprepared.
+#ifndef XPU_KUBELETPLUGIN_DRIVER_DRIVER_H_
+#define XPU_KUBELETPLUGIN_DRIVER_DRIVER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/client/client.h"
+#include "api/node_inventory.h"
+#include "base/status.h"
+#include "kubeletplugin/cdi/cdi.h"
+#include "kubeletplugin/checkpoint/checkpoint.h"
+#include "kubeletplugin/driver/service.h"
+
+namespace xpu::plugin {
+
+struct DriverOptions {
+  std::string driver_name = "xpu.dra.dev";
+  std::string node_name;  // the pool of this node's devices
+  std::string host_root = "/";
+  std::string cdi_dir = "/var/run/cdi";
+  std::string state_dir = "/var/lib/xpu-dra";
+  int fetch_parallelism = 8;  // concurrent claim GETs in one batch
+
+  Status Validate() const;
+};
+
+// What the driver counts; the plugin exports them as metrics.
+struct DriverStats {
+  uint64_t prepare_ok = 0;
+  uint64_t prepare_error = 0;
+  uint64_t unprepare_ok = 0;
+  uint64_t unprepare_error = 0;
+  uint64_t checkpoint_writes = 0;
+  uint64_t prepared_claims = 0;
+  uint64_t prepared_devices = 0;
+};
+
+// The latest inventory of the node (discovery runs elsewhere).
+using InventoryFn = std::function<std::shared_ptr<const api::NodeInventory>()>;
+using LogFn = std::function<void(const std::string&)>;
+
+class Driver : public NodeService {
+ public:
+  // `client` and the functions must outlive the driver.
+  Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory, LogFn log);
+
+  // Reconciles disk, checkpoint and API (see above). Must succeed before Prepare/Unprepare.
+  Status Start();
+  // Unprepares entries whose claim was deleted from the API or replaced (uid differs); API errors
+  // leave the entries for the next pass. Called by Start and periodically.
+  Status CollectDeletedClaims();
+
+  std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims) override;
+  std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims) override;
+
+  DriverStats stats() const;
+  // The current checkpoint (for tests and xpuctl-style inspection).
+  checkpoint::Checkpoint Snapshot() const;
+
+ private:
+  struct Fetched;
+  Fetched Fetch(const ClaimRef& ref);
+  PrepareResult PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
+                              std::map<std::string, checkpoint::Claim>* batch);
+  Status SaveLocked();
+  Status EnsureSpecLocked(const checkpoint::Claim& claim);
+
+  const DriverOptions options_;
+  api::client::Client* const client_;
+  const InventoryFn inventory_;
+  const LogFn log_;
+  cdi::SpecStore specs_;
+  checkpoint::CheckpointStore store_;
+
+  mutable std::mutex mu_;
+  bool started_ = false;               // GUARDED_BY(mu_)
+  checkpoint::Checkpoint checkpoint_;  // GUARDED_BY(mu_)
+  DriverStats stats_;                  // GUARDED_BY(mu_)
+};
+
+// Device health of this node for the kubelet's health stream, from the inventory discovery
+// produces: Update() after each discovery; a change bumps the generation and wakes watchers.
+class HealthMonitor : public HealthSource {
+ public:
+  explicit HealthMonitor(std::string pool);
+
+  // True when any device's health changed (or devices came or went).
+  bool Update(const api::NodeInventory& inventory,
+              std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
+
+  std::vector<DeviceHealth> Snapshot(uint64_t* generation) override;
+  uint64_t WaitForChange(uint64_t seen, std::chrono::steady_clock::time_point deadline) override;
+
+ private:
+  const std::string pool_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  uint64_t generation_ = 0;                     // GUARDED_BY(mu_)
+  std::map<std::string, DeviceHealth> health_;  // GUARDED_BY(mu_), by device name
+};
+
+// "<request>/<subrequest>" -> "<request>".
+std::string BaseRequestName(const std::string& request);
+
+// Test-only crash points: when $XPU_DRA_CRASH_AT equals `point`, the process kills itself with
+// SIGKILL right there (the crash-safety tests restart it and check the disk).
+void CrashPoint(const char* point);
+
+}  // namespace xpu::plugin
+
+#endif  // XPU_KUBELETPLUGIN_DRIVER_DRIVER_H_

@@ -1,0 +1,427 @@
+#include "kubeletplugin/driver/driver.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+#include "e2e/client/kube_sim_process.h"
+#include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/driver/config.h"
+
+namespace xpu::plugin {
+namespace {
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+namespace kc = api::client;
+
+const std::string kHosts = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts";
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/xpu-driver-test.XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// kube-sim, a copy of a fixture host (so the boot id can change), and the driver's directories.
+struct Node {
+  std::unique_ptr<e2e::KubeSimProcess> sim;
+  std::unique_ptr<kc::Client> client;
+  TempDir dir;
+  std::string host;
+  std::shared_ptr<const api::NodeInventory> inventory;
+  std::vector<std::string> log;
+
+  explicit Node(const std::string& fixture = "atlas800t-a2") {
+    auto started = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
+    REQUIRE(started.ok());
+    sim = std::move(started).value();
+    auto config = sim->Config();
+    REQUIRE(config.ok());
+    auto c = kc::Client::Create(*config);
+    REQUIRE(c.ok());
+    client = std::move(c).value();
+    REQUIRE(client
+                ->Create(kc::Namespaces(), "",
+                         {{"apiVersion", "v1"},
+                          {"kind", "Namespace"},
+                          {"metadata", {{"name", "default"}}}})
+                .ok());
+    host = dir.path() + "/host";
+    fs::copy(kHosts + "/" + fixture, host,
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    Rediscover();
+  }
+
+  void Rediscover() {
+    discovery::DiscoveryOptions o;
+    o.host_root = host;
+    o.node_name = "n1";
+    o.probe_vendor_libraries = false;
+    auto inv = discovery::Discover(o);
+    REQUIRE(inv.ok());
+    inventory = std::make_shared<api::NodeInventory>(std::move(inv).value());
+  }
+
+  DriverOptions Options() const {
+    DriverOptions o;
+    o.node_name = "n1";
+    o.host_root = host;
+    o.cdi_dir = dir.path() + "/cdi";
+    o.state_dir = dir.path() + "/state";
+    return o;
+  }
+
+  std::unique_ptr<Driver> NewDriver() {
+    fs::create_directories(dir.path() + "/cdi");
+    return std::make_unique<Driver>(
+        Options(), client.get(), [this] { return inventory; },
+        [this](const std::string& line) { log.push_back(line); });
+  }
+
+  // Creates a claim and allocates it to `devices` (request "npus", pool n1, our driver unless
+  // `driver` says otherwise); returns its uid.
+  std::string Claim(const std::string& name, const std::vector<std::string>& devices,
+                    const json& config = json::array(), const std::string& driver = "xpu.dra.dev",
+                    const std::string& pool = "n1", bool allocate = true) {
+    json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                  {"kind", "ResourceClaim"},
+                  {"metadata", {{"name", name}, {"namespace", "default"}}},
+                  {"spec",
+                   {{"devices",
+                     {{"requests",
+                       {{{"name", "npus"},
+                         {"exactly",
+                          {{"deviceClassName", "xpu.dra.dev"},
+                           {"count", devices.size()}}}}}}}}}}};
+    auto created = client->Create(kc::ResourceClaims(), "default", claim);
+    REQUIRE(created.ok());
+    if (allocate) {
+      json results = json::array();
+      for (const std::string& d : devices) {
+        results.push_back({{"request", "npus"}, {"driver", driver}, {"pool", pool}, {"device", d}});
+      }
+      (*created)["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
+      if (!config.empty()) (*created)["status"]["allocation"]["devices"]["config"] = config;
+      auto updated = client->UpdateStatus(kc::ResourceClaims(), "default", *created);
+      INFO(updated.status().ToString());
+      REQUIRE(updated.ok());
+    }
+    return (*created)["metadata"]["uid"].get<std::string>();
+  }
+
+  std::string CdiPath(const std::string& uid) const {
+    return dir.path() + "/cdi/k8s.xpu.dra.dev-device_" + uid + ".json";
+  }
+  size_t CdiFiles() const {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(dir.path() + "/cdi")) n += e.is_regular_file();
+    return n;
+  }
+  void SetBootId(const std::string& id) {
+    std::ofstream(host + "/proc/sys/kernel/random/boot_id") << id << "\n";
+  }
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST_CASE("prepare writes a CDI spec and a checkpoint entry, and repeats give the same answer") {
+  Node node;
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const std::string uid = node.Claim("c1", {"npu-0", "npu-1"});
+  auto out = driver->Prepare({{"default", "c1", uid}});
+  REQUIRE(out.size() == 1);
+  const PrepareResult& r = out.at(uid);
+  INFO(r.error);
+  REQUIRE(r.error.empty());
+  REQUIRE(r.devices.size() == 2);
+  CHECK(r.devices[0].device == "npu-0");
+  CHECK(r.devices[0].pool == "n1");
+  CHECK(r.devices[0].request_names == std::vector<std::string>{"npus"});
+  CHECK(r.devices[0].cdi_device_ids ==
+        std::vector<std::string>{"k8s.xpu.dra.dev/device=" + uid + "-npu-0"});
+  // The spec: both devices, the Ascend visibility variable with physical ids 0 and 1.
+  const std::string text = ReadFile(node.CdiPath(uid));
+  auto spec = cdi::FromJson(text);
+  REQUIRE(spec.ok());
+  CHECK(spec->kind == "k8s.xpu.dra.dev/device");
+  REQUIRE(spec->devices.size() == 2);
+  CHECK(spec->devices[1].name == uid + "-npu-1");
+  CHECK(text.find("ASCEND_VISIBLE_DEVICES=0,1") != std::string::npos);
+  CHECK(text.find("/dev/davinci1") != std::string::npos);
+  struct stat st {};
+  REQUIRE(::stat(node.CdiPath(uid).c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0644);
+  // The checkpoint.
+  checkpoint::CheckpointStore store(node.dir.path() + "/state/checkpoint.json");
+  auto cp = store.Load();
+  REQUIRE(cp.ok());
+  REQUIRE(cp->claims.contains(uid));
+  CHECK(cp->claims.at(uid).state == checkpoint::ClaimState::kPrepared);
+  CHECK(cp->claims.at(uid).devices.size() == 2);
+  // Idempotent, also after the claim is gone from the API.
+  REQUIRE(node.client->Delete(kc::ResourceClaims(), "default", "c1").ok());
+  auto again = driver->Prepare({{"default", "c1", uid}});
+  CHECK(again.at(uid) == r);
+  CHECK(driver->stats().prepared_devices == 2);
+}
+
+TEST_CASE("a batch answers every claim: missing, unallocated, wrong uid, other driver or node") {
+  Node node;
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const std::string ok_uid = node.Claim("good", {"npu-2"});
+  const std::string unallocated = node.Claim("unalloc", {"npu-3"}, json::array(), "xpu.dra.dev",
+                                             "n1", /*allocate=*/false);
+  const std::string other_driver = node.Claim("other", {"gpu-0"}, json::array(), "gpu.example.com");
+  const std::string other_node = node.Claim("elsewhere", {"npu-4"}, json::array(), "xpu.dra.dev",
+                                            "n2");
+  const std::string unknown_dev = node.Claim("nodev", {"npu-9"});
+  const std::string missing = "00000000-0000-4000-8000-000000000001";
+  auto out = driver->Prepare({{"default", "good", ok_uid},
+                              {"default", "unalloc", unallocated},
+                              {"default", "other", other_driver},
+                              {"default", "elsewhere", other_node},
+                              {"default", "nodev", unknown_dev},
+                              {"default", "nosuch", missing},
+                              {"default", "good", "not-a-uuid"},
+                              {"default", "other", "00000000-0000-4000-8000-000000000002"}});
+  CHECK(out.size() == 8);
+  CHECK(out.at(ok_uid).error.empty());
+  CHECK(out.at(ok_uid).devices.size() == 1);
+  CHECK(out.at(unallocated).error.find("is not allocated") != std::string::npos);
+  CHECK(out.at(other_driver).error.empty());
+  CHECK(out.at(other_driver).devices.empty());
+  CHECK(out.at(other_node).error.empty());
+  CHECK(out.at(other_node).devices.empty());
+  CHECK(out.at(unknown_dev).error.find("device npu-9 of request npus is not on node n1") !=
+        std::string::npos);
+  CHECK(out.at(missing).error.find("not found") != std::string::npos);
+  CHECK(out.at("not-a-uuid").error.find("is not a UUID") != std::string::npos);
+  CHECK(out.at("00000000-0000-4000-8000-000000000002").error.find("the kubelet asked for") !=
+        std::string::npos);
+  CHECK(node.CdiFiles() == 1);  // only the good claim has devices here
+}
+
+TEST_CASE("a device never goes to two claims") {
+  Node node;
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const std::string a = node.Claim("a", {"npu-0"});
+  const std::string b = node.Claim("b", {"npu-0", "npu-1"});
+  auto out = driver->Prepare({{"default", "a", a}, {"default", "b", b}});
+  const bool a_won = out.at(a).error.empty();
+  CHECK(a_won != out.at(b).error.empty());
+  CHECK((a_won ? out.at(b) : out.at(a)).error.find("npu-0 is already prepared for claim") !=
+        std::string::npos);
+  CHECK(node.CdiFiles() == 1);
+}
+
+TEST_CASE("opaque config: env applied per request, bad config fails that claim only") {
+  Node node;
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const json good = json::array(
+      {{{"source", "FromClass"},
+        {"opaque",
+         {{"driver", "xpu.dra.dev"},
+          {"parameters",
+           {{"apiVersion", "xpu.dra.dev/v1alpha1"},
+            {"kind", "DeviceConfig"},
+            {"env", {{"HCCL_CONNECT_TIMEOUT", "300"}, {"A", "class"}}}}}}}},
+       {{"source", "FromClaim"},
+        {"requests", {"npus"}},
+        {"opaque",
+         {{"driver", "xpu.dra.dev"},
+          {"parameters",
+           {{"apiVersion", "xpu.dra.dev/v1alpha1"},
+            {"kind", "DeviceConfig"},
+            {"env", {{"A", "claim"}}}}}}}}});
+  const json bad = json::array({{{"source", "FromClaim"},
+                                 {"opaque",
+                                  {{"driver", "xpu.dra.dev"},
+                                   {"parameters",
+                                    {{"apiVersion", "xpu.dra.dev/v1alpha1"},
+                                     {"kind", "DeviceConfig"},
+                                     {"envv", {{"A", "1"}}}}}}}}});
+  const std::string g = node.Claim("g", {"npu-5"}, good);
+  const std::string b = node.Claim("b", {"npu-6"}, bad);
+  auto out = driver->Prepare({{"default", "g", g}, {"default", "b", b}});
+  INFO(out.at(g).error);
+  CHECK(out.at(g).error.empty());
+  const std::string text = ReadFile(node.CdiPath(g));
+  CHECK(text.find("HCCL_CONNECT_TIMEOUT=300") != std::string::npos);
+  CHECK(text.find("A=claim") != std::string::npos);  // the claim's entry wins
+  CHECK(text.find("A=class") == std::string::npos);
+  CHECK(out.at(b).error ==
+        "ResourceClaim default/b: status.allocation.devices.config[0] (FromClaim)"
+        ".opaque.parameters.envv: unknown field");
+  CHECK_FALSE(fs::exists(node.CdiPath(b)));
+}
+
+TEST_CASE("opaque config parsing names the field") {
+  auto parse = [](const json& p) { return ParseDeviceConfig(p, "p").status().message(); };
+  CHECK(parse({{"apiVersion", "v1"}, {"kind", "DeviceConfig"}}) ==
+        "p.apiVersion: expected \"xpu.dra.dev/v1alpha1\"");
+  CHECK(parse({{"apiVersion", "xpu.dra.dev/v1alpha1"}, {"kind", "Other"}}) ==
+        "p.kind: expected \"DeviceConfig\"");
+  CHECK(parse({{"apiVersion", "xpu.dra.dev/v1alpha1"},
+               {"kind", "DeviceConfig"},
+               {"env", {{"1BAD", "x"}}}}) ==
+        "p.env.1BAD: not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)");
+  CHECK(parse({{"apiVersion", "xpu.dra.dev/v1alpha1"},
+               {"kind", "DeviceConfig"},
+               {"env", {{"XPU_DRA_X", "x"}}}}) ==
+        "p.env.XPU_DRA_X: the XPU_DRA_ prefix is reserved for the driver");
+  CHECK(parse({{"apiVersion", "xpu.dra.dev/v1alpha1"},
+               {"kind", "DeviceConfig"},
+               {"env", {{"N", 3}}}}) == "p.env.N: expected a string");
+}
+
+TEST_CASE("unprepare works from the checkpoint alone and an unknown claim succeeds") {
+  Node node;
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const std::string uid = node.Claim("c", {"npu-7"});
+  REQUIRE(driver->Prepare({{"default", "c", uid}}).at(uid).error.empty());
+  REQUIRE(node.client->Delete(kc::ResourceClaims(), "default", "c").ok());
+  auto out = driver->Unprepare({{"default", "c", uid}});
+  CHECK(out.at(uid).error.empty());
+  CHECK_FALSE(fs::exists(node.CdiPath(uid)));
+  CHECK(driver->Snapshot().claims.empty());
+  auto again = driver->Unprepare({{"default", "c", uid}});
+  CHECK(again.at(uid).error.empty());
+  // The device is free again.
+  const std::string next = node.Claim("d", {"npu-7"});
+  CHECK(driver->Prepare({{"default", "d", next}}).at(next).error.empty());
+}
+
+TEST_CASE("start: orphan specs removed, missing specs and new boot ids rewritten, deleted claims "
+          "unprepared") {
+  Node node;
+  std::string kept, deleted;
+  {
+    auto driver = node.NewDriver();
+    REQUIRE(driver->Start().ok());
+    kept = node.Claim("kept", {"npu-0"});
+    deleted = node.Claim("deleted", {"npu-1"});
+    auto out = driver->Prepare({{"default", "kept", kept}, {"default", "deleted", deleted}});
+    REQUIRE(out.at(kept).error.empty());
+    REQUIRE(out.at(deleted).error.empty());
+  }
+  // A spec of ours without an entry (a prepare that crashed before its checkpoint write) and a
+  // foreign spec that is not ours to touch.
+  const std::string orphan = "11111111-2222-4333-8444-555555555555";
+  std::ofstream(node.CdiPath(orphan)) << ReadFile(node.CdiPath(kept));
+  std::ofstream(node.dir.path() + "/cdi/vendor.com-gpu.json") << "{}";
+  // The node reboots: the tmpfs CDI dir loses our specs.
+  fs::remove(node.CdiPath(kept));
+  fs::remove(node.CdiPath(deleted));
+  node.SetBootId("3a3b3c3d-0000-4000-8000-00000000beef");
+  REQUIRE(node.client->Delete(kc::ResourceClaims(), "default", "deleted").ok());
+
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  CHECK_FALSE(fs::exists(node.CdiPath(orphan)));
+  CHECK(fs::exists(node.dir.path() + "/cdi/vendor.com-gpu.json"));
+  CHECK(fs::exists(node.CdiPath(kept)));
+  CHECK(driver->Snapshot().boot_id == "3a3b3c3d-0000-4000-8000-00000000beef");
+  REQUIRE(driver->CollectDeletedClaims().ok());
+  CHECK_FALSE(fs::exists(node.CdiPath(deleted)));
+  CHECK(driver->Snapshot().claims.size() == 1);
+  CHECK(driver->Snapshot().claims.contains(kept));
+}
+
+TEST_CASE("a corrupt checkpoint stops the driver instead of forgetting claims") {
+  Node node;
+  {
+    auto driver = node.NewDriver();
+    REQUIRE(driver->Start().ok());
+    const std::string uid = node.Claim("c", {"npu-0"});
+    REQUIRE(driver->Prepare({{"default", "c", uid}}).at(uid).error.empty());
+  }
+  const std::string path = node.dir.path() + "/state/checkpoint.json";
+  std::string text = ReadFile(path);
+  const size_t at = text.find("npu-0");
+  REQUIRE(at != std::string::npos);
+  text[at + 4] = '5';
+  std::ofstream(path) << text;
+  auto driver = node.NewDriver();
+  Status s = driver->Start();
+  CHECK(s.code() == StatusCode::kDataLoss);
+  const std::string uid = node.Claim("d", {"npu-2"});
+  CHECK(driver->Prepare({{"default", "d", uid}}).at(uid).error.find("not ready") !=
+        std::string::npos);
+}
+
+TEST_CASE("concurrent batches never hand a device out twice") {
+  Node node;
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  std::vector<std::string> uids;
+  for (int i = 0; i < 16; ++i) uids.push_back(node.Claim("c" + std::to_string(i), {"npu-" + std::to_string(i % 8)}));
+  std::vector<std::future<std::map<std::string, PrepareResult>>> running;
+  for (int i = 0; i < 16; ++i) {
+    running.push_back(std::async(std::launch::async, [&, i] {
+      return driver->Prepare({{"default", "c" + std::to_string(i), uids[static_cast<size_t>(i)]}});
+    }));
+  }
+  int ok = 0;
+  for (auto& r : running) {
+    for (const auto& [uid, result] : r.get()) ok += result.error.empty() ? 1 : 0;
+  }
+  CHECK(ok == 8);  // one claim per device
+  CHECK(node.CdiFiles() == 8);
+  CHECK(driver->Snapshot().claims.size() == 8);
+}
+
+TEST_CASE("health follows the inventory and a recovered device becomes healthy again") {
+  Node node;
+  HealthMonitor health("n1");
+  CHECK(health.Update(*node.inventory));
+  uint64_t gen = 0;
+  auto all = health.Snapshot(&gen);
+  REQUIRE(all.size() == 8);
+  for (const DeviceHealth& h : all) CHECK(h.health == HealthState::kHealthy);
+  CHECK_FALSE(health.Update(*node.inventory));  // nothing changed
+  fs::remove(node.host + "/dev/davinci3");
+  node.Rediscover();
+  CHECK(health.Update(*node.inventory));
+  uint64_t gen2 = 0;
+  for (const DeviceHealth& h : health.Snapshot(&gen2)) {
+    if (h.device != "npu-3") continue;
+    CHECK(h.health == HealthState::kUnhealthy);
+    CHECK(h.message.find("npu-3: /dev/davinci3 missing") != std::string::npos);
+  }
+  CHECK(gen2 > gen);
+  CHECK(health.WaitForChange(gen, std::chrono::steady_clock::now()) == gen2);
+  std::ofstream(node.host + "/dev/davinci3") << "";
+  node.Rediscover();
+  CHECK(health.Update(*node.inventory));
+  for (const DeviceHealth& h : health.Snapshot(nullptr)) CHECK(h.health == HealthState::kHealthy);
+}
+
+}  // namespace
+}  // namespace xpu::plugin
