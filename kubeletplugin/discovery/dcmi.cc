@@ -178,8 +178,8 @@ std::vector<std::string> Bind(const DlLibrary& lib, DcmiApi* api,
   lib.Bind("dcmi_get_topo_info_by_device_id", &api->get_topo_info_by_device_id, opt);
   lib.Bind("dcmi_get_device_network_health", &api->get_device_network_health, opt);
   lib.Bind("dcmi_get_device_info", &api->get_device_info, opt);
-  lib.Bind("dcmi_get_device_component_static_version",
-           &api->get_device_component_static_version, opt);
+  lib.Bind("dcmi_get_device_component_static_version", &api->get_device_component_static_version,
+           opt);
   return required_missing;
 }
 
@@ -293,14 +293,16 @@ class ChipProbe {
 
   // The component npu-smi shows as the chip's firmware: IMU on the 910, HILINK on later chips.
   void Firmware() {
-    const bool is_910a = out_->chip_name.starts_with("910") && !out_->chip_name.starts_with("910B") &&
+    const bool is_910a = out_->chip_name.starts_with("910") &&
+                         !out_->chip_name.starts_with("910B") &&
                          !out_->chip_name.starts_with("910_93");
     unsigned char version[dc::kMaxVerLen + 1] = {};
     int rc = api_.get_device_component_static_version(
-        out_->card_id, out_->device_id, is_910a ? dc::kComponentImu : dc::kComponentHilink,
-        version, dc::kMaxVerLen);
+        out_->card_id, out_->device_id, is_910a ? dc::kComponentImu : dc::kComponentHilink, version,
+        dc::kMaxVerLen);
     if (rc == dc::kErrNotSupport) return;
-    if (Ok("dcmi_get_device_component_static_version", rc)) out_->firmware_version = CString(version);
+    if (!Ok("dcmi_get_device_component_static_version", rc)) return;
+    out_->firmware_version = CString(version);
   }
 
   const DcmiApi& api_;

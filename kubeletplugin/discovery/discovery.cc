@@ -42,7 +42,7 @@ struct Problems {
   std::vector<std::string> device_nodes;  // DeviceNodes
   std::vector<std::string> libraries;     // VendorLibrary: "nvml: ..."
   std::string library_reason;
-  std::vector<std::string> links;  // LinksDegraded: "gpu-5: NVLink 7 down (17 of 18 active)"
+  std::vector<std::string> links;    // LinksDegraded: "gpu-5: NVLink 7 down (17 of 18 active)"
   std::vector<std::string> network;  // NetworkUnhealthy: "npu-4: RoCE network unreachable"
 };
 
@@ -844,8 +844,8 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
         MakeCondition("Links", false, "LinksDegraded", JoinMessages(problems.links), now));
   }
   if (!problems.network.empty()) {
-    status.conditions.push_back(MakeCondition("Network", false, "NetworkUnhealthy",
-                                              JoinMessages(problems.network), now));
+    status.conditions.push_back(
+        MakeCondition("Network", false, "NetworkUnhealthy", JoinMessages(problems.network), now));
   }
   if (!problems.libraries.empty()) {
     status.conditions.push_back(MakeCondition(

@@ -459,11 +459,30 @@ struct SmallHostCase {
 
 TEST_CASE("310P, Biren, Moore Threads and AMD Instinct devices are found with their nodes") {
   const std::vector<SmallHostCase> cases = {
-      {"0x19e5", "0xd500", "0x120000", {"dev/davinci0", "dev/davinci1"}, false, "huawei", "npu",
+      {"0x19e5",
+       "0xd500",
+       "0x120000",
+       {"dev/davinci0", "dev/davinci1"},
+       false,
+       "huawei",
+       "npu",
        "Ascend310P"},
-      {"0x1ee0", "0x0100", "0x030200", {"dev/biren/card_0", "dev/biren/card_1"}, false, "biren",
-       "gpu", ""},
-      {"0x1ed5", "0x0200", "0x030000", {"dev/mtgpu.0", "dev/mtgpu.1"}, false, "mthreads", "gpu", ""},
+      {"0x1ee0",
+       "0x0100",
+       "0x030200",
+       {"dev/biren/card_0", "dev/biren/card_1"},
+       false,
+       "biren",
+       "gpu",
+       ""},
+      {"0x1ed5",
+       "0x0200",
+       "0x030000",
+       {"dev/mtgpu.0", "dev/mtgpu.1"},
+       false,
+       "mthreads",
+       "gpu",
+       ""},
       {"0x1002", "0x74a1", "0x120000", {}, true, "amd", "gpu", "MI300X"},
   };
   for (const SmallHostCase& c : cases) {
@@ -481,8 +500,12 @@ TEST_CASE("310P, Biren, Moore Threads and AMD Instinct devices are found with th
     fs::create_symlink("../../../devices/pci0000:40/0000:40:01.0",
                        host.Path("sys/bus/pci/devices/0000:40:01.0"));
     for (int i = 0; i < 2; ++i) {
-      const std::string bdf = "0000:41:0" + std::to_string(i) + ".0";
-      const std::string dir = rp + "/" + bdf;
+      std::string bdf = "0000:41:0";
+      bdf += std::to_string(i);
+      bdf += ".0";
+      std::string dir = rp;
+      dir += "/";
+      dir += bdf;
       put(dir + "/vendor", c.vendor_id + "\n");
       put(dir + "/device", c.device_id + "\n");
       put(dir + "/class", c.pci_class + "\n");

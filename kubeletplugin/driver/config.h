@@ -30,7 +30,8 @@ struct DeviceConfig {
 };
 
 // `where` prefixes error fields ("config[1].opaque.parameters").
-StatusOr<DeviceConfig> ParseDeviceConfig(const nlohmann::json& parameters, const std::string& where);
+StatusOr<DeviceConfig> ParseDeviceConfig(const nlohmann::json& parameters,
+                                         const std::string& where);
 
 // The configuration that applies to each request of an allocation: the allocation's config
 // entries for `driver` in order (class entries before claim entries, as the scheduler records

@@ -64,8 +64,7 @@ Status DriverOptions::Validate() const {
     return InvalidArgumentError("--cdi-dir: must be an absolute path, got \"" + cdi_dir + "\"");
   }
   if (state_dir.empty() || state_dir[0] != '/') {
-    return InvalidArgumentError("--state-dir: must be an absolute path, got \"" + state_dir +
-                                "\"");
+    return InvalidArgumentError("--state-dir: must be an absolute path, got \"" + state_dir + "\"");
   }
   if (fetch_parallelism < 1) return InvalidArgumentError("fetch parallelism must be positive");
   return OkStatus();
@@ -76,8 +75,7 @@ struct Driver::Fetched {
   res::ResourceClaim claim;
 };
 
-Driver::Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory,
-               LogFn log)
+Driver::Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory, LogFn log)
     : options_(std::move(options)),
       client_(client),
       inventory_(std::move(inventory)),
@@ -149,8 +147,8 @@ Status Driver::CollectDeletedClaims() {
     }
     if (obj.ok()) {
       const auto meta = obj->find("metadata");
-      const bool same = meta != obj->end() && meta->is_object() &&
-                        meta->value("uid", std::string()) == ref.uid;
+      const bool same =
+          meta != obj->end() && meta->is_object() && meta->value("uid", std::string()) == ref.uid;
       if (same) continue;
     }
     gone.push_back(ref);
@@ -228,7 +226,8 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
     }
     std::vector<std::future<Fetched>> running;
     for (size_t i = start; i < end; ++i) {
-      running.push_back(std::async(std::launch::async, [this, ref = todo[i]] { return Fetch(*ref); }));
+      running.push_back(
+          std::async(std::launch::async, [this, ref = todo[i]] { return Fetch(*ref); }));
     }
     for (size_t i = start; i < end; ++i) fetched[i] = running[i - start].get();
   }
@@ -305,17 +304,18 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
 
   std::vector<cdi::DeviceFacts> facts;
   for (const auto* r : mine) {
-    const auto dev = std::find_if(
-        inventory->status.devices.begin(), inventory->status.devices.end(),
-        [&](const api::InventoryDevice& d) { return d.name == r->device; });
+    const auto dev =
+        std::find_if(inventory->status.devices.begin(), inventory->status.devices.end(),
+                     [&](const api::InventoryDevice& d) { return d.name == r->device; });
     if (dev == inventory->status.devices.end()) {
-      return PrepareResult{{}, what + ": device " + r->device + " of request " + r->request +
-                                   " is not on node " + options_.node_name};
+      return PrepareResult{{},
+                           what + ": device " + r->device + " of request " + r->request +
+                               " is not on node " + options_.node_name};
     }
     const bool shared = r->share_id.has_value() || r->admin_access.value_or(false);
     if (auto t = taken.find(r->device); !shared && t != taken.end() && t->second != ref.uid) {
-      return PrepareResult{{}, what + ": device " + r->device + " is already prepared for claim " +
-                                   t->second};
+      return PrepareResult{
+          {}, what + ": device " + r->device + " is already prepared for claim " + t->second};
     }
     cdi::DeviceFacts f;
     f.name = dev->name;
@@ -342,8 +342,8 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
     const DeviceConfig& cfg = config->at(BaseRequestName(r->request));
     for (const auto& [name, value] : cfg.env) {
       if (driver_env.contains(name)) {
-        return PrepareResult{{}, what + ": opaque config env." + name +
-                                     ": set by the driver, cannot be overridden"};
+        return PrepareResult{
+            {}, what + ": opaque config env." + name + ": set by the driver, cannot be overridden"};
       }
       device.edits.env.push_back(name + "=" + value);
     }

@@ -57,12 +57,12 @@ struct Node {
     auto c = kc::Client::Create(*config);
     REQUIRE(c.ok());
     client = std::move(c).value();
-    REQUIRE(client
-                ->Create(kc::Namespaces(), "",
-                         {{"apiVersion", "v1"},
-                          {"kind", "Namespace"},
-                          {"metadata", {{"name", "default"}}}})
-                .ok());
+    REQUIRE(
+        client
+            ->Create(
+                kc::Namespaces(), "",
+                {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "default"}}}})
+            .ok());
     host = dir.path() + "/host";
     fs::copy(kHosts + "/" + fixture, host,
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);
@@ -100,16 +100,15 @@ struct Node {
   std::string Claim(const std::string& name, const std::vector<std::string>& devices,
                     const json& config = json::array(), const std::string& driver = "xpu.dra.dev",
                     const std::string& pool = "n1", bool allocate = true) {
-    json claim = {{"apiVersion", "resource.k8s.io/v1"},
-                  {"kind", "ResourceClaim"},
-                  {"metadata", {{"name", name}, {"namespace", "default"}}},
-                  {"spec",
-                   {{"devices",
-                     {{"requests",
-                       {{{"name", "npus"},
-                         {"exactly",
-                          {{"deviceClassName", "xpu.dra.dev"},
-                           {"count", devices.size()}}}}}}}}}}};
+    json claim = {
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "ResourceClaim"},
+        {"metadata", {{"name", name}, {"namespace", "default"}}},
+        {"spec",
+         {{"devices",
+           {{"requests",
+             {{{"name", "npus"},
+               {"exactly", {{"deviceClassName", "xpu.dra.dev"}, {"count", devices.size()}}}}}}}}}}};
     auto created = client->Create(kc::ResourceClaims(), "default", claim);
     REQUIRE(created.ok());
     if (allocate) {
@@ -193,11 +192,11 @@ TEST_CASE("a batch answers every claim: missing, unallocated, wrong uid, other d
   auto driver = node.NewDriver();
   REQUIRE(driver->Start().ok());
   const std::string ok_uid = node.Claim("good", {"npu-2"});
-  const std::string unallocated = node.Claim("unalloc", {"npu-3"}, json::array(), "xpu.dra.dev",
-                                             "n1", /*allocate=*/false);
+  const std::string unallocated =
+      node.Claim("unalloc", {"npu-3"}, json::array(), "xpu.dra.dev", "n1", /*allocate=*/false);
   const std::string other_driver = node.Claim("other", {"gpu-0"}, json::array(), "gpu.example.com");
-  const std::string other_node = node.Claim("elsewhere", {"npu-4"}, json::array(), "xpu.dra.dev",
-                                            "n2");
+  const std::string other_node =
+      node.Claim("elsewhere", {"npu-4"}, json::array(), "xpu.dra.dev", "n2");
   const std::string unknown_dev = node.Claim("nodev", {"npu-9"});
   const std::string missing = "00000000-0000-4000-8000-000000000001";
   auto out = driver->Prepare({{"default", "good", ok_uid},
@@ -243,22 +242,22 @@ TEST_CASE("opaque config: env applied per request, bad config fails that claim o
   Node node;
   auto driver = node.NewDriver();
   REQUIRE(driver->Start().ok());
-  const json good = json::array(
-      {{{"source", "FromClass"},
-        {"opaque",
-         {{"driver", "xpu.dra.dev"},
-          {"parameters",
-           {{"apiVersion", "xpu.dra.dev/v1alpha1"},
-            {"kind", "DeviceConfig"},
-            {"env", {{"HCCL_CONNECT_TIMEOUT", "300"}, {"A", "class"}}}}}}}},
-       {{"source", "FromClaim"},
-        {"requests", {"npus"}},
-        {"opaque",
-         {{"driver", "xpu.dra.dev"},
-          {"parameters",
-           {{"apiVersion", "xpu.dra.dev/v1alpha1"},
-            {"kind", "DeviceConfig"},
-            {"env", {{"A", "claim"}}}}}}}}});
+  const json good =
+      json::array({{{"source", "FromClass"},
+                    {"opaque",
+                     {{"driver", "xpu.dra.dev"},
+                      {"parameters",
+                       {{"apiVersion", "xpu.dra.dev/v1alpha1"},
+                        {"kind", "DeviceConfig"},
+                        {"env", {{"HCCL_CONNECT_TIMEOUT", "300"}, {"A", "class"}}}}}}}},
+                   {{"source", "FromClaim"},
+                    {"requests", {"npus"}},
+                    {"opaque",
+                     {{"driver", "xpu.dra.dev"},
+                      {"parameters",
+                       {{"apiVersion", "xpu.dra.dev/v1alpha1"},
+                        {"kind", "DeviceConfig"},
+                        {"env", {{"A", "claim"}}}}}}}}});
   const json bad = json::array({{{"source", "FromClaim"},
                                  {"opaque",
                                   {{"driver", "xpu.dra.dev"},
@@ -318,8 +317,9 @@ TEST_CASE("unprepare works from the checkpoint alone and an unknown claim succee
   CHECK(driver->Prepare({{"default", "d", next}}).at(next).error.empty());
 }
 
-TEST_CASE("start: orphan specs removed, missing specs and new boot ids rewritten, deleted claims "
-          "unprepared") {
+TEST_CASE(
+    "start: orphan specs removed, missing specs and new boot ids rewritten, deleted claims "
+    "unprepared") {
   Node node;
   std::string kept, deleted;
   {
@@ -381,7 +381,8 @@ TEST_CASE("concurrent batches never hand a device out twice") {
   auto driver = node.NewDriver();
   REQUIRE(driver->Start().ok());
   std::vector<std::string> uids;
-  for (int i = 0; i < 16; ++i) uids.push_back(node.Claim("c" + std::to_string(i), {"npu-" + std::to_string(i % 8)}));
+  for (int i = 0; i < 16; ++i)
+    uids.push_back(node.Claim("c" + std::to_string(i), {"npu-" + std::to_string(i % 8)}));
   std::vector<std::future<std::map<std::string, PrepareResult>>> running;
   for (int i = 0; i < 16; ++i) {
     running.push_back(std::async(std::launch::async, [&, i] {
