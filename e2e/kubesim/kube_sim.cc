@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "api/validation.h"
+#include "base/flags.h"
 #include "e2e/kubesim/resources.h"
 
 namespace xpu::kubesim {
@@ -94,27 +95,10 @@ std::string Usage() {
 
 StatusOr<Options> ParseFlags(const std::vector<std::string>& args, bool* help) {
   Options o;
-  *help = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    bool has_value = false;
-    if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_value = true;
-    }
-    if (flag == "--help" || flag == "-h") {
-      *help = true;
-      return o;
-    }
-    auto next = [&]() -> StatusOr<std::string> {
-      if (has_value) return value;
-      if (i + 1 >= args.size()) {
-        return InvalidArgumentError("parse flag " + flag + ": needs a value");
-      }
-      return args[++i];
-    };
+  FlagReader flags(args);
+  while (flags.Next()) {
+    const std::string& flag = flags.flag();
+    auto next = [&] { return flags.Value(); };
     if (flag == "--listen") {
       ASSIGN_OR_RETURN(o.listen, next());
     } else if (flag == "--kubeconfig-out") {
@@ -168,6 +152,8 @@ StatusOr<Options> ParseFlags(const std::vector<std::string>& args, bool* help) {
       return InvalidArgumentError("parse flags: unknown flag " + flag);
     }
   }
+  *help = flags.help();
+  if (*help) return o;
   RETURN_IF_ERROR(o.Validate());
   return o;
 }

@@ -11,38 +11,12 @@
 
 #include "api/client/client.h"
 #include "api/validation.h"
+#include "base/flags.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/publisher/publisher.h"
 
 namespace xpu::plugin {
 namespace {
-
-StatusOr<int64_t> ParseMillis(const std::string& flag, const std::string& value) {
-  // "500ms", "5s", "2m", "1h" or a bare number of seconds.
-  size_t used = 0;
-  int64_t n = 0;
-  try {
-    n = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    return InvalidArgumentError("parse flag " + flag + ": \"" + value + "\" is not a duration");
-  }
-  const std::string unit = value.substr(used);
-  int64_t ms = 0;
-  if (unit.empty() || unit == "s") {
-    ms = n * 1000;
-  } else if (unit == "ms") {
-    ms = n;
-  } else if (unit == "m") {
-    ms = n * 60'000;
-  } else if (unit == "h") {
-    ms = n * 3'600'000;
-  } else {
-    return InvalidArgumentError("parse flag " + flag + ": \"" + value +
-                                "\" has an unknown unit (ms, s, m, h)");
-  }
-  if (ms <= 0) return InvalidArgumentError("parse flag " + flag + ": must be positive");
-  return ms;
-}
 
 // Watches <host-root>/dev for device nodes coming and going; sets *wake on a change.
 class DevWatcher {
@@ -114,52 +88,33 @@ StatusOr<PluginOptions> ParseFlags(const std::vector<std::string>& args,
                                    const std::string& node_name_env, bool* help) {
   PluginOptions o;
   o.node_name = node_name_env;
-  *help = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    bool has_value = false;
-    if (const auto eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_value = true;
-    }
-    if (flag == "--help" || flag == "-h") {
-      *help = true;
-      return o;
-    }
-    auto next = [&]() -> StatusOr<std::string> {
-      if (has_value) return value;
-      if (i + 1 >= args.size()) {
-        return InvalidArgumentError("parse flag " + flag + ": needs a value");
-      }
-      return args[++i];
-    };
-    if (flag == "--node-name") {
-      ASSIGN_OR_RETURN(o.node_name, next());
-    } else if (flag == "--kubeconfig") {
-      ASSIGN_OR_RETURN(o.kubeconfig, next());
-    } else if (flag == "--driver-name") {
-      ASSIGN_OR_RETURN(o.driver_name, next());
-    } else if (flag == "--host-root") {
-      ASSIGN_OR_RETURN(o.host_root, next());
-    } else if (flag == "--vendor-lib-dir") {
-      ASSIGN_OR_RETURN(auto dir, next());
+  FlagReader flags(args);
+  while (flags.Next()) {
+    if (flags.Is("--node-name")) {
+      ASSIGN_OR_RETURN(o.node_name, flags.Value());
+    } else if (flags.Is("--kubeconfig")) {
+      ASSIGN_OR_RETURN(o.kubeconfig, flags.Value());
+    } else if (flags.Is("--driver-name")) {
+      ASSIGN_OR_RETURN(o.driver_name, flags.Value());
+    } else if (flags.Is("--host-root")) {
+      ASSIGN_OR_RETURN(o.host_root, flags.Value());
+    } else if (flags.Is("--vendor-lib-dir")) {
+      ASSIGN_OR_RETURN(auto dir, flags.Value());
       o.vendor_lib_dirs.push_back(dir);
-    } else if (flag == "--namespace") {
-      ASSIGN_OR_RETURN(o.ns, next());
-    } else if (flag == "--rediscover" || flag == "--lease-renew") {
-      ASSIGN_OR_RETURN(auto v, next());
-      ASSIGN_OR_RETURN(const int64_t ms, ParseMillis(flag, v));
-      (flag == "--rediscover" ? o.rediscover : o.lease_renew) = std::chrono::milliseconds(ms);
-    } else if (flag == "--lease-duration") {
-      ASSIGN_OR_RETURN(auto v, next());
-      ASSIGN_OR_RETURN(const int64_t ms, ParseMillis(flag, v));
-      o.lease_duration = std::chrono::seconds(ms / 1000);
+    } else if (flags.Is("--namespace")) {
+      ASSIGN_OR_RETURN(o.ns, flags.Value());
+    } else if (flags.Is("--rediscover")) {
+      ASSIGN_OR_RETURN(o.rediscover, flags.Duration());
+    } else if (flags.Is("--lease-renew")) {
+      ASSIGN_OR_RETURN(o.lease_renew, flags.Duration());
+    } else if (flags.Is("--lease-duration")) {
+      ASSIGN_OR_RETURN(const auto d, flags.Duration());
+      o.lease_duration = std::chrono::duration_cast<std::chrono::seconds>(d);
     } else {
-      return InvalidArgumentError("unknown flag " + flag);
+      return flags.Unknown();
     }
   }
+  *help = flags.help();
   return o;
 }
 

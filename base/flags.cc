@@ -1,0 +1,82 @@
+#include "base/flags.h"
+
+#include <charconv>
+#include <utility>
+
+namespace xpu {
+
+StatusOr<std::chrono::milliseconds> ParseDuration(const std::string& flag,
+                                                  const std::string& value) {
+  int64_t n = 0;
+  const char* begin = value.data();
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(begin, end, n);
+  if (ec != std::errc() || ptr == begin) {
+    return InvalidArgumentError("parse flag " + flag + ": \"" + value + "\" is not a duration");
+  }
+  const std::string unit(ptr, end);
+  int64_t scale = 0;
+  if (unit.empty() || unit == "s") {
+    scale = 1000;
+  } else if (unit == "ms") {
+    scale = 1;
+  } else if (unit == "m") {
+    scale = 60'000;
+  } else if (unit == "h") {
+    scale = 3'600'000;
+  } else {
+    return InvalidArgumentError("parse flag " + flag + ": \"" + value +
+                                "\" has an unknown unit (ms, s, m, h)");
+  }
+  if (n <= 0) return InvalidArgumentError("parse flag " + flag + ": must be positive");
+  if (n > INT64_MAX / scale) return InvalidArgumentError("parse flag " + flag + ": too large");
+  return std::chrono::milliseconds(n * scale);
+}
+
+FlagReader::FlagReader(std::vector<std::string> args) : args_(std::move(args)) {}
+
+bool FlagReader::Next() {
+  if (help_ || next_ >= args_.size()) return false;
+  flag_ = args_[next_++];
+  has_inline_ = false;
+  inline_value_.clear();
+  if (const auto eq = flag_.find('='); flag_.starts_with("--") && eq != std::string::npos) {
+    inline_value_ = flag_.substr(eq + 1);
+    flag_.resize(eq);
+    has_inline_ = true;
+  }
+  if (flag_ == "--help" || flag_ == "-h") {
+    help_ = true;
+    return false;
+  }
+  return true;
+}
+
+StatusOr<std::string> FlagReader::Value() {
+  if (has_inline_) return inline_value_;
+  if (next_ >= args_.size()) return InvalidArgumentError("parse flag " + flag_ + ": needs a value");
+  return args_[next_++];
+}
+
+StatusOr<std::chrono::milliseconds> FlagReader::Duration() {
+  ASSIGN_OR_RETURN(std::string v, Value());
+  return ParseDuration(flag_, v);
+}
+
+StatusOr<int64_t> FlagReader::Int(int64_t min, int64_t max) {
+  ASSIGN_OR_RETURN(std::string v, Value());
+  int64_t n = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (ec != std::errc() || ptr != v.data() + v.size()) {
+    return InvalidArgumentError("parse flag " + flag_ + ": \"" + v + "\" is not an integer");
+  }
+  if (n < min || n > max) {
+    return InvalidArgumentError("parse flag " + flag_ + ": " + v + " is outside [" +
+                                std::to_string(min) + ", " + std::to_string(max) + "]");
+  }
+  return n;
+}
+
+Status FlagReader::Unknown() const { return InvalidArgumentError("unknown flag " + flag_); }
+
+}  // namespace xpu
