@@ -142,8 +142,8 @@ std::string FormatValue(double value) {
   if (exp < -4 || exp >= 21) return std::string(buf, end);
 
   std::string out = negative ? "-" : "";
-  const size_t point =
-      exp < 0 ? 0 : static_cast<size_t>(exp) + 1;  // digits before the decimal point
+  // Digits before the decimal point.
+  const size_t point = exp < 0 ? 0 : static_cast<size_t>(exp) + 1;
   if (exp < 0) {
     out += "0.";
     out.append(static_cast<size_t>(-exp - 1), '0');

@@ -93,7 +93,8 @@ class Gauge final : public Family {
   void Add(double delta) { Add({}, delta); }
   // 0 for a series never recorded.
   double Value(const std::vector<std::string>& labels = {}) const;
-  // Removes every series (for gauges rebuilt from scratch, e.g. health by device).
+  // Removes every series (for gauges rebuilt from scratch, e.g. health by device); a gauge
+  // without labels reads 0 again.
   void Clear();
   MetricType type() const override { return MetricType::kGauge; }
 

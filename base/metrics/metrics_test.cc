@@ -1,10 +1,17 @@
 #define CATCH_CONFIG_MAIN
 #include "base/metrics/metrics.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
 #include <limits>
 #include <string>
 #include <thread>
@@ -164,6 +171,44 @@ TEST_CASE("a second registration returns the same family") {
   CHECK(&h1 == &h2);
   CHECK(h1.label_names().empty());
   CHECK(first.type() == MetricType::kCounter);
+}
+
+// Runs `register_family` in a child process; true if the child aborted.
+bool Aborts(const std::function<void(Registry&)>& register_family) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    // Keep the expected message out of the test log.
+    if (std::freopen("/dev/null", "w", stderr) == nullptr) std::_Exit(2);
+    Registry registry;
+    registry.AddCounter("xpu_dra_test_total", "T.", {"result"});
+    registry.AddHistogram("xpu_dra_test_seconds", "S.", {}, {1, 2});
+    register_family(registry);
+    std::_Exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT;
+}
+
+TEST_CASE("registration mistakes abort") {
+  CHECK_FALSE(Aborts([](Registry& r) { r.AddCounter("xpu_dra_test_total", "T.", {"result"}); }));
+  CHECK(Aborts([](Registry& r) { r.AddCounter("1bad", "B."); }));
+  CHECK(Aborts([](Registry& r) { r.AddCounter("bad-name", "B."); }));
+  CHECK(Aborts([](Registry& r) { r.AddGauge("ok_name", "B.", {"__reserved"}); }));
+  CHECK(Aborts([](Registry& r) { r.AddGauge("ok_name", "B.", {"a:b"}); }));
+  CHECK(Aborts([](Registry& r) { r.AddGauge("ok_name", "B.", {"a", "a"}); }));
+  CHECK(Aborts([](Registry& r) { r.AddHistogram("ok_name", "B.", {"le"}, {1}); }));
+  CHECK(Aborts([](Registry& r) { r.AddHistogram("ok_name", "B.", {}, {2, 1}); }));
+  CHECK(Aborts([](Registry& r) { r.AddGauge("xpu_dra_test_total", "T.", {"result"}); }));
+  CHECK(Aborts([](Registry& r) { r.AddCounter("xpu_dra_test_total", "T.", {"code"}); }));
+  CHECK(Aborts([](Registry& r) { r.AddHistogram("xpu_dra_test_seconds", "S.", {}, {1, 3}); }));
+  CHECK(Aborts([](Registry& r) { r.AddCounter("xpu_dra_test_seconds_count", "C."); }));
+  CHECK(Aborts([](Registry& r) {
+    r.AddCounter("clash_count", "C.");
+    r.AddHistogram("clash", "H.", {}, {1});
+  }));
+  CHECK(Aborts([](Registry& r) { r.AddHistogram("xpu_dra_test_total", "H.", {}, {1}); }));
+  CHECK(Aborts([](Registry&) { ExponentialBuckets(0, 2, 3); }));
 }
 
 TEST_CASE("bucket helpers") {
