@@ -138,6 +138,11 @@ StatusOr<HttpResult> Client::Call(const Op& op, HttpCall call) {
     limiter_.Wait();
     ++requests_;
     auto result = transport_->Do(call);
+    if (options_.observe) {
+      const std::string_view what = op.what;
+      options_.observe(what.substr(0, what.find(' ')),
+                       result.ok() ? static_cast<int>(result->code) : 0);
+    }
     std::optional<std::chrono::seconds> retry_after;
     Status failure;
     if (!result.ok()) {

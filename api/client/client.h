@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/client/kubeconfig.h"
@@ -66,6 +67,10 @@ struct ClientOptions {
   std::chrono::milliseconds connect_timeout{10'000};
   BackoffPolicy backoff;
   uint64_t seed = 0;  // jitter; 0 = random
+  // Called after every HTTP attempt with the verb ("get", "list", "watch", "create", "update",
+  // "delete", ...) and the status code (0 when no answer came back): the metrics hook. Must be
+  // thread-safe and cheap.
+  std::function<void(std::string_view verb, int code)> observe;
 };
 
 struct ListOptions {

@@ -164,6 +164,24 @@ TEST_CASE("client CRUD, conflicts and preconditions against kube-sim", "[e2e][cl
   CHECK(*client->ResourceApiVersion() == api::resource::ResourceVersion::kV1);
 }
 
+TEST_CASE("the observe hook sees every attempt's verb and status code", "[e2e][client]") {
+  auto sim = StartSim();
+  std::mutex mu;
+  std::vector<std::pair<std::string, int>> seen;
+  ClientOptions options;
+  options.observe = [&](std::string_view verb, int code) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.emplace_back(std::string(verb), code);
+  };
+  auto client = Connect(*sim, options);
+  REQUIRE(client->Create(kc::Namespaces(), "", Namespace("obs")).ok());
+  CHECK(client->Get(kc::Namespaces(), "", "nosuch").status().code() == StatusCode::kNotFound);
+  REQUIRE(client->List(kc::Namespaces(), "").ok());
+  std::lock_guard<std::mutex> lock(mu);
+  CHECK(seen ==
+        std::vector<std::pair<std::string, int>>{{"create", 201}, {"get", 404}, {"list", 200}});
+}
+
 TEST_CASE("client lists with selectors and pagination", "[e2e][client]") {
   auto sim = StartSim();
   auto client = Connect(*sim);
