@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <ostream>
 #include <thread>
@@ -12,7 +13,12 @@
 #include "api/client/client.h"
 #include "api/validation.h"
 #include "base/flags.h"
+#include "base/metrics/http_server.h"
+#include "base/metrics/metrics.h"
 #include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/driver/driver.h"
+#include "kubeletplugin/grpc/kubelet_server.h"
+#include "kubeletplugin/plugin/metrics.h"
 #include "kubeletplugin/publisher/publisher.h"
 
 namespace xpu::plugin {
@@ -63,7 +69,31 @@ Status PluginOptions::Validate() const {
   if (std::chrono::duration_cast<std::chrono::milliseconds>(lease_duration) <= lease_renew) {
     return InvalidArgumentError("--lease-renew must be shorter than --lease-duration");
   }
+  for (const auto& [flag, dir] :
+       {std::pair{"--plugin-dir", PluginDir()}, std::pair{"--plugin-registry-dir", registry_dir},
+        std::pair{"--cdi-dir", cdi_dir}, std::pair{"--state-dir", state_dir}}) {
+    if (dir.empty() || dir[0] != '/') {
+      return InvalidArgumentError(std::string(flag) + ": must be an absolute path, got \"" + dir +
+                                  "\"");
+    }
+  }
+  if (!rolling_update_uid.empty()) {
+    RETURN_IF_ERROR(api::ValidateDnsSubdomain(rolling_update_uid, "--rolling-update-uid"));
+  }
+  if (health_resend >= std::chrono::seconds(30)) {
+    return InvalidArgumentError(
+        "--health-resend must be shorter than the kubelet's 30 s health timeout");
+  }
+  if (log_level != "error" && log_level != "warning" && log_level != "info" &&
+      log_level != "debug") {
+    return InvalidArgumentError("--log-level: \"" + log_level +
+                                "\" is not error, warning, info or debug");
+  }
   return OkStatus();
+}
+
+std::string PluginOptions::PluginDir() const {
+  return plugin_dir.empty() ? "/var/lib/kubelet/plugins/" + driver_name : plugin_dir;
 }
 
 std::string Usage() {
@@ -81,6 +111,19 @@ std::string Usage() {
          "  --rediscover DURATION   rediscovery period (default 60s; also on /dev changes)\n"
          "  --lease-renew DURATION  Lease renewal period (default 5s)\n"
          "  --lease-duration SECS   Lease duration (default 15)\n"
+         "  --plugin-dir DIR        the DRA socket's directory (default\n"
+         "                          /var/lib/kubelet/plugins/<driver>)\n"
+         "  --plugin-registry-dir DIR  the kubelet's plugin registry (default\n"
+         "                          /var/lib/kubelet/plugins_registry)\n"
+         "  --cdi-dir DIR           where CDI specs of prepared claims go (default /var/run/cdi)\n"
+         "  --state-dir DIR         the checkpoint's directory (default /var/lib/xpu-dra)\n"
+         "  --metrics-addr ADDR     /metrics, /healthz, /readyz (default :9400; \"\" disables)\n"
+         "  --rolling-update-uid UID  the pod's uid: per-pod socket names for a rolling update\n"
+         "                          (kubelet >= 1.33), prepares serialised across instances\n"
+         "  --health-interval DURATION  device health probe period (default 5s)\n"
+         "  --health-resend DURATION    health stream resend period (default 10s)\n"
+         "  --claim-gc DURATION     unprepare claims deleted from the API (default 60s)\n"
+         "  --log-level LEVEL       error, warning, info or debug (default info)\n"
          "  --help                  print this help\n";
 }
 
@@ -107,6 +150,26 @@ StatusOr<PluginOptions> ParseFlags(const std::vector<std::string>& args,
       ASSIGN_OR_RETURN(o.rediscover, flags.Duration());
     } else if (flags.Is("--lease-renew")) {
       ASSIGN_OR_RETURN(o.lease_renew, flags.Duration());
+    } else if (flags.Is("--plugin-dir")) {
+      ASSIGN_OR_RETURN(o.plugin_dir, flags.Value());
+    } else if (flags.Is("--plugin-registry-dir")) {
+      ASSIGN_OR_RETURN(o.registry_dir, flags.Value());
+    } else if (flags.Is("--cdi-dir")) {
+      ASSIGN_OR_RETURN(o.cdi_dir, flags.Value());
+    } else if (flags.Is("--state-dir")) {
+      ASSIGN_OR_RETURN(o.state_dir, flags.Value());
+    } else if (flags.Is("--metrics-addr")) {
+      ASSIGN_OR_RETURN(o.metrics_addr, flags.Value());
+    } else if (flags.Is("--rolling-update-uid")) {
+      ASSIGN_OR_RETURN(o.rolling_update_uid, flags.Value());
+    } else if (flags.Is("--health-interval")) {
+      ASSIGN_OR_RETURN(o.health_interval, flags.Duration());
+    } else if (flags.Is("--health-resend")) {
+      ASSIGN_OR_RETURN(o.health_resend, flags.Duration());
+    } else if (flags.Is("--claim-gc")) {
+      ASSIGN_OR_RETURN(o.claim_gc, flags.Duration());
+    } else if (flags.Is("--log-level")) {
+      ASSIGN_OR_RETURN(o.log_level, flags.Value());
     } else if (flags.Is("--lease-duration")) {
       ASSIGN_OR_RETURN(const auto d, flags.Duration());
       o.lease_duration = std::chrono::duration_cast<std::chrono::seconds>(d);
@@ -118,31 +181,175 @@ StatusOr<PluginOptions> ParseFlags(const std::vector<std::string>& args,
   return o;
 }
 
-int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostream& log) {
-  std::mutex log_mu;
-  auto say = [&](const std::string& line) {
-    std::lock_guard<std::mutex> lock(log_mu);
-    log << "xpu-dra-plugin: " << line << std::endl;
-  };
+namespace {
+
+// One line per event: time=... level=... msg="..." (key=value, quoted and escaped).
+class Logger {
+ public:
+  Logger(std::ostream& out, const std::string& level) : out_(out), level_(Rank(level)) {}
+  static int Rank(const std::string& level) {
+    return level == "error" ? 0 : level == "warning" ? 1 : level == "info" ? 2 : 3;
+  }
+  void Log(const std::string& level, const std::string& msg) {
+    if (Rank(level) > level_) return;
+    std::string quoted;
+    for (char c : msg) {
+      if (c == '"' || c == '\\') quoted += '\\';
+      quoted += c == '\n' ? ' ' : c;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    out_ << "time=" << MicroTime(std::chrono::system_clock::now()) << " level=" << level
+         << " msg=\"" << quoted << "\"" << std::endl;
+  }
+  void Info(const std::string& msg) { Log("info", msg); }
+  void Error(const std::string& msg) { Log("error", msg); }
+
+ private:
+  std::ostream& out_;
+  const int level_;
+  std::mutex mu_;
+};
+
+// The latest inventory, shared by the publisher, the driver and the health monitor.
+class InventoryHolder {
+ public:
+  void Set(api::NodeInventory inventory) {
+    auto p = std::make_shared<const api::NodeInventory>(std::move(inventory));
+    std::lock_guard<std::mutex> lock(mu_);
+    latest_ = std::move(p);
+  }
+  std::shared_ptr<const api::NodeInventory> Get() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return latest_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const api::NodeInventory> latest_;  // GUARDED_BY(mu_)
+};
+
+}  // namespace
+
+int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostream& log_out) {
+  Logger log(log_out, options.log_level);
+  metrics::Registry registry;
+  PluginMetrics m(registry);
+
   auto config = api::client::ResolveClusterConfig(options.kubeconfig);
   if (!config.ok()) {
-    say(config.status().message());
+    log.Error(config.status().message());
     return 1;
   }
-  say("node " + options.node_name + ", API server " + config->Describe());
-  auto client = api::client::Client::Create(*config);
+  log.Info("node " + options.node_name + ", API server " + config->Describe());
+  api::client::ClientOptions client_options;
+  client_options.observe = [&m](std::string_view verb, int code) {
+    m.api_requests.Inc({std::string(verb), std::to_string(code)});
+  };
+  auto client = api::client::Client::Create(*config, client_options);
   if (!client.ok()) {
-    say(client.status().message());
+    log.Error(client.status().message());
     return 1;
   }
+
+  // Discovery, timed and kept for everyone who needs the devices.
   discovery::DiscoveryOptions discover;
   discover.host_root = options.host_root;
   discover.vendor_lib_dirs = options.vendor_lib_dirs;
   discover.node_name = options.node_name;
   if (Status s = discover.Validate(); !s.ok()) {
-    say(s.message());
+    log.Error(s.message());
     return 2;
   }
+  InventoryHolder inventory;
+  HealthMonitor health(options.node_name);
+  std::atomic<bool> wake{false};
+  auto discover_now = [&]() -> StatusOr<api::NodeInventory> {
+    metrics::ScopeTimer timer(m.discovery_seconds);
+    StatusOr<api::NodeInventory> inv = discovery::Discover(discover);
+    if (!inv.ok()) {
+      m.discovery_errors.Inc();
+      return inv;
+    }
+    inventory.Set(*inv);
+    if (health.Update(*inv)) {
+      uint64_t generation = 0;
+      m.SetHealth(health.Snapshot(&generation));
+      wake = true;  // republish the inventory with the new health
+    }
+    return inv;
+  };
+  if (StatusOr<api::NodeInventory> first = discover_now(); !first.ok()) {
+    log.Error("discover: " + first.status().message() + "; retrying");
+  } else {
+    log.Info("discovered " + std::to_string(first->status.devices.size()) + " devices, rule set " +
+             first->status.rule_set);
+  }
+
+  // The driver: the checkpoint is reconciled before anything is served.
+  DriverOptions driver_options;
+  driver_options.driver_name = options.driver_name;
+  driver_options.node_name = options.node_name;
+  driver_options.host_root = options.host_root;
+  driver_options.cdi_dir = options.cdi_dir;
+  driver_options.state_dir = options.state_dir;
+  if (Status s = driver_options.Validate(); !s.ok()) {
+    log.Error(s.message());
+    return 2;
+  }
+  Driver driver(
+      driver_options, client->get(), [&inventory] { return inventory.Get(); },
+      [&log](const std::string& line) { log.Info(line); });
+  if (Status s = driver.Start(); !s.ok()) {
+    log.Error("refusing to serve: " + s.message() +
+              " (the checkpoint must be repaired or removed by an operator; prepared claims "
+              "would otherwise be forgotten)");
+    return 3;
+  }
+  m.Collect(driver.stats());
+  InstrumentedService service(&driver, &m);
+
+  // Metrics, liveness and readiness.
+  std::atomic<bool> serving{false};
+  std::unique_ptr<metrics::HttpServer> http;
+  if (!options.metrics_addr.empty()) {
+    metrics::HttpServerOptions http_options;
+    http_options.address = options.metrics_addr;
+    http_options.metrics = [&] {
+      m.Collect(driver.stats());
+      return registry.Render();
+    };
+    http_options.readyz = [&]() -> Status {
+      if (!serving) return UnavailableError("the kubelet sockets are not served yet");
+      if (inventory.Get() == nullptr) return UnavailableError("no successful discovery yet");
+      return OkStatus();
+    };
+    http = std::make_unique<metrics::HttpServer>(http_options);
+    if (Status s = http->Start(); !s.ok()) {
+      log.Error(s.message());
+      return 1;
+    }
+    log.Info("metrics on " + options.metrics_addr + " (port " + std::to_string(http->port()) + ")");
+  }
+
+  // The kubelet's sockets: DRA first, then registration.
+  KubeletServerOptions server_options;
+  server_options.driver_name = options.driver_name;
+  server_options.plugin_dir = options.PluginDir();
+  server_options.registry_dir = options.registry_dir;
+  server_options.rolling_update_uid = options.rolling_update_uid;
+  server_options.health_resend = options.health_resend;
+  server_options.log = [&log](const std::string& line) {
+    log.Log(line.starts_with("ERROR") ? "error" : "info", line);
+  };
+  KubeletServer server(server_options);
+  if (Status s = server.Start(&service, &health); !s.ok()) {
+    log.Error(s.message());
+    return 1;
+  }
+  serving = true;
+  log.Info("serving DRA on " + server.dra_socket() + ", registration on " +
+           server.registration_socket());
+
   PublisherOptions publish;
   publish.node_name = options.node_name;
   publish.ns = options.ns;
@@ -150,30 +357,47 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   publish.lease_duration = options.lease_duration;
   publish.rediscover = options.rediscover;
   if (Status s = publish.Validate(); !s.ok()) {
-    say(s.message());
+    log.Error(s.message());
     return 2;
   }
-  InventoryPublisher publisher(client->get(), publish,
-                               [&] { return discovery::Discover(discover); });
-  std::atomic<bool> wake{false};
+  InventoryPublisher publisher(client->get(), publish, discover_now);
   std::string dev = options.host_root;
   if (dev.empty() || dev.back() != '/') dev += "/";
   dev += "dev";
   DevWatcher watcher(dev, &wake);
   if (!watcher.ok()) {
-    say("watch " + dev + ": " + std::strerror(errno) + "; periodic rediscovery only");
+    log.Log("warning",
+            "watch " + dev + ": " + std::strerror(errno) + "; periodic rediscovery only");
   }
+  // Health: probe on its period (and on /dev changes), and collect claims deleted from the API.
   std::atomic<bool> done{false};
-  std::thread dev_thread([&] {
+  std::thread health_thread([&] {
+    auto next_probe = std::chrono::steady_clock::now() + options.health_interval;
+    auto next_gc = std::chrono::steady_clock::now() + options.claim_gc;
     while (!stop.load() && !done.load()) {
-      if (watcher.Poll()) say("device nodes changed under " + dev + ": rediscovering");
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (watcher.Poll()) log.Info("device nodes changed under " + dev + ": rediscovering");
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= next_probe) {
+        if (StatusOr<api::NodeInventory> inv = discover_now(); !inv.ok()) {
+          log.Error("discover: " + inv.status().message());
+        }
+        next_probe = now + options.health_interval;
+      }
+      if (now >= next_gc) {
+        if (Status s = driver.CollectDeletedClaims(); !s.ok()) log.Error(s.message());
+        next_gc = now + options.claim_gc;
+      }
+      m.registered.Set(server.registered() ? 1 : 0);
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
-  publisher.Run(stop, &wake, [&](const std::string& line) { say(line); });
+  publisher.Run(stop, &wake, [&log](const std::string& line) { log.Info(line); });
   done = true;
-  dev_thread.join();
-  say("stopped after " + std::to_string(publisher.stats().inventory_writes) + " inventory writes");
+  health_thread.join();
+  server.Stop();
+  if (http) http->Stop();
+  log.Info("stopped after " + std::to_string(publisher.stats().inventory_writes) +
+           " inventory writes");
   return 0;
 }
 

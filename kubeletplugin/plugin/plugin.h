@@ -1,7 +1,12 @@
-// xpu-dra-plugin: the per-node DaemonSet. This issue's part: discover the node's accelerators,
-// publish the NodeInventory, keep the plugin Lease renewed, and rediscover on a period and when
-// device nodes appear or vanish under <host-root>/dev (inotify: cheap, no polling of sysfs).
-// The kubelet services (registration, DRA, health) come with the kubelet-plugin issue.
+// xpu-dra-plugin: the per-node DaemonSet. It discovers the node's accelerators, publishes the
+// NodeInventory and keeps the plugin Lease renewed (rediscovering on a period and when device
+// nodes appear or vanish under <host-root>/dev), serves the kubelet (registration, DRA
+// prepare/unprepare with CDI specs and a checkpoint, the device health stream), and exposes
+// Prometheus metrics, /healthz and /readyz.
+//
+// Start-up order: the checkpoint is reconciled with the disk first (a corrupt checkpoint stops
+// the plugin: it never serves with forgotten claims), then the DRA socket is served, then the
+// registration socket appears.
 #ifndef XPU_KUBELETPLUGIN_PLUGIN_PLUGIN_H_
 #define XPU_KUBELETPLUGIN_PLUGIN_PLUGIN_H_
 
@@ -25,8 +30,20 @@ struct PluginOptions {
   std::chrono::milliseconds rediscover{60'000};
   std::chrono::milliseconds lease_renew{5'000};
   std::chrono::seconds lease_duration{15};
+  std::string plugin_dir;  // empty: /var/lib/kubelet/plugins/<driver>
+  std::string registry_dir = "/var/lib/kubelet/plugins_registry";
+  std::string cdi_dir = "/var/run/cdi";
+  std::string state_dir = "/var/lib/xpu-dra";
+  std::string metrics_addr = ":9400";  // empty: no metrics endpoint
+  std::string rolling_update_uid;      // the pod uid: per-pod socket names, serialised prepares
+  std::chrono::milliseconds health_interval{5'000};  // health probe period
+  std::chrono::milliseconds health_resend{10'000};   // health stream resend (kubelet: 30 s)
+  std::chrono::milliseconds claim_gc{60'000};        // unprepare claims deleted from the API
+  std::string log_level = "info";                    // error, warning, info, debug
 
   Status Validate() const;
+  // plugin_dir with its default filled in.
+  std::string PluginDir() const;
 };
 
 // Parses argv (without the program name); `node_name_env` is $NODE_NAME. Sets *help for --help.

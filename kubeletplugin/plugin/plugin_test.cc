@@ -1,17 +1,25 @@
 #include "kubeletplugin/plugin/plugin.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
+#include <set>
 #include <thread>
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
 #include "e2e/client/kube_sim_process.h"
+#include "e2e/kubelet/kubelet_stand_in.h"
+#include "kubeletplugin/checkpoint/checkpoint.h"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
 
@@ -65,15 +73,22 @@ bool Eventually(F done) {
   return done();
 }
 
-// The plugin binary as a child process, stopped with SIGTERM.
+// The plugin binary as a child process, stopped with SIGTERM. `env` entries ("K=V") are added
+// to the test's environment.
 class PluginProcess {
  public:
-  explicit PluginProcess(std::vector<std::string> args) {
+  explicit PluginProcess(std::vector<std::string> args, std::vector<std::string> env = {}) {
     args.insert(args.begin(), XPU_PLUGIN_BINARY);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    REQUIRE(::posix_spawn(&pid_, XPU_PLUGIN_BINARY, nullptr, nullptr, argv.data(), environ) == 0);
+    for (char** e = environ; *e != nullptr; ++e) env_.emplace_back(*e);
+    for (auto& e : env) env_.push_back(std::move(e));
+    std::vector<char*> envp;
+    for (auto& e : env_) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    REQUIRE(::posix_spawn(&pid_, XPU_PLUGIN_BINARY, nullptr, nullptr, argv.data(), envp.data()) ==
+            0);
   }
   ~PluginProcess() {
     if (pid_ > 0) Stop();
@@ -82,14 +97,20 @@ class PluginProcess {
   PluginProcess& operator=(const PluginProcess&) = delete;
   int Stop() {
     ::kill(pid_, SIGTERM);
+    return Wait();
+  }
+  // The exit code, or 128 + the signal that ended it.
+  int Wait() {
     int status = 0;
     ::waitpid(pid_, &status, 0);
     pid_ = -1;
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
 
  private:
   pid_t pid_ = -1;
+  std::vector<std::string> env_;
 };
 
 TEST_CASE(
@@ -138,6 +159,309 @@ TEST_CASE(
            got->status.devices[3].health == "Unhealthy";
   }));
   CHECK(plugin.Stop() == 0);
+}
+
+// ---- The kubelet's side: registration, prepare/unprepare, health, metrics, crashes ----
+
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+  socklen_t len = sizeof addr;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+// GET http://127.0.0.1:<port><path>: the status line and body.
+std::string HttpGet(int port, const std::string& path) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "";
+  }
+  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  (void)!::write(fd, request.data(), request.size());
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+bool IsSocket(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+// kube-sim with a Node n1 and the namespaces, a private copy of a fixture host and the plugin's
+// directories; the plugin started and stopped on demand.
+class Rig {
+ public:
+  Rig() {
+    auto started = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
+    REQUIRE(started.ok());
+    sim_ = std::move(started).value();
+    auto c = kc::Client::Create(*sim_->Config());
+    REQUIRE(c.ok());
+    client_ = std::move(c).value();
+    for (const char* ns : {"xpu-dra", "default"}) {
+      REQUIRE(
+          client_
+              ->Create(kc::Namespaces(), "",
+                       {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
+              .ok());
+    }
+    REQUIRE(client_
+                ->Create(kc::Nodes(), "",
+                         {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}})
+                .ok());
+    root_ = fs::path(sim_->dir()) / "node";
+    fs::copy(std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/atlas800t-a2", root_ / "host",
+             fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    for (const char* d : {"registry", "plugins", "cdi", "state"}) fs::create_directories(root_ / d);
+    metrics_port_ = FreePort();
+  }
+
+  void StartPlugin(std::vector<std::string> env = {}) {
+    plugin_ = std::make_unique<PluginProcess>(
+        std::vector<std::string>{"--kubeconfig",
+                                 sim_->kubeconfig(),
+                                 "--node-name",
+                                 "n1",
+                                 "--host-root",
+                                 Path("host"),
+                                 "--plugin-registry-dir",
+                                 Path("registry"),
+                                 "--plugin-dir",
+                                 Path("plugins"),
+                                 "--cdi-dir",
+                                 Path("cdi"),
+                                 "--state-dir",
+                                 Path("state"),
+                                 "--metrics-addr",
+                                 "127.0.0.1:" + std::to_string(metrics_port_),
+                                 "--health-interval",
+                                 "200ms",
+                                 "--health-resend",
+                                 "1s",
+                                 "--lease-renew",
+                                 "200ms",
+                                 "--lease-duration",
+                                 "2"},
+        std::move(env));
+  }
+  bool WaitForSockets() {
+    return Eventually([&] { return IsSocket(RegSocket()) && IsSocket(DraSocket()); });
+  }
+  int StopPlugin() { return plugin_->Stop(); }
+  int WaitPlugin() { return plugin_->Wait(); }
+
+  std::string Path(const std::string& rel) const { return (root_ / rel).string(); }
+  std::string RegSocket() const { return Path("registry/xpu.dra.dev-reg.sock"); }
+  std::string DraSocket() const { return Path("plugins/dra.sock"); }
+  std::string CdiPath(const std::string& uid) const {
+    return Path("cdi/k8s.xpu.dra.dev-device_" + uid + ".json");
+  }
+  std::set<std::string> CdiClaims() const {
+    std::set<std::string> out;
+    const std::string prefix = "k8s.xpu.dra.dev-device_";
+    for (const auto& e : fs::directory_iterator(Path("cdi"))) {
+      const std::string name = e.path().filename().string();
+      if (name.starts_with(prefix) && name.ends_with(".json")) {
+        out.insert(name.substr(prefix.size(), name.size() - prefix.size() - 5));
+      }
+    }
+    return out;
+  }
+  std::set<std::string> CheckpointClaims() const {
+    checkpoint::CheckpointStore store(Path("state/checkpoint.json"));
+    auto cp = store.Load();
+    REQUIRE(cp.ok());
+    std::set<std::string> out;
+    for (const auto& [uid, c] : cp->claims) out.insert(uid);
+    return out;
+  }
+  int metrics_port() const { return metrics_port_; }
+  kc::Client& client() { return *client_; }
+
+  // An allocated claim in "default"; returns its uid.
+  std::string Claim(const std::string& name, const std::vector<std::string>& devices) {
+    json claim = {
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "ResourceClaim"},
+        {"metadata", {{"name", name}, {"namespace", "default"}}},
+        {"spec",
+         {{"devices",
+           {{"requests",
+             {{{"name", "npus"},
+               {"exactly", {{"deviceClassName", "xpu.dra.dev"}, {"count", devices.size()}}}}}}}}}}};
+    auto created = client_->Create(kc::ResourceClaims(), "default", claim);
+    REQUIRE(created.ok());
+    json results = json::array();
+    for (const std::string& d : devices) {
+      results.push_back(
+          {{"request", "npus"}, {"driver", "xpu.dra.dev"}, {"pool", "n1"}, {"device", d}});
+    }
+    (*created)["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
+    REQUIRE(client_->UpdateStatus(kc::ResourceClaims(), "default", *created).ok());
+    return (*created)["metadata"]["uid"].get<std::string>();
+  }
+
+ private:
+  std::unique_ptr<e2e::KubeSimProcess> sim_;
+  std::unique_ptr<kc::Client> client_;
+  fs::path root_;
+  int metrics_port_ = 0;
+  std::unique_ptr<PluginProcess> plugin_;
+};
+
+TEST_CASE(
+    "the kubelet registers the plugin, prepares and unprepares claims, reads health and "
+    "metrics",
+    "[plugin][e2e][kubelet]") {
+  Rig rig;
+  rig.StartPlugin();
+  REQUIRE(rig.WaitForSockets());
+  e2e::KubeletStandIn kubelet;
+  auto info = kubelet.Register(rig.RegSocket());
+  INFO(info.status().ToString());
+  REQUIRE(info.ok());
+  CHECK(info->type == "DRAPlugin");
+  CHECK(info->name == "xpu.dra.dev");
+  CHECK(info->endpoint == rig.DraSocket());
+  CHECK(info->supported_versions == std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                                             "v1alpha1.DRAResourceHealth"});
+  struct stat st {};
+  REQUIRE(::stat(rig.DraSocket().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+
+  const std::string a = rig.Claim("a", {"npu-0", "npu-1"});
+  const std::string b = rig.Claim("b", {"npu-2"});
+  const std::string missing = "00000000-0000-4000-8000-0000000000aa";
+  auto prepared =
+      kubelet.Prepare(rig.DraSocket(), "v1",
+                      {{"default", "a", a}, {"default", "b", b}, {"default", "gone", missing}});
+  INFO(prepared.status().ToString());
+  REQUIRE(prepared.ok());
+  REQUIRE(prepared->size() == 3);
+  CHECK(prepared->at(a).error.empty());
+  REQUIRE(prepared->at(a).devices.size() == 2);
+  CHECK(prepared->at(a).devices[1].device_name == "npu-1");
+  CHECK(prepared->at(a).devices[1].pool_name == "n1");
+  CHECK(prepared->at(a).devices[1].cdi_device_ids ==
+        std::vector<std::string>{"k8s.xpu.dra.dev/device=" + a + "-npu-1"});
+  CHECK(prepared->at(b).devices.size() == 1);
+  CHECK(prepared->at(missing).error.find("not found") != std::string::npos);
+  CHECK(rig.CdiClaims() == std::set<std::string>{a, b});
+  // Repeated, and over v1beta1: the same devices.
+  auto again = kubelet.Prepare(rig.DraSocket(), "v1beta1", {{"default", "a", a}});
+  REQUIRE(again.ok());
+  CHECK(again->at(a).devices.size() == 2);
+  CHECK(again->at(a).devices[0].cdi_device_ids == prepared->at(a).devices[0].cdi_device_ids);
+
+  // Health: the complete device list at once.
+  auto health = kubelet.WatchHealth(rig.DraSocket(), std::chrono::seconds(5),
+                                    [](const e2e::KubeletHealthMessage&) { return false; });
+  REQUIRE_FALSE(health.empty());
+  CHECK(health[0].devices.size() == 8);
+
+  // Metrics and readiness.
+  const std::string metrics = HttpGet(rig.metrics_port(), "/metrics");
+  CHECK(metrics.find("xpu_dra_plugin_prepare_claims_total{result=\"ok\"} 3") != std::string::npos);
+  CHECK(metrics.find("xpu_dra_plugin_prepare_claims_total{result=\"error\"} 1") !=
+        std::string::npos);
+  CHECK(metrics.find("xpu_dra_plugin_prepared_devices 3") != std::string::npos);
+  CHECK(metrics.find("xpu_dra_plugin_registered 1") != std::string::npos);
+  CHECK(metrics.find("xpu_dra_plugin_api_requests_total{verb=\"get\",code=\"200\"}") !=
+        std::string::npos);
+  CHECK(HttpGet(rig.metrics_port(), "/readyz").starts_with("HTTP/1.1 200"));
+
+  auto unprepared =
+      kubelet.Unprepare(rig.DraSocket(), "v1", {{"default", "a", a}, {"default", "x", missing}});
+  REQUIRE(unprepared.ok());
+  CHECK(unprepared->at(a).empty());
+  CHECK(unprepared->at(missing).empty());
+  CHECK(rig.CdiClaims() == std::set<std::string>{b});
+  CHECK(rig.CheckpointClaims() == std::set<std::string>{b});
+  CHECK(rig.StopPlugin() == 0);
+  CHECK_FALSE(fs::exists(rig.RegSocket()));
+  CHECK_FALSE(fs::exists(rig.DraSocket()));
+}
+
+TEST_CASE(
+    "a crash at any step of prepare or unprepare leaves CDI specs and checkpoint "
+    "consistent",
+    "[plugin][e2e][crash]") {
+  Rig rig;
+  e2e::KubeletStandIn kubelet;
+  int n = 0;
+  for (const std::string point :
+       {"prepare-after-get", "prepare-after-cdi", "prepare-after-checkpoint", "unprepare-after-cdi",
+        "unprepare-after-checkpoint"}) {
+    INFO("crash at " << point);
+    const std::string name = "c" + std::to_string(n);
+    const std::string uid = rig.Claim(name, {"npu-" + std::to_string(n)});
+    ++n;
+    rig.StartPlugin({"XPU_DRA_CRASH_AT=" + point});
+    REQUIRE(rig.WaitForSockets());
+    const bool in_unprepare = point.starts_with("unprepare");
+    if (in_unprepare) {
+      auto p = kubelet.Prepare(rig.DraSocket(), "v1", {{"default", name, uid}});
+      REQUIRE(p.ok());
+      REQUIRE(p->at(uid).error.empty());
+      CHECK_FALSE(kubelet.Unprepare(rig.DraSocket(), "v1", {{"default", name, uid}}).ok());
+    } else {
+      CHECK_FALSE(kubelet.Prepare(rig.DraSocket(), "v1", {{"default", name, uid}}).ok());
+    }
+    CHECK(rig.WaitPlugin() == 128 + SIGKILL);
+    // Restart: the disk is consistent (every spec has an entry and every entry its spec).
+    rig.StartPlugin();
+    REQUIRE(rig.WaitForSockets());
+    CHECK(rig.CdiClaims() == rig.CheckpointClaims());
+    // The kubelet retries; the answer is whole.
+    if (in_unprepare) {
+      auto u = kubelet.Unprepare(rig.DraSocket(), "v1", {{"default", name, uid}});
+      REQUIRE(u.ok());
+      CHECK(u->at(uid).empty());
+      CHECK_FALSE(rig.CdiClaims().contains(uid));
+    } else {
+      auto p = kubelet.Prepare(rig.DraSocket(), "v1", {{"default", name, uid}});
+      REQUIRE(p.ok());
+      CHECK(p->at(uid).error.empty());
+      CHECK(p->at(uid).devices.size() == 1);
+      CHECK(rig.CdiClaims().contains(uid));
+    }
+    CHECK(rig.CdiClaims() == rig.CheckpointClaims());
+    CHECK(rig.StopPlugin() == 0);
+  }
+
+  // A reboot: the tmpfs CDI dir is empty and the boot id new; prepared claims get their specs back.
+  const std::set<std::string> prepared = rig.CheckpointClaims();
+  REQUIRE_FALSE(prepared.empty());
+  for (const auto& e : fs::directory_iterator(rig.Path("cdi"))) fs::remove(e.path());
+  std::ofstream(rig.Path("host/proc/sys/kernel/random/boot_id"))
+      << "5e5e5e5e-0000-4000-8000-000000000001\n";
+  rig.StartPlugin();
+  REQUIRE(rig.WaitForSockets());
+  CHECK(rig.CdiClaims() == prepared);
+  CHECK(rig.StopPlugin() == 0);
+}
+
+TEST_CASE("a corrupt checkpoint stops the plugin before it serves", "[plugin][e2e]") {
+  Rig rig;
+  std::ofstream(rig.Path("state/checkpoint.json"))
+      << "{\"version\":1,\"checksum\":\"00000000\",\"data\":{}}";
+  rig.StartPlugin();
+  CHECK(rig.WaitPlugin() == 3);
+  CHECK_FALSE(fs::exists(rig.RegSocket()));
+  CHECK_FALSE(fs::exists(rig.DraSocket()));
 }
 
 }  // namespace

@@ -1,0 +1,82 @@
+#include "kubeletplugin/plugin/metrics.h"
+
+namespace xpu::plugin {
+
+PluginMetrics::PluginMetrics(metrics::Registry& r)
+    : prepare_claims(r.AddCounter("xpu_dra_plugin_prepare_claims_total",
+                                  "Claims answered by NodePrepareResources.", {"result"})),
+      prepare_seconds(r.AddHistogram("xpu_dra_plugin_prepare_seconds",
+                                     "Duration of one NodePrepareResources call.", {"result"},
+                                     metrics::LatencyBuckets())),
+      unprepare_claims(r.AddCounter("xpu_dra_plugin_unprepare_claims_total",
+                                    "Claims answered by NodeUnprepareResources.", {"result"})),
+      unprepare_seconds(r.AddHistogram("xpu_dra_plugin_unprepare_seconds",
+                                       "Duration of one NodeUnprepareResources call.", {"result"},
+                                       metrics::LatencyBuckets())),
+      prepared_claims(
+          r.AddGauge("xpu_dra_plugin_prepared_claims", "Claims recorded in the checkpoint.")),
+      prepared_devices(r.AddGauge("xpu_dra_plugin_prepared_devices",
+                                  "Devices of the claims recorded in the checkpoint.")),
+      checkpoint_writes(
+          r.AddCounter("xpu_dra_plugin_checkpoint_writes_total", "Checkpoint files written.")),
+      discovery_seconds(r.AddHistogram("xpu_dra_plugin_discovery_seconds",
+                                       "Duration of one hardware discovery.", {},
+                                       metrics::LatencyBuckets())),
+      discovery_errors(r.AddCounter("xpu_dra_plugin_discovery_errors_total",
+                                    "Hardware discoveries that failed.")),
+      device_health(r.AddGauge("xpu_dra_plugin_device_health",
+                               "1 for the current health state of each device.",
+                               {"device", "state"})),
+      api_requests(r.AddCounter("xpu_dra_plugin_api_requests_total",
+                                "Kubernetes API request attempts by verb and HTTP status code "
+                                "(0: no answer).",
+                                {"verb", "code"})),
+      registered(r.AddGauge("xpu_dra_plugin_registered",
+                            "1 once the kubelet confirmed the plugin's registration.")) {}
+
+void PluginMetrics::Collect(const DriverStats& stats) {
+  prepared_claims.Set(static_cast<double>(stats.prepared_claims));
+  prepared_devices.Set(static_cast<double>(stats.prepared_devices));
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stats.checkpoint_writes > checkpoint_writes_seen_) {
+    checkpoint_writes.Inc({},
+                          static_cast<double>(stats.checkpoint_writes - checkpoint_writes_seen_));
+    checkpoint_writes_seen_ = stats.checkpoint_writes;
+  }
+}
+
+void PluginMetrics::SetHealth(const std::vector<DeviceHealth>& health) {
+  device_health.Clear();
+  for (const DeviceHealth& h : health) {
+    const char* state = h.health == HealthState::kHealthy     ? "healthy"
+                        : h.health == HealthState::kUnhealthy ? "unhealthy"
+                                                              : "unknown";
+    device_health.Set({h.device, state}, 1);
+  }
+}
+
+std::map<std::string, PrepareResult> InstrumentedService::Prepare(
+    const std::vector<ClaimRef>& claims) {
+  metrics::ScopeTimer timer(metrics_->prepare_seconds, {"ok"});
+  auto out = inner_->Prepare(claims);
+  for (const auto& [uid, r] : out) {
+    const char* result = r.error.empty() ? "ok" : "error";
+    metrics_->prepare_claims.Inc({result});
+    if (!r.error.empty()) timer.SetLabels({"error"});
+  }
+  return out;
+}
+
+std::map<std::string, UnprepareResult> InstrumentedService::Unprepare(
+    const std::vector<ClaimRef>& claims) {
+  metrics::ScopeTimer timer(metrics_->unprepare_seconds, {"ok"});
+  auto out = inner_->Unprepare(claims);
+  for (const auto& [uid, r] : out) {
+    const char* result = r.error.empty() ? "ok" : "error";
+    metrics_->unprepare_claims.Inc({result});
+    if (!r.error.empty()) timer.SetLabels({"error"});
+  }
+  return out;
+}
+
+}  // namespace xpu::plugin

@@ -1,0 +1,73 @@
+// Every metric of xpu-dra-plugin, in one place (served on --metrics-addr at /metrics).
+//
+//   xpu_dra_plugin_prepare_claims_total{result}       claims answered by NodePrepareResources
+//   xpu_dra_plugin_prepare_seconds{result}            one NodePrepareResources call
+//   xpu_dra_plugin_unprepare_claims_total{result}     claims answered by NodeUnprepareResources
+//   xpu_dra_plugin_unprepare_seconds{result}          one NodeUnprepareResources call
+//   xpu_dra_plugin_prepared_claims                    claims in the checkpoint
+//   xpu_dra_plugin_prepared_devices                   devices of those claims
+//   xpu_dra_plugin_checkpoint_writes_total            checkpoint files written
+//   xpu_dra_plugin_discovery_seconds                  one hardware discovery
+//   xpu_dra_plugin_discovery_errors_total             discoveries that failed
+//   xpu_dra_plugin_device_health{device,state}        1 for the device's current state
+//   xpu_dra_plugin_api_requests_total{verb,code}      Kubernetes API attempts (code 0: no answer)
+//   xpu_dra_plugin_registered                         1 once the kubelet confirmed registration
+//
+// `result` is "ok" or "error" (a call is "error" when any of its claims failed).
+#ifndef XPU_KUBELETPLUGIN_PLUGIN_METRICS_H_
+#define XPU_KUBELETPLUGIN_PLUGIN_METRICS_H_
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/metrics/metrics.h"
+#include "kubeletplugin/driver/driver.h"
+#include "kubeletplugin/driver/service.h"
+
+namespace xpu::plugin {
+
+struct PluginMetrics {
+  explicit PluginMetrics(metrics::Registry& registry);
+
+  metrics::Counter& prepare_claims;
+  metrics::Histogram& prepare_seconds;
+  metrics::Counter& unprepare_claims;
+  metrics::Histogram& unprepare_seconds;
+  metrics::Gauge& prepared_claims;
+  metrics::Gauge& prepared_devices;
+  metrics::Counter& checkpoint_writes;
+  metrics::Histogram& discovery_seconds;
+  metrics::Counter& discovery_errors;
+  metrics::Gauge& device_health;
+  metrics::Counter& api_requests;
+  metrics::Gauge& registered;
+
+  // Brings the gauges and the checkpoint counter up to date with the driver's counts.
+  void Collect(const DriverStats& stats);
+  // Replaces the device health series with `health`.
+  void SetHealth(const std::vector<DeviceHealth>& health);
+
+ private:
+  std::mutex mu_;
+  uint64_t checkpoint_writes_seen_ = 0;  // GUARDED_BY(mu_)
+};
+
+// A NodeService that times and counts the calls of another one.
+class InstrumentedService : public NodeService {
+ public:
+  InstrumentedService(NodeService* inner, PluginMetrics* metrics)
+      : inner_(inner), metrics_(metrics) {}
+  std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims) override;
+  std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims) override;
+
+ private:
+  NodeService* const inner_;
+  PluginMetrics* const metrics_;
+};
+
+}  // namespace xpu::plugin
+
+#endif  // XPU_KUBELETPLUGIN_PLUGIN_METRICS_H_
