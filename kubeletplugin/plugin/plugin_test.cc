@@ -257,8 +257,13 @@ class Rig {
                                  "2"},
         std::move(env));
   }
+  // Until the registration socket answers GetInfo (a SIGKILLed plugin leaves stale sockets
+  // behind until the next one replaces them).
   bool WaitForSockets() {
-    return Eventually([&] { return IsSocket(RegSocket()) && IsSocket(DraSocket()); });
+    e2e::KubeletStandIn kubelet;
+    return Eventually([&] {
+      return IsSocket(RegSocket()) && IsSocket(DraSocket()) && kubelet.GetInfo(RegSocket()).ok();
+    });
   }
   int StopPlugin() { return plugin_->Stop(); }
   int WaitPlugin() { return plugin_->Wait(); }
