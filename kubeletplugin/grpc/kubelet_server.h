@@ -64,9 +64,11 @@ class KubeletServer {
   // service is served or advertised. Fails on invalid options, a socket path that exists and is
   // not a socket, or a port gRPC cannot bind; nothing is left behind on failure.
   Status Start(NodeService* service, HealthSource* health);
-  // Ends health streams, shuts both servers down (in-flight calls get a short grace period) and
-  // removes the sockets this server created, never a socket another instance put in their place.
-  // Idempotent.
+  // Ends health streams, deregisters (removes the registration socket), shuts both servers down
+  // and removes the sockets this server created, never a socket another instance put in their
+  // place since. Calls not yet running get a short grace period and are then cancelled; a
+  // Prepare / Unprepare already inside the NodeService is waited for. Idempotent; Start may be
+  // called again afterwards.
   void Stop();
 
   const std::string& dra_socket() const;

@@ -552,6 +552,25 @@ TEST_CASE("kubelet server: stop ends health streams at once and removes only its
   }
 }
 
+TEST_CASE("kubelet server: start twice is refused, start after stop serves again") {
+  TempDir dir;
+  FakeService service;
+  FakeHealth health;
+  KubeletServer server(Options(dir));
+  REQUIRE(server.Start(&service, &health).ok());
+  CHECK(server.Start(&service, &health).code() == StatusCode::kFailedPrecondition);
+  server.Stop();
+  CHECK_FALSE(Exists(server.dra_socket()));
+  REQUIRE(server.Start(&service, &health).ok());
+  REQUIRE(e2e::KubeletStandIn().Register(server.registration_socket()).ok());
+  CHECK(server.registered());
+  REQUIRE(e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1beta1", Claims({"uid-1"})).ok());
+  CHECK(e2e::KubeletStandIn()
+            .WatchHealth(server.dra_socket(), milliseconds(5000),
+                         [](const e2e::KubeletHealthMessage&) { return false; })
+            .size() == 1);
+}
+
 TEST_CASE("kubelet server: rolling-update mode names the sockets by uid") {
   TempDir dir;
   FakeService service;
