@@ -14,6 +14,8 @@
 #include <cstring>
 #include <iostream>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <utility>
 
 #include "kubeletplugin/grpc/internal/translate.h"
@@ -209,19 +211,24 @@ struct KubeletServer::Impl {
   }
 
   // Runs one Prepare / Unprepare under the in-process mutex and, in rolling-update mode, the
-  // lock file shared with the other instances.
+  // lock file shared with the other instances. An exception from the driver (a bug: none should
+  // cross the seam) fails the call instead of ending the process on a gRPC thread.
   template <typename Fn>
-  ::grpc::Status Serialised(Fn fn) {
+  ::grpc::Status Serialised(const char* call, Fn fn) {
     std::lock_guard<std::mutex> lock(call_mu);
+    std::optional<FileLock> file_lock;
     if (!options.rolling_update_uid.empty()) {
-      FileLock file_lock(options.PluginDir() + "/serialize.lock");
-      if (!file_lock.status().ok()) {
-        Log("ERROR " + file_lock.status().message());
-        return {::grpc::StatusCode::INTERNAL, file_lock.status().message()};
+      file_lock.emplace(options.PluginDir() + "/serialize.lock");
+      if (!file_lock->status().ok()) {
+        Log("ERROR " + std::string(call) + ": " + file_lock->status().message());
+        return {::grpc::StatusCode::INTERNAL, call + (": " + file_lock->status().message())};
       }
+    }
+    try {
       fn();
-    } else {
-      fn();
+    } catch (const std::exception& e) {
+      Log("ERROR " + std::string(call) + ": the driver threw: " + e.what());
+      return {::grpc::StatusCode::INTERNAL, call + std::string(": internal error: ") + e.what()};
     }
     return ::grpc::Status::OK;
   }
@@ -233,14 +240,15 @@ struct KubeletServer::Impl {
   template <typename Request, typename Response>
   ::grpc::Status Prepare(const Request& request, Response* response) {
     std::vector<ClaimRef> claims = internal::ClaimsFromProto(request);
-    return Serialised(
-        [&] { LogNotes(internal::PrepareToProto(claims, service->Prepare(claims), response)); });
+    return Serialised("prepare", [&] {
+      LogNotes(internal::PrepareToProto(claims, service->Prepare(claims), response));
+    });
   }
 
   template <typename Request, typename Response>
   ::grpc::Status Unprepare(const Request& request, Response* response) {
     std::vector<ClaimRef> claims = internal::ClaimsFromProto(request);
-    return Serialised([&] {
+    return Serialised("unprepare", [&] {
       LogNotes(internal::UnprepareToProto(claims, service->Unprepare(claims), response));
     });
   }

@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "e2e/kubelet/kubelet_stand_in.h"
@@ -106,6 +107,7 @@ class FakeService : public NodeService {
  public:
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims) override {
     if (overlap != nullptr) overlap->Enter();
+    if (throw_in_prepare) throw std::runtime_error("driver bug");
     std::lock_guard<std::mutex> lock(mu_);
     prepared.push_back(claims);
     std::map<std::string, PrepareResult> out;
@@ -136,6 +138,7 @@ class FakeService : public NodeService {
   std::string share_id;
   std::string forget_uid;  // left out of the answers
   std::string fail_uid;    // answered with an error
+  bool throw_in_prepare = false;
   OverlapDetector* overlap = nullptr;
   std::vector<std::vector<ClaimRef>> prepared;
   std::vector<std::vector<ClaimRef>> unprepared;
@@ -448,6 +451,21 @@ TEST_CASE("kubelet server: a claim the driver left out of its answer gets an err
   REQUIRE(unprepared->size() == 2);
   CHECK(unprepared->at("uid-1").empty());
   CHECK_THAT(unprepared->at("uid-2"), Catch::Contains("no result"));
+}
+
+TEST_CASE("kubelet server: a driver that throws fails the call, not the plugin") {
+  TempDir dir;
+  FakeService service;
+  service.throw_in_prepare = true;
+  LogLines log;
+  KubeletServer server(Options(dir, &log));
+  REQUIRE(server.Start(&service, nullptr).ok());
+  auto prepared = e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1", Claims({"uid-1"}));
+  CHECK(prepared.status().code() == StatusCode::kInternal);
+  CHECK_THAT(prepared.status().message(), Catch::Contains("driver bug"));
+  CHECK(log.Contains("ERROR prepare: the driver threw: driver bug"));
+  service.throw_in_prepare = false;
+  CHECK(e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1", Claims({"uid-1"})).ok());
 }
 
 TEST_CASE("kubelet server: the health stream sends the snapshot at once and a change promptly") {
