@@ -1,0 +1,212 @@
+#include "e2e/kubelet/kubelet_stand_in.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <memory>
+#include <type_traits>
+
+#include "proto/dra_v1.grpc.pb.h"
+#include "proto/dra_v1beta1.grpc.pb.h"
+#include "proto/health_v1alpha1.grpc.pb.h"
+#include "proto/registration.grpc.pb.h"
+
+namespace xpu::e2e {
+namespace {
+
+namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
+namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
+namespace registration = ::pluginregistration;
+
+std::shared_ptr<::grpc::Channel> Dial(const std::string& socket) {
+  return ::grpc::CreateChannel("unix:" + socket, ::grpc::InsecureChannelCredentials());
+}
+
+void SetDeadline(::grpc::ClientContext* context, std::chrono::milliseconds timeout) {
+  context->set_deadline(std::chrono::system_clock::now() + timeout);
+}
+
+Status FromGrpc(const ::grpc::Status& status, const std::string& what) {
+  if (status.ok()) return OkStatus();
+  return Status(static_cast<StatusCode>(status.error_code()), what + ": " + status.error_message());
+}
+
+template <typename Request>
+void FillClaims(const std::vector<KubeletClaim>& claims, Request* request) {
+  for (const auto& claim : claims) {
+    auto* out = request->add_claims();
+    out->set_namespace_(claim.ns);
+    out->set_name(claim.name);
+    out->set_uid(claim.uid);
+  }
+}
+
+template <typename ProtoDevice>
+KubeletDevice DeviceFromProto(const ProtoDevice& device) {
+  KubeletDevice out;
+  out.request_names.assign(device.request_names().begin(), device.request_names().end());
+  out.pool_name = device.pool_name();
+  out.device_name = device.device_name();
+  out.cdi_device_ids.assign(device.cdi_device_ids().begin(), device.cdi_device_ids().end());
+  if constexpr (std::is_same_v<ProtoDevice, drav1::Device>) {
+    if (device.has_share_id()) out.share_id = device.share_id();
+  }
+  return out;
+}
+
+template <typename Api>
+StatusOr<std::map<std::string, KubeletPrepareResult>> PrepareOver(
+    const std::string& socket, const std::vector<KubeletClaim>& claims) {
+  auto stub = Api::DRAPlugin::NewStub(Dial(socket));
+  typename Api::NodePrepareResourcesRequest request;
+  typename Api::NodePrepareResourcesResponse response;
+  FillClaims(claims, &request);
+  ::grpc::ClientContext context;
+  SetDeadline(&context, KubeletStandIn::kCallTimeout);
+  RETURN_IF_ERROR(FromGrpc(stub->NodePrepareResources(&context, request, &response),
+                           "NodePrepareResources on " + socket));
+  std::map<std::string, KubeletPrepareResult> out;
+  for (const auto& [uid, result] : response.claims()) {
+    KubeletPrepareResult& entry = out[uid];
+    entry.error = result.error();
+    for (const auto& device : result.devices()) entry.devices.push_back(DeviceFromProto(device));
+  }
+  return out;
+}
+
+template <typename Api>
+StatusOr<std::map<std::string, std::string>> UnprepareOver(
+    const std::string& socket, const std::vector<KubeletClaim>& claims) {
+  auto stub = Api::DRAPlugin::NewStub(Dial(socket));
+  typename Api::NodeUnprepareResourcesRequest request;
+  typename Api::NodeUnprepareResourcesResponse response;
+  FillClaims(claims, &request);
+  ::grpc::ClientContext context;
+  SetDeadline(&context, KubeletStandIn::kCallTimeout);
+  RETURN_IF_ERROR(FromGrpc(stub->NodeUnprepareResources(&context, request, &response),
+                           "NodeUnprepareResources on " + socket));
+  std::map<std::string, std::string> out;
+  for (const auto& [uid, result] : response.claims()) out[uid] = result.error();
+  return out;
+}
+
+// The generated namespaces as template arguments.
+struct V1 {
+  using DRAPlugin = drav1::DRAPlugin;
+  using NodePrepareResourcesRequest = drav1::NodePrepareResourcesRequest;
+  using NodePrepareResourcesResponse = drav1::NodePrepareResourcesResponse;
+  using NodeUnprepareResourcesRequest = drav1::NodeUnprepareResourcesRequest;
+  using NodeUnprepareResourcesResponse = drav1::NodeUnprepareResourcesResponse;
+};
+struct V1beta1 {
+  using DRAPlugin = drav1beta1::DRAPlugin;
+  using NodePrepareResourcesRequest = drav1beta1::NodePrepareResourcesRequest;
+  using NodePrepareResourcesResponse = drav1beta1::NodePrepareResourcesResponse;
+  using NodeUnprepareResourcesRequest = drav1beta1::NodeUnprepareResourcesRequest;
+  using NodeUnprepareResourcesResponse = drav1beta1::NodeUnprepareResourcesResponse;
+};
+
+Status UnknownApi(const std::string& api) {
+  return InvalidArgumentError("DRA api \"" + api + "\": want v1 or v1beta1");
+}
+
+}  // namespace
+
+StatusOr<PluginInfo> KubeletStandIn::GetInfo(const std::string& registration_socket) {
+  auto stub = registration::Registration::NewStub(Dial(registration_socket));
+  ::grpc::ClientContext context;
+  SetDeadline(&context, kGetInfoTimeout);
+  registration::PluginInfo info;
+  RETURN_IF_ERROR(FromGrpc(stub->GetInfo(&context, registration::InfoRequest(), &info),
+                           "GetInfo on " + registration_socket));
+  return PluginInfo{
+      .type = info.type(),
+      .name = info.name(),
+      .endpoint = info.endpoint(),
+      .supported_versions = {info.supported_versions().begin(), info.supported_versions().end()}};
+}
+
+Status KubeletStandIn::NotifyRegistrationStatus(const std::string& registration_socket,
+                                                bool registered, const std::string& error) {
+  auto stub = registration::Registration::NewStub(Dial(registration_socket));
+  ::grpc::ClientContext context;
+  SetDeadline(&context, kNotifyTimeout);
+  registration::RegistrationStatus status;
+  status.set_plugin_registered(registered);
+  status.set_error(error);
+  registration::RegistrationStatusResponse response;
+  return FromGrpc(stub->NotifyRegistrationStatus(&context, status, &response),
+                  "NotifyRegistrationStatus on " + registration_socket);
+}
+
+StatusOr<PluginInfo> KubeletStandIn::Register(const std::string& registration_socket) {
+  ASSIGN_OR_RETURN(PluginInfo info, GetInfo(registration_socket));
+  std::string problem;
+  const auto& versions = info.supported_versions;
+  if (info.type != "DRAPlugin") {
+    problem = "plugin type \"" + info.type + "\" is not DRAPlugin";
+  } else if (info.name.empty()) {
+    problem = "plugin name is empty";
+  } else if (std::none_of(versions.begin(), versions.end(), [](const std::string& v) {
+               return v == "v1.DRAPlugin" || v == "v1beta1.DRAPlugin";
+             })) {
+    problem = "none of the plugin's versions is supported";
+  }
+  RETURN_IF_ERROR(NotifyRegistrationStatus(registration_socket, problem.empty(), problem));
+  if (!problem.empty()) return FailedPreconditionError("register " + info.name + ": " + problem);
+  return info;
+}
+
+StatusOr<std::map<std::string, KubeletPrepareResult>> KubeletStandIn::Prepare(
+    const std::string& dra_socket, const std::string& api,
+    const std::vector<KubeletClaim>& claims) {
+  if (api == "v1") return PrepareOver<V1>(dra_socket, claims);
+  if (api == "v1beta1") return PrepareOver<V1beta1>(dra_socket, claims);
+  return UnknownApi(api);
+}
+
+StatusOr<std::map<std::string, std::string>> KubeletStandIn::Unprepare(
+    const std::string& dra_socket, const std::string& api,
+    const std::vector<KubeletClaim>& claims) {
+  if (api == "v1") return UnprepareOver<V1>(dra_socket, claims);
+  if (api == "v1beta1") return UnprepareOver<V1beta1>(dra_socket, claims);
+  return UnknownApi(api);
+}
+
+std::vector<KubeletHealthMessage> KubeletStandIn::WatchHealth(
+    const std::string& dra_socket, std::chrono::milliseconds duration,
+    const std::function<bool(const KubeletHealthMessage&)>& on_message, Status* end) {
+  auto stub = ::v1alpha1::DRAResourceHealth::NewStub(Dial(dra_socket));
+  ::grpc::ClientContext context;
+  SetDeadline(&context, duration);
+  auto reader = stub->NodeWatchResources(&context, ::v1alpha1::NodeWatchResourcesRequest());
+  std::vector<KubeletHealthMessage> messages;
+  ::v1alpha1::NodeWatchResourcesResponse response;
+  bool stopped = false;
+  while (reader->Read(&response)) {
+    KubeletHealthMessage message{.devices = {}, .received = std::chrono::steady_clock::now()};
+    for (const auto& device : response.devices()) {
+      message.devices.push_back(KubeletDeviceHealth{
+          .pool_name = device.device().pool_name(),
+          .device_name = device.device().device_name(),
+          .health = static_cast<KubeletHealth>(device.health()),
+          .last_updated_time = device.last_updated_time(),
+          .message = device.message(),
+      });
+    }
+    messages.push_back(std::move(message));
+    if (on_message && !on_message(messages.back())) {
+      stopped = true;
+      context.TryCancel();
+      break;
+    }
+  }
+  ::grpc::Status status = reader->Finish();
+  if (end != nullptr) {
+    bool ours = stopped || status.error_code() == ::grpc::StatusCode::DEADLINE_EXCEEDED;
+    *end = ours ? OkStatus() : FromGrpc(status, "NodeWatchResources on " + dra_socket);
+  }
+  return messages;
+}
+
+}  // namespace xpu::e2e
