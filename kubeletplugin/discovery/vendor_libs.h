@@ -87,7 +87,7 @@ struct DcmiChip {
   uint32_t hccs_hdlc_status = 0;
   // dcmi_get_device_component_static_version: IMU (910) or HILINK (910B, 910_93, 310P).
   std::string firmware_version;
-  std::string error;      // a call for this chip failed: which and the code
+  std::string error;  // a call for this chip failed: which and the code
 };
 
 // Pairwise topology between two chips by logic id, as dcmi_get_topo_info_by_device_id reports.
