@@ -132,8 +132,9 @@ Status MakeDirectories(const std::string& dir, mode_t mode) {
   }
   if (errno != ENOENT) return ErrnoError("stat", dir, errno);
   const std::string parent = DirectoryOf(dir);
-  if (parent != dir && parent != "." && parent != "/")
+  if (parent != dir && parent != "." && parent != "/") {
     RETURN_IF_ERROR(MakeDirectories(parent, mode));
+  }
   if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) return ErrnoError("mkdir", dir, errno);
   // mkdir applies the umask; the mode is what the caller asked for.
   if (::chmod(dir.c_str(), mode) != 0) return ErrnoError("chmod", dir, errno);

@@ -127,8 +127,9 @@ Status CheckEdits(const ContainerEdits& edits, const std::string& field) {
     const DeviceNode& n = edits.device_nodes[i];
     const std::string at = field + ".deviceNodes[" + std::to_string(i) + "]";
     RETURN_IF_ERROR(CheckAbsolute(n.path).WithContext(at + ".path"));
-    if (!n.host_path.empty())
+    if (!n.host_path.empty()) {
       RETURN_IF_ERROR(CheckAbsolute(n.host_path).WithContext(at + ".hostPath"));
+    }
     RETURN_IF_ERROR(CheckPermissions(n.permissions).WithContext(at + ".permissions"));
   }
   for (size_t i = 0; i < edits.mounts.size(); ++i) {
@@ -236,8 +237,9 @@ Status EditsFromJson(const Json& j, const std::string& field, ContainerEdits& ou
   RETURN_IF_ERROR(r.Check());
   RETURN_IF_ERROR(r.GetStrings("env", out.env));
   if (const Json* nodes = r.Take("deviceNodes")) {
-    if (!nodes->is_array())
+    if (!nodes->is_array()) {
       return InvalidArgumentError(r.Field("deviceNodes") + ": expected an array");
+    }
     for (size_t i = 0; i < nodes->size(); ++i) {
       ObjectReader n((*nodes)[i], r.Field("deviceNodes") + "[" + std::to_string(i) + "]");
       RETURN_IF_ERROR(n.Check());
@@ -340,8 +342,9 @@ std::string MinimumVersion(const Spec& spec) {
 
 Status Validate(const Spec& spec) {
   RETURN_IF_ERROR(CheckKind(spec.kind).WithContext("kind"));
-  if (spec.devices.empty())
+  if (spec.devices.empty()) {
     return InvalidArgumentError("devices: a spec needs at least one device");
+  }
   std::set<std::string> names;
   for (size_t i = 0; i < spec.devices.size(); ++i) {
     const Device& d = spec.devices[i];

@@ -26,10 +26,10 @@ Spec GoodSpec() {
   Device d;
   d.name = kUid + "-npu-0";
   d.edits.device_nodes.push_back({"/dev/davinci0", "", "rw"});
-  d.edits.env.push_back("XPU_DEVICE=npu-0");
+  d.edits.env.emplace_back("XPU_DEVICE=npu-0");
   spec.devices.push_back(d);
   spec.edits.device_nodes.push_back({"/dev/davinci_manager", "", ""});
-  spec.edits.env.push_back("ASCEND_VISIBLE_DEVICES=0");
+  spec.edits.env.emplace_back("ASCEND_VISIBLE_DEVICES=0");
   spec.edits.mounts.push_back({"/opt/x", "/opt/x", {"ro", "bind"}, ""});
   return spec;
 }
@@ -153,7 +153,7 @@ TEST_CASE("Validate rejects each broken rule and names the field") {
        "containerEdits.mounts[0].hostPath"},
       {"empty mount containerPath", [](Spec& s) { s.edits.mounts[0].container_path.clear(); },
        "containerEdits.mounts[0].containerPath"},
-      {"empty mount option", [](Spec& s) { s.edits.mounts[0].options.push_back(""); },
+      {"empty mount option", [](Spec& s) { s.edits.mounts[0].options.emplace_back(); },
        "containerEdits.mounts[0].options[2]"},
   };
   for (const BadCase& c : cases) {
@@ -369,7 +369,7 @@ TEST_CASE("SpecStore writes atomically with mode 0644, reads, lists and removes"
 
   // A rewrite replaces the file; no temp file stays behind.
   Spec changed = spec;
-  changed.edits.env.push_back("MORE=1");
+  changed.edits.env.emplace_back("MORE=1");
   REQUIRE(store.Write(kUid, changed).ok());
   CHECK(*store.Read(kUid) == changed);
   CHECK(Names(dir.path()).size() == 1);

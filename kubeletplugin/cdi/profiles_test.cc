@@ -179,8 +179,9 @@ TEST_CASE("A claim of two vendors gets both vendors' shared edits") {
 TEST_CASE("EditsForClaim is deterministic") {
   const std::string root = kHosts + "/atlas800t-a3";
   std::vector<DeviceFacts> facts;
-  for (int i : {7, 3, 11, 0})
+  for (int i : {7, 3, 11, 0}) {
     facts.push_back(Facts("huawei", "npu", i, "/dev/davinci" + std::to_string(i)));
+  }
   const ClaimEdits a = EditsForClaim(facts, root);
   std::reverse(facts.begin(), facts.end());
   const ClaimEdits b = EditsForClaim(facts, root);
@@ -200,7 +201,7 @@ TEST_CASE("DeviceNodePath names indexed and DRM nodes as discovery does") {
     const std::string node = discovery::DeviceNodePath(kHosts + "/hygon-dcu-8", d);
     INFO(d.name);
     CHECK(node.starts_with("/dev/dri/renderD"));
-    CHECK(fs::exists(kHosts + "/hygon-dcu-8" + node));
+    CHECK(fs::exists(std::string(kHosts).append("/hygon-dcu-8").append(node)));
   }
   api::InventoryDevice unknown;
   unknown.vendor = "acme";
@@ -212,7 +213,7 @@ TEST_CASE("Every fixture host gives a valid spec for all its devices") {
   REQUIRE(hosts.size() >= 10);
   for (const std::string& host : hosts) {
     INFO(host);
-    const std::string root = kHosts + "/" + host;
+    const std::string root = std::string(kHosts).append("/").append(host);
     const api::NodeInventory inv = DiscoverFixture(root);
     REQUIRE_FALSE(inv.status.devices.empty());
     std::vector<DeviceFacts> facts;
@@ -244,7 +245,7 @@ TEST_CASE("Write the spec of every fixture host", "[.write-specs]") {
   SpecStore store(out, "k8s.xpu.dra.dev/device");
   int n = 0;
   for (const std::string& host : FixtureHosts()) {
-    const std::string root = kHosts + "/" + host;
+    const std::string root = std::string(kHosts).append("/").append(host);
     const api::NodeInventory inv = DiscoverFixture(root);
     std::vector<DeviceFacts> facts;
     for (const api::InventoryDevice& d : inv.status.devices) facts.push_back(FactsOf(root, d));

@@ -125,7 +125,7 @@ StatusOr<Checkpoint> DataFromJson(const Json& data) {
     } else if (state == "Preparing") {
       c.state = ClaimState::kPreparing;
     } else {
-      return DataLossError(at + ".state: unknown state \"" + state + "\"");
+      return DataLossError(at + ".state: unknown state \"" + state.append("\""));
     }
     RETURN_IF_ERROR(f.String("cdiSpec", c.cdi_spec));
     const Json& devices = claims[i].at("devices");
