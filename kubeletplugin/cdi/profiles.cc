@@ -129,6 +129,7 @@ std::string WithIndex(std::string_view format, int64_t index) {
   return out;
 }
 
+// "rw": the container opens the node; it has no reason to mknod it (the "m" of the default).
 void AddNode(ContainerEdits& edits, const std::string& path) {
   const bool present = std::any_of(edits.device_nodes.begin(), edits.device_nodes.end(),
                                    [&](const DeviceNode& n) { return n.path == path; });

@@ -140,6 +140,42 @@ TEST_CASE("Hygon profile: render nodes, kfd and mkfd, container ordinals") {
   CHECK(Paths(edits.common.device_nodes) == std::vector<std::string>{"/dev/kfd", "/dev/mkfd"});
   CHECK(edits.common.env ==
         std::vector<std::string>{"HIP_VISIBLE_DEVICES=0,1", "XPU_DRA_DEVICES=dcu-2,dcu-6"});
+  REQUIRE(edits.common.mounts.size() == 1);
+  CHECK(edits.common.mounts[0] ==
+        Mount{"/opt/hyhal", "/opt/hyhal", {"ro", "nosuid", "nodev", "bind"}, ""});
+}
+
+TEST_CASE("Biren, Moore Threads and AMD profiles on a host root of their own") {
+  const fs::path root = fs::temp_directory_path() / "profiles_test_other_vendors";
+  fs::remove_all(root);
+  for (const char* f : {"dev/kfd", "usr/bin/brsmi", "usr/lib/libbiren-ml.so.1",
+                        "usr/lib/libbiren-ml.so", "usr/lib/libother.so"}) {
+    fs::create_directories((root / f).parent_path());
+    std::ofstream(root / f).put('\n');
+  }
+  const ClaimEdits biren =
+      EditsForClaim({Facts("biren", "gpu", 3, "/dev/biren/card_3")}, root.string());
+  CHECK(Paths(biren.per_device[0].device_nodes) == std::vector<std::string>{"/dev/biren/card_3"});
+  CHECK(biren.common.device_nodes.empty());
+  std::vector<std::string> mounted;
+  for (const Mount& m : biren.common.mounts) mounted.push_back(m.container_path);
+  CHECK(mounted == std::vector<std::string>{"/usr/bin/brsmi", "/usr/lib/libbiren-ml.so",
+                                            "/usr/lib/libbiren-ml.so.1"});
+  CHECK(biren.common.env ==
+        std::vector<std::string>{"SUPA_VISIBLE_DEVICES=0", "XPU_DRA_DEVICES=gpu-3"});
+
+  const ClaimEdits mt = EditsForClaim(
+      {Facts("mthreads", "gpu", 2, "/dev/mtgpu.2"), Facts("mthreads", "gpu", 0, "/dev/mtgpu.0")},
+      root.string());
+  CHECK(mt.common.env ==
+        std::vector<std::string>{"MTHREADS_VISIBLE_DEVICES=0,2", "XPU_DRA_DEVICES=gpu-0,gpu-2"});
+
+  const ClaimEdits amd =
+      EditsForClaim({Facts("amd", "gpu", 5, "/dev/dri/renderD133")}, root.string());
+  CHECK(Paths(amd.common.device_nodes) == std::vector<std::string>{"/dev/kfd"});
+  CHECK(amd.common.env ==
+        std::vector<std::string>{"HIP_VISIBLE_DEVICES=0", "XPU_DRA_DEVICES=gpu-5"});
+  fs::remove_all(root);
 }
 
 TEST_CASE("Cambricon profile: the device's ipcm node and the control node") {
