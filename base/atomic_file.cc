@@ -135,7 +135,10 @@ Status MakeDirectories(const std::string& dir, mode_t mode) {
   if (parent != dir && parent != "." && parent != "/") {
     RETURN_IF_ERROR(MakeDirectories(parent, mode));
   }
-  if (::mkdir(dir.c_str(), mode) != 0 && errno != EEXIST) return ErrnoError("mkdir", dir, errno);
+  if (::mkdir(dir.c_str(), mode) != 0) {
+    if (errno == EEXIST) return OkStatus();  // made meanwhile by someone else: theirs to mode
+    return ErrnoError("mkdir", dir, errno);
+  }
   // mkdir applies the umask; the mode is what the caller asked for.
   if (::chmod(dir.c_str(), mode) != 0) return ErrnoError("chmod", dir, errno);
   return OkStatus();
