@@ -14,9 +14,9 @@
 namespace xpu::cdi {
 
 struct DeviceNode {
-  std::string path;       // in the container, e.g. "/dev/davinci3"
-  std::string host_path;  // empty: same as path (a non-empty one needs cdiVersion 0.5.0)
-  std::string permissions;  // subset of "rwm"; empty means rwm
+  std::string path;         // in the container, e.g. "/dev/davinci3"
+  std::string host_path;    // empty: same as path (a non-empty one needs cdiVersion 0.5.0)
+  std::string permissions;  // subset of "rwm" or "none" (no cgroup rule); empty means rwm
   friend bool operator==(const DeviceNode&, const DeviceNode&) = default;
 };
 
@@ -53,12 +53,17 @@ struct Spec {
 std::string MinimumVersion(const Spec& spec);
 
 // Checks kind, device names, env entries, paths and permissions as the CDI library does; the
-// error names the field ("devices[1].name: ...").
+// error names the field ("devices[1].name: ..."). Stricter than the library where it costs
+// nothing: every path (device node, host path, mount paths) must be absolute, a permission letter
+// may not repeat, a mount option may not be empty.
 Status Validate(const Spec& spec);
 
 // The JSON document, with cdiVersion = MinimumVersion(spec). Keys in a fixed order.
 std::string ToJson(const Spec& spec);
-// Parses a spec written by ToJson (and any strict CDI JSON of the fields above).
+// Parses a spec written by ToJson (and any strict CDI JSON of the fields above): a member the
+// model lacks (annotations, hooks, device node major/minor, ...) is an "unknown field" error, null
+// reads as absent, cdiVersion must be known and cover the fields used, and the result passes
+// Validate. Errors are InvalidArgument naming the field.
 StatusOr<Spec> FromJson(const std::string& text);
 
 // "<kind>=<name>": the fully-qualified id the kubelet hands to the runtime.
@@ -71,16 +76,21 @@ std::string KindForDriver(const std::string& driver_name);
 // "<vendor>-<class>_<claim-uid>.json", e.g. "k8s.xpu.dra.dev-device_<uid>.json". The claim uid
 // is validated (RFC 4122 text form) before it becomes a file name. Files are mode 0644 (the
 // runtime reads them), written temp file "<name>.tmp" + fsync + rename + fsync of the directory.
+// Thread-compatible: the caller serialises calls for one claim.
 class SpecStore {
  public:
   SpecStore(std::string dir, std::string kind);
 
   std::string PathFor(const std::string& claim_uid) const;
+  // Validates the uid, the kind (must be the store's) and the spec before touching any file;
+  // creates the directory (0755) when missing.
   Status Write(const std::string& claim_uid, const Spec& spec);
   // Removing a spec that is not there succeeds.
   Status Remove(const std::string& claim_uid);
-  // Claim uids of every spec of this kind in the directory (temp files are cleaned up).
+  // Claim uids, sorted, of every spec of this kind in the directory; other files are left alone,
+  // our own "<name>.json.tmp" files (a write cut short) are removed. A missing directory: none.
   StatusOr<std::vector<std::string>> ListClaims() const;
+  // NotFound when there is no spec for the claim; DataLoss when it holds another kind.
   StatusOr<Spec> Read(const std::string& claim_uid) const;
 
   const std::string& dir() const { return dir_; }

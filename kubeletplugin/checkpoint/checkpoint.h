@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -48,7 +49,11 @@ struct Checkpoint {
 
 inline constexpr int kCheckpointVersion = 1;
 
-// JSON: {"version":1,"checksum":"<crc32c of data, 8 hex>","data":{...}}.
+// CRC-32C (Castagnoli, reflected, as iSCSI and ext4 use it): Crc32c("123456789") == 0xe3069283.
+uint32_t Crc32c(std::string_view bytes);
+
+// JSON: {"version":1,"checksum":"<crc32c of data, 8 hex>","data":{...}}. The checksum covers the
+// canonical serialisation of "data": compact, object keys sorted (nlohmann::json's dump()).
 std::string Encode(const Checkpoint& cp);
 // DataLoss with "read checkpoint <what>: <cause>" for a bad checksum, a bad version or bad JSON.
 StatusOr<Checkpoint> Decode(const std::string& text, const std::string& what);
@@ -56,8 +61,11 @@ StatusOr<Checkpoint> Decode(const std::string& text, const std::string& what);
 class CheckpointStore {
  public:
   explicit CheckpointStore(std::string path);  // "<state-dir>/checkpoint.json"
-  // NotFound never: a missing file gives an empty checkpoint.
+  // NotFound never: a missing file gives an empty checkpoint. An unreadable file is an error
+  // with the OS cause; a corrupt one DataLoss (Decode).
   StatusOr<Checkpoint> Load() const;
+  // Creates the directory (mode 0700, parents too) when missing, then writes "<path>.tmp" with
+  // mode 0600, fsync, rename over `path`, fsync of the directory. Thread-compatible.
   Status Save(const Checkpoint& cp);
   const std::string& path() const { return path_; }
   uint64_t writes() const { return writes_; }

@@ -226,13 +226,24 @@ std::optional<int> NvidiaMinor(const HostRoot& host, const std::string& bdf, Pro
 }
 
 // The render node of a DRM device: dev/dri/renderD<N> from <function>/drm/renderD<N>.
-std::string RenderNode(const HostRoot& host, const PciFunction& f) {
-  StatusOr<std::vector<std::string>> names = host.List(f.sysfs_path + "/drm");
+std::string RenderNode(const HostRoot& host, const std::string& sysfs_path) {
+  StatusOr<std::vector<std::string>> names = host.List(sysfs_path + "/drm");
   if (!names.ok()) return "";
   for (const std::string& n : *names) {
     if (n.starts_with("renderD")) return "dev/dri/" + n;
   }
   return "";
+}
+
+// The device's own node relative to the root ("dev/davinci3", "dev/dri/renderD130"); "" when
+// a DRM device has no render node. `sysfs_path` is the PCI function's directory.
+std::string DeviceNodeRel(const HostRoot& host, const VendorInfo& vendor, int64_t index,
+                          const std::string& sysfs_path) {
+  if (vendor.dev_node == DevNode::kDrmRender) return RenderNode(host, sysfs_path);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), std::string(vendor.dev_node_format).c_str(),
+                static_cast<int>(index));
+  return buf;
 }
 
 // /etc/hccn.conf address_<phy id>=<ip> (hw §1.4).
@@ -661,15 +672,7 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
       d.sources["memory"] = memory_source;
     }
     // The device node.
-    std::string node;
-    if (x.vendor->dev_node == DevNode::kIndexed) {
-      char buf[64];
-      std::snprintf(buf, sizeof(buf), std::string(x.vendor->dev_node_format).c_str(),
-                    static_cast<int>(d.index));
-      node = buf;
-    } else {
-      node = RenderNode(host, f);
-    }
+    const std::string node = DeviceNodeRel(host, *x.vendor, d.index, f.sysfs_path);
     if (node.empty() || !host.Exists(node)) {
       d.health = "Unhealthy";
       problems.device_nodes.push_back(
@@ -857,6 +860,16 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
     return InternalError("discovered inventory is invalid: " + valid.message());
   }
   return inv;
+}
+
+std::string DeviceNodePath(const std::string& host_root, const api::InventoryDevice& d) {
+  const auto vendor = std::find_if(Vendors().begin(), Vendors().end(),
+                                   [&](const VendorInfo& v) { return v.vendor == d.vendor; });
+  if (vendor == Vendors().end()) return "";
+  const HostRoot host(host_root);
+  const std::string rel =
+      DeviceNodeRel(host, *vendor, d.index, "sys/bus/pci/devices/" + d.pci_address);
+  return rel.empty() ? "" : "/" + rel;
 }
 
 }  // namespace xpu::discovery

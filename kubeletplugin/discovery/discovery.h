@@ -46,6 +46,13 @@ struct DiscoveryOptions {
 
 StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options);
 
+// The host path of the device's own node as containers see /dev ("/dev/davinci3",
+// "/dev/nvidia0", "/dev/dri/renderD130"), named as Discover names it: indexed vendors from the
+// device's index, DRM vendors from the render node under the PCI function's drm/ directory in
+// sysfs under `host_root`. "" for an unknown vendor or a DRM device without a render node. Does
+// not check that the node exists (Discover reports a missing one as Unhealthy).
+std::string DeviceNodePath(const std::string& host_root, const api::InventoryDevice& d);
+
 }  // namespace xpu::discovery
 
 #endif  // XPU_KUBELETPLUGIN_DISCOVERY_DISCOVERY_H_

@@ -1,0 +1,69 @@
+#include "base/atomic_file.h"
+
+#include <sys/stat.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+namespace xpu {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string MakeTempDir() {
+  std::string tmpl = (fs::temp_directory_path() / "atomic_file_test.XXXXXX").string();
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+
+unsigned ModeOf(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return st.st_mode & 07777;
+}
+
+TEST_CASE("DirectoryOf") {
+  CHECK(DirectoryOf("a/b/c") == "a/b");
+  CHECK(DirectoryOf("c") == ".");
+  CHECK(DirectoryOf("/c") == "/");
+  CHECK(DirectoryOf("/var/run/cdi/x.json") == "/var/run/cdi");
+}
+
+TEST_CASE("WriteFileAtomically replaces the file with exactly the mode asked for") {
+  const std::string dir = MakeTempDir();
+  const std::string path = dir + "/f.json";
+  REQUIRE(WriteFileAtomically(path, "one", 0600).ok());
+  CHECK(ModeOf(path) == 0600);
+  CHECK(*ReadWholeFile(path) == "one");
+  REQUIRE(WriteFileAtomically(path, "two", 0644).ok());
+  CHECK(ModeOf(path) == 0644);
+  CHECK(*ReadWholeFile(path) == "two");
+  CHECK_FALSE(fs::exists(path + ".tmp"));
+  // A missing directory: the error names the temp file, nothing is left behind.
+  const Status missing = WriteFileAtomically(dir + "/no/f.json", "x", 0644);
+  CHECK(missing.code() == StatusCode::kNotFound);
+  CHECK(missing.message() == "open " + dir + "/no/f.json.tmp: No such file or directory");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("ReadWholeFile, RemoveFileDurably and MakeDirectories") {
+  const std::string dir = MakeTempDir();
+  CHECK(ReadWholeFile(dir + "/none").status().code() == StatusCode::kNotFound);
+  REQUIRE(WriteFileAtomically(dir + "/f", std::string(40000, 'x'), 0644).ok());
+  CHECK(ReadWholeFile(dir + "/f")->size() == 40000);
+  CHECK(RemoveFileDurably(dir + "/f").ok());
+  CHECK(RemoveFileDurably(dir + "/f").ok());
+  REQUIRE(MakeDirectories(dir + "/a/b/c", 0700).ok());
+  CHECK(ModeOf(dir + "/a") == 0700);
+  CHECK(ModeOf(dir + "/a/b/c") == 0700);
+  CHECK(MakeDirectories(dir + "/a/b/c", 0755).ok());
+  CHECK(ModeOf(dir + "/a/b/c") == 0700);  // an existing directory keeps its mode
+  REQUIRE(WriteFileAtomically(dir + "/file", "x", 0644).ok());
+  CHECK(MakeDirectories(dir + "/file", 0700).code() == StatusCode::kFailedPrecondition);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace xpu

@@ -1,0 +1,487 @@
+#include "kubeletplugin/cdi/cdi.h"
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
+
+#include "base/atomic_file.h"
+
+namespace xpu::cdi {
+namespace {
+
+using Json = nlohmann::json;
+using OrderedJson = nlohmann::ordered_json;
+
+// The versions the CDI library knows, oldest first (dra-api.md §4.1); 0.3.0 is the earliest a
+// current runtime accepts.
+constexpr std::array<std::string_view, 8> kKnownVersions = {"0.3.0", "0.4.0", "0.5.0", "0.6.0",
+                                                            "0.7.0", "0.8.0", "1.0.0", "1.1.0"};
+
+int VersionRank(std::string_view version) {
+  for (size_t i = 0; i < kKnownVersions.size(); ++i) {
+    if (kKnownVersions[i] == version) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+bool IsLetter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+bool IsAlnum(char c) { return IsLetter(c) || IsDigit(c); }
+bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// The part after '/' of "<vendor>/<class>"; "" without a '/'.
+std::string_view ClassOf(std::string_view kind) {
+  const size_t slash = kind.find('/');
+  return slash == std::string_view::npos ? std::string_view() : kind.substr(slash + 1);
+}
+
+// Vendor and class: a letter, then [A-Za-z0-9_.-], ending alphanumeric.
+Status CheckKindPart(std::string_view part, std::string_view what, size_t max_length) {
+  if (part.empty()) return InvalidArgumentError(std::string(what) + " is empty");
+  if (part.size() > max_length) {
+    return InvalidArgumentError(std::string(what) + " \"" + std::string(part) +
+                                "\" is longer than " + std::to_string(max_length) + " characters");
+  }
+  if (!IsLetter(part.front())) {
+    return InvalidArgumentError(std::string(what) + " \"" + std::string(part) +
+                                "\" must start with a letter");
+  }
+  for (const char c : part) {
+    if (!IsAlnum(c) && c != '_' && c != '.' && c != '-') {
+      return InvalidArgumentError(std::string(what) + " \"" + std::string(part) +
+                                  "\" has the invalid character '" + std::string(1, c) + "'");
+    }
+  }
+  if (!IsAlnum(part.back())) {
+    return InvalidArgumentError(std::string(what) + " \"" + std::string(part) +
+                                "\" must end with a letter or digit");
+  }
+  return OkStatus();
+}
+
+Status CheckKind(const std::string& kind) {
+  const size_t slash = kind.find('/');
+  if (slash == std::string::npos) {
+    return InvalidArgumentError("\"" + kind + "\" is not of the form <vendor>/<class>");
+  }
+  const std::string_view view = kind;
+  RETURN_IF_ERROR(CheckKindPart(view.substr(0, slash), "vendor", 253));
+  return CheckKindPart(view.substr(slash + 1), "class", 63);
+}
+
+Status CheckDeviceName(const std::string& name) {
+  if (name.empty()) return InvalidArgumentError("empty device name");
+  if (!IsAlnum(name.front())) {
+    return InvalidArgumentError("\"" + name + "\" must start with a letter or digit");
+  }
+  for (const char c : name) {
+    if (!IsAlnum(c) && c != '_' && c != '.' && c != ':' && c != '-') {
+      return InvalidArgumentError("\"" + name + "\" has the invalid character '" +
+                                  std::string(1, c) + "'");
+    }
+  }
+  if (!IsAlnum(name.back())) {
+    return InvalidArgumentError("\"" + name + "\" must end with a letter or digit");
+  }
+  return OkStatus();
+}
+
+Status CheckAbsolute(const std::string& path) {
+  if (path.empty()) return InvalidArgumentError("empty path");
+  if (path.front() != '/') return InvalidArgumentError("\"" + path + "\" is not absolute");
+  return OkStatus();
+}
+
+Status CheckPermissions(const std::string& permissions) {
+  if (permissions == "none") return OkStatus();  // the node without a cgroup rule
+  std::set<char> seen;
+  for (const char c : permissions) {
+    if (c != 'r' && c != 'w' && c != 'm') {
+      return InvalidArgumentError("\"" + permissions +
+                                  "\" is neither \"none\" nor a subset of \"rwm\"");
+    }
+    if (!seen.insert(c).second) {
+      return InvalidArgumentError("\"" + permissions + "\" repeats '" + std::string(1, c) + "'");
+    }
+  }
+  return OkStatus();
+}
+
+// `field` is the JSON path of the edits, e.g. "devices[0].containerEdits".
+Status CheckEdits(const ContainerEdits& edits, const std::string& field) {
+  for (size_t i = 0; i < edits.env.size(); ++i) {
+    const size_t eq = edits.env[i].find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return InvalidArgumentError(field + ".env[" + std::to_string(i) + "]: \"" + edits.env[i] +
+                                  "\" is not NAME=VALUE");
+    }
+  }
+  for (size_t i = 0; i < edits.device_nodes.size(); ++i) {
+    const DeviceNode& n = edits.device_nodes[i];
+    const std::string at = field + ".deviceNodes[" + std::to_string(i) + "]";
+    RETURN_IF_ERROR(CheckAbsolute(n.path).WithContext(at + ".path"));
+    if (!n.host_path.empty()) {
+      RETURN_IF_ERROR(CheckAbsolute(n.host_path).WithContext(at + ".hostPath"));
+    }
+    RETURN_IF_ERROR(CheckPermissions(n.permissions).WithContext(at + ".permissions"));
+  }
+  for (size_t i = 0; i < edits.mounts.size(); ++i) {
+    const Mount& m = edits.mounts[i];
+    const std::string at = field + ".mounts[" + std::to_string(i) + "]";
+    RETURN_IF_ERROR(CheckAbsolute(m.host_path).WithContext(at + ".hostPath"));
+    RETURN_IF_ERROR(CheckAbsolute(m.container_path).WithContext(at + ".containerPath"));
+    for (size_t j = 0; j < m.options.size(); ++j) {
+      if (m.options[j].empty()) {
+        return InvalidArgumentError(at + ".options[" + std::to_string(j) + "]: empty option");
+      }
+    }
+  }
+  return OkStatus();
+}
+
+// ---- JSON ----
+
+OrderedJson EditsToJson(const ContainerEdits& edits) {
+  OrderedJson out = OrderedJson::object();
+  if (!edits.env.empty()) out["env"] = edits.env;
+  if (!edits.device_nodes.empty()) {
+    OrderedJson nodes = OrderedJson::array();
+    for (const DeviceNode& n : edits.device_nodes) {
+      OrderedJson node = OrderedJson::object();
+      node["path"] = n.path;
+      if (!n.host_path.empty()) node["hostPath"] = n.host_path;
+      if (!n.permissions.empty()) node["permissions"] = n.permissions;
+      nodes.push_back(std::move(node));
+    }
+    out["deviceNodes"] = std::move(nodes);
+  }
+  if (!edits.mounts.empty()) {
+    OrderedJson mounts = OrderedJson::array();
+    for (const Mount& m : edits.mounts) {
+      OrderedJson mount = OrderedJson::object();
+      mount["hostPath"] = m.host_path;
+      mount["containerPath"] = m.container_path;
+      if (!m.options.empty()) mount["options"] = m.options;
+      if (!m.type.empty()) mount["type"] = m.type;
+      mounts.push_back(std::move(mount));
+    }
+    out["mounts"] = std::move(mounts);
+  }
+  return out;
+}
+
+// Strict reading of one JSON object: every key must be taken by a Get* call; Finish reports the
+// first one that was not. Absent and null optional members read as empty, like the CDI library.
+class ObjectReader {
+ public:
+  ObjectReader(const Json& j, std::string field) : j_(j), field_(std::move(field)) {}
+
+  Status Check() const {
+    if (!j_.is_object()) return InvalidArgumentError(field_ + ": expected an object");
+    return OkStatus();
+  }
+  std::string Field(std::string_view key) const {
+    return field_.empty() ? std::string(key) : field_ + "." + std::string(key);
+  }
+  // Null when absent.
+  const Json* Take(std::string_view key) {
+    const std::string k(key);
+    taken_.insert(k);
+    const auto it = j_.find(k);
+    if (it == j_.end() || it->is_null()) return nullptr;
+    return &*it;
+  }
+  Status GetString(std::string_view key, std::string& out, bool required) {
+    const Json* v = Take(key);
+    if (v == nullptr) {
+      return required ? InvalidArgumentError(Field(key) + ": missing") : OkStatus();
+    }
+    if (!v->is_string()) return InvalidArgumentError(Field(key) + ": expected a string");
+    out = v->get<std::string>();
+    return OkStatus();
+  }
+  Status GetStrings(std::string_view key, std::vector<std::string>& out) {
+    const Json* v = Take(key);
+    if (v == nullptr) return OkStatus();
+    if (!v->is_array()) return InvalidArgumentError(Field(key) + ": expected an array");
+    for (size_t i = 0; i < v->size(); ++i) {
+      if (!(*v)[i].is_string()) {
+        return InvalidArgumentError(Field(key) + "[" + std::to_string(i) + "]: expected a string");
+      }
+      out.push_back((*v)[i].get<std::string>());
+    }
+    return OkStatus();
+  }
+  Status Finish() const {
+    for (const auto& [key, value] : j_.items()) {
+      if (!taken_.contains(key)) return InvalidArgumentError(Field(key) + ": unknown field");
+    }
+    return OkStatus();
+  }
+
+ private:
+  const Json& j_;
+  std::string field_;
+  std::set<std::string> taken_;
+};
+
+Status EditsFromJson(const Json& j, const std::string& field, ContainerEdits& out) {
+  ObjectReader r(j, field);
+  RETURN_IF_ERROR(r.Check());
+  RETURN_IF_ERROR(r.GetStrings("env", out.env));
+  if (const Json* nodes = r.Take("deviceNodes")) {
+    if (!nodes->is_array()) {
+      return InvalidArgumentError(r.Field("deviceNodes") + ": expected an array");
+    }
+    for (size_t i = 0; i < nodes->size(); ++i) {
+      ObjectReader n((*nodes)[i], r.Field("deviceNodes") + "[" + std::to_string(i) + "]");
+      RETURN_IF_ERROR(n.Check());
+      DeviceNode node;
+      RETURN_IF_ERROR(n.GetString("path", node.path, true));
+      RETURN_IF_ERROR(n.GetString("hostPath", node.host_path, false));
+      RETURN_IF_ERROR(n.GetString("permissions", node.permissions, false));
+      RETURN_IF_ERROR(n.Finish());
+      out.device_nodes.push_back(std::move(node));
+    }
+  }
+  if (const Json* mounts = r.Take("mounts")) {
+    if (!mounts->is_array()) return InvalidArgumentError(r.Field("mounts") + ": expected an array");
+    for (size_t i = 0; i < mounts->size(); ++i) {
+      ObjectReader m((*mounts)[i], r.Field("mounts") + "[" + std::to_string(i) + "]");
+      RETURN_IF_ERROR(m.Check());
+      Mount mount;
+      RETURN_IF_ERROR(m.GetString("hostPath", mount.host_path, true));
+      RETURN_IF_ERROR(m.GetString("containerPath", mount.container_path, true));
+      RETURN_IF_ERROR(m.GetStrings("options", mount.options));
+      RETURN_IF_ERROR(m.GetString("type", mount.type, false));
+      RETURN_IF_ERROR(m.Finish());
+      out.mounts.push_back(std::move(mount));
+    }
+  }
+  return r.Finish();
+}
+
+StatusOr<Spec> SpecFromJson(const Json& j) {
+  ObjectReader r(j, "");
+  if (!j.is_object()) return InvalidArgumentError("expected a JSON object");
+  Spec spec;
+  std::string version;
+  RETURN_IF_ERROR(r.GetString("cdiVersion", version, true));
+  if (VersionRank(version) < 0) {
+    return InvalidArgumentError("cdiVersion: unknown version \"" + version + "\"");
+  }
+  RETURN_IF_ERROR(r.GetString("kind", spec.kind, true));
+  const Json* devices = r.Take("devices");
+  if (devices == nullptr) return InvalidArgumentError("devices: missing");
+  if (!devices->is_array()) return InvalidArgumentError("devices: expected an array");
+  for (size_t i = 0; i < devices->size(); ++i) {
+    const std::string at = "devices[" + std::to_string(i) + "]";
+    ObjectReader d((*devices)[i], at);
+    RETURN_IF_ERROR(d.Check());
+    Device device;
+    RETURN_IF_ERROR(d.GetString("name", device.name, true));
+    if (const Json* edits = d.Take("containerEdits")) {
+      RETURN_IF_ERROR(EditsFromJson(*edits, at + ".containerEdits", device.edits));
+    }
+    RETURN_IF_ERROR(d.Finish());
+    spec.devices.push_back(std::move(device));
+  }
+  if (const Json* edits = r.Take("containerEdits")) {
+    RETURN_IF_ERROR(EditsFromJson(*edits, "containerEdits", spec.edits));
+  }
+  RETURN_IF_ERROR(r.Finish());
+  // As the CDI library: the declared version must cover the fields used.
+  const std::string needed = MinimumVersion(spec);
+  if (VersionRank(version) < VersionRank(needed)) {
+    return InvalidArgumentError("cdiVersion: \"" + version + "\" is below \"" + needed +
+                                "\" that the spec's fields need");
+  }
+  RETURN_IF_ERROR(Validate(spec));
+  return spec;
+}
+
+// "<vendor>-<class>" of a kind: the file-name prefix of its specs.
+std::string FilePrefix(const std::string& kind) {
+  std::string prefix = kind;
+  std::replace(prefix.begin(), prefix.end(), '/', '-');
+  return prefix + "_";
+}
+
+}  // namespace
+
+std::string MinimumVersion(const Spec& spec) {
+  int rank = 0;  // 0.3.0
+  const auto need = [&rank](std::string_view version) {
+    rank = std::max(rank, VersionRank(version));
+  };
+  std::vector<const ContainerEdits*> edits = {&spec.edits};
+  for (const Device& d : spec.devices) {
+    // 0.5.0 allowed device names that start with a digit instead of a letter.
+    if (!d.name.empty() && !IsLetter(d.name.front())) need("0.5.0");
+    edits.push_back(&d.edits);
+  }
+  for (const ContainerEdits* e : edits) {
+    for (const Mount& m : e->mounts) {
+      if (!m.type.empty()) need("0.4.0");
+    }
+    for (const DeviceNode& n : e->device_nodes) {
+      if (!n.host_path.empty()) need("0.5.0");
+    }
+  }
+  // 0.6.0 allowed '.' in the class name (the vendor part always allowed it).
+  if (ClassOf(spec.kind).find('.') != std::string_view::npos) need("0.6.0");
+  return std::string(kKnownVersions[static_cast<size_t>(rank)]);
+}
+
+Status Validate(const Spec& spec) {
+  RETURN_IF_ERROR(CheckKind(spec.kind).WithContext("kind"));
+  if (spec.devices.empty()) {
+    return InvalidArgumentError("devices: a spec needs at least one device");
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    const Device& d = spec.devices[i];
+    const std::string at = "devices[" + std::to_string(i) + "]";
+    RETURN_IF_ERROR(CheckDeviceName(d.name).WithContext(at + ".name"));
+    if (!names.insert(d.name).second) {
+      return InvalidArgumentError(at + ".name: duplicate device \"" + d.name + "\"");
+    }
+    if (d.edits.empty()) {
+      return InvalidArgumentError(at + ".containerEdits: a device needs at least one edit");
+    }
+    RETURN_IF_ERROR(CheckEdits(d.edits, at + ".containerEdits"));
+  }
+  return CheckEdits(spec.edits, "containerEdits");
+}
+
+std::string ToJson(const Spec& spec) {
+  OrderedJson out = OrderedJson::object();
+  out["cdiVersion"] = MinimumVersion(spec);
+  out["kind"] = spec.kind;
+  OrderedJson devices = OrderedJson::array();
+  for (const Device& d : spec.devices) {
+    OrderedJson device = OrderedJson::object();
+    device["name"] = d.name;
+    device["containerEdits"] = EditsToJson(d.edits);
+    devices.push_back(std::move(device));
+  }
+  out["devices"] = std::move(devices);
+  if (!spec.edits.empty()) out["containerEdits"] = EditsToJson(spec.edits);
+  return out.dump(2) + "\n";
+}
+
+StatusOr<Spec> FromJson(const std::string& text) {
+  Json j;
+  try {
+    j = Json::parse(text);
+  } catch (const Json::exception& e) {
+    return InvalidArgumentError(std::string("parse cdi spec: invalid JSON: ") + e.what());
+  }
+  StatusOr<Spec> spec = SpecFromJson(j);
+  if (!spec.ok()) return spec.status().WithContext("parse cdi spec");
+  return spec;
+}
+
+std::string QualifiedName(const std::string& kind, const std::string& device_name) {
+  return kind + "=" + device_name;
+}
+
+std::string KindForDriver(const std::string& driver_name) {
+  return "k8s." + driver_name + "/device";
+}
+
+bool IsValidClaimUid(const std::string& uid) {
+  if (uid.size() != 36) return false;
+  for (size_t i = 0; i < uid.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    if (dash ? uid[i] != '-' : !IsHex(uid[i])) return false;
+  }
+  return true;
+}
+
+SpecStore::SpecStore(std::string dir, std::string kind)
+    : dir_(std::move(dir)), kind_(std::move(kind)) {}
+
+std::string SpecStore::PathFor(const std::string& claim_uid) const {
+  return dir_ + "/" + FilePrefix(kind_) + claim_uid + ".json";
+}
+
+Status SpecStore::Write(const std::string& claim_uid, const Spec& spec) {
+  const std::string what = "write cdi spec for claim \"" + claim_uid + "\"";
+  if (!IsValidClaimUid(claim_uid)) return InvalidArgumentError(what + ": not a valid claim uid");
+  if (spec.kind != kind_) {
+    return InvalidArgumentError(what + ": kind \"" + spec.kind + "\" is not the store's \"" +
+                                kind_ + "\"");
+  }
+  RETURN_IF_ERROR(Validate(spec).WithContext(what));
+  RETURN_IF_ERROR(MakeDirectories(dir_, 0755).WithContext(what));
+  return WriteFileAtomically(PathFor(claim_uid), ToJson(spec), 0644).WithContext(what);
+}
+
+Status SpecStore::Remove(const std::string& claim_uid) {
+  const std::string what = "remove cdi spec for claim \"" + claim_uid + "\"";
+  if (!IsValidClaimUid(claim_uid)) return InvalidArgumentError(what + ": not a valid claim uid");
+  return RemoveFileDurably(PathFor(claim_uid)).WithContext(what);
+}
+
+StatusOr<std::vector<std::string>> SpecStore::ListClaims() const {
+  std::vector<std::string> uids;
+  DIR* dir = ::opendir(dir_.c_str());
+  if (dir == nullptr) {
+    if (errno == ENOENT) return uids;
+    return InternalError("list cdi specs in " + dir_ + ": " + std::strerror(errno));
+  }
+  const std::string prefix = FilePrefix(kind_);
+  std::vector<std::string> stale;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (!name.starts_with(prefix)) continue;
+    std::string_view rest = name.substr(prefix.size());
+    const bool temp = rest.ends_with(".json.tmp");
+    if (temp) {
+      rest.remove_suffix(4);
+    }
+    if (!rest.ends_with(".json")) continue;
+    rest.remove_suffix(5);
+    const std::string uid(rest);
+    if (!IsValidClaimUid(uid)) continue;
+    if (temp) {
+      stale.emplace_back(name);
+    } else {
+      uids.push_back(uid);
+    }
+  }
+  ::closedir(dir);
+  // A temp file is a write that never reached its rename (a crash): the old spec, if any, stands.
+  for (const std::string& name : stale) {
+    const std::string path = dir_ + "/" + name;
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return InternalError("remove stale cdi temp file " + path + ": " + std::strerror(errno));
+    }
+  }
+  std::sort(uids.begin(), uids.end());
+  return uids;
+}
+
+StatusOr<Spec> SpecStore::Read(const std::string& claim_uid) const {
+  const std::string what = "read cdi spec for claim \"" + claim_uid + "\"";
+  if (!IsValidClaimUid(claim_uid)) return InvalidArgumentError(what + ": not a valid claim uid");
+  StatusOr<std::string> text = ReadWholeFile(PathFor(claim_uid));
+  if (!text.ok()) return text.status().WithContext(what);
+  StatusOr<Spec> spec = FromJson(*text);
+  if (!spec.ok()) return spec.status().WithContext(what);
+  if (spec->kind != kind_) {
+    return DataLossError(what + ": kind \"" + spec->kind + "\" is not the store's \"" + kind_ +
+                         "\"");
+  }
+  return spec;
+}
+
+}  // namespace xpu::cdi
