@@ -32,12 +32,6 @@ std::string ReadBootId(const std::string& host_root) {
   return id;
 }
 
-std::string JoinSorted(std::set<std::string> items) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
 PrepareResult AnswerOf(const checkpoint::Claim& claim) {
   PrepareResult r;
   for (const checkpoint::Device& d : claim.devices) {

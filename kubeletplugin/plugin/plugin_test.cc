@@ -223,6 +223,7 @@ class Rig {
                          {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}})
                 .ok());
     root_ = fs::path(sim_->dir()) / "node";
+    fs::create_directories(root_);
     fs::copy(std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/atlas800t-a2", root_ / "host",
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);
     for (const char* d : {"registry", "plugins", "cdi", "state"}) fs::create_directories(root_ / d);
