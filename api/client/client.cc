@@ -118,14 +118,14 @@ struct Client::Op {
 
 Client::Client(std::unique_ptr<Transport> transport, ClientOptions options)
     : transport_(std::move(transport)),
-      options_(options),
-      limiter_(options.qps, options.burst),
-      seed_(options.seed != 0 ? options.seed : std::random_device()()) {}
+      options_(std::move(options)),
+      limiter_(options_.qps, options_.burst),
+      seed_(options_.seed != 0 ? options_.seed : std::random_device()()) {}
 
 StatusOr<std::unique_ptr<Client>> Client::Create(const ClusterConfig& config,
                                                  ClientOptions options) {
   ASSIGN_OR_RETURN(auto transport, Transport::Create(config));
-  return std::unique_ptr<Client>(new Client(std::move(transport), options));
+  return std::unique_ptr<Client>(new Client(std::move(transport), std::move(options)));
 }
 
 ClientStats Client::stats() const { return {requests_.load(), retries_.load(), throttled_.load()}; }

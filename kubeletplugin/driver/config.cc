@@ -32,10 +32,17 @@ StatusOr<DeviceConfig> ParseDeviceConfig(const nlohmann::json& parameters,
   }
   for (const auto& [key, value] : parameters.items()) {
     if (key == "apiVersion" || key == "kind") continue;
-    if (key != "env") return InvalidArgumentError(where + "." + key + ": unknown field");
+    if (key != "env") {
+      std::string field = where;
+      field += ".";
+      field += key;
+      return InvalidArgumentError(field + ": unknown field");
+    }
     if (!value.is_object()) return InvalidArgumentError(where + ".env: expected an object");
     for (const auto& [name, v] : value.items()) {
-      const std::string field = where + ".env." + name;
+      std::string field = where;
+      field += ".env.";
+      field += name;
       if (!ValidEnvName(name)) {
         return InvalidArgumentError(field + ": not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)");
       }

@@ -336,10 +336,16 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
     const DeviceConfig& cfg = config->at(BaseRequestName(r->request));
     for (const auto& [name, value] : cfg.env) {
       if (driver_env.contains(name)) {
-        return PrepareResult{
-            {}, what + ": opaque config env." + name + ": set by the driver, cannot be overridden"};
+        std::string error = what;
+        error += ": opaque config env.";
+        error += name;
+        error += ": set by the driver, cannot be overridden";
+        return PrepareResult{{}, std::move(error)};
       }
-      device.edits.env.push_back(name + "=" + value);
+      std::string entry = name;
+      entry += "=";
+      entry += value;
+      device.edits.env.push_back(std::move(entry));
     }
     // Every device names its claim, so the device edits are never empty.
     device.edits.env.push_back("XPU_DRA_CLAIM_UID=" + ref.uid);

@@ -381,8 +381,9 @@ TEST_CASE("concurrent batches never hand a device out twice") {
   auto driver = node.NewDriver();
   REQUIRE(driver->Start().ok());
   std::vector<std::string> uids;
-  for (int i = 0; i < 16; ++i)
+  for (int i = 0; i < 16; ++i) {
     uids.push_back(node.Claim("c" + std::to_string(i), {"npu-" + std::to_string(i % 8)}));
+  }
   std::vector<std::future<std::map<std::string, PrepareResult>>> running;
   for (int i = 0; i < 16; ++i) {
     running.push_back(std::async(std::launch::async, [&, i] {
