@@ -1,0 +1,214 @@
+// A measured run of xpu-dra-plugin against kube-sim (DESIGN.md budgets; not a test):
+//   - start to registration socket (budget 200 ms): spawn to the socket answering GetInfo
+//   - NodePrepareResources, 1 claim x 8 devices, incl. the claim GET over TLS and both fsyncs
+//     (budget p50 5 ms): prepared and unprepared --claims times over the real sockets
+//   - resident memory with 100 prepared claims (budget 20 MB): VmRSS of the plugin
+// Uses the atlas800t-a2 fixture host (8 NPUs) and the kubelet stand-in.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/client/client.h"
+#include "e2e/client/kube_sim_process.h"
+#include "e2e/kubelet/kubelet_stand_in.h"
+
+extern char** environ;  // NOLINT(readability-redundant-declaration)
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace kc = xpu::api::client;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
+
+double Percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
+}
+
+// A field of /proc/<pid>/status in MB ("VmRSS", "RssAnon", "RssFile").
+double StatusMb(pid_t pid, const std::string& field) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(field + ":")) return std::stod(line.substr(field.size() + 1)) / 1024.0;
+  }
+  return -1;
+}
+
+int Fail(const std::string& what) {
+  std::cerr << "plugin_measure: " << what << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int claims = 200;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::cout << "usage: plugin_measure [--claims N]\n"
+                   "Measures xpu-dra-plugin against kube-sim: start to registration socket,\n"
+                   "NodePrepareResources of 1 claim x 8 devices (N times, default 200), and the\n"
+                   "plugin's resident memory with 100 prepared claims.\n";
+      return 0;
+    }
+    if (a == "--claims" && i + 1 < argc) {
+      claims = std::max(1, std::atoi(argv[++i]));
+    } else {
+      return Fail("unknown flag " + a);
+    }
+  }
+  auto sim = xpu::e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
+  if (!sim.ok()) return Fail(sim.status().message());
+  auto client = kc::Client::Create(*(*sim)->Config());
+  if (!client.ok()) return Fail(client.status().message());
+  kc::Client& c = **client;
+  for (const char* ns : {"xpu-dra", "default"}) {
+    (void)c.Create(kc::Namespaces(), "",
+                   {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  }
+  (void)c.Create(kc::Nodes(), "",
+                 {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}});
+  const fs::path root = fs::path((*sim)->dir()) / "node";
+  fs::create_directories(root);
+  fs::copy(std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/atlas800t-a2", root / "host",
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+  for (const char* d : {"registry", "plugins", "state"}) fs::create_directories(root / d);
+  // The CDI directory is /var/run/cdi on a node: tmpfs. /dev/shm stands in for it where it exists.
+  const bool shm = fs::is_directory("/dev/shm");
+  const fs::path cdi =
+      shm ? fs::path("/dev/shm") / ("xpu-plugin-measure-" + std::to_string(::getpid()))
+          : root / "cdi";
+  fs::create_directories(cdi);
+  const std::string reg = (root / "registry/xpu.dra.dev-reg.sock").string();
+  const std::string dra = (root / "plugins/dra.sock").string();
+
+  std::vector<std::string> args = {XPU_PLUGIN_BINARY,
+                                   "--kubeconfig",
+                                   (*sim)->kubeconfig(),
+                                   "--node-name",
+                                   "n1",
+                                   "--host-root",
+                                   (root / "host").string(),
+                                   "--plugin-registry-dir",
+                                   (root / "registry").string(),
+                                   "--plugin-dir",
+                                   (root / "plugins").string(),
+                                   "--cdi-dir",
+                                   cdi.string(),
+                                   "--state-dir",
+                                   (root / "state").string(),
+                                   "--metrics-addr",
+                                   "127.0.0.1:0",
+                                   "--log-level",
+                                   "error"};
+  std::vector<char*> argv_c;
+  for (auto& a : args) argv_c.push_back(a.data());
+  argv_c.push_back(nullptr);
+  xpu::e2e::KubeletStandIn kubelet;
+  const auto spawned = Clock::now();
+  pid_t pid = -1;
+  if (::posix_spawn(&pid, XPU_PLUGIN_BINARY, nullptr, nullptr, argv_c.data(), environ) != 0) {
+    return Fail("spawn the plugin");
+  }
+  while (!kubelet.GetInfo(reg).ok()) {
+    if (Clock::now() - spawned > std::chrono::seconds(30)) return Fail("no registration socket");
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  const double start_ms = Ms(Clock::now() - spawned);
+  const double rss_start = StatusMb(pid, "VmRSS");
+
+  auto make_claim = [&](const std::string& name, int devices, bool shared) -> std::string {
+    json requests = {
+        {{"name", "npus"}, {"exactly", {{"deviceClassName", "xpu.dra.dev"}, {"count", devices}}}}};
+    json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                  {"kind", "ResourceClaim"},
+                  {"metadata", {{"name", name}, {"namespace", "default"}}},
+                  {"spec", {{"devices", {{"requests", requests}}}}}};
+    auto created = c.Create(kc::ResourceClaims(), "default", claim);
+    if (!created.ok()) return "";
+    const std::string uid = (*created)["metadata"]["uid"];
+    json results = json::array();
+    for (int d = 0; d < devices; ++d) {
+      json r = {{"request", "npus"},
+                {"driver", "xpu.dra.dev"},
+                {"pool", "n1"},
+                {"device", "npu-" + std::to_string(d)}};
+      if (shared) r["shareID"] = uid;  // a shared device: any number of claims may hold it
+      results.push_back(r);
+    }
+    (*created)["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
+    if (!c.UpdateStatus(kc::ResourceClaims(), "default", *created).ok()) return "";
+    return uid;
+  };
+
+  std::vector<double> prepare_ms;
+  std::vector<double> unprepare_ms;
+  for (int i = 0; i < claims; ++i) {
+    const std::string name = "p" + std::to_string(i);
+    const std::string uid = make_claim(name, 8, false);
+    if (uid.empty()) return Fail("create claim " + name);
+    auto t0 = Clock::now();
+    auto p = kubelet.Prepare(dra, "v1", {{"default", name, uid}});
+    prepare_ms.push_back(Ms(Clock::now() - t0));
+    if (!p.ok() || !p->at(uid).error.empty() || p->at(uid).devices.size() != 8) {
+      return Fail("prepare " + name + ": " + (p.ok() ? p->at(uid).error : p.status().message()));
+    }
+    t0 = Clock::now();
+    auto u = kubelet.Unprepare(dra, "v1", {{"default", name, uid}});
+    unprepare_ms.push_back(Ms(Clock::now() - t0));
+    if (!u.ok() || !u->at(uid).empty()) return Fail("unprepare " + name);
+  }
+  for (int i = 0; i < 100; ++i) {
+    const std::string name = "m" + std::to_string(i);
+    const std::string uid = make_claim(name, 1, true);
+    if (uid.empty()) return Fail("create claim " + name);
+    auto p = kubelet.Prepare(dra, "v1", {{"default", name, uid}});
+    if (!p.ok() || !p->at(uid).error.empty()) {
+      return Fail("prepare " + name + ": " + (p.ok() ? p->at(uid).error : p.status().message()));
+    }
+  }
+  const double rss = StatusMb(pid, "VmRSS");
+  const double anon = StatusMb(pid, "RssAnon");
+  const double file = StatusMb(pid, "RssFile");
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+
+  fs::remove_all(cdi);
+  std::printf(
+      "xpu-dra-plugin, atlas800t-a2 fixture (8 NPUs), kube-sim over TLS on loopback, "
+      "checkpoint on disk, CDI dir on %s\n",
+      shm ? "tmpfs (/dev/shm)" : "disk");
+  std::printf("  start to registration socket answering GetInfo   %8.1f ms  (budget 200 ms)\n",
+              start_ms);
+  std::printf(
+      "  NodePrepareResources 1 claim x 8 devices (n=%d)   p50 %6.2f ms  p90 %6.2f ms  "
+      "p99 %6.2f ms  (budget p50 5 ms)\n",
+      claims, Percentile(prepare_ms, 0.5), Percentile(prepare_ms, 0.9),
+      Percentile(prepare_ms, 0.99));
+  std::printf("  NodeUnprepareResources (n=%d)                      p50 %6.2f ms  p90 %6.2f ms\n",
+              claims, Percentile(unprepare_ms, 0.5), Percentile(unprepare_ms, 0.9));
+  std::printf("  resident memory at start                          %8.1f MB\n", rss_start);
+  std::printf(
+      "  resident memory with 100 prepared claims          %8.1f MB  (budget 20 MB): "
+      "%.1f MB anonymous, %.1f MB file-backed (shared libraries)\n",
+      rss, anon, file);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0
+                                                       : Fail("the plugin did not exit cleanly");
+}
