@@ -10,6 +10,7 @@
 #include "api/openapi_schema.h"
 #include "api/quantity.h"
 #include "api/validation.h"
+#include "topology/solver.h"
 
 namespace xpu::api {
 
@@ -521,6 +522,29 @@ NodeInventory InventoryFromNodeDescription(const topology::NodeSpec& spec) {
     s.pcie_bandwidths = p;
   }
   return inv;
+}
+
+StatusOr<std::vector<GroupDevice>> GroupDevices(const NodeInventory& inventory) {
+  std::vector<GroupDevice> out;
+  const auto& devices = inventory.status.devices;
+  if (devices.size() < 2) return out;
+  for (const InventoryDevice& d : devices) {
+    if (d.kind != devices[0].kind) return out;  // mixed kinds: no groups
+  }
+  ASSIGN_OR_RETURN(const topology::NodeSpec spec, NodeDescriptionFromInventory(inventory));
+  StatusOr<topology::Node> node = topology::Node::Build(spec);
+  if (!node.ok()) return node.status().WithContext("group devices of " + inventory.metadata.name);
+  for (int size = 2; size <= static_cast<int>(devices.size()); ++size) {
+    int n = 0;
+    for (const topology::DeviceSet set : topology::AlignedGroups(*node, size)) {
+      GroupDevice g;
+      g.name = devices[0].kind + "-x" + std::to_string(size) + "-" + std::to_string(n++);
+      g.size = size;
+      g.members = node->Names(set);
+      out.push_back(std::move(g));
+    }
+  }
+  return out;
 }
 
 }  // namespace xpu::api

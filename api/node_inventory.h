@@ -200,6 +200,21 @@ StatusOr<topology::NodeSpec> NodeDescriptionFromInventory(const NodeInventory& i
 // with its meshes expanded that way.
 NodeInventory InventoryFromNodeDescription(const topology::NodeSpec& spec);
 
+// A device of the `groups` publishing mode (DESIGN.md): one aligned group of the node's devices
+// (topology::AlignedGroups) offered as a single allocatable device.
+struct GroupDevice {
+  std::string name;  // "<kind>-x<size>-<n>": n counts from 0 in AlignedGroups order
+  int size = 0;
+  std::vector<std::string> members;  // device names, in the group's order
+  friend bool operator==(const GroupDevice&, const GroupDevice&) = default;
+};
+
+// Every group device of the node: the aligned groups of each size from 2 to the device count, for
+// nodes whose devices are all of one kind. The controller publishes these names and the plugin
+// expands a prepared one into its members, so both must call this. Fails like
+// NodeDescriptionFromInventory, or when the projected node does not build.
+StatusOr<std::vector<GroupDevice>> GroupDevices(const NodeInventory& inventory);
+
 }  // namespace xpu::api
 
 #endif  // XPU_API_NODE_INVENTORY_H_

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -311,6 +313,29 @@ TEST_CASE("ReadNodeDescriptionFile reads a NodeInventory as its projection") {
   testing::TempFile bad_file(ToJson(bad).dump());
   CHECK(ReadNodeDescriptionFile(bad_file.path()).status().message() ==
         "read topology " + bad_file.path() + ": status.links[0].b: unknown device \"npu-42\"");
+}
+
+TEST_CASE("group devices: the aligned groups of each size, named by kind, size and order") {
+  const NodeInventory inv = InventoryFromNodeDescription(topology::testing::Atlas800_9000());
+  auto groups = GroupDevices(inv);
+  REQUIRE(groups.ok());
+  std::map<int, std::vector<GroupDevice>> by_size;
+  for (const GroupDevice& g : *groups) by_size[g.size].push_back(g);
+  // Two rings of four: pairs and quads inside a ring, and the whole board.
+  REQUIRE(by_size.contains(4));
+  REQUIRE(by_size[4].size() == 2);
+  CHECK(by_size[4][0].name == "npu-x4-0");
+  CHECK(by_size[4][1].name == "npu-x4-1");
+  std::set<std::string> first(by_size[4][0].members.begin(), by_size[4][0].members.end());
+  std::set<std::string> second(by_size[4][1].members.begin(), by_size[4][1].members.end());
+  CHECK(first == std::set<std::string>{"npu-0", "npu-1", "npu-2", "npu-3"});
+  CHECK(second == std::set<std::string>{"npu-4", "npu-5", "npu-6", "npu-7"});
+  REQUIRE(by_size.contains(8));
+  CHECK(by_size[8].size() == 1);
+  CHECK_FALSE(by_size.contains(3));  // the 910 rule set allows 1, 2, 4 and 8
+  for (const GroupDevice& g : *groups) CHECK(g.members.size() == static_cast<size_t>(g.size));
+  // Equal inputs, equal names: the controller and the plugin agree.
+  CHECK(*GroupDevices(inv) == *groups);
 }
 
 }  // namespace

@@ -52,7 +52,8 @@ Json DataToJson(const Checkpoint& cp) {
                          {"pool", d.pool},
                          {"device", d.device},
                          {"cdiDeviceIds", d.cdi_device_ids},
-                         {"shareId", d.share_id}});
+                         {"shareId", d.share_id},
+                         {"members", d.members}});
     }
     claims.push_back({{"uid", uid},
                       {"namespace", c.ns},
@@ -132,13 +133,15 @@ StatusOr<Checkpoint> DataFromJson(const Json& data) {
     if (!devices.is_array()) return DataLossError(at + ".devices: expected an array");
     for (size_t k = 0; k < devices.size(); ++k) {
       const Fields df(devices[k], at + ".devices[" + std::to_string(k) + "]");
-      RETURN_IF_ERROR(df.Check({"requestNames", "pool", "device", "cdiDeviceIds", "shareId"}));
+      RETURN_IF_ERROR(
+          df.Check({"requestNames", "pool", "device", "cdiDeviceIds", "shareId", "members"}));
       Device d;
       RETURN_IF_ERROR(df.Strings("requestNames", d.request_names));
       RETURN_IF_ERROR(df.String("pool", d.pool));
       RETURN_IF_ERROR(df.String("device", d.device));
       RETURN_IF_ERROR(df.Strings("cdiDeviceIds", d.cdi_device_ids));
       RETURN_IF_ERROR(df.String("shareId", d.share_id));
+      RETURN_IF_ERROR(df.Strings("members", d.members));
       c.devices.push_back(std::move(d));
     }
     if (c.uid.empty()) return DataLossError(at + ".uid: empty");

@@ -21,6 +21,8 @@ struct Device {
   std::string device;
   std::vector<std::string> cdi_device_ids;
   std::string share_id;
+  // A group device (the `groups` publishing mode): the devices it stands for; empty otherwise.
+  std::vector<std::string> members;
   friend bool operator==(const Device&, const Device&) = default;
 };
 

@@ -23,8 +23,8 @@ Checkpoint Sample() {
   c.ns = "default";
   c.name = "pod0-npu-x7k2p";
   c.state = ClaimState::kPrepared;
-  c.devices.push_back({{"npu"}, "node-1", "npu-0", {"k8s.xpu.dra.dev/device=3f6c-npu-0"}, ""});
-  c.devices.push_back({{}, "node-1", "npu-1", {}, "share-1"});
+  c.devices.push_back({{"npu"}, "node-1", "npu-0", {"k8s.xpu.dra.dev/device=3f6c-npu-0"}, "", {}});
+  c.devices.push_back({{}, "node-1", "npu-x2-0", {}, "share-1", {"npu-1", "npu-2"}});
   c.cdi_spec = "{\n  \"cdiVersion\": \"0.5.0\",\n  \"kind\": \"k8s.xpu.dra.dev/device\"\n}\n";
   cp.claims[c.uid] = c;
   Claim p;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -290,36 +291,61 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
   std::map<std::string, std::string> taken;  // device -> claim uid
   auto note = [&](const checkpoint::Claim& c) {
     for (const checkpoint::Device& d : c.devices) {
-      if (d.share_id.empty()) taken[d.device] = c.uid;
+      if (!d.share_id.empty()) continue;
+      if (d.members.empty()) taken[d.device] = c.uid;
+      for (const std::string& m : d.members) taken[m] = c.uid;
     }
   };
   for (const auto& [uid, c] : checkpoint_.claims) note(c);
   for (const auto& [uid, c] : *batch) note(c);
 
+  // Each result is a device of the node or a group device (the `groups` publishing mode), which
+  // stands for its members: it gets their nodes and takes them all.
   std::vector<cdi::DeviceFacts> facts;
-  for (const auto* r : mine) {
-    const auto dev =
-        std::find_if(inventory->status.devices.begin(), inventory->status.devices.end(),
-                     [&](const api::InventoryDevice& d) { return d.name == r->device; });
-    if (dev == inventory->status.devices.end()) {
-      return PrepareResult{{},
-                           what + ": device " + r->device + " of request " + r->request +
-                               " is not on node " + options_.node_name};
+  std::vector<std::vector<std::string>> members(mine.size());  // per result, for groups
+  std::optional<std::vector<api::GroupDevice>> groups;         // computed when first needed
+  auto find_device = [&](const std::string& name) {
+    return std::find_if(inventory->status.devices.begin(), inventory->status.devices.end(),
+                        [&](const api::InventoryDevice& d) { return d.name == name; });
+  };
+  std::vector<std::pair<size_t, size_t>> fact_range(mine.size());  // [first, last) in facts
+  for (size_t i = 0; i < mine.size(); ++i) {
+    const auto* r = mine[i];
+    std::vector<std::string> names = {r->device};
+    if (find_device(r->device) == inventory->status.devices.end()) {
+      if (!groups) {
+        StatusOr<std::vector<api::GroupDevice>> all = api::GroupDevices(*inventory);
+        groups = all.ok() ? std::move(all).value() : std::vector<api::GroupDevice>{};
+      }
+      const auto g = std::find_if(groups->begin(), groups->end(),
+                                  [&](const api::GroupDevice& x) { return x.name == r->device; });
+      if (g == groups->end()) {
+        return PrepareResult{{},
+                             what + ": device " + r->device + " of request " + r->request +
+                                 " is not on node " + options_.node_name};
+      }
+      names = g->members;
+      members[i] = g->members;
     }
     const bool shared = r->share_id.has_value() || r->admin_access.value_or(false);
-    if (auto t = taken.find(r->device); !shared && t != taken.end() && t->second != ref.uid) {
-      return PrepareResult{
-          {}, what + ": device " + r->device + " is already prepared for claim " + t->second};
+    fact_range[i].first = facts.size();
+    for (const std::string& name : names) {
+      if (auto t = taken.find(name); !shared && t != taken.end() && t->second != ref.uid) {
+        return PrepareResult{
+            {}, what + ": device " + name + " is already prepared for claim " + t->second};
+      }
+      const auto dev = find_device(name);
+      cdi::DeviceFacts f;
+      f.name = dev->name;
+      f.vendor = dev->vendor;
+      f.kind = dev->kind;
+      f.index = dev->index;
+      f.uuid = dev->uuid;
+      f.pci_address = dev->pci_address;
+      f.device_node = discovery::DeviceNodePath(options_.host_root, *dev);
+      facts.push_back(std::move(f));
     }
-    cdi::DeviceFacts f;
-    f.name = dev->name;
-    f.vendor = dev->vendor;
-    f.kind = dev->kind;
-    f.index = dev->index;
-    f.uuid = dev->uuid;
-    f.pci_address = dev->pci_address;
-    f.device_node = discovery::DeviceNodePath(options_.host_root, *dev);
-    facts.push_back(std::move(f));
+    fact_range[i].second = facts.size();
   }
   const cdi::ClaimEdits edits = cdi::EditsForClaim(facts, options_.host_root);
   cdi::Spec spec;
@@ -331,7 +357,13 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
     const auto* r = mine[i];
     cdi::Device device;
     device.name = ref.uid + "-" + r->device;
-    device.edits = edits.per_device[i];
+    for (size_t k = fact_range[i].first; k < fact_range[i].second; ++k) {
+      const cdi::ContainerEdits& e = edits.per_device[k];
+      device.edits.env.insert(device.edits.env.end(), e.env.begin(), e.env.end());
+      device.edits.device_nodes.insert(device.edits.device_nodes.end(), e.device_nodes.begin(),
+                                       e.device_nodes.end());
+      device.edits.mounts.insert(device.edits.mounts.end(), e.mounts.begin(), e.mounts.end());
+    }
     for (const std::string& e : device.edits.env) driver_env.insert(e.substr(0, e.find('=')));
     const DeviceConfig& cfg = config->at(BaseRequestName(r->request));
     for (const auto& [name, value] : cfg.env) {
@@ -356,6 +388,7 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
     rec.device = r->device;
     rec.cdi_device_ids = {cdi::QualifiedName(spec.kind, spec.devices.back().name)};
     rec.share_id = r->share_id.value_or("");
+    rec.members = members[i];
     record.devices.push_back(rec);
     result.devices.push_back(
         {rec.request_names, rec.pool, rec.device, rec.cdi_device_ids, rec.share_id});

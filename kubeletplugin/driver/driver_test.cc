@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -236,6 +237,40 @@ TEST_CASE("a device never goes to two claims") {
   CHECK((a_won ? out.at(b) : out.at(a)).error.find("npu-0 is already prepared for claim") !=
         std::string::npos);
   CHECK(node.CdiFiles() == 1);
+}
+
+TEST_CASE("a group device expands to its members and takes them all") {
+  Node node("atlas800-9000");
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  auto groups = api::GroupDevices(*node.inventory);
+  REQUIRE(groups.ok());
+  const auto quad = std::find_if(groups->begin(), groups->end(), [](const api::GroupDevice& g) {
+    return g.size == 4 && std::find(g.members.begin(), g.members.end(), "npu-5") != g.members.end();
+  });
+  REQUIRE(quad != groups->end());
+  const std::string uid = node.Claim("ring", {quad->name});
+  auto out = driver->Prepare({{"default", "ring", uid}});
+  INFO(out.at(uid).error);
+  REQUIRE(out.at(uid).error.empty());
+  REQUIRE(out.at(uid).devices.size() == 1);
+  CHECK(out.at(uid).devices[0].device == quad->name);
+  const std::string text = ReadFile(node.CdiPath(uid));
+  for (const char* n : {"/dev/davinci4", "/dev/davinci5", "/dev/davinci6", "/dev/davinci7"}) {
+    CHECK(text.find(n) != std::string::npos);
+  }
+  CHECK(text.find("/dev/davinci0\"") == std::string::npos);
+  CHECK(text.find("ASCEND_VISIBLE_DEVICES=4,5,6,7") != std::string::npos);
+  CHECK(driver->Snapshot().claims.at(uid).devices[0].members.size() == 4);
+  // A member is taken.
+  const std::string single = node.Claim("single", {"npu-5"});
+  CHECK(driver->Prepare({{"default", "single", single}})
+            .at(single)
+            .error.find("npu-5 is already prepared for claim " + uid) != std::string::npos);
+  const std::string unknown = node.Claim("nogroup", {"npu-x3-0"});
+  CHECK(driver->Prepare({{"default", "nogroup", unknown}})
+            .at(unknown)
+            .error.find("is not on node n1") != std::string::npos);
 }
 
 TEST_CASE("opaque config: env applied per request, bad config fails that claim only") {
