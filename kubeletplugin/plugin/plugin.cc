@@ -373,7 +373,7 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   std::atomic<bool> done{false};
   std::thread health_thread([&] {
     auto next_probe = std::chrono::steady_clock::now() + options.health_interval;
-    auto next_gc = std::chrono::steady_clock::now() + options.claim_gc;
+    auto next_gc = std::chrono::steady_clock::now();  // at once: claims deleted while we were down
     while (!stop.load() && !done.load()) {
       if (watcher.Poll()) log.Info("device nodes changed under " + dev + ": rediscovering");
       const auto now = std::chrono::steady_clock::now();
