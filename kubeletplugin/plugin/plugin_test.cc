@@ -460,6 +460,29 @@ TEST_CASE(
   CHECK(rig.StopPlugin() == 0);
 }
 
+TEST_CASE("a claim deleted from the API while the plugin was down is unprepared after start",
+          "[plugin][e2e]") {
+  Rig rig;
+  e2e::KubeletStandIn kubelet;
+  rig.StartPlugin();
+  REQUIRE(rig.WaitForSockets());
+  const std::string kept = rig.Claim("kept", {"npu-0"});
+  const std::string gone = rig.Claim("gone", {"npu-1"});
+  auto p = kubelet.Prepare(rig.DraSocket(), "v1",
+                           {{"default", "kept", kept}, {"default", "gone", gone}});
+  REQUIRE(p.ok());
+  REQUIRE(rig.CdiClaims() == std::set<std::string>{kept, gone});
+  CHECK(rig.StopPlugin() == 0);
+  REQUIRE(rig.client().Delete(kc::ResourceClaims(), "default", "gone").ok());
+  rig.StartPlugin();
+  REQUIRE(rig.WaitForSockets());
+  CHECK(Eventually([&] {
+    return rig.CdiClaims() == std::set<std::string>{kept} &&
+           rig.CheckpointClaims() == std::set<std::string>{kept};
+  }));
+  CHECK(rig.StopPlugin() == 0);
+}
+
 TEST_CASE("a corrupt checkpoint stops the plugin before it serves", "[plugin][e2e]") {
   Rig rig;
   std::ofstream(rig.Path("state/checkpoint.json"))
