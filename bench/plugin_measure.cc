@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
                   {"spec", {{"devices", {{"requests", requests}}}}}};
     auto created = c.Create(kc::ResourceClaims(), "default", claim);
     if (!created.ok()) return "";
-    const std::string uid = (*created)["metadata"]["uid"];
+    std::string uid = (*created)["metadata"]["uid"];
     json results = json::array();
     for (int d = 0; d < devices; ++d) {
       json r = {{"request", "npus"},

@@ -331,8 +331,12 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
     fact_range[i].first = facts.size();
     for (const std::string& name : names) {
       if (auto t = taken.find(name); !shared && t != taken.end() && t->second != ref.uid) {
-        return PrepareResult{
-            {}, what + ": device " + name + " is already prepared for claim " + t->second};
+        std::string error = what;
+        error += ": device ";
+        error += name;
+        error += " is already prepared for claim ";
+        error += t->second;
+        return PrepareResult{{}, std::move(error)};
       }
       const auto dev = find_device(name);
       cdi::DeviceFacts f;
