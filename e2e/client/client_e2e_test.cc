@@ -42,7 +42,7 @@ std::unique_ptr<Client> Connect(const KubeSimProcess& sim, ClientOptions options
   auto config = sim.Config();
   INFO(config.status().ToString());
   REQUIRE(config.ok());
-  auto client = Client::Create(*config, options);
+  auto client = Client::Create(*config, std::move(options));
   REQUIRE(client.ok());
   return std::move(client).value();
 }
