@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "api/client/client.h"
+#include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
 
@@ -134,27 +135,13 @@ int main(int argc, char** argv) {
   const double rss_start = StatusMb(pid, "VmRSS");
 
   auto make_claim = [&](const std::string& name, int devices, bool shared) -> std::string {
-    json requests = {
-        {{"name", "npus"}, {"exactly", {{"deviceClassName", "xpu.dra.dev"}, {"count", devices}}}}};
-    json claim = {{"apiVersion", "resource.k8s.io/v1"},
-                  {"kind", "ResourceClaim"},
-                  {"metadata", {{"name", name}, {"namespace", "default"}}},
-                  {"spec", {{"devices", {{"requests", requests}}}}}};
-    auto created = c.Create(kc::ResourceClaims(), "default", claim);
-    if (!created.ok()) return "";
-    std::string uid = (*created)["metadata"]["uid"];
-    json results = json::array();
-    for (int d = 0; d < devices; ++d) {
-      json r = {{"request", "npus"},
-                {"driver", "xpu.dra.dev"},
-                {"pool", "n1"},
-                {"device", "npu-" + std::to_string(d)}};
-      if (shared) r["shareID"] = uid;  // a shared device: any number of claims may hold it
-      results.push_back(r);
-    }
-    (*created)["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
-    if (!c.UpdateStatus(kc::ResourceClaims(), "default", *created).ok()) return "";
-    return uid;
+    xpu::e2e::ClaimSpec spec;
+    spec.name = name;
+    for (int d = 0; d < devices; ++d) spec.devices.push_back("npu-" + std::to_string(d));
+    spec.pool = "n1";
+    spec.shared = shared;  // a shared device: any number of claims may hold it
+    xpu::StatusOr<std::string> uid = xpu::e2e::CreateClaim(c, spec);
+    return uid.ok() ? *uid : "";
   };
 
   std::vector<double> prepare_ms;

@@ -10,6 +10,7 @@
 #include <future>
 #include <sstream>
 
+#include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/driver/config.h"
@@ -101,29 +102,17 @@ struct Node {
   std::string Claim(const std::string& name, const std::vector<std::string>& devices,
                     const json& config = json::array(), const std::string& driver = "xpu.dra.dev",
                     const std::string& pool = "n1", bool allocate = true) {
-    json claim = {
-        {"apiVersion", "resource.k8s.io/v1"},
-        {"kind", "ResourceClaim"},
-        {"metadata", {{"name", name}, {"namespace", "default"}}},
-        {"spec",
-         {{"devices",
-           {{"requests",
-             {{{"name", "npus"},
-               {"exactly", {{"deviceClassName", "xpu.dra.dev"}, {"count", devices.size()}}}}}}}}}}};
-    auto created = client->Create(kc::ResourceClaims(), "default", claim);
-    REQUIRE(created.ok());
-    if (allocate) {
-      json results = json::array();
-      for (const std::string& d : devices) {
-        results.push_back({{"request", "npus"}, {"driver", driver}, {"pool", pool}, {"device", d}});
-      }
-      (*created)["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
-      if (!config.empty()) (*created)["status"]["allocation"]["devices"]["config"] = config;
-      auto updated = client->UpdateStatus(kc::ResourceClaims(), "default", *created);
-      INFO(updated.status().ToString());
-      REQUIRE(updated.ok());
-    }
-    return (*created)["metadata"]["uid"].get<std::string>();
+    e2e::ClaimSpec spec;
+    spec.name = name;
+    spec.devices = devices;
+    spec.config = config;
+    spec.driver = driver;
+    spec.pool = pool;
+    spec.allocate = allocate;
+    StatusOr<std::string> uid = e2e::CreateClaim(*client, spec);
+    INFO(uid.status().ToString());
+    REQUIRE(uid.ok());
+    return *uid;
   }
 
   std::string CdiPath(const std::string& uid) const {

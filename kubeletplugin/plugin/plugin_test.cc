@@ -17,6 +17,7 @@
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
+#include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
 #include "kubeletplugin/checkpoint/checkpoint.h"
@@ -299,25 +300,14 @@ class Rig {
 
   // An allocated claim in "default"; returns its uid.
   std::string Claim(const std::string& name, const std::vector<std::string>& devices) {
-    json claim = {
-        {"apiVersion", "resource.k8s.io/v1"},
-        {"kind", "ResourceClaim"},
-        {"metadata", {{"name", name}, {"namespace", "default"}}},
-        {"spec",
-         {{"devices",
-           {{"requests",
-             {{{"name", "npus"},
-               {"exactly", {{"deviceClassName", "xpu.dra.dev"}, {"count", devices.size()}}}}}}}}}}};
-    auto created = client_->Create(kc::ResourceClaims(), "default", claim);
-    REQUIRE(created.ok());
-    json results = json::array();
-    for (const std::string& d : devices) {
-      results.push_back(
-          {{"request", "npus"}, {"driver", "xpu.dra.dev"}, {"pool", "n1"}, {"device", d}});
-    }
-    (*created)["status"] = {{"allocation", {{"devices", {{"results", results}}}}}};
-    REQUIRE(client_->UpdateStatus(kc::ResourceClaims(), "default", *created).ok());
-    return (*created)["metadata"]["uid"].get<std::string>();
+    e2e::ClaimSpec spec;
+    spec.name = name;
+    spec.devices = devices;
+    spec.pool = "n1";
+    StatusOr<std::string> uid = e2e::CreateClaim(*client_, spec);
+    INFO(uid.status().ToString());
+    REQUIRE(uid.ok());
+    return *uid;
   }
 
  private:
