@@ -13,9 +13,11 @@ bool ValidEnvName(const std::string& name) {
   });
 }
 
-std::string BaseName(const std::string& request) { return request.substr(0, request.find('/')); }
-
 }  // namespace
+
+std::string BaseRequestName(const std::string& request) {
+  return request.substr(0, request.find('/'));
+}
 
 StatusOr<DeviceConfig> ParseDeviceConfig(const nlohmann::json& parameters,
                                          const std::string& where) {
@@ -63,7 +65,7 @@ StatusOr<std::map<std::string, DeviceConfig>> ConfigByRequest(
     const std::string& driver, const std::vector<std::string>& requests) {
   std::map<std::string, DeviceConfig> out;
   out[""];
-  for (const std::string& r : requests) out[BaseName(r)];
+  for (const std::string& r : requests) out[BaseRequestName(r)];
   // Class entries first, then claim entries; within each, the recorded order.
   std::vector<size_t> order;
   for (const char* source : {"FromClass", "FromClaim"}) {
@@ -85,7 +87,7 @@ StatusOr<std::map<std::string, DeviceConfig>> ConfigByRequest(
     if (entry.requests.empty()) {
       for (const auto& [name, unused] : out) targets.push_back(name);
     } else {
-      for (const std::string& r : entry.requests) targets.push_back(BaseName(r));
+      for (const std::string& r : entry.requests) targets.push_back(BaseRequestName(r));
     }
     for (const std::string& t : targets) {
       for (const auto& [name, value] : parsed.env) out[t].env[name] = value;

@@ -29,6 +29,9 @@ struct DeviceConfig {
   friend bool operator==(const DeviceConfig&, const DeviceConfig&) = default;
 };
 
+// "<request>/<subrequest>" -> "<request>".
+std::string BaseRequestName(const std::string& request);
+
 // `where` prefixes error fields ("config[1].opaque.parameters").
 StatusOr<DeviceConfig> ParseDeviceConfig(const nlohmann::json& parameters,
                                          const std::string& where);

@@ -16,6 +16,7 @@
 #include "api/resource.h"
 #include "kubeletplugin/cdi/profiles.h"
 #include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/discovery/host_root.h"
 #include "kubeletplugin/driver/config.h"
 
 namespace xpu::plugin {
@@ -23,14 +24,11 @@ namespace {
 
 namespace res = api::resource;
 
+// Empty when unreadable.
 std::string ReadBootId(const std::string& host_root) {
-  std::string root = host_root;
-  if (root.empty() || root.back() != '/') root += "/";
-  std::ifstream in(root + "proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(in, id);
-  while (!id.empty() && std::isspace(static_cast<unsigned char>(id.back())) != 0) id.pop_back();
-  return id;
+  StatusOr<std::string> id =
+      discovery::HostRoot(host_root).ReadTrimmed("proc/sys/kernel/random/boot_id");
+  return id.ok() ? *id : "";
 }
 
 PrepareResult AnswerOf(const checkpoint::Claim& claim) {
@@ -42,10 +40,6 @@ PrepareResult AnswerOf(const checkpoint::Claim& claim) {
 }
 
 }  // namespace
-
-std::string BaseRequestName(const std::string& request) {
-  return request.substr(0, request.find('/'));
-}
 
 void CrashPoint(const char* point) {
   const char* at = std::getenv("XPU_DRA_CRASH_AT");

@@ -126,9 +126,6 @@ class HealthMonitor : public HealthSource {
   std::map<std::string, DeviceHealth> health_;  // GUARDED_BY(mu_), by device name
 };
 
-// "<request>/<subrequest>" -> "<request>".
-std::string BaseRequestName(const std::string& request);
-
 // Test-only crash points: when $XPU_DRA_CRASH_AT equals `point`, the process kills itself with
 // SIGKILL right there (the crash-safety tests restart it and check the disk).
 void CrashPoint(const char* point);

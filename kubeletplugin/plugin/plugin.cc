@@ -69,9 +69,13 @@ Status PluginOptions::Validate() const {
   if (std::chrono::duration_cast<std::chrono::milliseconds>(lease_duration) <= lease_renew) {
     return InvalidArgumentError("--lease-renew must be shorter than --lease-duration");
   }
+  if (!plugin_dir.empty() && plugin_dir[0] != '/') {  // empty: the kubelet's default
+    return InvalidArgumentError("--plugin-dir: must be an absolute path, got \"" + plugin_dir +
+                                "\"");
+  }
   for (const auto& [flag, dir] :
-       {std::pair{"--plugin-dir", PluginDir()}, std::pair{"--plugin-registry-dir", registry_dir},
-        std::pair{"--cdi-dir", cdi_dir}, std::pair{"--state-dir", state_dir}}) {
+       {std::pair{"--plugin-registry-dir", registry_dir}, std::pair{"--cdi-dir", cdi_dir},
+        std::pair{"--state-dir", state_dir}}) {
     if (dir.empty() || dir[0] != '/') {
       return InvalidArgumentError(std::string(flag) + ": must be an absolute path, got \"" + dir +
                                   "\"");
@@ -90,10 +94,6 @@ Status PluginOptions::Validate() const {
                                 "\" is not error, warning, info or debug");
   }
   return OkStatus();
-}
-
-std::string PluginOptions::PluginDir() const {
-  return plugin_dir.empty() ? "/var/lib/kubelet/plugins/" + driver_name : plugin_dir;
 }
 
 std::string Usage() {
@@ -334,7 +334,7 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   // The kubelet's sockets: DRA first, then registration.
   KubeletServerOptions server_options;
   server_options.driver_name = options.driver_name;
-  server_options.plugin_dir = options.PluginDir();
+  server_options.plugin_dir = options.plugin_dir;  // empty: the server's default
   server_options.registry_dir = options.registry_dir;
   server_options.rolling_update_uid = options.rolling_update_uid;
   server_options.health_resend = options.health_resend;

@@ -42,8 +42,6 @@ struct PluginOptions {
   std::string log_level = "info";                    // error, warning, info, debug
 
   Status Validate() const;
-  // plugin_dir with its default filled in.
-  std::string PluginDir() const;
 };
 
 // Parses argv (without the program name); `node_name_env` is $NODE_NAME. Sets *help for --help.
