@@ -35,6 +35,7 @@ std::string ResourceRef::ApiVersion() const {
 ResourceRef Namespaces() { return {"", "v1", "namespaces", false}; }
 ResourceRef Nodes() { return {"", "v1", "nodes", false}; }
 ResourceRef Leases() { return {"coordination.k8s.io", "v1", "leases", true}; }
+ResourceRef Events() { return {"", "v1", "events", true}; }
 ResourceRef ResourceSlices() { return {kResourceGroup, "v1", "resourceslices", false}; }
 ResourceRef DeviceClasses() { return {kResourceGroup, "v1", "deviceclasses", false}; }
 ResourceRef ResourceClaims() { return {kResourceGroup, "v1", "resourceclaims", true}; }

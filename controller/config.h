@@ -1,0 +1,121 @@
+// The controller's configuration: the publishing mode, the capability classes it turns into
+// DeviceClasses, and the support matrix of driver / firmware / toolkit versions per vendor and
+// family (devices outside it get the `xpu.dra.dev/unsupported` taint).
+//
+// The file (a mounted ConfigMap, YAML or JSON) is documented in docs/controller.md:
+//
+//   apiVersion: xpu.dra.dev/v1alpha1
+//   kind: ControllerConfig
+//   publishing: {mode: attributes, groupSizes: [2, 4, 8], unhealthyEffect: NoSchedule}
+//   vendorClasses: true
+//   capabilityClasses:
+//   - name: training-large-memory
+//     vendors: [nvidia, huawei]           # allowed, in order of preference
+//     minMemory: 64Gi
+//     precisions: [bf16]
+//     families: [hopper, ascend910b]      # optional filters
+//     models: []
+//     images: {nvidia: nvcr.io/..., huawei: ascendhub/...}
+//     extendedResourceName: example.com/training-large-memory   # optional
+//   supportMatrix:
+//   - {vendor: nvidia, family: hopper, driver: ">=535.0.0 <600.0.0", toolkit: ">=12.2.0"}
+//
+// Without a file the controller runs on DefaultConfig(). Parsing checks every field and names
+// the first bad one ("capabilityClasses[1].minMemory: ..."); unknown members are errors, so a
+// misspelt key does not silently do nothing. Value types, thread-compatible, no exceptions.
+#ifndef XPU_CONTROLLER_CONFIG_H_
+#define XPU_CONTROLLER_CONFIG_H_
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/node_inventory.h"
+#include "base/status.h"
+
+namespace xpu::controller {
+
+// attributes: every device on its own, alignment through matchAttribute and device order (GA
+// features only). groups: the aligned groups as devices that consume their members' counters
+// (DRAPartitionableDevices).
+enum class PublishMode { kAttributes, kGroups };
+std::string_view PublishModeName(PublishMode mode);  // "attributes", "groups"
+std::optional<PublishMode> ParsePublishMode(std::string_view name);
+
+// A semver range: comparators separated by spaces or commas, all of which must hold:
+// ">=535.0.0 <600.0.0", ">=8.0.0", "=24.1.0". Pre-release versions order before their release
+// (semver 2.0.0 precedence).
+struct VersionRange {
+  std::string text;  // as written
+  friend bool operator==(const VersionRange&, const VersionRange&) = default;
+};
+// Parses and checks a range; errors name the bad comparator.
+Status ValidateVersionRange(std::string_view text);
+// Whether `version` (semver) lies in `range`; false for a version that is not semver.
+bool InRange(const VersionRange& range, std::string_view version);
+
+// One row of the support matrix. The most specific row for a device applies: one naming its
+// model, else its family, else its vendor only. A vendor without rows is not judged.
+struct SupportRule {
+  std::string vendor;  // required
+  std::string family;  // optional
+  std::string model;   // optional
+  std::optional<VersionRange> driver;
+  std::optional<VersionRange> firmware;
+  std::optional<VersionRange> toolkit;
+  friend bool operator==(const SupportRule&, const SupportRule&) = default;
+};
+
+struct CapabilityClass {
+  std::string name;                  // DNS subdomain; also the DeviceClass name
+  std::vector<std::string> vendors;  // allowed, in order of preference; empty = any
+  std::string min_memory;            // quantity; empty = no minimum
+  std::vector<std::string> precisions;  // "bf16", "fp16", "fp8", "int8": all required
+  std::vector<std::string> families;    // empty = any
+  std::vector<std::string> models;      // empty = any
+  std::vector<std::pair<std::string, std::string>> images;  // vendor -> image, in file order
+  std::optional<std::string> extended_resource_name;
+  friend bool operator==(const CapabilityClass&, const CapabilityClass&) = default;
+};
+
+struct Config {
+  PublishMode mode = PublishMode::kAttributes;
+  // groups mode: the group sizes published (each size's aligned groups; sizes a node cannot form
+  // are skipped).
+  std::vector<int> group_sizes = {2, 4, 8};
+  // Effect of the xpu.dra.dev/unhealthy taint: "NoSchedule" or "NoExecute".
+  std::string unhealthy_effect = "NoSchedule";
+  bool vendor_classes = true;  // one DeviceClass per known vendor
+  std::vector<CapabilityClass> capability_classes;
+  std::vector<SupportRule> support_matrix;
+  friend bool operator==(const Config&, const Config&) = default;
+};
+
+// The vendors the discovery knows, in a fixed order: nvidia, huawei, hygon, cambricon, metax,
+// biren, enflame, mthreads, amd.
+const std::vector<std::string>& KnownVendors();
+
+// Vendor classes on, attributes mode, and the example capability classes training-large-memory,
+// training-standard and inference; an empty support matrix.
+Config DefaultConfig();
+
+// Reads a YAML or JSON document; errors name the field.
+StatusOr<Config> ParseConfig(std::string_view text);
+// Reads and parses a file; errors start with "read config <path>: ".
+StatusOr<Config> LoadConfigFile(const std::string& path);
+// The rules a parsed document must also meet (used by ParseConfig; DefaultConfig passes).
+Status ValidateConfig(const Config& config);
+
+// Whether a device's versions lie inside the support matrix. `reason` says which version is
+// outside which range ("driverVersion 525.60.13 outside >=535.0.0 for nvidia/hopper"). A version
+// the device does not report is not judged.
+struct SupportVerdict {
+  bool supported = true;
+  std::string reason;
+};
+SupportVerdict CheckSupport(const Config& config, const api::InventoryDevice& device);
+
+}  // namespace xpu::controller
+
+#endif  // XPU_CONTROLLER_CONFIG_H_
