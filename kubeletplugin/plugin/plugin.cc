@@ -13,6 +13,7 @@
 #include "api/client/client.h"
 #include "api/validation.h"
 #include "base/flags.h"
+#include "base/log.h"
 #include "base/metrics/http_server.h"
 #include "base/metrics/metrics.h"
 #include "kubeletplugin/discovery/discovery.h"
@@ -182,33 +183,6 @@ StatusOr<PluginOptions> ParseFlags(const std::vector<std::string>& args,
 }
 
 namespace {
-
-// One line per event: time=... level=... msg="..." (key=value, quoted and escaped).
-class Logger {
- public:
-  Logger(std::ostream& out, const std::string& level) : out_(out), level_(Rank(level)) {}
-  static int Rank(const std::string& level) {
-    return level == "error" ? 0 : level == "warning" ? 1 : level == "info" ? 2 : 3;
-  }
-  void Log(const std::string& level, const std::string& msg) {
-    if (Rank(level) > level_) return;
-    std::string quoted;
-    for (char c : msg) {
-      if (c == '"' || c == '\\') quoted += '\\';
-      quoted += c == '\n' ? ' ' : c;
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    out_ << "time=" << MicroTime(std::chrono::system_clock::now()) << " level=" << level
-         << " msg=\"" << quoted << "\"" << std::endl;
-  }
-  void Info(const std::string& msg) { Log("info", msg); }
-  void Error(const std::string& msg) { Log("error", msg); }
-
- private:
-  std::ostream& out_;
-  const int level_;
-  std::mutex mu_;
-};
 
 // The latest inventory, shared by the publisher, the driver and the health monitor.
 class InventoryHolder {

@@ -9,6 +9,7 @@
 
 #include "api/core.h"
 #include "api/validation.h"
+#include "base/time.h"
 
 namespace xpu::plugin {
 namespace {
@@ -57,17 +58,7 @@ Status PublisherOptions::Validate() const {
 
 std::string LeaseName(const std::string& node_name) { return "xpu-dra-plugin-" + node_name; }
 
-std::string MicroTime(std::chrono::system_clock::time_point t) {
-  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch());
-  const std::time_t secs = static_cast<std::time_t>(us.count() / 1'000'000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[40];
-  const size_t n = std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S", &tm);
-  std::snprintf(buf + n, sizeof(buf) - n, ".%06lldZ",
-                static_cast<long long>(us.count() % 1'000'000));  // NOLINT(google-runtime-int)
-  return buf;
-}
+std::string MicroTime(std::chrono::system_clock::time_point t) { return FormatMicroTime(t); }
 
 InventoryPublisher::InventoryPublisher(kc::Client* client, PublisherOptions options,
                                        DiscoverFn discover)

@@ -1,0 +1,32 @@
+#include "base/log.h"
+
+#include <chrono>
+
+#include "base/time.h"
+
+namespace xpu {
+
+Logger::Logger(std::ostream& out, std::string_view level) : out_(out), level_(Rank(level)) {}
+
+int Logger::Rank(std::string_view level) {
+  return level == "error" ? 0 : level == "warning" ? 1 : level == "info" ? 2 : 3;
+}
+
+bool Logger::IsLevel(std::string_view level) {
+  return level == "error" || level == "warning" || level == "info" || level == "debug";
+}
+
+void Logger::Log(std::string_view level, std::string_view msg) {
+  if (Rank(level) > level_) return;
+  std::string quoted;
+  quoted.reserve(msg.size());
+  for (char c : msg) {
+    if (c == '"' || c == '\\') quoted += '\\';
+    quoted += c == '\n' ? ' ' : c;
+  }
+  const std::string now = FormatMicroTime(std::chrono::system_clock::now());
+  std::lock_guard<std::mutex> lock(mu_);
+  out_ << "time=" << now << " level=" << level << " msg=\"" << quoted << "\"" << std::endl;
+}
+
+}  // namespace xpu
