@@ -1,0 +1,521 @@
+#include "controller/controller.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "base/time.h"
+#include "controller/device_classes.h"
+
+namespace xpu::controller {
+namespace {
+
+namespace kc = api::client;
+using api::resource::DeviceClass;
+using api::resource::ResourceClaim;
+using api::resource::ResourceSlice;
+using Clock = std::chrono::steady_clock;
+
+constexpr std::string_view kPluginLeasePrefix = "xpu-dra-plugin-";
+constexpr std::string_view kPoolKeyPrefix = "pool/";
+const std::string kClassesKey = "classes";
+constexpr std::chrono::seconds kMutationCacheTtl{60};
+
+std::string PoolKey(const std::string& node) { return std::string(kPoolKeyPrefix) + node; }
+
+kc::InformerOptions Selected(std::string ns, std::string labels, std::string fields) {
+  kc::InformerOptions o;
+  o.ns = std::move(ns);
+  o.label_selector = std::move(labels);
+  o.field_selector = std::move(fields);
+  return o;
+}
+
+// The (pool, device) pairs of `driver` a claim holds.
+std::vector<std::pair<std::string, std::string>> DevicesOf(const ResourceClaim* claim,
+                                                           const std::string& driver) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (claim == nullptr || !claim->status.allocation) return out;
+  for (const auto& r : claim->status.allocation->devices.results) {
+    if (r.driver == driver) out.emplace_back(r.pool, r.device);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string NodeOfPluginLease(const std::string& lease_name) {
+  if (!lease_name.starts_with(kPluginLeasePrefix)) return "";
+  return lease_name.substr(kPluginLeasePrefix.size());
+}
+
+Controller::Controller(kc::Client* client, CoreOptions options, Config config,
+                       ControllerMetrics* metrics, Logger* log)
+    : client_(client),
+      options_(std::move(options)),
+      metrics_(metrics),
+      log_(log),
+      inventories_(client, kc::NodeInventories()),
+      nodes_(client, kc::Nodes()),
+      leases_(client, kc::Leases(), Selected(options_.ns, "", "")),
+      slices_(client, kc::ResourceSlices(), Selected("", "", "spec.driver=" + options_.driver)),
+      claims_(client, kc::ResourceClaims()),
+      classes_(client, kc::DeviceClasses(),
+               Selected("", std::string(kManagedByLabel) + "=" + std::string(kManagedByValue), "")),
+      config_(std::make_shared<const Config>(std::move(config))) {}
+
+Controller::~Controller() { Stop(); }
+
+void Controller::SetCanWrite(std::function<bool()> can_write) { can_write_ = std::move(can_write); }
+
+bool Controller::CanWrite() const { return !can_write_ || can_write_(); }
+
+std::shared_ptr<const Config> Controller::config() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return config_;
+}
+
+void Controller::SetConfig(Config config) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    config_ = std::make_shared<const Config>(std::move(config));
+  }
+  ResyncAll();
+}
+
+bool Controller::synced() const {
+  return inventories_.synced() && nodes_.synced() && leases_.synced() && slices_.synced() &&
+         claims_.synced() && classes_.synced();
+}
+
+Status Controller::Start(std::chrono::milliseconds sync_timeout) {
+  auto pool_of_node = [this](const auto& obj) {
+    if (obj) queue_.Add(PoolKey(obj->metadata.name));
+  };
+  inventories_.AddHandlers({pool_of_node,
+                            [pool_of_node](const auto&, const auto& n) { pool_of_node(n); },
+                            pool_of_node});
+  nodes_.AddHandlers({pool_of_node,
+                      [this](const auto& o, const auto& n) {
+                        // Heartbeats change status only; labels and uid matter here.
+                        if (!o || o->metadata.labels != n->metadata.labels ||
+                            o->metadata.uid != n->metadata.uid) {
+                          queue_.Add(PoolKey(n->metadata.name));
+                        }
+                      },
+                      pool_of_node});
+  auto lease_event = [this](const std::shared_ptr<const api::core::Lease>& lease, bool always) {
+    const std::string node = NodeOfPluginLease(lease->metadata.name);
+    if (node.empty()) return;
+    bool live = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = live_.find(node);
+      live = it != live_.end() && it->second;
+    }
+    // A renewal of a live node needs no sync: the expiry timer re-checks it.
+    if (always || !live) queue_.Add(PoolKey(node));
+  };
+  leases_.AddHandlers({[lease_event](const auto& l) { lease_event(l, true); },
+                       [lease_event](const auto&, const auto& n) { lease_event(n, false); },
+                       [lease_event](const auto& l) { lease_event(l, true); }});
+  slices_.AddHandlers({[this](const SlicePtr& s) { OnSlice(nullptr, s); },
+                       [this](const SlicePtr& o, const SlicePtr& n) { OnSlice(o, n); },
+                       [this](const SlicePtr& s) { OnSlice(s, nullptr); }});
+  claims_.AddHandlers({[this](const auto& c) { OnClaim(nullptr, c); },
+                       [this](const auto& o, const auto& n) { OnClaim(o, n); },
+                       [this](const auto& c) { OnClaim(c, nullptr); }});
+  auto classes_changed = [this](const auto&) {
+    queue_.AddAfter(kClassesKey, std::chrono::milliseconds(200));
+  };
+  classes_.AddHandlers({classes_changed,
+                        [classes_changed](const auto&, const auto& n) { classes_changed(n); },
+                        classes_changed});
+
+  inventories_.Start();
+  nodes_.Start();
+  leases_.Start();
+  slices_.Start();
+  claims_.Start();
+  classes_.Start();
+  for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { Worker(); });
+  threads_.emplace_back([this] { Periodic(); });
+
+  const auto deadline = Clock::now() + sync_timeout;
+  auto left = [&] {
+    return std::max(std::chrono::milliseconds(1),
+                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+  };
+  const bool ok = inventories_.WaitForSync(left()) && nodes_.WaitForSync(left()) &&
+                  leases_.WaitForSync(left()) && slices_.WaitForSync(left()) &&
+                  claims_.WaitForSync(left()) && classes_.WaitForSync(left());
+  ResyncAll();
+  if (!ok) {
+    return Status(StatusCode::kDeadlineExceeded,
+                  "start controller: informers did not list within the timeout; still trying");
+  }
+  return OkStatus();
+}
+
+void Controller::Stop() {
+  if (stop_.exchange(true)) return;
+  queue_.ShutDown();
+  for (std::thread& t : threads_) t.join();
+  threads_.clear();
+  inventories_.Stop();
+  nodes_.Stop();
+  leases_.Stop();
+  slices_.Stop();
+  claims_.Stop();
+  classes_.Stop();
+}
+
+void Controller::ResyncAll() {
+  for (const auto& inv : inventories_.List()) queue_.Add(PoolKey(inv->metadata.name));
+  std::vector<std::string> pools;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [pool, names] : pool_slices_) pools.push_back(pool);
+  }
+  for (const std::string& p : pools) queue_.Add(PoolKey(p));
+  queue_.Add(kClassesKey);
+}
+
+void Controller::OnSlice(const SlicePtr& old_slice, const SlicePtr& new_slice) {
+  std::set<std::string> pools;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (old_slice) {
+      auto& names = pool_slices_[old_slice->spec.pool.name];
+      names.erase(old_slice->metadata.name);
+      if (names.empty()) pool_slices_.erase(old_slice->spec.pool.name);
+      pools.insert(old_slice->spec.pool.name);
+    }
+    if (new_slice) {
+      pool_slices_[new_slice->spec.pool.name].insert(new_slice->metadata.name);
+      pools.insert(new_slice->spec.pool.name);
+    }
+  }
+  for (const std::string& p : pools) queue_.Add(PoolKey(p));
+}
+
+void Controller::OnClaim(const std::shared_ptr<const ResourceClaim>& old_claim,
+                         const std::shared_ptr<const ResourceClaim>& new_claim) {
+  const std::string uid = new_claim ? new_claim->metadata.uid : old_claim->metadata.uid;
+  auto now_held = DevicesOf(new_claim.get(), options_.driver);
+  std::set<std::string> pools;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = claim_devices_.find(uid);
+    if (it != claim_devices_.end()) {
+      if (it->second == now_held) return;
+      for (const auto& [pool, device] : it->second) {
+        auto& held = allocated_[pool];
+        if (auto d = held.find(device); d != held.end()) held.erase(d);
+        if (held.empty()) allocated_.erase(pool);
+        pools.insert(pool);
+      }
+      claim_devices_.erase(it);
+    }
+    for (const auto& [pool, device] : now_held) {
+      allocated_[pool].insert(device);
+      pools.insert(pool);
+    }
+    if (!now_held.empty()) claim_devices_[uid] = now_held;
+  }
+  for (const std::string& p : pools) queue_.AddAfter(PoolKey(p), options_.claim_debounce);
+}
+
+std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
+  std::set<std::string> names;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = pool_slices_.find(pool); it != pool_slices_.end()) names = it->second;
+    for (const auto& [name, cached] : written_) {
+      if (cached.slice && cached.slice->spec.pool.name == pool) names.insert(name);
+    }
+  }
+  std::vector<SlicePtr> out;
+  const auto now = Clock::now();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& name : names) {
+    SlicePtr seen = slices_.Get(name);
+    auto it = written_.find(name);
+    if (it != written_.end() && it->second.expires > now) {
+      if (!it->second.slice) continue;  // we deleted it; the watch has not said so yet
+      if (!seen || kc::CompareResourceVersions(seen->metadata.resource_version,
+                                               it->second.slice->metadata.resource_version)
+                           .value_or(-1) < 0) {
+        out.push_back(it->second.slice);
+        continue;
+      }
+      written_.erase(it);  // the informer caught up
+    }
+    if (seen && seen->spec.pool.name == pool) out.push_back(seen);
+  }
+  return out;
+}
+
+void Controller::RememberWrites(const PoolSyncResult& result) {
+  const auto expires = Clock::now() + kMutationCacheTtl;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const SlicePtr& s : result.written) written_[s->metadata.name] = Cached{s, expires};
+  for (const std::string& name : result.deleted_names) written_[name] = Cached{nullptr, expires};
+}
+
+Status Controller::SyncPoolKey(const std::string& node) {
+  if (!CanWrite()) return OkStatus();
+  const auto inventory = inventories_.Get(node);
+  const auto node_obj = nodes_.Get(node);
+  const auto lease = leases_.Get(options_.ns + "/" + std::string(kPluginLeasePrefix) + node);
+  bool live = false;
+  if (inventory && node_obj && lease && lease->spec.renew_time) {
+    auto renewed = ParseTime(*lease->spec.renew_time);
+    if (renewed.ok()) {
+      const auto duration = lease->spec.lease_duration_seconds
+                                ? std::chrono::seconds(*lease->spec.lease_duration_seconds)
+                                : options_.default_lease_duration;
+      const auto expires = *renewed + duration;
+      const auto now = std::chrono::system_clock::now();
+      if (expires > now) {
+        live = true;
+        queue_.AddAfter(PoolKey(node),
+                        std::chrono::duration_cast<std::chrono::milliseconds>(expires - now) +
+                            std::chrono::milliseconds(250));
+      }
+    } else {
+      log_->Warning("plugin lease of node " + node + ": " + renewed.status().message());
+    }
+  }
+
+  std::optional<DesiredPool> desired;
+  if (live) {
+    NodeFacts facts{node, node_obj->metadata.uid, node_obj->metadata.labels};
+    PublishOptions publish;
+    publish.driver = options_.driver;
+    publish.version = options_.version;
+    publish.taints = taints_ok_;
+    publish.counters = counters_ok_;
+    std::set<std::string> allocated;
+    std::shared_ptr<const Config> cfg;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = allocated_.find(node); it != allocated_.end()) {
+        allocated.insert(it->second.begin(), it->second.end());
+      }
+      cfg = config_;
+    }
+    auto built = BuildPool(*inventory, facts, *cfg, publish, allocated);
+    if (!built.ok()) {
+      // A bad inventory keeps what is published; the plugin's next write re-queues the pool.
+      const std::string msg = "build slices of node " + node + ": " + built.status().message();
+      log_->Error(msg);
+      RecordEvent("Warning", "InvalidInventory", msg, node);
+      return OkStatus();
+    }
+    desired = std::move(built).value();
+  }
+
+  NodeFacts owner{node, node_obj ? node_obj->metadata.uid : "", {}};
+  const std::vector<SlicePtr> existing = ExistingSlices(node);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_[node] = live;
+    if (desired) {
+      tainted_[node] = desired->tainted;
+    } else {
+      tainted_.erase(node);
+    }
+    if (!inventory) live_.erase(node);
+  }
+  if (!desired && existing.empty()) return OkStatus();
+
+  PoolSyncResult result = SyncPool(
+      *client_, options_.driver, node, desired, owner, existing,
+      [this](std::string_view verb, std::string_view res) {
+        metrics_->slice_writes.Inc({std::string(verb), std::string(res)});
+      },
+      [this] { return CanWrite(); });
+  RememberWrites(result);
+  if (result.Changed()) {
+    log_->Debug("pool " + node + ": " + std::to_string(result.created) + " created, " +
+                std::to_string(result.updated) + " updated, " + std::to_string(result.deleted) +
+                " deleted, generation " + std::to_string(result.generation));
+  }
+  auto fall_back = [&](std::atomic<bool>& flag, const std::string& field, const std::string& how) {
+    if (!flag.exchange(false)) return;
+    const std::string msg = "the API server dropped device " + field + " from the slices of node " +
+                            node + " (feature gate off): " + how;
+    log_->Warning(msg);
+    metrics_->fallbacks.Inc({field});
+    RecordEvent("Warning", "FieldsDropped", msg, node);
+    ResyncAll();
+  };
+  if (result.dropped_taints) {
+    fall_back(taints_ok_, "taints", "tainted devices are left out of the slices from now on");
+  }
+  if (result.dropped_counters) {
+    fall_back(counters_ok_, "counters", "publishing in attributes mode from now on");
+  }
+  return result.status;
+}
+
+Status Controller::SyncClasses() {
+  if (!CanWrite()) return OkStatus();
+  std::shared_ptr<const Config> cfg = config();
+  std::map<std::string, std::shared_ptr<const DeviceClass>> managed;
+  for (const auto& c : classes_.List()) managed[c->metadata.name] = c;
+  auto count = [this](const char* verb, const Status& s) {
+    const char* result = s.ok()                                   ? "ok"
+                         : s.code() == StatusCode::kAborted       ? "conflict"
+                         : s.code() == StatusCode::kNotFound      ? "not_found"
+                         : s.code() == StatusCode::kAlreadyExists ? "exists"
+                                                                  : "error";
+    metrics_->class_writes.Inc({verb, result});
+  };
+  Status first;
+  auto update = [&](DeviceClass current, const DeviceClass& want) {
+    if (current.spec == want.spec && current.metadata.labels == want.metadata.labels &&
+        current.metadata.annotations == want.metadata.annotations) {
+      return;
+    }
+    current.spec = want.spec;
+    current.metadata.labels = want.metadata.labels;
+    current.metadata.annotations = want.metadata.annotations;
+    Status s = client_->Update(kc::DeviceClasses(), "", api::resource::ToJson(current)).status();
+    count("update", s);
+    if (!s.ok() && first.ok()) first = s;
+  };
+  for (const DeviceClass& want : DesiredDeviceClasses(*cfg, options_.driver)) {
+    if (!CanWrite()) return OkStatus();
+    auto it = managed.find(want.metadata.name);
+    if (it != managed.end()) {
+      update(*it->second, want);
+      managed.erase(it);
+      continue;
+    }
+    auto created = client_->Create(kc::DeviceClasses(), "", api::resource::ToJson(want));
+    count("create", created.status());
+    if (created.ok()) continue;
+    if (created.status().code() != StatusCode::kAlreadyExists) {
+      if (first.ok()) first = created.status();
+      continue;
+    }
+    // Ours but not yet in the informer, or someone else's: only ours is touched.
+    auto current = client_->Get(kc::DeviceClasses(), "", want.metadata.name);
+    if (!current.ok()) {
+      if (first.ok()) first = current.status();
+      continue;
+    }
+    auto parsed = api::FromJson<DeviceClass>(*current);
+    if (!parsed.ok()) continue;
+    auto label = parsed->metadata.labels.find(std::string(kManagedByLabel));
+    if (label == parsed->metadata.labels.end() || label->second != kManagedByValue) {
+      log_->Warning("deviceclass " + want.metadata.name + " exists and is not managed by " +
+                    std::string(kManagedByValue) + "; left alone");
+      continue;
+    }
+    update(*parsed, want);
+  }
+  for (const auto& [name, obsolete] : managed) {
+    if (!CanWrite()) return OkStatus();
+    kc::DeleteOptions pre;
+    pre.uid = obsolete->metadata.uid;
+    pre.resource_version = obsolete->metadata.resource_version;
+    Status s = client_->Delete(kc::DeviceClasses(), "", name, pre);
+    count("delete", s);
+    if (!s.ok() && s.code() != StatusCode::kNotFound && first.ok()) first = s;
+  }
+  return first.WithContext("sync deviceclasses");
+}
+
+void Controller::Worker() {
+  while (auto key = queue_.Get()) {
+    const bool classes = *key == kClassesKey;
+    metrics::ScopeTimer timer(metrics_->reconcile_seconds, {classes ? "classes" : "pool", "ok"});
+    Status s = classes ? SyncClasses() : SyncPoolKey(key->substr(kPoolKeyPrefix.size()));
+    if (s.ok()) {
+      queue_.Forget(*key);
+    } else {
+      timer.SetLabel("result", "error");
+      if (s.code() != StatusCode::kCancelled) {
+        queue_.AddRateLimited(*key);
+        log_->Log(s.code() == StatusCode::kAborted ? "debug" : "warning",
+                  s.message() + " (retry " + std::to_string(queue_.Failures(*key)) + ")");
+      }
+    }
+    queue_.Done(*key);
+  }
+}
+
+void Controller::Periodic() {
+  auto last_resync = Clock::now();
+  while (!stop_) {
+    for (int i = 0; i < 20 && !stop_; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    UpdateGauges();
+    const auto now = Clock::now();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = written_.begin(); it != written_.end();) {
+        it = it->second.expires <= now ? written_.erase(it) : std::next(it);
+      }
+    }
+    if (now - last_resync >= options_.resync) {
+      last_resync = now;
+      ResyncAll();
+    }
+  }
+}
+
+void Controller::UpdateGauges() {
+  metrics_->queue_depth.Set(static_cast<double>(queue_.Depth()));
+  metrics_->queue_delayed.Set(static_cast<double>(queue_.Delayed()));
+  metrics_->slices_published.Set(static_cast<double>(slices_.size()));
+  int live = 0;
+  std::map<std::string, int> tainted;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [node, is_live] : live_) live += is_live ? 1 : 0;
+    for (const auto& [node, keys] : tainted_) {
+      for (const auto& [key, n] : keys) tainted[key] += n;
+    }
+  }
+  metrics_->nodes.Set({"live"}, live);
+  metrics_->nodes.Set({"stale"}, std::max(0, static_cast<int>(inventories_.size()) - live));
+  metrics_->devices_tainted.Clear();
+  for (const auto& [key, n] : tainted) metrics_->devices_tainted.Set({key}, n);
+}
+
+void Controller::RecordEvent(const std::string& type, const std::string& reason,
+                             const std::string& message, const std::string& about_node) {
+  const std::string now = FormatTime(std::chrono::system_clock::now());
+  nlohmann::json involved;
+  std::string ns = options_.ns;
+  if (!about_node.empty()) {
+    involved = {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", about_node}};
+    ns = "default";  // events about cluster-scoped objects live there
+  } else {
+    involved = {{"apiVersion", "coordination.k8s.io/v1"},
+                {"kind", "Lease"},
+                {"namespace", options_.ns},
+                {"name", "xpu-dra-controller"}};
+  }
+  nlohmann::json event = {
+      {"apiVersion", "v1"},
+      {"kind", "Event"},
+      {"metadata", {{"generateName", "xpu-dra-controller."}, {"namespace", ns}}},
+      {"involvedObject", involved},
+      {"type", type},
+      {"reason", reason},
+      {"message", message.substr(0, 1024)},
+      {"source", {{"component", "xpu-dra-controller"}}},
+      {"reportingComponent", "xpu-dra-controller"},
+      {"reportingInstance", options_.identity},
+      {"firstTimestamp", now},
+      {"lastTimestamp", now},
+      {"count", 1}};
+  auto created = client_->Create(kc::Events(), ns, event);
+  if (!created.ok()) log_->Debug("record event " + reason + ": " + created.status().message());
+}
+
+}  // namespace xpu::controller

@@ -1,0 +1,141 @@
+// The controller's core: informers on NodeInventories, plugin Leases, Nodes, ResourceSlices of
+// the driver, ResourceClaims and the managed DeviceClasses; a work queue keyed by pool (the node
+// name) plus one key for the DeviceClasses; workers that compute each pool's desired slices
+// (controller/slices.h) and write the difference (controller/pool_sync.h).
+//
+// A node's pool is published while its NodeInventory and Node exist and its plugin Lease
+// (`xpu-dra-plugin-<node>` in the namespace) is fresh: renewTime + leaseDurationSeconds (15 s
+// when unset) is in the future. A timer re-checks the pool when the Lease would expire, so a
+// stopped plugin's pool is withdrawn within one lease duration (15 s, before the kubelet's own
+// 30 s wipe). Slices deleted by someone else are recreated by the next sync of their pool.
+// Claim allocations re-queue their pools after a debounce (attributes mode orders by them).
+//
+// Writes happen only while `can_write` says so (the leader); a replica that is not the leader
+// keeps its caches warm and syncs nothing. Fields the server drops make the controller publish
+// without them from then on (taints: tainted devices are left out; counters: attributes mode),
+// with a log line, a metric and an Event. Thread-safe.
+#ifndef XPU_CONTROLLER_CONTROLLER_H_
+#define XPU_CONTROLLER_CONTROLLER_H_
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/client/client.h"
+#include "api/client/informer.h"
+#include "api/core.h"
+#include "api/node_inventory.h"
+#include "api/resource.h"
+#include "api/validation.h"
+#include "base/log.h"
+#include "controller/config.h"
+#include "controller/metrics.h"
+#include "controller/pool_sync.h"
+#include "controller/slices.h"
+#include "controller/work_queue.h"
+
+namespace xpu::controller {
+
+struct CoreOptions {
+  std::string driver = "xpu.dra.dev";
+  std::string ns = "xpu-dra";  // plugin Leases and the controller's Events
+  api::KubeVersion version = api::KubeVersion::k1_35;
+  int workers = 4;
+  std::chrono::milliseconds claim_debounce{1000};
+  std::chrono::seconds default_lease_duration{15};  // for a plugin Lease without one
+  std::chrono::milliseconds resync{300'000};        // every pool again, as a safety net
+  std::string identity;                             // reportingInstance of Events
+};
+
+// "xpu-dra-plugin-<node>" -> "<node>"; "" for other names.
+std::string NodeOfPluginLease(const std::string& lease_name);
+
+class Controller {
+ public:
+  // `client`, `metrics` and `log` must outlive the controller.
+  Controller(api::client::Client* client, CoreOptions options, Config config,
+             ControllerMetrics* metrics, Logger* log);
+  ~Controller();  // Stop()s
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Starts the informers and the workers; returns once every informer has listed, or
+  // kDeadlineExceeded after `sync_timeout` (the controller keeps trying in the background).
+  Status Start(std::chrono::milliseconds sync_timeout = std::chrono::milliseconds(60'000));
+  void Stop();
+  bool synced() const;
+
+  // Who may write: the leader elector's IsLeader, or always (no election). Set before Start.
+  void SetCanWrite(std::function<bool()> can_write);
+  // Queues every pool and the DeviceClasses (on becoming leader, on a config change).
+  void ResyncAll();
+  // Replaces the config in force and resyncs.
+  void SetConfig(Config config);
+  std::shared_ptr<const Config> config() const;
+
+  // Current state, for tests and /readyz.
+  bool taints_supported() const { return taints_ok_; }
+  bool counters_supported() const { return counters_ok_; }
+  size_t QueueDepth() const { return queue_.Depth() + queue_.Processing(); }
+  // Records a core/v1 Event (type Normal or Warning). `about_node`: involvedObject is that Node
+  // (the Event lives in "default"); else the controller's leader Lease in the namespace.
+  void RecordEvent(const std::string& type, const std::string& reason, const std::string& message,
+                   const std::string& about_node = "");
+
+ private:
+  struct Cached {
+    SlicePtr slice;  // null: deleted by us
+    std::chrono::steady_clock::time_point expires;
+  };
+
+  void Worker();
+  Status SyncPoolKey(const std::string& node);
+  Status SyncClasses();
+  std::vector<SlicePtr> ExistingSlices(const std::string& pool);
+  void RememberWrites(const PoolSyncResult& result);
+  void OnSlice(const SlicePtr& old_slice, const SlicePtr& new_slice);
+  void OnClaim(const std::shared_ptr<const api::resource::ResourceClaim>& old_claim,
+               const std::shared_ptr<const api::resource::ResourceClaim>& new_claim);
+  void Periodic();
+  void UpdateGauges();
+  bool CanWrite() const;
+
+  api::client::Client* const client_;
+  const CoreOptions options_;
+  ControllerMetrics* const metrics_;
+  Logger* const log_;
+  std::function<bool()> can_write_;
+
+  api::client::TypedInformer<api::NodeInventory> inventories_;
+  api::client::TypedInformer<api::core::Node> nodes_;
+  api::client::TypedInformer<api::core::Lease> leases_;
+  api::client::TypedInformer<api::resource::ResourceSlice> slices_;
+  api::client::TypedInformer<api::resource::ResourceClaim> claims_;
+  api::client::TypedInformer<api::resource::DeviceClass> classes_;
+  WorkQueue queue_;
+
+  std::atomic<bool> taints_ok_{true};
+  std::atomic<bool> counters_ok_{true};
+  std::atomic<bool> stop_{false};
+  std::vector<std::thread> threads_;
+
+  mutable std::mutex mu_;
+  std::shared_ptr<const Config> config_;                      // GUARDED_BY(mu_)
+  std::map<std::string, std::set<std::string>> pool_slices_;  // GUARDED_BY(mu_)
+  std::map<std::string, Cached> written_;                     // GUARDED_BY(mu_)
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> claim_devices_;
+  std::map<std::string, std::multiset<std::string>> allocated_;  // GUARDED_BY(mu_)
+  std::map<std::string, bool> live_;                             // GUARDED_BY(mu_)
+  std::map<std::string, std::map<std::string, int>> tainted_;    // GUARDED_BY(mu_)
+};
+
+}  // namespace xpu::controller
+
+#endif  // XPU_CONTROLLER_CONTROLLER_H_

@@ -1,0 +1,37 @@
+#include "controller/metrics.h"
+
+namespace xpu::controller {
+
+ControllerMetrics::ControllerMetrics(metrics::Registry& r)
+    : slices_published(r.AddGauge("xpu_dra_controller_slices_published",
+                                  "ResourceSlices of the driver in the cluster.")),
+      slice_writes(r.AddCounter("xpu_dra_controller_slice_writes_total",
+                                "ResourceSlice writes by verb and result.", {"verb", "result"})),
+      class_writes(r.AddCounter("xpu_dra_controller_class_writes_total",
+                                "DeviceClass writes by verb and result.", {"verb", "result"})),
+      reconcile_seconds(r.AddHistogram("xpu_dra_controller_reconcile_seconds",
+                                       "Duration of one sync of a pool or of the DeviceClasses.",
+                                       {"kind", "result"}, metrics::LatencyBuckets())),
+      queue_depth(r.AddGauge("xpu_dra_controller_queue_depth", "Keys ready in the work queue.")),
+      queue_delayed(r.AddGauge("xpu_dra_controller_queue_delayed",
+                               "Keys waiting in the work queue for a retry or a timer.")),
+      nodes(r.AddGauge("xpu_dra_controller_nodes",
+                       "Nodes with an inventory, by plugin liveness (live or stale).", {"state"})),
+      devices_tainted(r.AddGauge("xpu_dra_controller_devices_tainted",
+                                 "Published devices carrying each taint.", {"taint"})),
+      leader(r.AddGauge("xpu_dra_controller_leader", "1 while this replica is the leader.")),
+      config_reloads(r.AddCounter("xpu_dra_controller_config_reloads_total",
+                                  "Config file loads by result.", {"result"})),
+      config_valid(r.AddGauge("xpu_dra_controller_config_valid",
+                              "1 when the config in force is the file in place, 0 while that "
+                              "file is rejected.")),
+      fallbacks(r.AddCounter("xpu_dra_controller_fallbacks_total",
+                             "Fields the API server dropped (a feature gate is off), after which "
+                             "the controller publishes without them.",
+                             {"field"})),
+      api_requests(r.AddCounter("xpu_dra_controller_api_requests_total",
+                                "Kubernetes API request attempts by verb and HTTP status code "
+                                "(0: no answer).",
+                                {"verb", "code"})) {}
+
+}  // namespace xpu::controller

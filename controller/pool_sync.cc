@@ -1,0 +1,216 @@
+#include "controller/pool_sync.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <utility>
+
+namespace xpu::controller {
+namespace {
+
+namespace kc = api::client;
+using api::resource::Device;
+using api::resource::ResourceSlice;
+using api::resource::ResourceSliceSpec;
+
+// The identity of a slice for matching: its device names and counter-set names.
+std::string MatchKey(const ResourceSliceSpec& spec) {
+  std::vector<std::string> names;
+  for (const Device& d : spec.devices) names.push_back("d:" + d.name);
+  for (const auto& c : spec.shared_counters) names.push_back("c:" + c.name);
+  std::sort(names.begin(), names.end());
+  std::string key;
+  for (const std::string& n : names) key += n + ",";
+  return key;
+}
+
+// Keeps what the server added: members this code does not know, and taint timestamps.
+void CarryServerFields(ResourceSliceSpec& desired, const ResourceSliceSpec& existing) {
+  desired.unknown = existing.unknown;
+  desired.pool.unknown = existing.pool.unknown;
+  std::map<std::string, const Device*> by_name;
+  for (const Device& d : existing.devices) by_name[d.name] = &d;
+  for (Device& d : desired.devices) {
+    auto it = by_name.find(d.name);
+    if (it == by_name.end()) continue;
+    d.unknown = it->second->unknown;
+    for (api::resource::DeviceTaint& t : d.taints) {
+      for (const api::resource::DeviceTaint& old : it->second->taints) {
+        if (old.key == t.key && old.value == t.value && old.effect == t.effect) {
+          t.time_added = old.time_added;
+          t.unknown = old.unknown;
+        }
+      }
+    }
+  }
+}
+
+bool HasTaints(const ResourceSliceSpec& spec) {
+  return std::any_of(spec.devices.begin(), spec.devices.end(),
+                     [](const Device& d) { return !d.taints.empty(); });
+}
+bool HasCounters(const ResourceSliceSpec& spec) {
+  return !spec.shared_counters.empty() ||
+         std::any_of(spec.devices.begin(), spec.devices.end(),
+                     [](const Device& d) { return !d.consumes_counters.empty(); });
+}
+
+std::string_view ResultOf(const Status& s) {
+  if (s.ok()) return "ok";
+  if (s.code() == StatusCode::kAborted) return "conflict";
+  if (s.code() == StatusCode::kNotFound) return "not_found";
+  return "error";
+}
+
+}  // namespace
+
+PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::string& pool_name,
+                        const std::optional<DesiredPool>& desired, const NodeFacts& node,
+                        const std::vector<SlicePtr>& existing, const WriteObserver& observe,
+                        const std::function<bool()>& can_write) {
+  PoolSyncResult result;
+  auto note = [&](std::string_view verb, const Status& s) {
+    if (observe) observe(verb, ResultOf(s));
+  };
+  auto allowed = [&]() -> bool {
+    if (!can_write || can_write()) return true;
+    result.status = Status(StatusCode::kCancelled,
+                           "sync pool " + pool_name + ": not the leader, stopped writing");
+    return false;
+  };
+
+  int64_t generation = 0;
+  for (const SlicePtr& s : existing) generation = std::max(generation, s->spec.pool.generation);
+
+  std::vector<SlicePtr> current;
+  std::vector<SlicePtr> obsolete;
+  for (const SlicePtr& s : existing) {
+    if (desired && s->spec.pool.generation == generation) {
+      current.push_back(s);
+    } else {
+      obsolete.push_back(s);
+    }
+  }
+
+  // desired index -> matched existing slice
+  const size_t want = desired ? desired->slices.size() : 0;
+  std::vector<SlicePtr> match(want);
+  if (current.size() == 1 && want == 1) {
+    match[0] = current[0];
+  } else if (want > 0) {
+    std::multimap<std::string, SlicePtr> by_key;
+    for (const SlicePtr& s : current) by_key.emplace(MatchKey(s->spec), s);
+    for (size_t i = 0; i < want; ++i) {
+      auto it = by_key.find(MatchKey(desired->slices[i]));
+      if (it == by_key.end()) continue;
+      match[i] = it->second;
+      by_key.erase(it);
+    }
+    for (auto& [key, s] : by_key) obsolete.push_back(s);
+  } else {
+    obsolete.insert(obsolete.end(), current.begin(), current.end());
+  }
+
+  // Desired specs with the pool fields, first at the current generation.
+  std::vector<ResourceSliceSpec> specs;
+  auto build = [&](int64_t gen) {
+    specs.clear();
+    for (size_t i = 0; i < want; ++i) {
+      ResourceSliceSpec spec = desired->slices[i];
+      spec.driver = std::string(driver);
+      spec.pool.name = pool_name;
+      spec.pool.generation = gen;
+      spec.pool.resource_slice_count = static_cast<int64_t>(want);
+      if (match[i]) CarryServerFields(spec, match[i]->spec);
+      specs.push_back(std::move(spec));
+    }
+  };
+  build(generation);
+  int fresh = 0;
+  int changed = 0;
+  for (size_t i = 0; i < want; ++i) {
+    if (!match[i]) {
+      ++fresh;
+    } else if (!(specs[i] == match[i]->spec)) {
+      ++changed;
+    }
+  }
+  if (fresh > 0 || changed > 1) {
+    ++generation;
+    build(generation);
+  }
+  result.generation = generation;
+
+  // 1. Obsolete slices first.
+  for (const SlicePtr& s : obsolete) {
+    if (!allowed()) return result;
+    kc::DeleteOptions pre;
+    pre.uid = s->metadata.uid;
+    pre.resource_version = s->metadata.resource_version;
+    Status st = client.Delete(kc::ResourceSlices(), "", s->metadata.name, pre);
+    note("delete", st);
+    if (st.ok() || st.code() == StatusCode::kNotFound) {
+      ++result.deleted;
+      result.deleted_names.push_back(s->metadata.name);
+      continue;
+    }
+    result.status = st.WithContext("sync pool " + pool_name);
+    return result;
+  }
+
+  auto check_drops = [&](const ResourceSliceSpec& sent, const ResourceSliceSpec& got) {
+    if (HasTaints(sent) && !HasTaints(got)) result.dropped_taints = true;
+    if (HasCounters(sent) && !HasCounters(got)) result.dropped_counters = true;
+  };
+  auto keep = [&](nlohmann::json&& answer, const ResourceSliceSpec& sent) -> Status {
+    auto obj = api::FromJson<ResourceSlice>(answer);
+    if (!obj.ok()) return obj.status().WithContext("read written slice");
+    check_drops(sent, obj->spec);
+    result.written.push_back(std::make_shared<const ResourceSlice>(std::move(obj).value()));
+    return OkStatus();
+  };
+
+  // 2. Updates of matched slices that changed.
+  for (size_t i = 0; i < want; ++i) {
+    if (!match[i] || specs[i] == match[i]->spec) continue;
+    if (!allowed()) return result;
+    ResourceSlice updated = *match[i];
+    updated.spec = specs[i];
+    auto answer = client.Update(kc::ResourceSlices(), "", api::resource::ToJson(updated));
+    note("update", answer.status());
+    if (!answer.ok()) {
+      result.status = answer.status().WithContext("sync pool " + pool_name);
+      return result;
+    }
+    ++result.updated;
+    if (Status st = keep(std::move(answer).value(), specs[i]); !st.ok()) {
+      result.status = st.WithContext("sync pool " + pool_name);
+      return result;
+    }
+  }
+
+  // 3. Creates.
+  if (fresh > 0) {
+    DesiredPool with_pool = *desired;
+    with_pool.slices = specs;
+    std::vector<ResourceSlice> objects = SliceObjects(with_pool, node, driver, generation);
+    for (size_t i = 0; i < want; ++i) {
+      if (match[i]) continue;
+      if (!allowed()) return result;
+      auto answer = client.Create(kc::ResourceSlices(), "", api::resource::ToJson(objects[i]));
+      note("create", answer.status());
+      if (!answer.ok()) {
+        result.status = answer.status().WithContext("sync pool " + pool_name);
+        return result;
+      }
+      ++result.created;
+      if (Status st = keep(std::move(answer).value(), specs[i]); !st.ok()) {
+        result.status = st.WithContext("sync pool " + pool_name);
+        return result;
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace xpu::controller

@@ -1,0 +1,306 @@
+#include "controller/run.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <memory>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include "api/client/client.h"
+#include "api/validation.h"
+#include "base/flags.h"
+#include "base/log.h"
+#include "base/metrics/http_server.h"
+#include "base/metrics/metrics.h"
+#include "controller/config.h"
+#include "controller/controller.h"
+#include "controller/leader.h"
+#include "controller/metrics.h"
+
+namespace xpu::controller {
+namespace {
+
+namespace kc = api::client;
+
+std::string DefaultIdentity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return std::string(host[0] != '\0' ? host : "controller") + "_" + std::to_string(getpid());
+}
+
+// The slice shapes to publish: the flag, else the server's /version (1.35 and later share one).
+StatusOr<api::KubeVersion> DetectVersion(kc::Client& client, const std::string& flag) {
+  if (!flag.empty()) {
+    auto v = api::ParseKubeVersion(flag);
+    if (!v) return InvalidArgumentError("--kubernetes-version: want 1.34 or 1.35, got " + flag);
+    return *v;
+  }
+  ASSIGN_OR_RETURN(nlohmann::json version, client.GetPath("/version"));
+  std::string minor = version.value("minor", "");
+  while (!minor.empty() && (minor.back() < '0' || minor.back() > '9')) minor.pop_back();
+  int n = 0;
+  for (char c : minor) {
+    if (c < '0' || c > '9') return InvalidArgumentError("read /version: minor \"" + minor + "\"");
+    n = n * 10 + (c - '0');
+  }
+  return n >= 35 ? api::KubeVersion::k1_35 : api::KubeVersion::k1_34;
+}
+
+StatusOr<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFoundError("read config " + path + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+Status ControllerOptions::Validate() const {
+  RETURN_IF_ERROR(api::ValidateDnsSubdomain(driver_name, "--driver-name"));
+  RETURN_IF_ERROR(api::ValidateDnsLabel(ns, "--namespace"));
+  if (qps < 0) return InvalidArgumentError("--qps: must not be negative");
+  if (burst < 1) return InvalidArgumentError("--burst: must be at least 1");
+  if (workers < 1 || workers > 64) return InvalidArgumentError("--workers: 1 to 64");
+  if (!kubernetes_version.empty() && !api::ParseKubeVersion(kubernetes_version)) {
+    return InvalidArgumentError("--kubernetes-version: want 1.34 or 1.35, got " +
+                                kubernetes_version);
+  }
+  if (!Logger::IsLevel(log_level)) {
+    return InvalidArgumentError("--log-level: \"" + log_level +
+                                "\" is not error, warning, info or debug");
+  }
+  LeaderOptions leader;
+  leader.identity = identity.empty() ? "x" : identity;
+  leader.lease_duration = lease_duration;
+  leader.renew_deadline = renew_deadline;
+  leader.retry_period = retry_period;
+  return leader.Validate();
+}
+
+std::string Usage() {
+  return "usage: xpu-dra-controller [flags]\n"
+         "The xpu-dra controller: publishes the ResourceSlices of every node whose plugin is\n"
+         "live, applies health and support-matrix taints, and keeps the DeviceClasses of the\n"
+         "config in the cluster. Run two replicas with --leader-elect.\n"
+         "  --kubeconfig FILE       API access (default: in-cluster service account, then\n"
+         "                          $KUBECONFIG)\n"
+         "  --driver-name NAME      DRA driver name (default xpu.dra.dev)\n"
+         "  --namespace NS          plugin Leases, the leader Lease and Events (default xpu-dra)\n"
+         "  --config FILE           capability classes, support matrix, publishing mode (YAML or\n"
+         "                          JSON; reloaded on change; default: built-in defaults)\n"
+         "  --qps N                 client-side API rate limit (default 50; 0 disables)\n"
+         "  --burst N               API burst (default 100)\n"
+         "  --leader-elect BOOL     elect one leader among replicas (default true)\n"
+         "  --identity NAME         this replica's leader-election identity (default\n"
+         "                          hostname_pid)\n"
+         "  --metrics-addr ADDR     /metrics, /healthz, /readyz (default :9401; \"\" disables)\n"
+         "  --kubernetes-version V  slice shapes for 1.34 or 1.35 (default: the server's\n"
+         "                          /version; 1.36 and later publish like 1.35)\n"
+         "  --workers N             pools synced in parallel (default 4)\n"
+         "  --config-poll DURATION  how often the config file is checked (default 2s)\n"
+         "  --claim-debounce DURATION  wait after an allocation change before reordering\n"
+         "                          (default 1s)\n"
+         "  --lease-duration DURATION  leader Lease duration (default 12s)\n"
+         "  --renew-deadline DURATION  the leader steps down after failing to renew this long\n"
+         "                          (default 8s)\n"
+         "  --retry-period DURATION leader election retry and renewal period (default 2s)\n"
+         "  --log-level LEVEL       error, warning, info or debug (default info)\n"
+         "  --help                  print this help\n";
+}
+
+StatusOr<ControllerOptions> ParseFlags(const std::vector<std::string>& args, bool* help) {
+  ControllerOptions o;
+  FlagReader flags(args);
+  while (flags.Next()) {
+    if (flags.Is("--kubeconfig")) {
+      ASSIGN_OR_RETURN(o.kubeconfig, flags.Value());
+    } else if (flags.Is("--driver-name")) {
+      ASSIGN_OR_RETURN(o.driver_name, flags.Value());
+    } else if (flags.Is("--namespace")) {
+      ASSIGN_OR_RETURN(o.ns, flags.Value());
+    } else if (flags.Is("--config")) {
+      ASSIGN_OR_RETURN(o.config_path, flags.Value());
+    } else if (flags.Is("--qps")) {
+      ASSIGN_OR_RETURN(const int64_t qps, flags.Int(0, 100'000));
+      o.qps = static_cast<double>(qps);
+    } else if (flags.Is("--burst")) {
+      ASSIGN_OR_RETURN(const int64_t burst, flags.Int(1, 100'000));
+      o.burst = static_cast<int>(burst);
+    } else if (flags.Is("--leader-elect")) {
+      ASSIGN_OR_RETURN(const std::string v, flags.Value());
+      if (v != "true" && v != "false") {
+        return InvalidArgumentError("parse flag --leader-elect: want true or false, got " + v);
+      }
+      o.leader_elect = v == "true";
+    } else if (flags.Is("--identity")) {
+      ASSIGN_OR_RETURN(o.identity, flags.Value());
+    } else if (flags.Is("--metrics-addr")) {
+      ASSIGN_OR_RETURN(o.metrics_addr, flags.Value());
+    } else if (flags.Is("--kubernetes-version")) {
+      ASSIGN_OR_RETURN(o.kubernetes_version, flags.Value());
+    } else if (flags.Is("--workers")) {
+      ASSIGN_OR_RETURN(const int64_t w, flags.Int(1, 64));
+      o.workers = static_cast<int>(w);
+    } else if (flags.Is("--config-poll")) {
+      ASSIGN_OR_RETURN(o.config_poll, flags.Duration());
+    } else if (flags.Is("--claim-debounce")) {
+      ASSIGN_OR_RETURN(o.claim_debounce, flags.Duration());
+    } else if (flags.Is("--lease-duration")) {
+      ASSIGN_OR_RETURN(o.lease_duration, flags.Duration());
+    } else if (flags.Is("--renew-deadline")) {
+      ASSIGN_OR_RETURN(o.renew_deadline, flags.Duration());
+    } else if (flags.Is("--retry-period")) {
+      ASSIGN_OR_RETURN(o.retry_period, flags.Duration());
+    } else if (flags.Is("--log-level")) {
+      ASSIGN_OR_RETURN(o.log_level, flags.Value());
+    } else {
+      return flags.Unknown();
+    }
+  }
+  *help = flags.help();
+  if (o.identity.empty()) o.identity = DefaultIdentity();
+  return o;
+}
+
+int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::ostream& log_out) {
+  Logger log(log_out, options.log_level);
+  metrics::Registry registry;
+  ControllerMetrics m(registry);
+
+  // The config first: a bad file stops start-up before anything is written.
+  Config config = DefaultConfig();
+  std::string config_text;
+  if (!options.config_path.empty()) {
+    auto text = ReadFile(options.config_path);
+    auto parsed = text.ok() ? ParseConfig(*text) : StatusOr<Config>(text.status());
+    if (!parsed.ok()) {
+      log.Error("config " + options.config_path + ": " + parsed.status().message());
+      return 2;
+    }
+    config = std::move(parsed).value();
+    config_text = *text;
+    log.Info("config " + options.config_path + ": " +
+             std::to_string(config.capability_classes.size()) + " capability classes, " +
+             std::to_string(config.support_matrix.size()) + " support rules, mode " +
+             std::string(PublishModeName(config.mode)));
+  } else {
+    log.Info("no --config: built-in defaults (mode attributes, " +
+             std::to_string(config.capability_classes.size()) + " capability classes)");
+  }
+  m.config_valid.Set(1);
+
+  auto cluster = kc::ResolveClusterConfig(options.kubeconfig);
+  if (!cluster.ok()) {
+    log.Error(cluster.status().message());
+    return 1;
+  }
+  log.Info("API server " + cluster->Describe());
+  kc::ClientOptions client_options;
+  client_options.qps = options.qps;
+  client_options.burst = options.burst;
+  client_options.observe = [&m](std::string_view verb, int code) {
+    m.api_requests.Inc({std::string(verb), std::to_string(code)});
+  };
+  auto client = kc::Client::Create(*cluster, client_options);
+  if (!client.ok()) {
+    log.Error(client.status().message());
+    return 1;
+  }
+  auto version = DetectVersion(**client, options.kubernetes_version);
+  while (!version.ok() && !stop) {
+    log.Error("kubernetes version: " + version.status().message() + "; retrying");
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    version = DetectVersion(**client, options.kubernetes_version);
+  }
+  if (stop) return 0;
+  log.Info("publishing slices for Kubernetes " + std::string(api::KubeVersionName(*version)));
+
+  CoreOptions core;
+  core.driver = options.driver_name;
+  core.ns = options.ns;
+  core.version = *version;
+  core.workers = options.workers;
+  core.claim_debounce = options.claim_debounce;
+  core.identity = options.identity;
+  Controller controller(client->get(), core, config, &m, &log);
+
+  LeaderOptions leader_options;
+  leader_options.ns = options.ns;
+  leader_options.identity = options.identity;
+  leader_options.lease_duration = options.lease_duration;
+  leader_options.renew_deadline = options.renew_deadline;
+  leader_options.retry_period = options.retry_period;
+  LeaderElector elector(client->get(), leader_options);
+  if (options.leader_elect) controller.SetCanWrite([&elector] { return elector.IsLeader(); });
+
+  std::unique_ptr<metrics::HttpServer> http;
+  if (!options.metrics_addr.empty()) {
+    metrics::HttpServerOptions http_options;
+    http_options.address = options.metrics_addr;
+    http_options.metrics = [&registry] { return registry.Render(); };
+    http_options.readyz = [&controller]() -> Status {
+      if (!controller.synced()) return UnavailableError("informers have not listed yet");
+      return OkStatus();
+    };
+    http = std::make_unique<metrics::HttpServer>(http_options);
+    if (Status s = http->Start(); !s.ok()) {
+      log.Error(s.message());
+      return 1;
+    }
+    log.Info("metrics on " + options.metrics_addr + " (port " + std::to_string(http->port()) + ")");
+  }
+
+  if (Status s = controller.Start(); !s.ok()) log.Warning(s.message());
+  std::thread election;
+  if (options.leader_elect) {
+    election = std::thread([&] {
+      elector.Run(
+          stop,
+          [&] {
+            m.leader.Set(1);
+            controller.ResyncAll();
+          },
+          [&] { m.leader.Set(0); }, [&log](const std::string& msg) { log.Info(msg); });
+    });
+  } else {
+    m.leader.Set(1);
+    controller.ResyncAll();
+  }
+
+  // Config reload: poll the file; a bad new file keeps the previous config.
+  auto last_check = std::chrono::steady_clock::now();
+  while (!stop) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    if (options.config_path.empty() ||
+        std::chrono::steady_clock::now() - last_check < options.config_poll) {
+      continue;
+    }
+    last_check = std::chrono::steady_clock::now();
+    auto text = ReadFile(options.config_path);
+    if (!text.ok() || *text == config_text) continue;
+    config_text = *text;
+    auto parsed = ParseConfig(*text);
+    if (!parsed.ok()) {
+      const std::string msg = "config " + options.config_path + " rejected, the previous one " +
+                              "stays in force: " + parsed.status().message();
+      log.Error(msg);
+      m.config_reloads.Inc({"error"});
+      m.config_valid.Set(0);
+      controller.RecordEvent("Warning", "InvalidConfig", msg);
+      continue;
+    }
+    log.Info("config " + options.config_path + " reloaded");
+    m.config_reloads.Inc({"ok"});
+    m.config_valid.Set(1);
+    controller.SetConfig(std::move(parsed).value());
+  }
+  if (election.joinable()) election.join();
+  controller.Stop();
+  log.Info("stopped");
+  return 0;
+}
+
+}  // namespace xpu::controller
