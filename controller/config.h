@@ -68,9 +68,9 @@ struct SupportRule {
 };
 
 struct CapabilityClass {
-  std::string name;                  // DNS subdomain; also the DeviceClass name
-  std::vector<std::string> vendors;  // allowed, in order of preference; empty = any
-  std::string min_memory;            // quantity; empty = no minimum
+  std::string name;                     // DNS subdomain; also the DeviceClass name
+  std::vector<std::string> vendors;     // allowed, in order of preference; empty = any
+  std::string min_memory;               // quantity; empty = no minimum
   std::vector<std::string> precisions;  // "bf16", "fp16", "fp8", "int8": all required
   std::vector<std::string> families;    // empty = any
   std::vector<std::string> models;      // empty = any

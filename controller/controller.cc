@@ -329,13 +329,27 @@ Status Controller::SyncPoolKey(const std::string& node) {
   }
   if (!desired && existing.empty()) return OkStatus();
 
-  PoolSyncResult result = SyncPool(
-      *client_, options_.driver, node, desired, owner, existing,
-      [this](std::string_view verb, std::string_view res) {
-        metrics_->slice_writes.Inc({std::string(verb), std::string(res)});
-      },
-      [this] { return CanWrite(); });
+  SyncOptions sync;
+  sync.observe = [this](std::string_view verb, std::string_view res) {
+    metrics_->slice_writes.Inc({std::string(verb), std::string(res)});
+  };
+  sync.can_write = [this] { return CanWrite(); };
+  const std::string inventory_version = inventory ? inventory->metadata.resource_version : "";
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = published_inventory_.find(node);
+    sync.bump_on_change = it != published_inventory_.end() && it->second != inventory_version;
+  }
+  PoolSyncResult result = SyncPool(*client_, options_.driver, node, desired, owner, existing, sync);
   RememberWrites(result);
+  if (result.status.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (desired) {
+      published_inventory_[node] = inventory_version;
+    } else {
+      published_inventory_.erase(node);
+    }
+  }
   if (result.Changed()) {
     log_->Debug("pool " + node + ": " + std::to_string(result.created) + " created, " +
                 std::to_string(result.updated) + " updated, " + std::to_string(result.deleted) +

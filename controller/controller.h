@@ -133,7 +133,9 @@ class Controller {
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> claim_devices_;
   std::map<std::string, std::multiset<std::string>> allocated_;  // GUARDED_BY(mu_)
   std::map<std::string, bool> live_;                             // GUARDED_BY(mu_)
-  std::map<std::string, std::map<std::string, int>> tainted_;    // GUARDED_BY(mu_)
+  // The inventory resourceVersion each pool was last published from.
+  std::map<std::string, std::string> published_inventory_;     // GUARDED_BY(mu_)
+  std::map<std::string, std::map<std::string, int>> tainted_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace xpu::controller

@@ -66,8 +66,9 @@ std::string_view ResultOf(const Status& s) {
 
 PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::string& pool_name,
                         const std::optional<DesiredPool>& desired, const NodeFacts& node,
-                        const std::vector<SlicePtr>& existing, const WriteObserver& observe,
-                        const std::function<bool()>& can_write) {
+                        const std::vector<SlicePtr>& existing, const SyncOptions& options) {
+  const WriteObserver& observe = options.observe;
+  const std::function<bool()>& can_write = options.can_write;
   PoolSyncResult result;
   auto note = [&](std::string_view verb, const Status& s) {
     if (observe) observe(verb, ResultOf(s));
@@ -135,7 +136,7 @@ PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::
       ++changed;
     }
   }
-  if (fresh > 0 || changed > 1) {
+  if (fresh > 0 || changed > 1 || (options.bump_on_change && changed > 0)) {
     ++generation;
     build(generation);
   }

@@ -6,7 +6,9 @@
 //   3. existing slices are matched to desired ones (one and one: matched; otherwise by the same
 //      set of device and counter-set names); unmatched existing slices are obsolete;
 //   4. resourceSliceCount = the desired count; the generation is bumped unless no slice is new
-//      and at most one matched slice changes;
+//      and at most one matched slice changes, or the caller asks for a bump on any change (the
+//      driver asking for a higher generation: the controller does when the node's inventory
+//      changed, so consumers see a new generation for new hardware facts);
 //   5. obsolete slices are deleted first (preconditions uid + resourceVersion; NotFound is
 //      fine), then changed slices are updated (with resourceVersion: a 409 is an kAborted error
 //      and the caller retries later with fresh data), then missing ones created;
@@ -58,11 +60,15 @@ using WriteObserver = std::function<void(std::string_view verb, std::string_view
 // `existing`: every slice of this driver whose pool is `pool_name` (any generation). `desired`:
 // nullopt withdraws the pool. `can_write` is asked before each write; when it says no (the
 // leader lost its lease) the sync stops with kCancelled.
+struct SyncOptions {
+  bool bump_on_change = false;
+  WriteObserver observe;
+  std::function<bool()> can_write;
+};
 PoolSyncResult SyncPool(api::client::Client& client, std::string_view driver,
                         const std::string& pool_name, const std::optional<DesiredPool>& desired,
                         const NodeFacts& node, const std::vector<SlicePtr>& existing,
-                        const WriteObserver& observe = nullptr,
-                        const std::function<bool()>& can_write = nullptr);
+                        const SyncOptions& options = {});
 
 }  // namespace xpu::controller
 

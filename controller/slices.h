@@ -63,7 +63,7 @@ struct NodeFacts {
 struct PublishOptions {
   std::string driver = "xpu.dra.dev";
   api::KubeVersion version = api::KubeVersion::k1_35;  // shapes and limits
-  bool taints = true;    // false: the server drops device taints
+  bool taints = true;                                  // false: the server drops device taints
   bool counters = true;  // false: the server drops counters; groups mode falls back
 };
 
@@ -89,8 +89,7 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
 // resourceSliceCount set.
 std::vector<api::resource::ResourceSlice> SliceObjects(const DesiredPool& pool,
                                                        const NodeFacts& node,
-                                                       std::string_view driver,
-                                                       int64_t generation);
+                                                       std::string_view driver, int64_t generation);
 
 }  // namespace xpu::controller
 

@@ -258,6 +258,18 @@ StatusOr<json> Client::GetPath(const std::string& path) {
   return parsed;
 }
 
+StatusOr<json> Client::PostPath(const std::string& path, const json& body) {
+  HttpCall call;
+  call.method = "POST";
+  call.path = path;
+  call.body = body.dump();
+  call.timeout = options_.timeout;
+  ASSIGN_OR_RETURN(auto result, Call({"post " + path}, call));
+  json parsed = json::parse(result.body, nullptr, false);
+  if (parsed.is_discarded()) return DataLossError("post " + path + ": the answer is not JSON");
+  return parsed;
+}
+
 StatusOr<json> Client::Get(const ResourceRef& ref, const std::string& ns, const std::string& name) {
   const std::string what = "get " + ref.Name() + " " + (ns.empty() ? "" : ns + "/") + name;
   ASSIGN_OR_RETURN(ResourceRef served, Served(ref));

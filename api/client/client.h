@@ -147,6 +147,8 @@ class Client {
 
   // GET of an arbitrary path (discovery documents, /version).
   StatusOr<nlohmann::json> GetPath(const std::string& path);
+  // POST of a JSON body to an arbitrary path (kube-sim's admin endpoints in tests).
+  StatusOr<nlohmann::json> PostPath(const std::string& path, const nlohmann::json& body);
   // The resource.k8s.io version the server serves, preferring v1, then v1beta2, then v1beta1.
   // Discovered on first use and cached.
   StatusOr<resource::ResourceVersion> ResourceApiVersion();

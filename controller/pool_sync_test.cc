@@ -1,0 +1,222 @@
+// SyncPool against the real kube-sim: the upstream publishing rules, step by step.
+#include "controller/pool_sync.h"
+
+#include <catch2/catch.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/resource_validation.h"
+#include "controller/testing/cluster.h"
+
+namespace xpu::controller {
+namespace {
+
+namespace kc = api::client;
+using api::resource::Device;
+using api::resource::DeviceTaint;
+using api::resource::ResourceSlice;
+using api::resource::ResourceSliceSpec;
+
+const std::string kDriver = "xpu.dra.dev";
+
+std::unique_ptr<e2e::KubeSimProcess> StartSim(const std::vector<std::string>& flags = {}) {
+  auto sim = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY, flags);
+  INFO(sim.status().ToString());
+  REQUIRE(sim.ok());
+  return std::move(sim).value();
+}
+
+std::unique_ptr<kc::Client> ClientOf(const e2e::KubeSimProcess& sim) {
+  auto client = testing::Connect(sim);
+  INFO(client.status().ToString());
+  REQUIRE(client.ok());
+  return std::move(client).value();
+}
+
+ResourceSliceSpec SliceOf(const std::string& node, int first, int count,
+                          const std::string& model = "H200") {
+  ResourceSliceSpec spec;
+  spec.driver = kDriver;
+  spec.pool.name = node;
+  spec.node_name = node;
+  for (int i = first; i < first + count; ++i) {
+    Device d;
+    d.name = "gpu-" + std::to_string(i);
+    d.attributes["index"].int_value = i;
+    d.attributes["model"].string_value = model;
+    spec.devices.push_back(d);
+  }
+  return spec;
+}
+
+std::vector<SlicePtr> Current(kc::Client& client) {
+  auto slices = testing::ListSlices(client, kDriver);
+  REQUIRE(slices.ok());
+  std::vector<SlicePtr> out;
+  for (auto& s : *slices) out.push_back(std::make_shared<const ResourceSlice>(std::move(s)));
+  return out;
+}
+
+struct Writes {
+  std::vector<std::string> seen;
+  WriteObserver Observer() {
+    return [this](std::string_view verb, std::string_view result) {
+      seen.push_back(std::string(verb) + ":" + std::string(result));
+    };
+  }
+};
+
+TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[pool_sync]") {
+  auto sim = StartSim();
+  auto client = ClientOf(*sim);
+  auto uid = testing::MakeNode(*client, "n1");
+  REQUIRE(uid.ok());
+  NodeFacts node{"n1", *uid, {}};
+  DesiredPool pool;
+  pool.name = "n1";
+  pool.slices = {SliceOf("n1", 0, 4), SliceOf("n1", 4, 4)};
+
+  Writes w;
+  PoolSyncResult first =
+      SyncPool(*client, kDriver, "n1", pool, node, {}, {false, w.Observer(), nullptr});
+  REQUIRE(first.status.ok());
+  CHECK(first.created == 2);
+  CHECK(first.generation == 1);
+  auto now = Current(*client);
+  REQUIRE(now.size() == 2);
+  for (const SlicePtr& s : now) {
+    CHECK(s->spec.pool.generation == 1);
+    CHECK(s->spec.pool.resource_slice_count == 2);
+    CHECK(s->metadata.generate_name == "n1-xpu.dra.dev-");
+    REQUIRE(s->metadata.owner_references.size() == 1);
+    CHECK(s->metadata.owner_references[0].kind == "Node");
+    CHECK(s->metadata.owner_references[0].uid == *uid);
+    CHECK(api::ValidateResourceSlice(*s, api::KubeVersion::k1_34).ok());
+  }
+
+  SECTION("nothing changed: nothing written") {
+    PoolSyncResult again =
+        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    REQUIRE(again.status.ok());
+    CHECK_FALSE(again.Changed());
+  }
+  SECTION("one slice changed: updated in place, same generation") {
+    pool.slices[1] = SliceOf("n1", 4, 4, "H100");
+    PoolSyncResult r =
+        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    REQUIRE(r.status.ok());
+    CHECK(r.updated == 1);
+    CHECK(r.created == 0);
+    CHECK(r.generation == 1);
+  }
+  SECTION("both slices changed: generation bumped on every slice") {
+    pool.slices = {SliceOf("n1", 0, 4, "B200"), SliceOf("n1", 4, 4, "B200")};
+    PoolSyncResult r =
+        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    REQUIRE(r.status.ok());
+    CHECK(r.updated == 2);
+    for (const SlicePtr& s : Current(*client)) CHECK(s->spec.pool.generation == 2);
+  }
+  SECTION("devices move between slices: obsolete deleted first, new created, bumped") {
+    pool.slices = {SliceOf("n1", 0, 8)};
+    w.seen.clear();
+    PoolSyncResult r =
+        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    REQUIRE(r.status.ok());
+    // One existing and one desired are not a pair here: two existing, so names decide.
+    CHECK(r.deleted == 2);
+    CHECK(r.created == 1);
+    REQUIRE(w.seen.size() == 3);
+    CHECK(w.seen[0] == "delete:ok");
+    CHECK(w.seen[2] == "create:ok");
+    auto after = Current(*client);
+    REQUIRE(after.size() == 1);
+    CHECK(after[0]->spec.pool.generation == 2);
+    CHECK(after[0]->spec.pool.resource_slice_count == 1);
+  }
+  SECTION("a stale resourceVersion is a conflict to retry, not a lost write") {
+    pool.slices[0] = SliceOf("n1", 0, 4, "H100");
+    PoolSyncResult r1 =
+        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    REQUIRE(r1.status.ok());
+    pool.slices[0] = SliceOf("n1", 0, 4, "H20");
+    w.seen.clear();
+    PoolSyncResult r2 =
+        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    CHECK(r2.status.code() == StatusCode::kAborted);
+    CHECK(w.seen == std::vector<std::string>{"update:conflict"});
+    PoolSyncResult r3 = SyncPool(*client, kDriver, "n1", pool, node, Current(*client));
+    CHECK(r3.status.ok());
+    CHECK(r3.updated == 1);
+  }
+  SECTION("withdrawn: every slice deleted") {
+    PoolSyncResult r =
+        SyncPool(*client, kDriver, "n1", std::nullopt, node, now, {false, w.Observer(), nullptr});
+    REQUIRE(r.status.ok());
+    CHECK(r.deleted == 2);
+    CHECK(Current(*client).empty());
+  }
+  SECTION("not the leader: nothing written") {
+    PoolSyncResult r = SyncPool(*client, kDriver, "n1", std::nullopt, node, now,
+                                {false, w.Observer(), [] { return false; }});
+    CHECK(r.status.code() == StatusCode::kCancelled);
+    CHECK(Current(*client).size() == 2);
+  }
+}
+
+TEST_CASE("pool sync keeps taint timestamps the server set", "[pool_sync]") {
+  auto sim = StartSim();
+  auto client = ClientOf(*sim);
+  auto uid = testing::MakeNode(*client, "n1");
+  REQUIRE(uid.ok());
+  NodeFacts node{"n1", *uid, {}};
+  DesiredPool pool;
+  pool.name = "n1";
+  pool.slices = {SliceOf("n1", 0, 2)};
+  DeviceTaint taint;
+  taint.key = "xpu.dra.dev/unhealthy";
+  taint.value = "Unhealthy";
+  taint.effect = "NoSchedule";
+  pool.slices[0].devices[1].taints.push_back(taint);
+  REQUIRE(SyncPool(*client, kDriver, "n1", pool, node, {}).status.ok());
+  auto now = Current(*client);
+  REQUIRE(now.size() == 1);
+  REQUIRE(now[0]->spec.devices[1].taints.size() == 1);
+  // Whether or not the server stamped timeAdded, the same desired state writes nothing.
+  PoolSyncResult r = SyncPool(*client, kDriver, "n1", pool, node, now);
+  REQUIRE(r.status.ok());
+  CHECK_FALSE(r.Changed());
+}
+
+TEST_CASE("pool sync reports fields the server dropped", "[pool_sync]") {
+  auto sim = StartSim({"--feature-gates", "DRADeviceTaints=false,DRAPartitionableDevices=false"});
+  auto client = ClientOf(*sim);
+  auto uid = testing::MakeNode(*client, "n1");
+  REQUIRE(uid.ok());
+  NodeFacts node{"n1", *uid, {}};
+  DesiredPool pool;
+  pool.name = "n1";
+  pool.slices = {SliceOf("n1", 0, 2)};
+  DeviceTaint taint;
+  taint.key = "xpu.dra.dev/unhealthy";
+  taint.value = "Unhealthy";
+  taint.effect = "NoSchedule";
+  pool.slices[0].devices[0].taints.push_back(taint);
+  api::resource::CounterSet set;
+  set.name = "gpu-members";
+  set.counters["gpu-0"].value = "1";
+  set.counters["gpu-1"].value = "1";
+  pool.slices[0].shared_counters.push_back(set);
+  api::resource::DeviceCounterConsumption uses;
+  uses.counter_set = "gpu-members";
+  uses.counters["gpu-1"].value = "1";
+  pool.slices[0].devices[1].consumes_counters.push_back(uses);
+  PoolSyncResult r = SyncPool(*client, kDriver, "n1", pool, node, {});
+  REQUIRE(r.status.ok());
+  CHECK(r.dropped_taints);
+  CHECK(r.dropped_counters);
+}
+
+}  // namespace
+}  // namespace xpu::controller
