@@ -44,6 +44,10 @@ class ChildProcess {
   std::string log_path_;
 };
 
+// GET http://127.0.0.1:<port><path> (the binaries' /metrics, /healthz, /readyz): the status
+// line, headers and body as received; "" when nothing listens.
+std::string HttpGet(int port, const std::string& path);
+
 }  // namespace xpu::e2e
 
 #endif  // XPU_E2E_CLIENT_CHILD_PROCESS_H_

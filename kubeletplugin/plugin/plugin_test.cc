@@ -17,6 +17,7 @@
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
+#include "e2e/client/child_process.h"
 #include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
@@ -174,26 +175,6 @@ int FreePort() {
   REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
   ::close(fd);
   return ntohs(addr.sin_port);
-}
-
-// GET http://127.0.0.1:<port><path>: the status line and body.
-std::string HttpGet(int port, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    ::close(fd);
-    return "";
-  }
-  const std::string request = "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
-  (void)!::write(fd, request.data(), request.size());
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
-  ::close(fd);
-  return out;
 }
 
 bool IsSocket(const std::string& path) {
@@ -369,7 +350,7 @@ TEST_CASE(
   CHECK(health[0].devices.size() == 8);
 
   // Metrics and readiness.
-  const std::string metrics = HttpGet(rig.metrics_port(), "/metrics");
+  const std::string metrics = e2e::HttpGet(rig.metrics_port(), "/metrics");
   CHECK(metrics.find("xpu_dra_plugin_prepare_claims_total{result=\"ok\"} 3") != std::string::npos);
   CHECK(metrics.find("xpu_dra_plugin_prepare_claims_total{result=\"error\"} 1") !=
         std::string::npos);
@@ -377,7 +358,7 @@ TEST_CASE(
   CHECK(metrics.find("xpu_dra_plugin_registered 1") != std::string::npos);
   CHECK(metrics.find("xpu_dra_plugin_api_requests_total{verb=\"get\",code=\"200\"}") !=
         std::string::npos);
-  CHECK(HttpGet(rig.metrics_port(), "/readyz").starts_with("HTTP/1.1 200"));
+  CHECK(e2e::HttpGet(rig.metrics_port(), "/readyz").starts_with("HTTP/1.1 200"));
 
   auto unprepared =
       kubelet.Unprepare(rig.DraSocket(), "v1", {{"default", "a", a}, {"default", "x", missing}});
