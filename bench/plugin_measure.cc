@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "api/client/client.h"
+#include "bench/measure_support.h"
 #include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
@@ -34,21 +35,9 @@ namespace kc = xpu::api::client;
 using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
-double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double Percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(p * static_cast<double>(v.size() - 1))];
-}
-
-// A field of /proc/<pid>/status in MB ("VmRSS", "RssAnon", "RssFile").
-double StatusMb(pid_t pid, const std::string& field) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.starts_with(field + ":")) return std::stod(line.substr(field.size() + 1)) / 1024.0;
-  }
-  return -1;
-}
+using xpu::bench::Ms;
+using xpu::bench::Percentile;
+using xpu::bench::StatusMb;
 
 int Fail(const std::string& what) {
   std::cerr << "plugin_measure: " << what << "\n";

@@ -34,6 +34,7 @@ class ChildProcess {
   // The log so far.
   std::string Log() const;
   const std::string& log_path() const { return log_path_; }
+  pid_t pid() const { return pid_; }
 
  private:
   ChildProcess() = default;

@@ -1,0 +1,166 @@
+// A measured run of xpu-dra-controller against kube-sim (DESIGN.md budgets; not a test):
+//   - full publish: N nodes x 8 devices (hgx-h200 inventories, live Leases) from the controller's
+//     start until every pool's slice is created, at --qps (budget: 5,000 nodes in 60 s at QPS 200)
+//   - peak resident memory of the controller (budget 300 MB)
+//   - inventory change -> slice updated (budget p99 1 s): a device turned unhealthy, timed until
+//     a watch sees the slice carry the taint
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/client/client.h"
+#include "api/client/informer.h"
+#include "bench/measure_support.h"
+#include "controller/testing/cluster.h"
+#include "e2e/client/child_process.h"
+#include "e2e/client/kube_sim_process.h"
+
+namespace {
+
+namespace kc = xpu::api::client;
+namespace ct = xpu::controller::testing;
+using Clock = std::chrono::steady_clock;
+using xpu::bench::Ms;
+using xpu::bench::Percentile;
+using xpu::bench::StatusMb;
+
+int Fail(const std::string& what) {
+  std::cerr << "controller_measure: " << what << "\n";
+  return 1;
+}
+
+// A counter's value from a /metrics page; 0 when absent.
+double MetricValue(const std::string& page, const std::string& series) {
+  const auto at = page.find("\n" + series + " ");
+  if (at == std::string::npos) return 0;
+  return std::stod(page.substr(at + series.size() + 2));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int nodes = 5000;
+  int changes = 200;
+  std::string qps = "200";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--nodes") {
+      nodes = std::stoi(argv[i + 1]);
+    } else if (flag == "--changes") {
+      changes = std::stoi(argv[i + 1]);
+    } else if (flag == "--qps") {
+      qps = argv[i + 1];
+    } else {
+      return Fail("usage: controller_measure [--nodes N] [--changes M] [--qps Q]");
+    }
+  }
+  auto sim = xpu::e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY, {"--history", "100000"});
+  if (!sim.ok()) return Fail(sim.status().message());
+  kc::ClientOptions unlimited;
+  unlimited.qps = 0;
+  auto client = ct::Connect(**sim, unlimited);
+  if (!client.ok()) return Fail(client.status().message());
+  if (!ct::MakeNamespace(**client, "xpu-dra").ok()) return Fail("namespace");
+  auto inventory = ct::FixtureInventory(XPU_SOURCE_DIR, "hgx-h200", "x");
+  if (!inventory.ok()) return Fail(inventory.status().message());
+
+  // The cluster: nodes with inventories and live plugin Leases, written by 4 threads.
+  const auto setup_start = Clock::now();
+  std::atomic<int> next{0};
+  std::atomic<int> errors{0};
+  std::vector<std::thread> writers;
+  for (int w = 0; w < 4; ++w) {
+    writers.emplace_back([&] {
+      for (int i = next++; i < nodes; i = next++) {
+        const std::string name = "node-" + std::to_string(i);
+        xpu::api::NodeInventory inv = *inventory;
+        inv.metadata.name = name;
+        if (!ct::MakeNode(**client, name).ok() || !ct::PutInventory(**client, inv).ok() ||
+            !ct::RenewPluginLease(**client, "xpu-dra", name, 3600).ok()) {
+          ++errors;
+        }
+      }
+    });
+  }
+  for (auto& t : writers) t.join();
+  if (errors > 0) return Fail(std::to_string(errors) + " setup writes failed");
+  std::cout << "setup: " << nodes << " nodes in " << Ms(Clock::now() - setup_start) / 1000
+            << " s\n";
+
+  const auto start = Clock::now();
+  auto controller = xpu::e2e::ChildProcess::Start(
+      XPU_CONTROLLER_BINARY,
+      {"--kubeconfig", (*sim)->kubeconfig(), "--namespace", "xpu-dra", "--qps", qps, "--burst", qps,
+       "--leader-elect", "false", "--metrics-addr", "127.0.0.1:0", "--log-level", "warning",
+       "--claim-debounce", "100ms"},
+      (*sim)->dir() + "/controller.log");
+  if (!controller.ok()) return Fail(controller.status().message());
+  int port = 0;
+  while (port == 0 && Clock::now() - start < std::chrono::seconds(30)) {
+    const std::string log = (*controller)->Log();
+    if (auto at = log.find("(port "); at != std::string::npos) port = std::stoi(log.substr(at + 6));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (port == 0) return Fail("no metrics port in the log:\n" + (*controller)->Log());
+  const std::string created = R"(xpu_dra_controller_slice_writes_total{verb="create",result="ok"})";
+  double done = 0;
+  while (done < nodes && Clock::now() - start < std::chrono::seconds(600)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    done = MetricValue(xpu::e2e::HttpGet(port, "/metrics"), created);
+  }
+  const double publish_s = Ms(Clock::now() - start) / 1000;
+  if (done < nodes) return Fail("only " + std::to_string(done) + " pools published");
+  std::cout << "full publish: " << nodes << " nodes x 8 devices in " << publish_s << " s at QPS "
+            << qps << " (budget 60 s for 5,000 at 200)\n";
+  std::cout << "controller resident memory after publish: VmRSS "
+            << StatusMb((*controller)->pid(), "VmRSS") << " MB, peak VmHWM "
+            << StatusMb((*controller)->pid(), "VmHWM") << " MB (budget 300 MB)\n";
+
+  // Inventory change -> slice updated, seen through a watch.
+  kc::InformerOptions by_driver;
+  by_driver.field_selector = "spec.driver=xpu.dra.dev";
+  kc::TypedInformer<xpu::api::resource::ResourceSlice> slices(client->get(), kc::ResourceSlices(),
+                                                              by_driver);
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string tainted_pool;
+  slices.AddHandlers({nullptr,
+                      [&](const auto&, const auto& n) {
+                        for (const auto& d : n->spec.devices) {
+                          if (d.name == "gpu-0" && !d.taints.empty()) {
+                            std::lock_guard<std::mutex> lock(mu);
+                            tainted_pool = n->spec.pool.name;
+                            cv.notify_all();
+                          }
+                        }
+                      },
+                      nullptr});
+  slices.Start();
+  if (!slices.WaitForSync(std::chrono::seconds(120))) return Fail("slice informer did not sync");
+  std::vector<double> latencies;
+  for (int i = 0; i < changes; ++i) {
+    const std::string name = "node-" + std::to_string((i * 7919) % nodes);
+    xpu::api::NodeInventory inv = *inventory;
+    inv.metadata.name = name;
+    inv.status.devices[0].health = "Unhealthy";
+    const auto t0 = Clock::now();
+    if (!ct::PutInventory(**client, inv).ok()) return Fail("inventory write " + name);
+    std::unique_lock<std::mutex> lock(mu);
+    if (!cv.wait_for(lock, std::chrono::seconds(30), [&] { return tainted_pool == name; })) {
+      return Fail("slice of " + name + " not updated within 30 s");
+    }
+    latencies.push_back(Ms(Clock::now() - t0));
+  }
+  slices.Stop();
+  std::cout << "inventory change -> slice updated (" << changes << " changes): p50 "
+            << Percentile(latencies, 0.5) << " ms, p99 " << Percentile(latencies, 0.99)
+            << " ms, max " << Percentile(latencies, 1.0) << " ms (budget p99 1000 ms)\n";
+  std::cout << "controller peak VmHWM " << StatusMb((*controller)->pid(), "VmHWM") << " MB\n";
+  (*controller)->Stop();
+  return 0;
+}
