@@ -293,10 +293,12 @@ StatusOr<std::vector<BuiltDevice>> BuildDevices(const api::NodeInventory& invent
 }
 
 // Attributes-mode order (positions into `devices`): the solver's preference for the free
-// devices, then the allocated ones; inventory order when the topology does not build.
+// devices, then the allocated ones, then the `unpublished` ones (left out by the caller);
+// inventory order when the topology does not build.
 std::vector<size_t> PreferenceOrder(const api::NodeInventory& inventory,
                                     const std::vector<BuiltDevice>& devices,
                                     const std::set<std::string>& allocated,
+                                    const std::set<std::string>& unpublished,
                                     std::vector<std::string>& notes) {
   std::vector<size_t> inventory_order(devices.size());
   for (size_t i = 0; i < devices.size(); ++i) inventory_order[i] = i;
@@ -320,7 +322,7 @@ std::vector<size_t> PreferenceOrder(const api::NodeInventory& inventory,
   topology::DeviceSet taken;
   for (int id = 0; id < node->size(); ++id) {
     const std::string& name = node->device(id).name;
-    if (!position.contains(name)) continue;
+    if (!position.contains(name) || unpublished.contains(name)) continue;
     (allocated.contains(name) ? taken : free).Add(id);
   }
   std::vector<size_t> order;
@@ -336,7 +338,7 @@ std::vector<size_t> PreferenceOrder(const api::NodeInventory& inventory,
   }
   append(free - prefix);
   append(taken);
-  // Devices the topology does not know (cannot happen for a node that builds), last.
+  // The unpublished devices, last.
   std::vector<bool> placed(devices.size(), false);
   for (size_t i : order) placed[i] = true;
   for (size_t i = 0; i < devices.size(); ++i) {
@@ -515,7 +517,14 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
                    BuildDevices(inventory, node, config, pool.notes));
   const api::Limits limits = api::LimitsFor(options.version);
 
-  const std::vector<size_t> order = PreferenceOrder(inventory, built, allocated, pool.notes);
+  std::set<std::string> unpublished;
+  if (!options.taints) {
+    for (const BuiltDevice& b : built) {
+      if (!b.device.taints.empty()) unpublished.insert(b.device.name);
+    }
+  }
+  const std::vector<size_t> order =
+      PreferenceOrder(inventory, built, allocated, unpublished, pool.notes);
   std::vector<Device> devices;
   std::set<std::string> kinds;
   for (size_t i : order) {

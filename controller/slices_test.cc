@@ -273,6 +273,21 @@ TEST_CASE("the DCMI-broken host's unhealthy die taints its groups", "[slices]") 
   CHECK(FindDevice(devices, "npu-6").taints.at(0).value == "Unhealthy");
   CHECK(FindDevice(devices, "npu-x8-0").taints.size() == 1);
   CHECK(FindDevice(devices, "npu-0").taints.empty());
+
+  PublishOptions options;
+  options.taints = false;
+  const DesiredPool untainted = Build(Host("atlas800t-a2-dcmi-broken"), config, options);
+  REQUIRE(untainted.mode == PublishMode::kGroups);
+  for (const Device& d : AllDevices(untainted)) {
+    CHECK(d.taints.empty());
+    CHECK(d.name != "npu-6");
+    CHECK(d.name != "npu-x8-0");
+    for (const auto& consumption : d.consumes_counters) {
+      CHECK_FALSE(consumption.counters.contains("npu-6"));
+    }
+  }
+  CHECK(HasNote(untainted, "npu-x8-0"));
+  CHECK(untainted.tainted.empty());
 }
 
 TEST_CASE("devices outside the support matrix get the unsupported taint", "[slices]") {
