@@ -1,6 +1,6 @@
 // Writes e2e/fixtures/slices-expected/<host>.{groups,attributes}.json from every
 // e2e/fixtures/hosts-expected/<host>.json (see controller/slice_goldens.h).
-// Usage: gen_slice_goldens <source dir>
+// Usage: gen-slice-goldens <source dir>
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -12,7 +12,7 @@
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
   if (argc != 2) {
-    std::cerr << "usage: gen_slice_goldens <source dir>\n";
+    std::cerr << "usage: gen-slice-goldens <source dir>\n";
     return 2;
   }
   const fs::path root = argv[1];
