@@ -96,6 +96,20 @@ const std::vector<Command>& Commands() {
         kOutputFlag,
         kHelpFlag},
        internal::RunDiscover},
+      {"slices",
+       "print the ResourceSlices the controller publishes for a node's inventory",
+       {{"inventory", '\0', "FILE", true,
+         "NodeInventory (JSON, docs/node-inventory.md), e.g. from 'xpuctl discover'"},
+        {"node-name", '\0', "NAME", false, "the Node's name (default: the inventory's name)"},
+        {"mode", '\0', "attributes|groups", false,
+         "publishing mode (default: the config's, else attributes)"},
+        {"kubernetes-version", '\0', "1.34|1.35", false,
+         "the API server's release: shapes and limits (default 1.35)"},
+        {"config", '\0', "FILE", false, "controller config (YAML or JSON, docs/controller.md)"},
+        {"label", '\0', "k=v,...", false, "the Node's labels (fabric tiers)"},
+        kOutputFlag,
+        kHelpFlag},
+       internal::RunSlices},
   };
   return commands;
 }

@@ -99,6 +99,10 @@ TEST_CASE("help lists the commands and their flags") {
   CHECK_THAT(Run({"discover", "--help"}).out,
              StartsWith("usage: xpuctl discover [--host-root DIR] [--vendor-lib-dir DIR] "
                         "[--node-name NAME] [--output json|yaml]"));
+  CHECK_THAT(Run({"slices", "--help"}).out,
+             StartsWith("usage: xpuctl slices --inventory FILE [--node-name NAME] "
+                        "[--mode attributes|groups] [--kubernetes-version 1.34|1.35] "
+                        "[--config FILE] [--label k=v,...] [--output json|yaml]"));
 }
 
 TEST_CASE("bad usage exits 2 with a message and a hint") {
@@ -127,6 +131,15 @@ TEST_CASE("bad usage exits 2 with a message and a hint") {
        "xpuctl discover: host root /nonexistent/xpu: not a directory"},
       {{"discover", "--node-name", "Bad_Name"}, "xpuctl discover: node name: "},
       {{"discover", "-o", "xml"}, "xpuctl discover: --output: expected json or yaml"},
+      {{"slices"}, "xpuctl slices: --inventory is required"},
+      {{"slices", "--inventory", topo},
+       "xpuctl slices: read inventory " + topo + ": kind is \"NodeDescription\""},
+      {{"slices", "--inventory", "/nonexistent/inv.json"},
+       "xpuctl slices: read inventory /nonexistent/inv.json: "},
+      {{"slices", "--inventory", topo, "--mode", "pairs"},
+       "xpuctl slices: --mode: expected attributes or groups"},
+      {{"slices", "--inventory", topo, "--kubernetes-version", "1.33"},
+       "xpuctl slices: --kubernetes-version: expected 1.35 or 1.34"},
       {{"plan", "--topology", topo, "--count"}, "xpuctl plan: --count needs a value"},
       {{"plan", "--topology", topo, "--count", "2", "extra"},
        "xpuctl plan: unexpected argument \"extra\""},
@@ -570,6 +583,56 @@ TEST_CASE("discover on an empty host root exits 0 with no devices") {
   REQUIRE(r.code == kExitOk);
   const json status = json::parse(r.out).at("status");
   CHECK_FALSE(status.contains("devices"));
+}
+
+TEST_CASE("slices prints the ResourceSlices of an inventory") {
+  const std::string fixtures = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/";
+  const std::string inventory = fixtures + "hosts-expected/atlas800-9000.json";
+  SECTION("attributes mode by default, with the node name and labels") {
+    Result r = Run({"slices", "--inventory", inventory, "--node-name", "n1", "--label",
+                    "topology.xpu.dra.dev/leaf=leaf-3,topology.xpu.dra.dev/spine=s1"});
+    INFO(r.err);
+    REQUIRE(r.code == kExitOk);
+    const json list = json::parse(r.out);
+    CHECK(list.at("apiVersion") == "v1");
+    CHECK(list.at("kind") == "List");
+    REQUIRE(list.at("items").size() == 1);
+    const json& slice = list.at("items")[0];
+    CHECK(slice.at("kind") == "ResourceSlice");
+    CHECK(slice.at("metadata").at("generateName") == "n1-xpu.dra.dev-");
+    CHECK(slice.at("metadata").at("ownerReferences")[0].at("name") == "n1");
+    CHECK(slice.at("spec").at("nodeName") == "n1");
+    CHECK(slice.at("spec").at("pool") ==
+          json({{"name", "n1"}, {"generation", 1}, {"resourceSliceCount", 1}}));
+    const json& devices = slice.at("spec").at("devices");
+    REQUIRE(devices.size() == 8);
+    CHECK(devices[0].at("attributes").at("leaf") == json({{"string", "leaf-3"}}));
+    CHECK(devices[0].at("attributes").at("spine") == json({{"string", "s1"}}));
+  }
+  SECTION("groups mode in both shapes") {
+    Result r135 = Run({"slices", "--inventory", inventory, "--mode", "groups"});
+    INFO(r135.err);
+    REQUIRE(r135.code == kExitOk);
+    const json items = json::parse(r135.out).at("items");
+    REQUIRE(items.size() == 2);
+    CHECK(items[0].at("spec").at("devices").empty());
+    CHECK(items[0].at("spec").at("sharedCounters")[0].at("name") == "npu-members");
+    // The same output as the committed golden.
+    std::ifstream golden(fixtures + "slices-expected/atlas800-9000.groups.json");
+    CHECK(json::parse(golden) == json::parse(r135.out));
+
+    Result r134 = Run({"slices", "--inventory", inventory, "--mode=groups", "--kubernetes-version",
+                       "1.34", "-o", "yaml"});
+    REQUIRE(r134.code == kExitOk);
+    CHECK_THAT(r134.out, StartsWith("apiVersion: v1\nitems:\n"));
+    CHECK_THAT(r134.out, Contains("sharedCounters:"));
+    CHECK_THAT(r134.out, Contains("resourceSliceCount: 1\n"));
+  }
+  SECTION("bad labels") {
+    Result r = Run({"slices", "--inventory", inventory, "--label", "leaf"});
+    CHECK(r.code == kExitUsage);
+    CHECK_THAT(r.err, Contains("--label: expected key=value"));
+  }
 }
 
 }  // namespace

@@ -28,6 +28,7 @@ StatusOr<int> RunGang(const Flags& flags, std::ostream& out);
 StatusOr<int> RunGroups(const Flags& flags, std::ostream& out);
 StatusOr<int> RunTopo(const Flags& flags, std::ostream& out);
 StatusOr<int> RunDiscover(const Flags& flags, std::ostream& out);
+StatusOr<int> RunSlices(const Flags& flags, std::ostream& out);
 
 // Reads and builds the node of --topology or --inventory (exactly one); errors read
 // "read topology FILE: <field>: ...".
