@@ -1,0 +1,160 @@
+#include "controller/device_classes.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "api/quantity.h"
+
+namespace xpu::controller {
+namespace {
+
+constexpr std::string_view kImageAnnotationPrefix = "xpu.dra.dev/image.";
+constexpr std::string_view kVendorsAnnotation = "xpu.dra.dev/vendors";
+
+// A CEL string literal. Config validation keeps quotes and backslashes out of the values; the
+// escaping is for a driver name or value that slipped past it.
+std::string Literal(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+std::string ListLiteral(const std::vector<std::string>& values) {
+  std::string out = "[";
+  for (size_t i = 0; i < values.size(); ++i) out += (i == 0 ? "" : ", ") + Literal(values[i]);
+  return out + "]";
+}
+
+// Builds selectors over one driver's attributes. Every attribute or capacity access sits behind
+// an `in` test: a device that lacks it then simply does not match, where a bare access would be
+// a runtime error that aborts the scheduler's allocation (dra-api.md §2.2).
+class Selector {
+ public:
+  explicit Selector(std::string_view driver)
+      : attributes_("device.attributes[" + Literal(driver) + "]"),
+        capacity_("device.capacity[" + Literal(driver) + "]") {
+    clauses_.push_back("device.driver == " + Literal(driver));
+  }
+
+  // `name` == value.
+  void AttributeIs(std::string_view name, std::string_view value) {
+    Guarded(name, attributes_ + "." + std::string(name) + " == " + Literal(value));
+  }
+  // `name` in [values]; one value reads as ==.
+  void AttributeIn(std::string_view name, const std::vector<std::string>& values) {
+    if (values.size() == 1) return AttributeIs(name, values[0]);
+    Guarded(name, attributes_ + "." + std::string(name) + " in " + ListLiteral(values));
+  }
+  // A bool attribute that must be true.
+  void AttributeTrue(std::string_view name) {
+    Guarded(name, attributes_ + "." + std::string(name));
+  }
+  void MemoryAtLeast(std::string_view quantity) {
+    clauses_.push_back("'memory' in " + capacity_ + " && " + capacity_ +
+                       ".memory.compareTo(quantity(" + Literal(quantity) + ")) >= 0");
+  }
+
+  std::string Expression() const {
+    std::string out;
+    for (const auto& clause : clauses_) out += (out.empty() ? "" : " && ") + clause;
+    return out;
+  }
+
+ private:
+  void Guarded(std::string_view name, const std::string& test) {
+    clauses_.push_back("(" + Literal(name) + " in " + attributes_ + " && " + test + ")");
+  }
+
+  std::string attributes_;
+  std::string capacity_;
+  std::vector<std::string> clauses_;
+};
+
+api::resource::DeviceClass NewClass(std::string name, std::string expression) {
+  api::resource::DeviceClass cls;
+  cls.metadata.name = std::move(name);
+  cls.metadata.labels[std::string(kManagedByLabel)] = std::string(kManagedByValue);
+  api::resource::DeviceSelector selector;
+  selector.cel.emplace();
+  selector.cel->expression = std::move(expression);
+  cls.spec.selectors.push_back(std::move(selector));
+  return cls;
+}
+
+// The selector of a capability class restricted to `vendors` (none: any vendor).
+std::string CapabilitySelector(const CapabilityClass& c, const std::vector<std::string>& vendors,
+                               std::string_view driver) {
+  Selector s(driver);
+  if (!vendors.empty()) s.AttributeIn("vendor", vendors);
+  if (!c.families.empty()) s.AttributeIn("family", c.families);
+  if (!c.models.empty()) s.AttributeIn("model", c.models);
+  if (!c.min_memory.empty()) {
+    // The canonical spelling ("1536Mi" for "1.5Gi"); config validation has parsed it already.
+    StatusOr<api::Quantity> q = api::Quantity::Parse(c.min_memory);
+    s.MemoryAtLeast(q.ok() ? q->String() : c.min_memory);
+  }
+  for (const auto& precision : c.precisions) s.AttributeTrue(precision);
+  return s.Expression();
+}
+
+std::string JoinComma(const std::vector<std::string>& items) {
+  std::string out;
+  for (const auto& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+}  // namespace
+
+std::string VendorClassName(std::string_view vendor, std::string_view driver) {
+  return std::string(vendor) + "." + std::string(driver);
+}
+
+std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& config,
+                                                             std::string_view driver) {
+  std::vector<api::resource::DeviceClass> classes;
+  if (config.vendor_classes) {
+    for (const auto& vendor : KnownVendors()) {
+      Selector s(driver);
+      s.AttributeIs("vendor", vendor);
+      classes.push_back(NewClass(VendorClassName(vendor, driver), s.Expression()));
+    }
+  }
+  for (const CapabilityClass& c : config.capability_classes) {
+    const std::vector<std::string>& allowed = c.vendors.empty() ? KnownVendors() : c.vendors;
+
+    api::resource::DeviceClass cls = NewClass(c.name, CapabilitySelector(c, c.vendors, driver));
+    cls.metadata.annotations[std::string(kVendorsAnnotation)] = JoinComma(allowed);
+    for (const auto& [vendor, image] : c.images) {
+      cls.metadata.annotations[std::string(kImageAnnotationPrefix) + vendor] = image;
+    }
+    cls.spec.extended_resource_name = c.extended_resource_name;
+    classes.push_back(std::move(cls));
+
+    // One class per allowed vendor, for the `firstAvailable` subrequests of rendered claims.
+    for (const auto& vendor : allowed) {
+      api::resource::DeviceClass per_vendor =
+          NewClass(c.name + "." + vendor, CapabilitySelector(c, {vendor}, driver));
+      per_vendor.metadata.annotations[std::string(kVendorsAnnotation)] = vendor;
+      for (const auto& [image_vendor, image] : c.images) {
+        if (image_vendor == vendor) {
+          per_vendor.metadata.annotations[std::string(kImageAnnotationPrefix) + vendor] = image;
+        }
+      }
+      classes.push_back(std::move(per_vendor));
+    }
+  }
+  // Sorted by name; ValidateConfig rejects colliding names, and should two collide anyway (a
+  // driver name other than the one it checks against) the first one made is kept.
+  std::stable_sort(classes.begin(), classes.end(),
+                   [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
+  classes.erase(
+      std::unique(classes.begin(), classes.end(),
+                  [](const auto& a, const auto& b) { return a.metadata.name == b.metadata.name; }),
+      classes.end());
+  return classes;
+}
+
+}  // namespace xpu::controller

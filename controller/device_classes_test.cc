@@ -1,0 +1,278 @@
+#include "controller/device_classes.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cctype>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "api/resource_validation.h"
+
+namespace xpu::controller {
+namespace {
+
+using Catch::Matchers::Contains;
+
+constexpr std::string_view kDriver = "xpu.dra.dev";
+
+std::map<std::string, api::resource::DeviceClass> ByName(
+    const std::vector<api::resource::DeviceClass>& classes) {
+  std::map<std::string, api::resource::DeviceClass> out;
+  for (const auto& cls : classes) out[cls.metadata.name] = cls;
+  return out;
+}
+
+std::vector<std::string> Names(const std::vector<api::resource::DeviceClass>& classes) {
+  std::vector<std::string> names;
+  for (const auto& cls : classes) names.push_back(cls.metadata.name);
+  return names;
+}
+
+const std::string& Expression(const api::resource::DeviceClass& cls) {
+  REQUIRE(cls.spec.selectors.size() == 1);
+  REQUIRE(cls.spec.selectors[0].cel);
+  return cls.spec.selectors[0].cel->expression;
+}
+
+// Every attribute or capacity access ("<map>.<name>") comes after an `in` test of that name in
+// the same map, so that CEL never fails on a device lacking it.
+void CheckGuarded(const std::string& expression, std::string_view driver) {
+  for (const std::string& map : {"device.attributes['" + std::string(driver) + "']",
+                                 "device.capacity['" + std::string(driver) + "']"}) {
+    size_t pos = 0;
+    while ((pos = expression.find(map + ".", pos)) != std::string::npos) {
+      size_t end = pos + map.size() + 1;
+      while (
+          end < expression.size() &&
+          (std::isalnum(static_cast<unsigned char>(expression[end])) || expression[end] == '_')) {
+        ++end;
+      }
+      const std::string name = expression.substr(pos + map.size() + 1, end - pos - map.size() - 1);
+      std::string guard = "'" + name + "' in ";
+      guard += map;
+      guard += " && ";
+      INFO(expression << "\naccess of " << name << " at " << pos);
+      const size_t guard_pos = expression.rfind(guard, pos);
+      CHECK(guard_pos != std::string::npos);
+      CHECK(guard_pos + guard.size() == pos);
+      pos = end;
+    }
+  }
+}
+
+Config FullConfig() {
+  Config config;
+  CapabilityClass large;
+  large.name = "training-large-memory";
+  large.vendors = {"nvidia", "huawei"};
+  large.min_memory = "64Gi";
+  large.precisions = {"bf16", "fp8"};
+  large.families = {"hopper", "ascend910b"};
+  large.models = {"H200", "Ascend910B3"};
+  large.images = {{"nvidia", "nvcr.io/nvidia/pytorch:24.05-py3"},
+                  {"huawei", "ascendhub.huawei.com/pytorch:8.0"}};
+  large.extended_resource_name = "example.com/training-large-memory";
+  CapabilityClass any;
+  any.name = "any-accelerator";
+  CapabilityClass small;
+  small.name = "small";
+  small.vendors = {"amd"};
+  small.min_memory = "1.5Gi";
+  config.capability_classes = {large, any, small};
+  SupportRule rule;
+  rule.vendor = "nvidia";
+  rule.family = "hopper";
+  rule.driver = VersionRange{">=535.0.0"};
+  config.support_matrix = {rule};
+  REQUIRE(ValidateConfig(config).ok());
+  return config;
+}
+
+TEST_CASE("VendorClassName is vendor.driver") {
+  CHECK(VendorClassName("nvidia", "xpu.dra.dev") == "nvidia.xpu.dra.dev");
+  CHECK(VendorClassName("huawei", "npu.example.com") == "huawei.npu.example.com");
+}
+
+TEST_CASE("DesiredDeviceClasses of the default config") {
+  const auto classes = DesiredDeviceClasses(DefaultConfig(), kDriver);
+  const auto names = Names(classes);
+  CHECK(std::is_sorted(names.begin(), names.end()));
+  CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
+  // 9 vendor classes; training-large-memory and 4 per-vendor classes; training-standard and
+  // inference, each with one per known vendor.
+  CHECK(classes.size() == 9 + 5 + 10 + 10);
+  const auto by_name = ByName(classes);
+  for (const auto& vendor : KnownVendors()) {
+    CHECK(by_name.count(vendor + ".xpu.dra.dev") == 1);
+    CHECK(by_name.count("training-standard." + vendor) == 1);
+    CHECK(by_name.count("inference." + vendor) == 1);
+  }
+  for (const char* vendor : {"nvidia", "huawei", "amd", "hygon"}) {
+    CHECK(by_name.count(std::string("training-large-memory.") + vendor) == 1);
+  }
+  CHECK(by_name.count("training-large-memory.cambricon") == 0);
+
+  for (const auto& cls : classes) {
+    INFO(cls.metadata.name);
+    CHECK(cls.metadata.labels == std::map<std::string, std::string>{
+                                     {"app.kubernetes.io/managed-by", "xpu-dra-controller"}});
+    CHECK(cls.metadata.namespace_name.empty());
+    CHECK(cls.metadata.uid.empty());
+    CHECK(cls.spec.config.empty());
+    CHECK_FALSE(cls.spec.extended_resource_name);
+    const Status status = api::ValidateDeviceClass(cls, api::KubeVersion::k1_34);
+    INFO(status.ToString());
+    CHECK(status.ok());
+    const std::string& expression = Expression(cls);
+    CHECK(expression.size() <= 10240);
+    CHECK(expression.starts_with("device.driver == 'xpu.dra.dev'"));
+    CheckGuarded(expression, kDriver);
+  }
+
+  CHECK(Expression(by_name.at("huawei.xpu.dra.dev")) ==
+        "device.driver == 'xpu.dra.dev' && ('vendor' in device.attributes['xpu.dra.dev'] && "
+        "device.attributes['xpu.dra.dev'].vendor == 'huawei')");
+  CHECK(by_name.at("huawei.xpu.dra.dev").metadata.annotations.empty());
+
+  const auto& large = by_name.at("training-large-memory");
+  CHECK(Expression(large) ==
+        "device.driver == 'xpu.dra.dev' && ('vendor' in device.attributes['xpu.dra.dev'] && "
+        "device.attributes['xpu.dra.dev'].vendor in ['nvidia', 'huawei', 'amd', 'hygon']) && "
+        "'memory' in device.capacity['xpu.dra.dev'] && "
+        "device.capacity['xpu.dra.dev'].memory.compareTo(quantity('64Gi')) >= 0 && "
+        "('bf16' in device.attributes['xpu.dra.dev'] && device.attributes['xpu.dra.dev'].bf16)");
+  CHECK(large.metadata.annotations ==
+        std::map<std::string, std::string>{{"xpu.dra.dev/vendors", "nvidia,huawei,amd,hygon"}});
+
+  const auto& large_amd = by_name.at("training-large-memory.amd");
+  CHECK_THAT(Expression(large_amd), Contains("device.attributes['xpu.dra.dev'].vendor == 'amd')"));
+  CHECK(large_amd.metadata.annotations ==
+        std::map<std::string, std::string>{{"xpu.dra.dev/vendors", "amd"}});
+
+  // Any vendor: no vendor clause in the class itself, all known vendors in the annotation.
+  const auto& standard = by_name.at("training-standard");
+  CHECK_THAT(Expression(standard), !Contains("vendor"));
+  CHECK_THAT(Expression(standard), Contains("quantity('32Gi')"));
+  CHECK_THAT(Expression(standard), Contains("device.attributes['xpu.dra.dev'].bf16)"));
+  CHECK_THAT(Expression(standard), Contains("device.attributes['xpu.dra.dev'].fp16)"));
+  CHECK(standard.metadata.annotations.at("xpu.dra.dev/vendors") ==
+        "nvidia,huawei,hygon,cambricon,metax,biren,enflame,mthreads,amd");
+  const auto& inference_metax = by_name.at("inference.metax");
+  CHECK_THAT(Expression(inference_metax), Contains(".vendor == 'metax'"));
+  CHECK_THAT(Expression(inference_metax), Contains("quantity('16Gi')"));
+  CHECK_THAT(Expression(inference_metax), Contains(".int8)"));
+}
+
+TEST_CASE("DesiredDeviceClasses of a full config") {
+  const Config config = FullConfig();
+  const auto classes = DesiredDeviceClasses(config, kDriver);
+  const auto names = Names(classes);
+  CHECK(std::is_sorted(names.begin(), names.end()));
+  CHECK(classes.size() == 9 + 3 + 10 + 2);
+  const auto by_name = ByName(classes);
+
+  const auto& large = by_name.at("training-large-memory");
+  const std::string& e = Expression(large);
+  CHECK_THAT(e, Contains("device.driver == 'xpu.dra.dev'"));
+  CHECK_THAT(e, Contains("('vendor' in device.attributes['xpu.dra.dev'] && "
+                         "device.attributes['xpu.dra.dev'].vendor in ['nvidia', 'huawei'])"));
+  CHECK_THAT(e, Contains("('family' in device.attributes['xpu.dra.dev'] && "
+                         "device.attributes['xpu.dra.dev'].family in ['hopper', 'ascend910b'])"));
+  CHECK_THAT(e, Contains("('model' in device.attributes['xpu.dra.dev'] && "
+                         "device.attributes['xpu.dra.dev'].model in ['H200', 'Ascend910B3'])"));
+  CHECK_THAT(e, Contains("'memory' in device.capacity['xpu.dra.dev'] && "
+                         "device.capacity['xpu.dra.dev'].memory.compareTo(quantity('64Gi')) >= 0"));
+  CHECK_THAT(e, Contains("('bf16' in device.attributes['xpu.dra.dev'] && "
+                         "device.attributes['xpu.dra.dev'].bf16)"));
+  CHECK_THAT(e, Contains("('fp8' in device.attributes['xpu.dra.dev'] && "
+                         "device.attributes['xpu.dra.dev'].fp8)"));
+  CHECK(large.spec.extended_resource_name == "example.com/training-large-memory");
+  CHECK(large.metadata.annotations ==
+        std::map<std::string, std::string>{
+            {"xpu.dra.dev/vendors", "nvidia,huawei"},
+            {"xpu.dra.dev/image.nvidia", "nvcr.io/nvidia/pytorch:24.05-py3"},
+            {"xpu.dra.dev/image.huawei", "ascendhub.huawei.com/pytorch:8.0"}});
+
+  // Per-vendor classes: one vendor, that vendor's image, no extended resource name.
+  const auto& huawei = by_name.at("training-large-memory.huawei");
+  const std::string& h = Expression(huawei);
+  CHECK_THAT(h, Contains("device.attributes['xpu.dra.dev'].vendor == 'huawei')"));
+  CHECK_THAT(h, !Contains("'nvidia'"));
+  CHECK_THAT(h, Contains(".family in ['hopper', 'ascend910b']"));
+  CHECK_THAT(h, Contains(".fp8)"));
+  CHECK_FALSE(huawei.spec.extended_resource_name);
+  CHECK(huawei.metadata.annotations ==
+        std::map<std::string, std::string>{
+            {"xpu.dra.dev/vendors", "huawei"},
+            {"xpu.dra.dev/image.huawei", "ascendhub.huawei.com/pytorch:8.0"}});
+
+  // A class without filters selects every device of the driver.
+  CHECK(Expression(by_name.at("any-accelerator")) == "device.driver == 'xpu.dra.dev'");
+  CHECK(by_name.count("any-accelerator.enflame") == 1);
+  // The quantity in its canonical spelling.
+  CHECK_THAT(Expression(by_name.at("small")), Contains("quantity('1536Mi')"));
+  CHECK(by_name.count("small.amd") == 1);
+  CHECK(by_name.count("small.nvidia") == 0);
+
+  for (const auto& cls : classes) {
+    INFO(cls.metadata.name);
+    const Status status = api::ValidateDeviceClass(cls, api::KubeVersion::k1_34);
+    INFO(status.ToString());
+    CHECK(status.ok());
+    CHECK(api::ValidateDeviceClass(cls, api::KubeVersion::k1_35).ok());
+    CHECK(cls.metadata.labels.at(std::string(kManagedByLabel)) == kManagedByValue);
+    CheckGuarded(Expression(cls), kDriver);
+  }
+}
+
+TEST_CASE("DesiredDeviceClasses without vendor classes, for another driver name") {
+  Config config = FullConfig();
+  config.vendor_classes = false;
+  const std::string driver = "accel.example.com";
+  const auto classes = DesiredDeviceClasses(config, driver);
+  CHECK(classes.size() == 3 + 10 + 2);
+  for (const auto& cls : classes) {
+    INFO(cls.metadata.name);
+    CHECK_THAT(cls.metadata.name, !Contains("xpu.dra.dev"));
+    CHECK(Expression(cls).starts_with("device.driver == 'accel.example.com'"));
+    CHECK_THAT(Expression(cls), !Contains("xpu.dra.dev"));
+    CheckGuarded(Expression(cls), driver);
+  }
+  Config empty;
+  empty.vendor_classes = false;
+  CHECK(DesiredDeviceClasses(empty, driver).empty());
+}
+
+TEST_CASE("The largest selector a valid config allows stays below 10 KiB") {
+  CapabilityClass c;
+  c.name = "big";
+  c.min_memory = "9223372036854775807";
+  c.precisions = {"bf16", "fp16", "fp8", "int8"};
+  for (int i = 0; i < 32; ++i) {
+    c.families.push_back(std::string(62, 'f') + std::to_string(10 + i));
+    c.models.push_back(std::string(62, 'm') + std::to_string(10 + i));
+  }
+  c.vendors = KnownVendors();
+  Config config;
+  config.vendor_classes = false;
+  config.capability_classes = {c};
+  INFO(ValidateConfig(config).ToString());
+  REQUIRE(ValidateConfig(config).ok());
+  // The longest driver name (63 bytes).
+  const std::string driver = std::string(59, 'd') + ".com";
+  REQUIRE(driver.size() == 63);
+  for (const auto& cls : DesiredDeviceClasses(config, driver)) {
+    INFO(cls.metadata.name << ": " << Expression(cls).size() << " bytes");
+    CHECK(Expression(cls).size() <= 10240);
+    CHECK(api::ValidateDeviceClass(cls, api::KubeVersion::k1_34).ok());
+  }
+}
+
+TEST_CASE("DesiredDeviceClasses is deterministic") {
+  const Config config = FullConfig();
+  CHECK(DesiredDeviceClasses(config, kDriver) == DesiredDeviceClasses(config, kDriver));
+}
+
+}  // namespace
+}  // namespace xpu::controller
