@@ -412,5 +412,67 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("core v1 events: create with generateName, list, watch, no status subresource") {
+  Fixture f;
+  bool listed = false;
+  const json discovery = Body(f.Call("GET", "/api/v1"));
+  for (const auto& r : discovery["resources"]) {
+    if (r["name"] == "events") {
+      listed = true;
+      CHECK(r["namespaced"] == true);
+      CHECK(r["kind"] == "Event");
+    }
+    CHECK(r["name"] != "events/status");
+  }
+  CHECK(listed);
+  auto w = f.Watch("/api/v1/namespaces/ns/events?watch=1&resourceVersion=1&timeoutSeconds=60");
+  const char* event = R"({"apiVersion":"v1","kind":"Event",
+      "metadata":{"generateName":"x-","namespace":"ns"},
+      "involvedObject":{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","name":"s",
+                        "uid":"0b7e6a52-1b0a-4d7e-9d8e-1f2a3b4c5d6e"},
+      "reason":"DroppedFields","message":"the API server dropped taints","type":"Warning",
+      "source":{"component":"xpu-dra-controller"},"count":1,
+      "firstTimestamp":"2026-01-01T00:00:00Z","lastTimestamp":"2026-01-01T00:00:00Z"})";
+  auto created = f.Call("POST", "/api/v1/namespaces/ns/events", event);
+  REQUIRE(created.code == 201);
+  const json obj = Body(created);
+  CHECK(obj["kind"] == "Event");
+  CHECK(obj["apiVersion"] == "v1");
+  const std::string name = obj["metadata"]["name"];
+  CHECK(name.rfind("x-", 0) == 0);
+  CHECK(name.size() == 7);
+  CHECK(obj["reason"] == "DroppedFields");
+  CHECK(obj["involvedObject"]["kind"] == "ResourceSlice");
+
+  const json list = Body(f.Call("GET", "/api/v1/namespaces/ns/events"));
+  CHECK(list["kind"] == "EventList");
+  REQUIRE(list["items"].size() == 1);
+  CHECK(list["items"][0]["metadata"]["name"] == name);
+  CHECK(Body(f.Call("GET", "/api/v1/events"))["items"].size() == 1);
+  CHECK(Body(f.Call("GET",
+                    "/api/v1/namespaces/ns/events?fieldSelector=metadata.name%3D" + name))["items"]
+            .size() == 1);
+
+  std::vector<std::string> lines;
+  while (lines.empty() && !w->done()) lines = w->Next();
+  REQUIRE(lines.size() == 1);
+  const json added = json::parse(lines[0]);
+  CHECK(added["type"] == "ADDED");
+  CHECK(added["object"]["metadata"]["name"] == name);
+
+  json next = obj;
+  next["count"] = 2;
+  auto updated = f.Call("PUT", "/api/v1/namespaces/ns/events/" + name, next.dump());
+  REQUIRE(updated.code == 200);
+  CHECK(Body(updated)["count"] == 2);
+  CHECK(f.Call("GET", "/api/v1/namespaces/ns/events/" + name + "/status").code == 404);
+  CHECK(f.Call("POST", "/api/v1/events", event).code == 405);
+  json elsewhere = json::parse(event);
+  elsewhere["metadata"].erase("namespace");
+  CHECK(f.Call("POST", "/api/v1/namespaces/gone/events", elsewhere.dump()).code == 404);
+  CHECK(f.Call("POST", "/api/v1/namespaces/gone/events", event).code == 400);
+  CHECK(f.Call("DELETE", "/api/v1/namespaces/ns/events/" + name).code == 200);
+}
+
 }  // namespace
 }  // namespace xpu::kubesim
