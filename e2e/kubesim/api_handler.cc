@@ -371,7 +371,18 @@ ApiHandler::ApiHandler(Store* store, HandlerOptions options)
       options_(std::move(options)),
       fault_random_(options_.seed),
       faults_{options_.fault_rate,        options_.fault_codes,          options_.drop_rate,
-              options_.watch_close_after, options_.watch_close_after_ms, options_.latency_ms} {}
+              options_.watch_close_after, options_.watch_close_after_ms, options_.latency_ms},
+      feature_gates_(options_.feature_gates) {}
+
+FeatureGates ApiHandler::feature_gates() const {
+  std::lock_guard lock(gates_mu_);
+  return feature_gates_;
+}
+
+void ApiHandler::set_feature_gates(const FeatureGates& gates) {
+  std::lock_guard lock(gates_mu_);
+  feature_gates_ = gates;
+}
 
 FaultSettings ApiHandler::faults() const {
   std::lock_guard lock(fault_mu_);
@@ -475,6 +486,30 @@ HttpResponse ApiHandler::HandleFaults(const HttpRequest& request) {
   return JsonResponse(200, FaultsJson(next));
 }
 
+HttpResponse ApiHandler::HandleFeatureGates(const HttpRequest& request) {
+  if (request.method == "GET") return JsonResponse(200, FeatureGatesJson(feature_gates()));
+  if (request.method != "POST" && request.method != "PUT") {
+    return ErrorResponse(Status(StatusCode::kUnimplemented,
+                                request.method + " is not allowed on /kube-sim/feature-gates"));
+  }
+  const json body = json::parse(request.body, nullptr, false);
+  if (!body.is_object()) {
+    return ErrorResponse(Status(StatusCode::kFailedPrecondition,
+                                "set feature gates: the body is not a JSON object"));
+  }
+  FeatureGates next;
+  {
+    std::lock_guard lock(gates_mu_);
+    next = feature_gates_;
+    if (Status s = ApplyFeatureGatesJson(body, &next); !s.ok()) {
+      return ErrorResponse(
+          Status(StatusCode::kFailedPrecondition, "set feature gates: " + s.message()));
+    }
+    feature_gates_ = next;
+  }
+  return JsonResponse(200, FeatureGatesJson(next));
+}
+
 ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
   const bool token_ok =
       !options_.token.empty() && request.authorization == "Bearer " + options_.token;
@@ -498,6 +533,7 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
                               {"platform", "linux/amd64"}});
   }
   if (path == "/kube-sim/faults") return HandleFaults(request);
+  if (path == "/kube-sim/feature-gates") return HandleFeatureGates(request);
   if (json doc = Discovery(store_->types(), segs); !doc.is_null()) {
     if (request.method != "GET") {
       return ErrorResponse(Status(StatusCode::kUnimplemented,
@@ -657,7 +693,7 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
                                  ? body["metadata"].value("name", "")
                                  : "";
     api::FieldErrors causes;
-    auto obj = store_->Create(t.type_index, t.ns, std::move(body), &causes);
+    auto obj = store_->Create(t.type_index, t.ns, std::move(body), &causes, feature_gates());
     if (obj.ok()) return object_response(201, *obj);
     return ErrorResponse(obj.status(), name, &type, &causes);
   }
@@ -666,7 +702,8 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
     body = ToStorage(type, t.version, std::move(body));
     body["kind"] = type.kind;
     api::FieldErrors causes;
-    auto obj = store_->Update(t.type_index, t.ns, t.name, std::move(body), t.status, &causes);
+    auto obj = store_->Update(t.type_index, t.ns, t.name, std::move(body), t.status, &causes,
+                              feature_gates());
     return obj.ok() ? object_response(200, *obj) : error(obj.status(), &causes);
   }
   if (request.method == "PATCH" && !t.name.empty()) {
@@ -692,7 +729,8 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
       }
       obj = ToStorage(type, t.version, std::move(obj));
       api::FieldErrors causes;
-      auto updated = store_->Update(t.type_index, t.ns, t.name, std::move(obj), t.status, &causes);
+      auto updated = store_->Update(t.type_index, t.ns, t.name, std::move(obj), t.status, &causes,
+                                    feature_gates());
       const bool patch_sets_rv = body.is_object() && body.contains("metadata") &&
                                  body["metadata"].is_object() &&
                                  body["metadata"].contains("resourceVersion");

@@ -8,6 +8,9 @@
 //   {"rate": 0.1, "codes": [429, 503], "dropRate": 0.05, "watchCloseAfter": 3,
 //    "watchCloseAfterMs": 500, "latencyMs": 20, "seed": 42}
 // ("seed" restarts the random sequence.)
+// GET /kube-sim/feature-gates returns the feature gates (feature_gates.h) as JSON, POST with a JSON
+// object of bools sets the gates it names: {"DRADeviceTaints": false}. Unknown gates and non-bool
+// values are 400 BadRequest naming the gate; the answer is every gate after the change.
 #ifndef XPU_E2E_KUBESIM_API_HANDLER_H_
 #define XPU_E2E_KUBESIM_API_HANDLER_H_
 
@@ -72,6 +75,8 @@ struct HandlerOptions {
   int64_t latency_ms = 0;
   // "1.34" or "1.35": the release /version reports (validation limits are the store's).
   std::string kube_version = "1.35";
+  // The API server feature gates whose disabled fields writes drop (see feature_gates.h).
+  FeatureGates feature_gates;
 };
 
 // One open watch: newline-terminated WatchEvent JSON lines, in resourceVersion order.
@@ -114,17 +119,22 @@ class ApiHandler {
 
   FaultSettings faults() const;
   void set_faults(const FaultSettings& faults);
+  FeatureGates feature_gates() const;
+  void set_feature_gates(const FeatureGates& gates);
 
  private:
   bool InjectFault(HttpResponse* response);
   bool DropConnection();
   HttpResponse HandleFaults(const HttpRequest& request);
+  HttpResponse HandleFeatureGates(const HttpRequest& request);
 
   Store* store_;
   const HandlerOptions options_;
   mutable std::mutex fault_mu_;
   std::mt19937_64 fault_random_;  // GUARDED_BY(fault_mu_)
   FaultSettings faults_;          // GUARDED_BY(fault_mu_)
+  mutable std::mutex gates_mu_;
+  FeatureGates feature_gates_;  // GUARDED_BY(gates_mu_)
 };
 
 // A Kubernetes Status object for a non-OK `status` (see store.h for the code mapping). With

@@ -412,5 +412,256 @@ TEST_CASE(
   }
 }
 
+// A v1 slice with one device; `device` and `spec` members are merged in.
+std::string GatedSlice(const std::string& name, const json& device, const json& spec = {}) {
+  json d = {{"name", "npu-0"}};
+  d.merge_patch(device);
+  json slice = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceSlice"},
+                {"metadata", {{"name", name}}},
+                {"spec",
+                 {{"driver", "xpu.dra.dev"},
+                  {"nodeName", "n1"},
+                  {"pool", {{"name", "n1"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+                  {"devices", json::array({d})}}}};
+  if (!spec.is_null()) slice["spec"].merge_patch(spec);
+  return slice.dump();
+}
+
+const json kTaints = json::array({{{"key", "k"}, {"value", "v"}, {"effect", "NoSchedule"}}});
+
+TEST_CASE("a disabled DRADeviceTaints gate drops taints on create, the answer shows the drop") {
+  HandlerOptions o = Fixture::Options();
+  o.feature_gates.dra_device_taints = false;
+  Fixture f(o);
+  const char* path = "/apis/resource.k8s.io/v1/resourceslices";
+  auto created = f.Call("POST", path, GatedSlice("s", {{"taints", kTaints}}));
+  REQUIRE(created.code == 201);
+  CHECK_FALSE(Body(created)["spec"]["devices"][0].contains("taints"));
+  CHECK(Body(created)["spec"]["devices"][0]["name"] == "npu-0");
+  CHECK_FALSE(
+      Body(f.Call("GET", std::string(path) + "/s"))["spec"]["devices"][0].contains("taints"));
+
+  SECTION("an update adding taints to an object without them drops them too") {
+    json obj = Body(created);
+    obj["spec"]["devices"][0]["taints"] = kTaints;
+    auto updated = f.Call("PUT", std::string(path) + "/s", obj.dump());
+    REQUIRE(updated.code == 200);
+    CHECK_FALSE(Body(updated)["spec"]["devices"][0].contains("taints"));
+    // Nothing changed once the taints are gone: the update is a no-op.
+    CHECK(Body(updated)["metadata"]["resourceVersion"] == obj["metadata"]["resourceVersion"]);
+  }
+  SECTION("a v1beta1 write drops basic.taints, the v1beta1 answer has none") {
+    json beta = json::parse(kSlice);
+    beta["metadata"]["name"] = "b";
+    beta["spec"]["devices"][0]["basic"]["taints"] = kTaints;
+    auto r = f.Call("POST", "/apis/resource.k8s.io/v1beta1/resourceslices", beta.dump());
+    REQUIRE(r.code == 201);
+    CHECK(Body(r)["spec"]["devices"][0]["basic"]["attributes"]["i"]["int"] == 0);
+    CHECK_FALSE(Body(r)["spec"]["devices"][0]["basic"].contains("taints"));
+    CHECK_FALSE(
+        Body(f.Call("GET", std::string(path) + "/b"))["spec"]["devices"][0].contains("taints"));
+  }
+  SECTION("the other gates' fields stay") {
+    auto r = f.Call("POST", path,
+                    GatedSlice("m", {{"allowMultipleAllocations", true},
+                                     {"bindsToNode", true},
+                                     {"bindingConditions", {"ready"}},
+                                     {"bindingFailureConditions", {"failed"}}}));
+    REQUIRE(r.code == 201);
+    CHECK(Body(r)["spec"]["devices"][0]["allowMultipleAllocations"] == true);
+    CHECK(Body(r)["spec"]["devices"][0]["bindingConditions"] == json{"ready"});
+  }
+}
+
+TEST_CASE("an update keeps the taints of an object that already has them") {
+  Fixture f;
+  const std::string path = "/apis/resource.k8s.io/v1/resourceslices";
+  auto created = f.Call("POST", path, GatedSlice("s", {{"taints", kTaints}}));
+  REQUIRE(created.code == 201);
+  REQUIRE(Body(created)["spec"]["devices"][0]["taints"].size() == 1);
+  REQUIRE(f.Call("POST", "/kube-sim/feature-gates", R"({"DRADeviceTaints": false})").code == 200);
+
+  json obj = Body(created);
+  obj["spec"]["devices"][0]["taints"].push_back(
+      {{"key", "k2"}, {"value", "v"}, {"effect", "NoExecute"}});
+  auto updated = f.Call("PUT", path + "/s", obj.dump());
+  REQUIRE(updated.code == 200);
+  CHECK(Body(updated)["spec"]["devices"][0]["taints"].size() == 2);
+  auto patched = f.Call("PATCH", path + "/s", R"({"metadata":{"labels":{"a":"b"}}})",
+                        "application/merge-patch+json");
+  REQUIRE(patched.code == 200);
+  CHECK(Body(patched)["spec"]["devices"][0]["taints"].size() == 2);
+  // Through v1beta1, which keeps device fields under basic, as well.
+  auto beta = f.Call("GET", "/apis/resource.k8s.io/v1beta1/resourceslices/s");
+  json b = Body(beta);
+  REQUIRE(b["spec"]["devices"][0]["basic"]["taints"].size() == 2);
+  b["metadata"]["labels"]["c"] = "d";
+  auto beta_updated = f.Call("PUT", "/apis/resource.k8s.io/v1beta1/resourceslices/s", b.dump());
+  REQUIRE(beta_updated.code == 200);
+  CHECK(Body(beta_updated)["spec"]["devices"][0]["basic"]["taints"].size() == 2);
+}
+
+TEST_CASE("a disabled DRAPartitionableDevices gate drops sharedCounters and consumesCounters") {
+  Fixture f;
+  REQUIRE(f.Call("POST", "/kube-sim/feature-gates", R"({"DRAPartitionableDevices": false})").code ==
+          200);
+  const std::string path = "/apis/resource.k8s.io/v1/resourceslices";
+  const json counters = {{"memory", {{"value", "8Gi"}}}};
+  json counter_slice = json::parse(GatedSlice("c", {}));
+  counter_slice["spec"]["devices"] = json::array();
+  counter_slice["spec"]["sharedCounters"] =
+      json::array({{{"name", "set"}, {"counters", counters}}});
+  auto c = f.Call("POST", path, counter_slice.dump());
+  REQUIRE(c.code == 201);
+  CHECK_FALSE(Body(c)["spec"].contains("sharedCounters"));
+  CHECK_FALSE(Body(f.Call("GET", path + "/c"))["spec"].contains("sharedCounters"));
+
+  auto d =
+      f.Call("POST", path,
+             GatedSlice("d", {{"consumesCounters",
+                               json::array({{{"counterSet", "set"},
+                                             {"counters", {{"memory", {{"value", "4Gi"}}}}}}})}}));
+  REQUIRE(d.code == 201);
+  CHECK_FALSE(Body(d)["spec"]["devices"][0].contains("consumesCounters"));
+
+  SECTION("an object stored with counters while the gate was on keeps them") {
+    REQUIRE(
+        f.Call("POST", "/kube-sim/feature-gates", R"({"DRAPartitionableDevices": true})").code ==
+        200);
+    json on = json::parse(GatedSlice("e", {}));
+    on["spec"]["devices"] = json::array();
+    on["spec"]["sharedCounters"] = json::array({{{"name", "set"}, {"counters", counters}}});
+    auto e = f.Call("POST", path, on.dump());
+    REQUIRE(e.code == 201);
+    REQUIRE(Body(e)["spec"].contains("sharedCounters"));
+    REQUIRE(
+        f.Call("POST", "/kube-sim/feature-gates", R"({"DRAPartitionableDevices": false})").code ==
+        200);
+    json next = Body(e);
+    next["spec"]["sharedCounters"][0]["counters"]["memory"]["value"] = "16Gi";
+    auto updated = f.Call("PUT", path + "/e", next.dump());
+    REQUIRE(updated.code == 200);
+    CHECK(Body(updated)["spec"]["sharedCounters"][0]["counters"]["memory"]["value"] == "16Gi");
+  }
+}
+
+TEST_CASE("the feature-gates admin endpoint shows and switches the gates") {
+  Fixture f;
+  const json all_on = {{"DRADeviceTaints", true},
+                       {"DRAPartitionableDevices", true},
+                       {"DRAConsumableCapacity", true},
+                       {"DRADeviceBindingConditions", true}};
+  CHECK(Body(f.Call("GET", "/kube-sim/feature-gates")) == all_on);
+  auto set = f.Call("POST", "/kube-sim/feature-gates",
+                    R"({"DRAConsumableCapacity": false, "DRADeviceBindingConditions": false})");
+  REQUIRE(set.code == 200);
+  CHECK(Body(set)["DRAConsumableCapacity"] == false);
+  CHECK(Body(set)["DRADeviceTaints"] == true);
+  CHECK_FALSE(f.handler.feature_gates().dra_device_binding_conditions);
+  CHECK(f.handler.feature_gates().dra_partitionable_devices);
+
+  auto unknown = f.Call("POST", "/kube-sim/feature-gates", R"({"DRANope": false})");
+  CHECK(unknown.code == 400);
+  CHECK(Body(unknown)["message"].get<std::string>().find("DRANope") != std::string::npos);
+  auto not_bool = f.Call("POST", "/kube-sim/feature-gates", R"({"DRADeviceTaints": "no"})");
+  CHECK(not_bool.code == 400);
+  CHECK(Body(not_bool)["message"].get<std::string>().find("DRADeviceTaints") != std::string::npos);
+  CHECK(f.Call("POST", "/kube-sim/feature-gates", "[1]").code == 400);
+  CHECK(f.Call("DELETE", "/kube-sim/feature-gates").code == 405);
+  // A rejected request changes nothing, not even the members before the bad one.
+  CHECK(f.Call("POST", "/kube-sim/feature-gates", R"({"DRADeviceTaints": false, "DRAZzz": true})")
+            .code == 400);
+  CHECK(f.handler.feature_gates().dra_device_taints);
+
+  // The disabled gates now drop their fields.
+  auto r = f.Call(
+      "POST", "/apis/resource.k8s.io/v1/resourceslices",
+      GatedSlice("s",
+                 {{"allowMultipleAllocations", true},
+                  {"capacity",
+                   {{"memory",
+                     {{"value", "8Gi"},
+                      {"requestPolicy",
+                       {{"default", "1Gi"}, {"validRange", {{"min", "1Gi"}, {"step", "1Gi"}}}}}}}}},
+                  {"bindsToNode", true},
+                  {"bindingConditions", {"ready"}},
+                  {"bindingFailureConditions", {"failed"}},
+                  {"taints", kTaints}}));
+  REQUIRE(r.code == 201);
+  const json device = Body(r)["spec"]["devices"][0];
+  CHECK_FALSE(device.contains("allowMultipleAllocations"));
+  CHECK(device["capacity"]["memory"] == json{{"value", "8Gi"}});
+  CHECK_FALSE(device.contains("bindsToNode"));
+  CHECK_FALSE(device.contains("bindingConditions"));
+  CHECK_FALSE(device.contains("bindingFailureConditions"));
+  CHECK(device["taints"].size() == 1);
+
+  auto anonymous = f.handler.Handle({"GET", "/kube-sim/feature-gates", "", "", "", ""});
+  CHECK(std::get<HttpResponse>(anonymous).code == 401);
+}
+
+TEST_CASE("core v1 events: create with generateName, list, watch, no status subresource") {
+  Fixture f;
+  bool listed = false;
+  const json discovery = Body(f.Call("GET", "/api/v1"));
+  for (const auto& r : discovery["resources"]) {
+    if (r["name"] == "events") {
+      listed = true;
+      CHECK(r["namespaced"] == true);
+      CHECK(r["kind"] == "Event");
+    }
+    CHECK(r["name"] != "events/status");
+  }
+  CHECK(listed);
+  auto w = f.Watch("/api/v1/namespaces/ns/events?watch=1&resourceVersion=1&timeoutSeconds=60");
+  const char* event = R"({"apiVersion":"v1","kind":"Event",
+      "metadata":{"generateName":"x-","namespace":"ns"},
+      "involvedObject":{"apiVersion":"resource.k8s.io/v1","kind":"ResourceSlice","name":"s",
+                        "uid":"0b7e6a52-1b0a-4d7e-9d8e-1f2a3b4c5d6e"},
+      "reason":"DroppedFields","message":"the API server dropped taints","type":"Warning",
+      "source":{"component":"xpu-dra-controller"},"count":1,
+      "firstTimestamp":"2026-01-01T00:00:00Z","lastTimestamp":"2026-01-01T00:00:00Z"})";
+  auto created = f.Call("POST", "/api/v1/namespaces/ns/events", event);
+  REQUIRE(created.code == 201);
+  const json obj = Body(created);
+  CHECK(obj["kind"] == "Event");
+  CHECK(obj["apiVersion"] == "v1");
+  const std::string name = obj["metadata"]["name"];
+  CHECK(name.rfind("x-", 0) == 0);
+  CHECK(name.size() == 7);
+  CHECK(obj["reason"] == "DroppedFields");
+  CHECK(obj["involvedObject"]["kind"] == "ResourceSlice");
+
+  const json list = Body(f.Call("GET", "/api/v1/namespaces/ns/events"));
+  CHECK(list["kind"] == "EventList");
+  REQUIRE(list["items"].size() == 1);
+  CHECK(list["items"][0]["metadata"]["name"] == name);
+  CHECK(Body(f.Call("GET", "/api/v1/events"))["items"].size() == 1);
+  CHECK(Body(f.Call("GET",
+                    "/api/v1/namespaces/ns/events?fieldSelector=metadata.name%3D" + name))["items"]
+            .size() == 1);
+
+  std::vector<std::string> lines;
+  while (lines.empty() && !w->done()) lines = w->Next();
+  REQUIRE(lines.size() == 1);
+  const json added = json::parse(lines[0]);
+  CHECK(added["type"] == "ADDED");
+  CHECK(added["object"]["metadata"]["name"] == name);
+
+  json next = obj;
+  next["count"] = 2;
+  auto updated = f.Call("PUT", "/api/v1/namespaces/ns/events/" + name, next.dump());
+  REQUIRE(updated.code == 200);
+  CHECK(Body(updated)["count"] == 2);
+  CHECK(f.Call("GET", "/api/v1/namespaces/ns/events/" + name + "/status").code == 404);
+  CHECK(f.Call("POST", "/api/v1/events", event).code == 405);
+  json elsewhere = json::parse(event);
+  elsewhere["metadata"].erase("namespace");
+  CHECK(f.Call("POST", "/api/v1/namespaces/gone/events", elsewhere.dump()).code == 404);
+  CHECK(f.Call("POST", "/api/v1/namespaces/gone/events", event).code == 400);
+  CHECK(f.Call("DELETE", "/api/v1/namespaces/ns/events/" + name).code == 200);
+}
+
 }  // namespace
 }  // namespace xpu::kubesim

@@ -90,6 +90,12 @@ std::string Usage() {
          "  --client-kubeconfig-out FILE\n"
          "                           also write a kubeconfig (0600) with a client certificate\n"
          "                           (CN xpu-dra-test, O system:masters) signed by the CA\n"
+         "  --feature-gates LIST     API server feature gates, Gate=bool,... (default: all true):\n"
+         "                           DRADeviceTaints, DRAPartitionableDevices,\n"
+         "                           DRAConsumableCapacity, DRADeviceBindingConditions; writes\n"
+         "                           drop the ResourceSlice fields of disabled gates, as a real\n"
+         "                           1.34/1.35 cluster (all four alpha, off) does. At run time:\n"
+         "                           POST /kube-sim/feature-gates {\"DRADeviceTaints\": false}\n"
          "  --help                   print this help\n";
 }
 
@@ -140,6 +146,11 @@ StatusOr<Options> ParseFlags(const std::vector<std::string>& args, bool* help) {
       for (std::string item; std::getline(in, item, ',');) o.resource_versions.push_back(item);
     } else if (flag == "--client-kubeconfig-out") {
       ASSIGN_OR_RETURN(o.client_kubeconfig_out, next());
+    } else if (flag == "--feature-gates") {
+      ASSIGN_OR_RETURN(auto v, next());
+      if (Status s = ParseFeatureGates(v, &o.feature_gates); !s.ok()) {
+        return InvalidArgumentError("parse flag --feature-gates: " + s.message());
+      }
     } else if (flag == "--fault-codes") {
       ASSIGN_OR_RETURN(auto v, next());
       o.fault_codes.clear();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "e2e/kubesim/feature_gates.h"
 
 namespace xpu::kubesim {
 
@@ -32,6 +33,9 @@ struct Options {
   // resource.k8s.io versions served, preferred first (objects are stored once, as v1): e.g.
   // {"v1beta1"} acts as a 1.32 cluster, {"v1beta2", "v1beta1"} as 1.33.
   std::vector<std::string> resource_versions = {"v1", "v1beta2", "v1beta1"};
+  // API server feature gates (--feature-gates Gate=bool,...): writes drop the fields of disabled
+  // ones. All enabled by default; a real 1.34/1.35 cluster has them off (see feature_gates.h).
+  FeatureGates feature_gates;
 
   Status Validate() const;
 };

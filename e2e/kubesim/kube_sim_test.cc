@@ -67,5 +67,41 @@ TEST_CASE("client certificates are issued by the generated CA") {
   CHECK(!IssueClientCertificate(TlsMaterial{}, "x", "").ok());
 }
 
+TEST_CASE("the feature-gates flag sets gates, unknown gates and non-bool values are errors") {
+  auto defaults = Parse({});
+  REQUIRE(defaults.ok());
+  CHECK(defaults->feature_gates == FeatureGates{});
+  CHECK(defaults->feature_gates.dra_device_taints);
+  CHECK(defaults->feature_gates.dra_device_binding_conditions);
+
+  auto o = Parse({"--feature-gates", "DRADeviceTaints=false, DRAPartitionableDevices=False",
+                  "--feature-gates=DRAConsumableCapacity=0,DRADeviceBindingConditions=true,"});
+  REQUIRE(o.ok());
+  CHECK_FALSE(o->feature_gates.dra_device_taints);
+  CHECK_FALSE(o->feature_gates.dra_partitionable_devices);
+  CHECK_FALSE(o->feature_gates.dra_consumable_capacity);
+  CHECK(o->feature_gates.dra_device_binding_conditions);
+
+  auto unknown = Parse({"--feature-gates", "DRADeviceTaints=false,DRANope=true"});
+  REQUIRE_FALSE(unknown.ok());
+  CHECK(unknown.status().message().find("--feature-gates") != std::string::npos);
+  CHECK(unknown.status().message().find("DRANope") != std::string::npos);
+  auto not_bool = Parse({"--feature-gates", "DRADeviceTaints=maybe"});
+  REQUIRE_FALSE(not_bool.ok());
+  CHECK(not_bool.status().message().find("DRADeviceTaints") != std::string::npos);
+  CHECK(not_bool.status().message().find("maybe") != std::string::npos);
+  auto no_value = Parse({"--feature-gates", "DRAConsumableCapacity"});
+  REQUIRE_FALSE(no_value.ok());
+  CHECK(no_value.status().message().find("DRAConsumableCapacity") != std::string::npos);
+  CHECK_FALSE(Parse({"--feature-gates"}).ok());
+  CHECK(Usage().find("--feature-gates") != std::string::npos);
+  CHECK(Usage().find("DRADeviceBindingConditions") != std::string::npos);
+
+  // The parser leaves the gates as they were on an error.
+  FeatureGates gates;
+  CHECK_FALSE(ParseFeatureGates("DRADeviceTaints=false,Bad=true", &gates).ok());
+  CHECK(gates.dra_device_taints);
+}
+
 }  // namespace
 }  // namespace xpu::kubesim

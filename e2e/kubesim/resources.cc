@@ -42,6 +42,7 @@ std::vector<ResourceType> BuiltinResources() {
       {"", "namespaces", "Namespace", false, false, core},
       {"", "nodes", "Node", false, false, core},
       {"coordination.k8s.io", "leases", "Lease", true, false, core},
+      {"", "events", "Event", true, false, core},
       {"resource.k8s.io", "resourceslices", "ResourceSlice", false, false, resource},
       {"resource.k8s.io", "deviceclasses", "DeviceClass", false, false, resource},
       {"resource.k8s.io", "resourceclaims", "ResourceClaim", true, true, resource},

@@ -31,7 +31,7 @@ struct ResourceType {
   std::string ApiVersion(const std::string& version) const;
 };
 
-// Core v1 namespaces and nodes, coordination.k8s.io leases, resource.k8s.io (v1, v1beta2,
+// Core v1 namespaces, nodes and events, coordination.k8s.io leases, resource.k8s.io (v1, v1beta2,
 // v1beta1) and xpu.dra.dev/v1alpha1. Namespaces come first.
 std::vector<ResourceType> BuiltinResources();
 

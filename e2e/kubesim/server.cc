@@ -257,6 +257,7 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
   handler_options.watch_close_after_ms = options.watch_close_after_ms;
   handler_options.latency_ms = options.latency_ms;
   handler_options.kube_version = options.kube_version;
+  handler_options.feature_gates = options.feature_gates;
   ApiHandler handler(&store, handler_options);
   Connections connections;
 

@@ -131,8 +131,8 @@ Status Store::Validate(size_t type, const json& obj, const json* old, bool statu
   return s;
 }
 
-StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj,
-                             api::FieldErrors* causes) {
+StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj, api::FieldErrors* causes,
+                             const FeatureGates& gates) {
   const auto& t = options_.types[type];
   if (!obj.is_object()) return Status(StatusCode::kFailedPrecondition, "the body is not an object");
   if (!obj.contains("metadata") || !obj["metadata"].is_object()) obj["metadata"] = json::object();
@@ -172,6 +172,7 @@ StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj,
   const std::string key = Key(t.namespaced ? ns : "", name);
   if (t.has_status) obj.erase("status");
   PruneUnknownFields(t, &obj);
+  DropDisabledFields(t, gates, &obj, nullptr);
   RETURN_IF_ERROR(Validate(type, obj, nullptr, false, causes));
   if (objects_[type].count(key) != 0) {
     return Status(StatusCode::kAlreadyExists,
@@ -307,7 +308,7 @@ StatusOr<ListResult> Store::List(size_t type, const std::string& ns,
 }
 
 StatusOr<json> Store::Update(size_t type, const std::string& ns, const std::string& name, json obj,
-                             bool status, api::FieldErrors* causes) {
+                             bool status, api::FieldErrors* causes, const FeatureGates& gates) {
   const auto& t = options_.types[type];
   if (!obj.is_object()) return Status(StatusCode::kFailedPrecondition, "the body is not an object");
   const json meta_in = obj.value("metadata", json::object());
@@ -340,6 +341,8 @@ StatusOr<json> Store::Update(size_t type, const std::string& ns, const std::stri
     }
   } else {
     next = std::move(obj);
+    // Before the generation check, as the API server's PrepareForUpdate does.
+    DropDisabledFields(t, gates, &next, &old);
     for (const char* field : {"uid", "creationTimestamp", "generation", "deletionTimestamp",
                               "namespace", "resourceVersion"}) {
       if (old["metadata"].contains(field)) {

@@ -26,6 +26,7 @@
 
 #include "api/validation.h"
 #include "base/status.h"
+#include "e2e/kubesim/feature_gates.h"
 #include "e2e/kubesim/resources.h"
 #include "e2e/kubesim/selectors.h"
 
@@ -98,17 +99,22 @@ class Store {
   // Create sets uid, creationTimestamp, resourceVersion, generation 1 and, for a generateName,
   // the name. Namespaced objects need an existing namespace. Status is dropped for types with a
   // status subresource. On a validation failure (kInvalidArgument) the problems go to `causes`
-  // when it is not null.
+  // when it is not null. Before validation the fields of the gates disabled in `gates` are
+  // dropped (see feature_gates.h); the object returned is the one stored.
   StatusOr<nlohmann::json> Create(size_t type, const std::string& ns, nlohmann::json obj,
-                                  api::FieldErrors* causes = nullptr);
+                                  api::FieldErrors* causes = nullptr,
+                                  const FeatureGates& gates = {});
   StatusOr<nlohmann::json> Get(size_t type, const std::string& ns, const std::string& name) const;
   StatusOr<ListResult> List(size_t type, const std::string& ns, const ListOptions& options) const;
   // Update of the main resource (status kept from the stored object when the type has a status
   // subresource) or of /status (only status is taken from `obj`). A non-empty
-  // metadata.resourceVersion must match; generation is bumped when spec changes.
+  // metadata.resourceVersion must match; generation is bumped when spec changes. The main
+  // resource drops the fields of the gates disabled in `gates` unless the stored object already
+  // uses that gate's fields.
   StatusOr<nlohmann::json> Update(size_t type, const std::string& ns, const std::string& name,
                                   nlohmann::json obj, bool status,
-                                  api::FieldErrors* causes = nullptr);
+                                  api::FieldErrors* causes = nullptr,
+                                  const FeatureGates& gates = {});
   // Deletes (or, with finalizers, marks deleted) and garbage-collects objects whose
   // ownerReferences name the deleted object's uid. Returns the object as last stored.
   StatusOr<nlohmann::json> Delete(size_t type, const std::string& ns, const std::string& name,

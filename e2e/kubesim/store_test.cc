@@ -557,5 +557,76 @@ TEST_CASE("the store applies the limits of its Kubernetes release") {
   CHECK(v135.Create(slices, "", tainted).ok());
 }
 
+TEST_CASE("writes drop the fields of disabled feature gates unless the stored object uses them") {
+  Fixture f;
+  const size_t slices = f.Type("resource.k8s.io", "resourceslices");
+  FeatureGates off;
+  off.dra_device_taints = false;
+  off.dra_partitionable_devices = false;
+  off.dra_consumable_capacity = false;
+  off.dra_device_binding_conditions = false;
+  const json taints = json::array({{{"key", "k"}, {"effect", "NoSchedule"}}});
+
+  json gated = Slice("s", 1);
+  json& device = gated["spec"]["devices"][0];
+  device["taints"] = taints;
+  device["allowMultipleAllocations"] = true;
+  device["capacity"] = {{"mem", {{"value", "8Gi"}, {"requestPolicy", {{"default", "8Gi"}}}}}};
+  device["bindsToNode"] = true;
+  device["bindingConditions"] = {"ready"};
+  device["bindingFailureConditions"] = {"failed"};
+
+  SECTION("create with every gate off stores none of them") {
+    auto created = f.store.Create(slices, "", gated, nullptr, off);
+    REQUIRE(created.ok());
+    CHECK((*created)["spec"]["devices"][0] ==
+          json{{"name", "d0"}, {"capacity", {{"mem", {{"value", "8Gi"}}}}}});
+    CHECK((*f.store.Get(slices, "", "s"))["spec"]["devices"][0] ==
+          (*created)["spec"]["devices"][0]);
+  }
+  SECTION("the default (all on) keeps everything") {
+    auto created = f.store.Create(slices, "", gated);
+    REQUIRE(created.ok());
+    CHECK((*created)["spec"]["devices"][0] == device);
+  }
+  SECTION("update: each gate's fields stay only where the stored object uses that gate") {
+    json plain = Slice("s", 1);
+    plain["spec"]["devices"][0]["taints"] = taints;
+    auto created = f.store.Create(slices, "", plain);
+    REQUIRE(created.ok());
+    json next = gated;
+    next["metadata"]["resourceVersion"] = (*created)["metadata"]["resourceVersion"];
+    auto updated = f.store.Update(slices, "", "s", next, false, nullptr, off);
+    REQUIRE(updated.ok());
+    const json& d = (*updated)["spec"]["devices"][0];
+    CHECK(d["taints"] == taints);
+    CHECK_FALSE(d.contains("allowMultipleAllocations"));
+    CHECK_FALSE(d["capacity"]["mem"].contains("requestPolicy"));
+    CHECK_FALSE(d.contains("bindsToNode"));
+    CHECK_FALSE(d.contains("bindingConditions"));
+    CHECK(d["capacity"]["mem"] == json{{"value", "8Gi"}});
+  }
+  SECTION("per-device node selection is dropped with DRAPartitionableDevices") {
+    json per_device = Slice("p", 1);
+    per_device["spec"].erase("nodeName");
+    per_device["spec"]["perDeviceNodeSelection"] = true;
+    per_device["spec"]["devices"][0]["nodeName"] = "n1";
+    json copy = per_device;
+    DropDisabledFields(f.store.types()[slices], off, &copy, nullptr);
+    CHECK_FALSE(copy["spec"].contains("perDeviceNodeSelection"));
+    CHECK_FALSE(copy["spec"]["devices"][0].contains("nodeName"));
+    // Without a node selection the slice is then invalid, as on a real API server.
+    api::FieldErrors causes;
+    auto rejected = f.store.Create(slices, "", per_device, &causes, off);
+    CHECK(rejected.status().code() == StatusCode::kInvalidArgument);
+    CHECK(f.store.Create(slices, "", per_device).ok());
+    // Other types are left alone.
+    json claim = {{"spec", {{"devices", {{"taints", taints}}}}}};
+    DropDisabledFields(f.store.types()[f.Type("resource.k8s.io", "resourceclaims")], off, &claim,
+                       nullptr);
+    CHECK(claim["spec"]["devices"].contains("taints"));
+  }
+}
+
 }  // namespace
 }  // namespace xpu::kubesim
