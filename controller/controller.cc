@@ -41,11 +41,32 @@ std::vector<std::pair<std::string, std::string>> DevicesOf(const ResourceClaim* 
   return out;
 }
 
+// Past the expiry, by a margin, so the re-check sees the Lease expired.
+std::chrono::milliseconds UntilExpiry(std::chrono::system_clock::time_point expires) {
+  const auto left = expires - std::chrono::system_clock::now();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(left) +
+         std::chrono::milliseconds(250);
+}
+
 }  // namespace
 
 std::string NodeOfPluginLease(const std::string& lease_name) {
   if (!lease_name.starts_with(kPluginLeasePrefix)) return "";
   return lease_name.substr(kPluginLeasePrefix.size());
+}
+
+std::optional<std::chrono::system_clock::time_point> Controller::LeaseExpiry(
+    const api::core::Lease& lease) const {
+  if (!lease.spec.renew_time) return std::nullopt;
+  auto renewed = ParseTime(*lease.spec.renew_time);
+  if (!renewed.ok()) {
+    log_->Warning("plugin lease " + lease.metadata.name + ": " + renewed.status().message());
+    return std::nullopt;
+  }
+  const auto duration = lease.spec.lease_duration_seconds
+                            ? std::chrono::seconds(*lease.spec.lease_duration_seconds)
+                            : options_.default_lease_duration;
+  return *renewed + duration;
 }
 
 Controller::Controller(kc::Client* client, CoreOptions options, Config config,
@@ -112,8 +133,13 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
       auto it = live_.find(node);
       live = it != live_.end() && it->second;
     }
-    // A renewal of a live node needs no sync: the expiry timer re-checks it.
-    if (always || !live) queue_.Add(PoolKey(node));
+    // A renewal of a live node needs no sync now, only a timer at its new expiry (the earliest
+    // timer wins, so a shortened Lease is re-checked in time).
+    if (always || !live) {
+      queue_.Add(PoolKey(node));
+    } else if (auto expires = LeaseExpiry(*lease)) {
+      queue_.AddAfter(PoolKey(node), UntilExpiry(*expires));
+    }
   };
   leases_.AddHandlers({[lease_event](const auto& l) { lease_event(l, true); },
                        [lease_event](const auto&, const auto& n) { lease_event(n, false); },
@@ -137,9 +163,6 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
   slices_.Start();
   claims_.Start();
   classes_.Start();
-  for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { Worker(); });
-  threads_.emplace_back([this] { Periodic(); });
-
   const auto deadline = Clock::now() + sync_timeout;
   auto left = [&] {
     return std::max(std::chrono::milliseconds(1),
@@ -148,6 +171,10 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
   const bool ok = inventories_.WaitForSync(left()) && nodes_.WaitForSync(left()) &&
                   leases_.WaitForSync(left()) && slices_.WaitForSync(left()) &&
                   claims_.WaitForSync(left()) && classes_.WaitForSync(left());
+  // Workers sync only from complete caches: a pool synced before the slice informer listed
+  // would look empty and get a second set of slices. Until then the queue only collects keys.
+  for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { Worker(); });
+  threads_.emplace_back([this] { Periodic(); });
   ResyncAll();
   if (!ok) {
     return Status(StatusCode::kDeadlineExceeded,
@@ -193,6 +220,18 @@ void Controller::OnSlice(const SlicePtr& old_slice, const SlicePtr& new_slice) {
     if (new_slice) {
       pool_slices_[new_slice->spec.pool.name].insert(new_slice->metadata.name);
       pools.insert(new_slice->spec.pool.name);
+    }
+    // The watch has caught up with a write of ours once it shows that version (or a later
+    // one) or the slice's deletion: the mutation cache entry has done its job.
+    const std::string& name = new_slice ? new_slice->metadata.name : old_slice->metadata.name;
+    if (!new_slice) seen_deleted_[name] = Clock::now() + kMutationCacheTtl;
+    if (auto it = written_.find(name); it != written_.end()) {
+      if (!new_slice || (it->second.slice &&
+                         kc::CompareResourceVersions(new_slice->metadata.resource_version,
+                                                     it->second.slice->metadata.resource_version)
+                                 .value_or(1) >= 0)) {
+        written_.erase(it);
+      }
     }
   }
   for (const std::string& p : pools) queue_.Add(PoolKey(p));
@@ -258,7 +297,18 @@ std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
 void Controller::RememberWrites(const PoolSyncResult& result) {
   const auto expires = Clock::now() + kMutationCacheTtl;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const SlicePtr& s : result.written) written_[s->metadata.name] = Cached{s, expires};
+  for (const SlicePtr& s : result.written) {
+    // The watch may already have shown this version, or even the slice's deletion, before the
+    // write's answer came back: then there is nothing to bridge.
+    if (seen_deleted_.contains(s->metadata.name)) continue;
+    const SlicePtr seen = slices_.Get(s->metadata.name);
+    if (seen &&
+        kc::CompareResourceVersions(seen->metadata.resource_version, s->metadata.resource_version)
+                .value_or(-1) >= 0) {
+      continue;
+    }
+    written_[s->metadata.name] = Cached{s, expires};
+  }
   for (const std::string& name : result.deleted_names) written_[name] = Cached{nullptr, expires};
 }
 
@@ -268,22 +318,11 @@ Status Controller::SyncPoolKey(const std::string& node) {
   const auto node_obj = nodes_.Get(node);
   const auto lease = leases_.Get(options_.ns + "/" + std::string(kPluginLeasePrefix) + node);
   bool live = false;
-  if (inventory && node_obj && lease && lease->spec.renew_time) {
-    auto renewed = ParseTime(*lease->spec.renew_time);
-    if (renewed.ok()) {
-      const auto duration = lease->spec.lease_duration_seconds
-                                ? std::chrono::seconds(*lease->spec.lease_duration_seconds)
-                                : options_.default_lease_duration;
-      const auto expires = *renewed + duration;
-      const auto now = std::chrono::system_clock::now();
-      if (expires > now) {
-        live = true;
-        queue_.AddAfter(PoolKey(node),
-                        std::chrono::duration_cast<std::chrono::milliseconds>(expires - now) +
-                            std::chrono::milliseconds(250));
-      }
-    } else {
-      log_->Warning("plugin lease of node " + node + ": " + renewed.status().message());
+  if (inventory && node_obj && lease) {
+    if (auto expires = LeaseExpiry(*lease);
+        expires && *expires > std::chrono::system_clock::now()) {
+      live = true;
+      queue_.AddAfter(PoolKey(node), UntilExpiry(*expires));
     }
   }
 
@@ -327,6 +366,9 @@ Status Controller::SyncPoolKey(const std::string& node) {
     }
     if (!inventory) live_.erase(node);
   }
+  log_->Debug("sync pool " + node + ": " + (live ? "live" : "not live") + ", " +
+              std::to_string(existing.size()) + " slices, " +
+              std::to_string(desired ? desired->slices.size() : 0) + " desired");
   if (!desired && existing.empty()) return OkStatus();
 
   SyncOptions sync;
@@ -443,6 +485,7 @@ Status Controller::SyncClasses() {
 }
 
 void Controller::Worker() {
+  while (!synced() && !stop_) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   while (auto key = queue_.Get()) {
     const bool classes = *key == kClassesKey;
     metrics::ScopeTimer timer(metrics_->reconcile_seconds, {classes ? "classes" : "pool", "ok"});
@@ -472,6 +515,9 @@ void Controller::Periodic() {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto it = written_.begin(); it != written_.end();) {
         it = it->second.expires <= now ? written_.erase(it) : std::next(it);
+      }
+      for (auto it = seen_deleted_.begin(); it != seen_deleted_.end();) {
+        it = it->second <= now ? seen_deleted_.erase(it) : std::next(it);
       }
     }
     if (now - last_resync >= options_.resync) {

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -95,6 +96,9 @@ class Controller {
     std::chrono::steady_clock::time_point expires;
   };
 
+  // renewTime + leaseDurationSeconds (the default when unset); nullopt without a renewTime.
+  std::optional<std::chrono::system_clock::time_point> LeaseExpiry(
+      const api::core::Lease& lease) const;
   void Worker();
   Status SyncPoolKey(const std::string& node);
   Status SyncClasses();
@@ -129,7 +133,11 @@ class Controller {
   mutable std::mutex mu_;
   std::shared_ptr<const Config> config_;                      // GUARDED_BY(mu_)
   std::map<std::string, std::set<std::string>> pool_slices_;  // GUARDED_BY(mu_)
-  std::map<std::string, Cached> written_;                     // GUARDED_BY(mu_)
+  std::map<std::string, Cached> written_;                     // GUARDED_BY(mu_): the mutation cache
+  // Slices whose deletion the watch has shown, until the TTL: a write answer arriving after
+  // that must not bring them back into the cache.
+  std::map<std::string, std::chrono::steady_clock::time_point> seen_deleted_;  // GUARDED_BY(mu_)
+  std::map<std::string, Cached> unused_placeholder_;                           // GUARDED_BY(mu_)
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> claim_devices_;
   std::map<std::string, std::multiset<std::string>> allocated_;  // GUARDED_BY(mu_)
   std::map<std::string, bool> live_;                             // GUARDED_BY(mu_)

@@ -195,11 +195,13 @@ TEST_CASE(
     for (const ResourceSlice& s : slices) {
       REQUIRE(c.client->Delete(kc::ResourceSlices(), "", s.metadata.name).ok());
     }
-    REQUIRE(Eventually([&] {
+    const bool recreated = Eventually([&] {
       auto now = c.SlicesOf("n1");
       return !now.empty() && now[0].metadata.name != slices[0].metadata.name &&
              c.DevicesOf("n1") == 8;
-    }));
+    });
+    INFO(controller->Log());
+    REQUIRE(recreated);
     CHECK(c.SlicesOf("n1").size() == slices.size());
   }
 
