@@ -2,7 +2,7 @@
 // DeviceClasses, and the support matrix of driver / firmware / toolkit versions per vendor and
 // family (devices outside it get the `xpu.dra.dev/unsupported` taint).
 //
-// The file (a mounted ConfigMap, YAML or JSON) is documented in docs/controller.md:
+// The file (a mounted ConfigMap, YAML or JSON) is documented in docs/controller-config.md:
 //
 //   apiVersion: xpu.dra.dev/v1alpha1
 //   kind: ControllerConfig
@@ -108,7 +108,7 @@ StatusOr<Config> LoadConfigFile(const std::string& path);
 Status ValidateConfig(const Config& config);
 
 // Whether a device's versions lie inside the support matrix. `reason` says which version is
-// outside which range ("driverVersion 525.60.13 outside >=535.0.0 for nvidia/hopper"). A version
+// outside which range ("driverVersion 525.60.13 outside >=535.0.0 (nvidia/hopper)"). A version
 // the device does not report is not judged.
 struct SupportVerdict {
   bool supported = true;

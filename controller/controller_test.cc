@@ -20,6 +20,7 @@
 #include "controller/device_classes.h"
 #include "controller/testing/cluster.h"
 #include "e2e/client/child_process.h"
+#include "e2e/client/claims.h"
 
 namespace xpu::controller {
 namespace {
@@ -253,6 +254,27 @@ TEST_CASE(
         [&] { return !HasTaint(c.SlicesOf("n1"), "npu-0", "xpu.dra.dev/unsupported"); }));
   }
 
+  SECTION("an allocation re-orders the pool: held devices last, the solver's choice first") {
+    e2e::ClaimSpec claim;
+    claim.name = "holds-npu-0";
+    claim.devices = {"npu-0"};
+    claim.pool = "n1";
+    REQUIRE(e2e::CreateClaim(*c.client, claim).ok());
+    auto order = [&] {
+      std::vector<std::string> names;
+      for (const auto& s : c.SlicesOf("n1")) {
+        for (const auto& d : s.spec.devices) names.push_back(d.name);
+      }
+      return names;
+    };
+    REQUIRE(Eventually([&] {
+      auto names = order();
+      return names.size() == 8 && names.back() == "npu-0";
+    }));
+    // With npu-0 held, the fullest ring (ring-0, three free) comes first.
+    CHECK(order().front() == "npu-1");
+  }
+
   SECTION("metrics and readiness") {
     const std::string log = controller->Log();
     const auto at = log.find("(port ");
@@ -269,6 +291,69 @@ TEST_CASE(
     CHECK(metrics.find("xpu_dra_controller_leader 1") != std::string::npos);
     CHECK(e2e::HttpGet(port, "/readyz").starts_with("HTTP/1.1 200"));
   }
+  CHECK(controller->Stop() == 0);
+}
+
+TEST_CASE("a server that drops taints and counters: tainted devices left out, attributes mode",
+          "[controller][e2e]") {
+  Cluster c({"--feature-gates", "DRADeviceTaints=false,DRAPartitionableDevices=false"});
+  auto uid = testing::MakeNode(*c.client, "n1");
+  REQUIRE(uid.ok());
+  auto inventory = testing::FixtureInventory(XPU_SOURCE_DIR, "atlas800t-a3", "n1");
+  REQUIRE(inventory.ok());
+  inventory->status.devices[5].health = "Unhealthy";
+  REQUIRE(testing::PutInventory(*c.client, *inventory).ok());
+  REQUIRE(testing::RenewPluginLease(*c.client, "xpu-dra", "n1", 3600).ok());
+  const std::string config_path = c.sim->dir() + "/config.yaml";
+  WriteFile(config_path, "publishing: {mode: groups, groupSizes: [2, 4]}\n");
+  auto controller = StartController(c, {"--leader-elect", "false", "--config", config_path});
+  // 15 healthy dies, no group devices, no counters: what the server can hold.
+  REQUIRE(Eventually([&] {
+    auto slices = c.SlicesOf("n1");
+    int devices = 0;
+    bool counters = false;
+    for (const auto& s : slices) {
+      devices += static_cast<int>(s.spec.devices.size());
+      counters |= !s.spec.shared_counters.empty();
+    }
+    return devices == 15 && !counters && FindDevice(slices, "npu-5") == nullptr;
+  }));
+  const std::string log = controller->Log();
+  CHECK(log.find("dropped device taints") != std::string::npos);
+  CHECK(log.find("dropped device counters") != std::string::npos);
+  auto events = c.client->ListAll(kc::Events(), "default");
+  REQUIRE(events.ok());
+  int dropped = 0;
+  for (const auto& e : events->items) dropped += e.value("reason", "") == "FieldsDropped" ? 1 : 0;
+  CHECK(dropped >= 1);
+  CHECK(controller->Stop() == 0);
+}
+
+TEST_CASE("groups mode publishes aligned groups that consume their members' counters",
+          "[controller][e2e]") {
+  Cluster c;
+  c.AddNode("n1", "atlas800t-a3");
+  const std::string config_path = c.sim->dir() + "/config.yaml";
+  WriteFile(config_path, "publishing: {mode: groups, groupSizes: [2, 4, 8]}\n");
+  auto controller = StartController(c, {"--leader-elect", "false", "--config", config_path});
+  REQUIRE(Eventually([&] { return FindDevice(c.SlicesOf("n1"), "npu-x4-0") != nullptr; }));
+  const auto slices = c.SlicesOf("n1");
+  int counter_slices = 0;
+  for (const auto& s : slices) {
+    INFO(api::resource::ToJson(s).dump());
+    CHECK(api::ValidateResourceSlice(s, api::KubeVersion::k1_35).ok());
+    if (!s.spec.shared_counters.empty()) {
+      ++counter_slices;
+      CHECK(s.spec.devices.empty());  // 1.35: counter sets in a slice of their own
+    }
+    CHECK(s.spec.pool.resource_slice_count == static_cast<int64_t>(slices.size()));
+  }
+  CHECK(counter_slices == 1);
+  const auto* group = FindDevice(slices, "npu-x2-0");
+  REQUIRE(group != nullptr);
+  CHECK(group->attributes.at("groupSize").int_value == 2);
+  REQUIRE(group->consumes_counters.size() == 1);
+  CHECK(group->consumes_counters[0].counters.size() == 2);
   CHECK(controller->Stop() == 0);
 }
 
