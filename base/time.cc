@@ -79,7 +79,7 @@ StatusOr<std::chrono::system_clock::time_point> ParseTime(std::string_view text)
              text[pos + 3] == ':') {
     int oh = 0, om = 0;
     if (!Digits(text, pos + 1, 2, &oh) || !Digits(text, pos + 4, 2, &om)) return bad();
-    offset = (text[pos] == '+' ? 1 : -1) * (oh * 3600 + om * 60);
+    offset = (text[pos] == '+' ? 1 : -1) * (int64_t{oh} * 3600 + int64_t{om} * 60);
   } else {
     return bad();
   }

@@ -12,7 +12,6 @@ namespace {
 namespace kc = api::client;
 using api::resource::DeviceClass;
 using api::resource::ResourceClaim;
-using api::resource::ResourceSlice;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kPluginLeasePrefix = "xpu-dra-plugin-";
@@ -507,8 +506,9 @@ void Controller::Worker() {
 void Controller::Periodic() {
   auto last_resync = Clock::now();
   while (!stop_) {
-    for (int i = 0; i < 20 && !stop_; ++i)
+    for (int i = 0; i < 20 && !stop_; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     UpdateGauges();
     const auto now = Clock::now();
     {

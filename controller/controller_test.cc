@@ -420,8 +420,9 @@ TEST_CASE("1,000 nodes under 10% injected 409/429/500 converge to exactly the de
     auto slices = testing::ListSlices(*c.client, kDriver);
     if (!slices.ok()) return false;  // an injected fault on the check itself
     std::map<std::string, int> devices;
-    for (const auto& s : *slices)
+    for (const auto& s : *slices) {
       devices[s.spec.pool.name] += static_cast<int>(s.spec.devices.size());
+    }
     if (devices.size() != kNodes) return false;
     for (const auto& [pool, n] : devices) {
       if (n != 8) return false;

@@ -271,8 +271,9 @@ StatusOr<std::vector<BuiltDevice>> BuildDevices(const api::NodeInventory& invent
         ++it;
       }
     }
-    if (!in.memory.empty())
+    if (!in.memory.empty()) {
       d.capacity.emplace("memory", DeviceCapacity{in.memory, std::nullopt, nullptr});
+    }
 
     if (in.health != "Healthy") {
       d.taints.push_back(Taint(kUnhealthyTaint,
@@ -542,9 +543,9 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
   if (config.mode == PublishMode::kGroups) {
     std::optional<GroupsResult> groups;
     if (!options.counters) {
-      pool.notes.push_back("groups mode: falling back to attributes: the server drops counters");
+      pool.notes.emplace_back("groups mode: falling back to attributes: the server drops counters");
     } else if (kinds.size() > 1) {
-      pool.notes.push_back("groups mode: falling back to attributes: mixed device kinds");
+      pool.notes.emplace_back("groups mode: falling back to attributes: mixed device kinds");
     } else if (!devices.empty()) {
       groups = BuildGroups(inventory, devices, *kinds.begin(), node, config, options, pool.notes);
     }
