@@ -58,6 +58,19 @@ std::vector<SlicePtr> Current(kc::Client& client) {
   return out;
 }
 
+// Pool n1 with gpu-0 and gpu-1 in one slice, `tainted` carrying the unhealthy taint.
+DesiredPool TaintedPool(int tainted) {
+  DesiredPool pool;
+  pool.name = "n1";
+  pool.slices = {SliceOf("n1", 0, 2)};
+  DeviceTaint taint;
+  taint.key = "xpu.dra.dev/unhealthy";
+  taint.value = "Unhealthy";
+  taint.effect = "NoSchedule";
+  pool.slices[0].devices[static_cast<size_t>(tainted)].taints.push_back(taint);
+  return pool;
+}
+
 struct Writes {
   std::vector<std::string> seen;
   WriteObserver Observer() {
@@ -171,14 +184,7 @@ TEST_CASE("pool sync keeps taint timestamps the server set", "[pool_sync]") {
   auto uid = testing::MakeNode(*client, "n1");
   REQUIRE(uid.ok());
   NodeFacts node{"n1", *uid, {}};
-  DesiredPool pool;
-  pool.name = "n1";
-  pool.slices = {SliceOf("n1", 0, 2)};
-  DeviceTaint taint;
-  taint.key = "xpu.dra.dev/unhealthy";
-  taint.value = "Unhealthy";
-  taint.effect = "NoSchedule";
-  pool.slices[0].devices[1].taints.push_back(taint);
+  DesiredPool pool = TaintedPool(1);
   REQUIRE(SyncPool(*client, kDriver, "n1", pool, node, {}).status.ok());
   auto now = Current(*client);
   REQUIRE(now.size() == 1);
@@ -195,14 +201,7 @@ TEST_CASE("pool sync reports fields the server dropped", "[pool_sync]") {
   auto uid = testing::MakeNode(*client, "n1");
   REQUIRE(uid.ok());
   NodeFacts node{"n1", *uid, {}};
-  DesiredPool pool;
-  pool.name = "n1";
-  pool.slices = {SliceOf("n1", 0, 2)};
-  DeviceTaint taint;
-  taint.key = "xpu.dra.dev/unhealthy";
-  taint.value = "Unhealthy";
-  taint.effect = "NoSchedule";
-  pool.slices[0].devices[0].taints.push_back(taint);
+  DesiredPool pool = TaintedPool(0);
   api::resource::CounterSet set;
   set.name = "gpu-members";
   set.counters["gpu-0"].value = "1";
