@@ -1,4 +1,3 @@
-#define CATCH_CONFIG_MAIN
 #include "base/status.h"
 
 #include <catch2/catch.hpp>

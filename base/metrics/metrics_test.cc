@@ -1,4 +1,3 @@
-#define CATCH_CONFIG_MAIN
 #include "base/metrics/metrics.h"
 
 #include <sys/wait.h>

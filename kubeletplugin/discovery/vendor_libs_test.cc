@@ -1,6 +1,5 @@
 // ProbeNvml and ProbeDcmi through the real dlopen path, against the fake libraries of
 // kubeletplugin/discovery/testing/ answering from the host fixtures' fake-vendor/*.json.
-#define CATCH_CONFIG_MAIN
 #include "kubeletplugin/discovery/vendor_libs.h"
 
 #include <dlfcn.h>
