@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
   auto controller = xpu::e2e::ChildProcess::Start(
       XPU_CONTROLLER_BINARY,
       {"--kubeconfig", (*sim)->kubeconfig(), "--namespace", "xpu-dra", "--qps", qps, "--burst", qps,
-       "--leader-elect", "false", "--metrics-addr", "127.0.0.1:0", "--log-level", "warning",
+       "--leader-elect", "false", "--metrics-addr", "127.0.0.1:0", "--log-level", "info",
        "--claim-debounce", "100ms"},
       (*sim)->dir() + "/controller.log");
   if (!controller.ok()) return Fail(controller.status().message());

@@ -12,6 +12,7 @@ namespace {
 namespace kc = api::client;
 using api::resource::DeviceClass;
 using api::resource::ResourceClaim;
+using api::resource::ResourceSlice;
 using Clock = std::chrono::steady_clock;
 
 constexpr std::string_view kPluginLeasePrefix = "xpu-dra-plugin-";
@@ -29,15 +30,11 @@ kc::InformerOptions Selected(std::string ns, std::string labels, std::string fie
   return o;
 }
 
-// The (pool, device) pairs of `driver` a claim holds.
-std::vector<std::pair<std::string, std::string>> DevicesOf(const ResourceClaim* claim,
-                                                           const std::string& driver) {
-  std::vector<std::pair<std::string, std::string>> out;
-  if (claim == nullptr || !claim->status.allocation) return out;
-  for (const auto& r : claim->status.allocation->devices.results) {
-    if (r.driver == driver) out.emplace_back(r.pool, r.device);
-  }
-  return out;
+StatusOr<SlicePtr> Decode(const StoredSlice& stored) {
+  nlohmann::json j = nlohmann::json::parse(stored.json, nullptr, false);
+  if (j.is_discarded()) return InternalError("decode stored slice " + stored.name);
+  ASSIGN_OR_RETURN(ResourceSlice slice, api::FromJson<ResourceSlice>(j));
+  return std::make_shared<const ResourceSlice>(std::move(slice));
 }
 
 // Past the expiry, by a margin, so the re-check sees the Lease expired.
@@ -48,6 +45,15 @@ std::chrono::milliseconds UntilExpiry(std::chrono::system_clock::time_point expi
 }
 
 }  // namespace
+
+std::string CompactJson(const nlohmann::json& object) {
+  if (!object.contains("metadata") || !object["metadata"].contains("managedFields")) {
+    return object.dump();
+  }
+  nlohmann::json copy = object;
+  copy["metadata"].erase("managedFields");
+  return copy.dump();
+}
 
 std::string NodeOfPluginLease(const std::string& lease_name) {
   if (!lease_name.starts_with(kPluginLeasePrefix)) return "";
@@ -98,6 +104,7 @@ void Controller::SetConfig(Config config) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     config_ = std::make_shared<const Config>(std::move(config));
+    ++config_generation_;
   }
   ResyncAll();
 }
@@ -109,7 +116,7 @@ bool Controller::synced() const {
 
 Status Controller::Start(std::chrono::milliseconds sync_timeout) {
   auto pool_of_node = [this](const auto& obj) {
-    if (obj) queue_.Add(PoolKey(obj->metadata.name));
+    if (obj) queue_.Add(PoolKey(obj->name));
   };
   inventories_.AddHandlers({pool_of_node,
                             [pool_of_node](const auto&, const auto& n) { pool_of_node(n); },
@@ -117,9 +124,8 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
   nodes_.AddHandlers({pool_of_node,
                       [this](const auto& o, const auto& n) {
                         // Heartbeats change status only; labels and uid matter here.
-                        if (!o || o->metadata.labels != n->metadata.labels ||
-                            o->metadata.uid != n->metadata.uid) {
-                          queue_.Add(PoolKey(n->metadata.name));
+                        if (!o || o->labels != n->labels || o->uid != n->uid) {
+                          queue_.Add(PoolKey(n->name));
                         }
                       },
                       pool_of_node});
@@ -143,9 +149,9 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
   leases_.AddHandlers({[lease_event](const auto& l) { lease_event(l, true); },
                        [lease_event](const auto&, const auto& n) { lease_event(n, false); },
                        [lease_event](const auto& l) { lease_event(l, true); }});
-  slices_.AddHandlers({[this](const SlicePtr& s) { OnSlice(nullptr, s); },
-                       [this](const SlicePtr& o, const SlicePtr& n) { OnSlice(o, n); },
-                       [this](const SlicePtr& s) { OnSlice(s, nullptr); }});
+  slices_.AddHandlers({[this](const auto& s) { OnSlice(nullptr, s); },
+                       [this](const auto& o, const auto& n) { OnSlice(o, n); },
+                       [this](const auto& s) { OnSlice(s, nullptr); }});
   claims_.AddHandlers({[this](const auto& c) { OnClaim(nullptr, c); },
                        [this](const auto& o, const auto& n) { OnClaim(o, n); },
                        [this](const auto& c) { OnClaim(c, nullptr); }});
@@ -196,7 +202,7 @@ void Controller::Stop() {
 }
 
 void Controller::ResyncAll() {
-  for (const auto& inv : inventories_.List()) queue_.Add(PoolKey(inv->metadata.name));
+  for (const auto& inv : inventories_.List()) queue_.Add(PoolKey(inv->name));
   std::vector<std::string> pools;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -206,27 +212,28 @@ void Controller::ResyncAll() {
   queue_.Add(kClassesKey);
 }
 
-void Controller::OnSlice(const SlicePtr& old_slice, const SlicePtr& new_slice) {
+void Controller::OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
+                         const std::shared_ptr<const StoredSlice>& new_slice) {
   std::set<std::string> pools;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (old_slice) {
-      auto& names = pool_slices_[old_slice->spec.pool.name];
-      names.erase(old_slice->metadata.name);
-      if (names.empty()) pool_slices_.erase(old_slice->spec.pool.name);
-      pools.insert(old_slice->spec.pool.name);
+      auto& names = pool_slices_[old_slice->pool];
+      names.erase(old_slice->name);
+      if (names.empty()) pool_slices_.erase(old_slice->pool);
+      pools.insert(old_slice->pool);
     }
     if (new_slice) {
-      pool_slices_[new_slice->spec.pool.name].insert(new_slice->metadata.name);
-      pools.insert(new_slice->spec.pool.name);
+      pool_slices_[new_slice->pool].insert(new_slice->name);
+      pools.insert(new_slice->pool);
     }
     // The watch has caught up with a write of ours once it shows that version (or a later
     // one) or the slice's deletion: the mutation cache entry has done its job.
-    const std::string& name = new_slice ? new_slice->metadata.name : old_slice->metadata.name;
+    const std::string& name = new_slice ? new_slice->name : old_slice->name;
     if (!new_slice) seen_deleted_[name] = Clock::now() + kMutationCacheTtl;
     if (auto it = written_.find(name); it != written_.end()) {
       if (!new_slice || (it->second.slice &&
-                         kc::CompareResourceVersions(new_slice->metadata.resource_version,
+                         kc::CompareResourceVersions(new_slice->resource_version,
                                                      it->second.slice->metadata.resource_version)
                                  .value_or(1) >= 0)) {
         written_.erase(it);
@@ -236,10 +243,15 @@ void Controller::OnSlice(const SlicePtr& old_slice, const SlicePtr& new_slice) {
   for (const std::string& p : pools) queue_.Add(PoolKey(p));
 }
 
-void Controller::OnClaim(const std::shared_ptr<const ResourceClaim>& old_claim,
-                         const std::shared_ptr<const ResourceClaim>& new_claim) {
-  const std::string uid = new_claim ? new_claim->metadata.uid : old_claim->metadata.uid;
-  auto now_held = DevicesOf(new_claim.get(), options_.driver);
+void Controller::OnClaim(const std::shared_ptr<const StoredClaim>& old_claim,
+                         const std::shared_ptr<const StoredClaim>& new_claim) {
+  const std::string uid = new_claim ? new_claim->uid : old_claim->uid;
+  std::vector<std::pair<std::string, std::string>> now_held;
+  if (new_claim) {
+    for (const auto& [driver, pool, device] : new_claim->devices) {
+      if (driver == options_.driver) now_held.emplace_back(pool, device);
+    }
+  }
   std::set<std::string> pools;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -274,21 +286,28 @@ std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
   }
   std::vector<SlicePtr> out;
   const auto now = Clock::now();
-  std::lock_guard<std::mutex> lock(mu_);
-  for (const std::string& name : names) {
-    SlicePtr seen = slices_.Get(name);
-    auto it = written_.find(name);
-    if (it != written_.end() && it->second.expires > now) {
-      if (!it->second.slice) continue;  // we deleted it; the watch has not said so yet
-      if (!seen || kc::CompareResourceVersions(seen->metadata.resource_version,
-                                               it->second.slice->metadata.resource_version)
-                           .value_or(-1) < 0) {
-        out.push_back(it->second.slice);
-        continue;
+  std::vector<std::shared_ptr<const StoredSlice>> stored;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::string& name : names) {
+      auto seen = slices_.Get(name);
+      auto it = written_.find(name);
+      if (it != written_.end() && it->second.expires > now) {
+        if (!it->second.slice) continue;  // we deleted it; the watch has not said so yet
+        if (!seen || kc::CompareResourceVersions(seen->resource_version,
+                                                 it->second.slice->metadata.resource_version)
+                             .value_or(-1) < 0) {
+          out.push_back(it->second.slice);
+          continue;
+        }
+        written_.erase(it);  // the informer caught up
       }
-      written_.erase(it);  // the informer caught up
+      if (seen && seen->pool == pool) stored.push_back(seen);
     }
-    if (seen && seen->spec.pool.name == pool) out.push_back(seen);
+  }
+  for (const auto& s : stored) {
+    auto decoded = Decode(*s);
+    if (decoded.ok()) out.push_back(*decoded);
   }
   return out;
 }
@@ -300,10 +319,9 @@ void Controller::RememberWrites(const PoolSyncResult& result) {
     // The watch may already have shown this version, or even the slice's deletion, before the
     // write's answer came back: then there is nothing to bridge.
     if (seen_deleted_.contains(s->metadata.name)) continue;
-    const SlicePtr seen = slices_.Get(s->metadata.name);
-    if (seen &&
-        kc::CompareResourceVersions(seen->metadata.resource_version, s->metadata.resource_version)
-                .value_or(-1) >= 0) {
+    const auto seen = slices_.Get(s->metadata.name);
+    if (seen && kc::CompareResourceVersions(seen->resource_version, s->metadata.resource_version)
+                        .value_or(-1) >= 0) {
       continue;
     }
     written_[s->metadata.name] = Cached{s, expires};
@@ -325,24 +343,55 @@ Status Controller::SyncPoolKey(const std::string& node) {
     }
   }
 
+  // Unchanged inputs and slices since the last successful sync: nothing to do. This is what
+  // makes the periodic re-check at each Lease expiry cheap.
+  std::set<std::string> allocated;
+  std::shared_ptr<const Config> cfg;
+  std::string inputs;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = allocated_.find(node); it != allocated_.end()) {
+      allocated.insert(it->second.begin(), it->second.end());
+    }
+    cfg = config_;
+    inputs = std::string(live ? "live" : "down") + "|" +
+             (inventory ? inventory->resource_version : "") + "|" +
+             (node_obj ? node_obj->uid : "") + "|" + std::to_string(config_generation_) + "|" +
+             (taints_ok_ ? "t" : "-") + (counters_ok_ ? "c" : "-") + "|";
+    if (node_obj) {
+      for (const auto& [k, v] : node_obj->labels) inputs += k + "=" + v + ",";
+    }
+    inputs += "|";
+    for (const std::string& d : allocated) inputs += d + ",";
+    inputs += "|";
+    if (auto it = pool_slices_.find(node); it != pool_slices_.end()) {
+      for (const std::string& name : it->second) {
+        auto seen = slices_.Get(name);
+        inputs += name + ":" + (seen ? seen->resource_version : "") + ",";
+      }
+    }
+    if (written_.empty()) {
+      auto last = last_sync_.find(node);
+      if (last != last_sync_.end() && last->second == inputs) return OkStatus();
+    }
+  }
+
   std::optional<DesiredPool> desired;
+  std::optional<api::NodeInventory> decoded_inventory;
   if (live) {
-    NodeFacts facts{node, node_obj->metadata.uid, node_obj->metadata.labels};
+    nlohmann::json inventory_json = nlohmann::json::parse(inventory->json, nullptr, false);
+    auto parsed = api::FromJson<api::NodeInventory>(inventory_json);
+    if (!parsed.ok()) return parsed.status().WithContext("decode inventory of node " + node);
+    decoded_inventory = std::move(parsed).value();
+  }
+  if (live) {
+    NodeFacts facts{node, node_obj->uid, node_obj->labels};
     PublishOptions publish;
     publish.driver = options_.driver;
     publish.version = options_.version;
     publish.taints = taints_ok_;
     publish.counters = counters_ok_;
-    std::set<std::string> allocated;
-    std::shared_ptr<const Config> cfg;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (auto it = allocated_.find(node); it != allocated_.end()) {
-        allocated.insert(it->second.begin(), it->second.end());
-      }
-      cfg = config_;
-    }
-    auto built = BuildPool(*inventory, facts, *cfg, publish, allocated);
+    auto built = BuildPool(*decoded_inventory, facts, *cfg, publish, allocated);
     if (!built.ok()) {
       // A bad inventory keeps what is published; the plugin's next write re-queues the pool.
       const std::string msg = "build slices of node " + node + ": " + built.status().message();
@@ -353,7 +402,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
     desired = std::move(built).value();
   }
 
-  NodeFacts owner{node, node_obj ? node_obj->metadata.uid : "", {}};
+  NodeFacts owner{node, node_obj ? node_obj->uid : "", {}};
   const std::vector<SlicePtr> existing = ExistingSlices(node);
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -368,14 +417,18 @@ Status Controller::SyncPoolKey(const std::string& node) {
   log_->Debug("sync pool " + node + ": " + (live ? "live" : "not live") + ", " +
               std::to_string(existing.size()) + " slices, " +
               std::to_string(desired ? desired->slices.size() : 0) + " desired");
-  if (!desired && existing.empty()) return OkStatus();
+  if (!desired && existing.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_sync_[node] = inputs;
+    return OkStatus();
+  }
 
   SyncOptions sync;
   sync.observe = [this](std::string_view verb, std::string_view res) {
     metrics_->slice_writes.Inc({std::string(verb), std::string(res)});
   };
   sync.can_write = [this] { return CanWrite(); };
-  const std::string inventory_version = inventory ? inventory->metadata.resource_version : "";
+  const std::string inventory_version = inventory ? inventory->resource_version : "";
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = published_inventory_.find(node);
@@ -389,6 +442,13 @@ Status Controller::SyncPoolKey(const std::string& node) {
       published_inventory_[node] = inventory_version;
     } else {
       published_inventory_.erase(node);
+    }
+    // Only a sync that wrote nothing records its inputs: after a write the slices' versions
+    // change, and the next sync (from the watch event) confirms the result.
+    if (!result.Changed()) {
+      last_sync_[node] = inputs;
+    } else {
+      last_sync_.erase(node);
     }
   }
   if (result.Changed()) {
@@ -579,3 +639,44 @@ void Controller::RecordEvent(const std::string& type, const std::string& reason,
 }
 
 }  // namespace xpu::controller
+
+namespace xpu::api {
+
+using controller::StoredClaim;
+using controller::StoredInventory;
+using controller::StoredNode;
+using controller::StoredSlice;
+
+template <>
+StatusOr<StoredInventory> FromJson<StoredInventory>(const nlohmann::json& json) {
+  ASSIGN_OR_RETURN(NodeInventory inventory, FromJson<NodeInventory>(json));
+  return StoredInventory{inventory.metadata.name, inventory.metadata.resource_version,
+                         controller::CompactJson(json)};
+}
+
+template <>
+StatusOr<StoredSlice> FromJson<StoredSlice>(const nlohmann::json& json) {
+  ASSIGN_OR_RETURN(resource::ResourceSlice slice, FromJson<resource::ResourceSlice>(json));
+  return StoredSlice{slice.metadata.name, slice.metadata.resource_version, slice.spec.pool.name,
+                     controller::CompactJson(json)};
+}
+
+template <>
+StatusOr<StoredNode> FromJson<StoredNode>(const nlohmann::json& json) {
+  ASSIGN_OR_RETURN(core::Node node, FromJson<core::Node>(json));
+  return StoredNode{node.metadata.name, node.metadata.uid, node.metadata.labels};
+}
+
+template <>
+StatusOr<StoredClaim> FromJson<StoredClaim>(const nlohmann::json& json) {
+  ASSIGN_OR_RETURN(resource::ResourceClaim claim, FromJson<resource::ResourceClaim>(json));
+  StoredClaim out{claim.metadata.uid, {}};
+  if (claim.status.allocation) {
+    for (const auto& r : claim.status.allocation->devices.results) {
+      out.devices.emplace_back(r.driver, r.pool, r.device);
+    }
+  }
+  return out;
+}
+
+}  // namespace xpu::api

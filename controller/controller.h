@@ -27,6 +27,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "api/client/client.h"
@@ -54,6 +55,35 @@ struct CoreOptions {
   std::chrono::milliseconds resync{300'000};        // every pool again, as a safety net
   std::string identity;                             // reportingInstance of Events
 };
+
+// What the controller keeps of the objects it watches between syncs: what its handlers and the
+// liveness check need, and the rest as compact JSON (managedFields dropped), decoded when a pool
+// is synced. Decoded inventories and slices take about three times their JSON; at 5,000 nodes
+// that is most of the controller's memory. Each is checked by decoding when it arrives, so a
+// malformed object is counted by the informer and left out, as a decoded one would be.
+struct StoredInventory {
+  std::string name;
+  std::string resource_version;
+  std::string json;
+};
+struct StoredSlice {
+  std::string name;
+  std::string resource_version;
+  std::string pool;
+  std::string json;
+};
+struct StoredNode {
+  std::string name;
+  std::string uid;
+  std::map<std::string, std::string> labels;
+};
+struct StoredClaim {
+  std::string uid;
+  std::vector<std::tuple<std::string, std::string, std::string>> devices;  // driver, pool, device
+};
+
+// The compact JSON of an object, without metadata.managedFields.
+std::string CompactJson(const nlohmann::json& object);
 
 // "xpu-dra-plugin-<node>" -> "<node>"; "" for other names.
 std::string NodeOfPluginLease(const std::string& lease_name);
@@ -104,9 +134,10 @@ class Controller {
   Status SyncClasses();
   std::vector<SlicePtr> ExistingSlices(const std::string& pool);
   void RememberWrites(const PoolSyncResult& result);
-  void OnSlice(const SlicePtr& old_slice, const SlicePtr& new_slice);
-  void OnClaim(const std::shared_ptr<const api::resource::ResourceClaim>& old_claim,
-               const std::shared_ptr<const api::resource::ResourceClaim>& new_claim);
+  void OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
+               const std::shared_ptr<const StoredSlice>& new_slice);
+  void OnClaim(const std::shared_ptr<const StoredClaim>& old_claim,
+               const std::shared_ptr<const StoredClaim>& new_claim);
   void Periodic();
   void UpdateGauges();
   bool CanWrite() const;
@@ -117,11 +148,11 @@ class Controller {
   Logger* const log_;
   std::function<bool()> can_write_;
 
-  api::client::TypedInformer<api::NodeInventory> inventories_;
-  api::client::TypedInformer<api::core::Node> nodes_;
+  api::client::TypedInformer<StoredInventory> inventories_;
+  api::client::TypedInformer<StoredNode> nodes_;
   api::client::TypedInformer<api::core::Lease> leases_;
-  api::client::TypedInformer<api::resource::ResourceSlice> slices_;
-  api::client::TypedInformer<api::resource::ResourceClaim> claims_;
+  api::client::TypedInformer<StoredSlice> slices_;
+  api::client::TypedInformer<StoredClaim> claims_;
   api::client::TypedInformer<api::resource::DeviceClass> classes_;
   WorkQueue queue_;
 
@@ -131,7 +162,8 @@ class Controller {
   std::vector<std::thread> threads_;
 
   mutable std::mutex mu_;
-  std::shared_ptr<const Config> config_;                      // GUARDED_BY(mu_)
+  std::shared_ptr<const Config> config_;
+  uint64_t config_generation_ = 0;  // GUARDED_BY(mu_)                      // GUARDED_BY(mu_)
   std::map<std::string, std::set<std::string>> pool_slices_;  // GUARDED_BY(mu_)
   std::map<std::string, Cached> written_;                     // GUARDED_BY(mu_): the mutation cache
   // Slices whose deletion the watch has shown, until the TTL: a write answer arriving after
@@ -141,11 +173,30 @@ class Controller {
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> claim_devices_;
   std::map<std::string, std::multiset<std::string>> allocated_;  // GUARDED_BY(mu_)
   std::map<std::string, bool> live_;                             // GUARDED_BY(mu_)
+  // The inputs of each pool's last successful sync and the slice versions it left: a sync whose
+  // inputs and slices are unchanged (the periodic Lease re-check) does nothing.
+  std::map<std::string, std::string> last_sync_;  // GUARDED_BY(mu_)
   // The inventory resourceVersion each pool was last published from.
   std::map<std::string, std::string> published_inventory_;     // GUARDED_BY(mu_)
   std::map<std::string, std::map<std::string, int>> tainted_;  // GUARDED_BY(mu_)
 };
 
 }  // namespace xpu::controller
+
+namespace xpu::api {
+
+// The informers' decoders of the stored forms: each decodes the whole object (so a malformed one
+// is an error) and keeps the stored part.
+template <>
+StatusOr<controller::StoredInventory> FromJson<controller::StoredInventory>(
+    const nlohmann::json& json);
+template <>
+StatusOr<controller::StoredSlice> FromJson<controller::StoredSlice>(const nlohmann::json& json);
+template <>
+StatusOr<controller::StoredNode> FromJson<controller::StoredNode>(const nlohmann::json& json);
+template <>
+StatusOr<controller::StoredClaim> FromJson<controller::StoredClaim>(const nlohmann::json& json);
+
+}  // namespace xpu::api
 
 #endif  // XPU_CONTROLLER_CONTROLLER_H_
