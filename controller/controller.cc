@@ -359,15 +359,15 @@ Status Controller::SyncPoolKey(const std::string& node) {
              (node_obj ? node_obj->uid : "") + "|" + std::to_string(config_generation_) + "|" +
              (taints_ok_ ? "t" : "-") + (counters_ok_ ? "c" : "-") + "|";
     if (node_obj) {
-      for (const auto& [k, v] : node_obj->labels) inputs += k + "=" + v + ",";
+      for (const auto& [k, v] : node_obj->labels) inputs.append(k).append("=").append(v) += ",";
     }
     inputs += "|";
-    for (const std::string& d : allocated) inputs += d + ",";
+    for (const std::string& d : allocated) inputs.append(d) += ",";
     inputs += "|";
     if (auto it = pool_slices_.find(node); it != pool_slices_.end()) {
       for (const std::string& name : it->second) {
         auto seen = slices_.Get(name);
-        inputs += name + ":" + (seen ? seen->resource_version : "") + ",";
+        inputs.append(name).append(":").append(seen ? seen->resource_version : "") += ",";
       }
     }
     if (written_.empty()) {
