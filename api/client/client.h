@@ -53,7 +53,7 @@ struct ResourceRef {
 ResourceRef Namespaces();
 ResourceRef Nodes();
 ResourceRef Leases();
-ResourceRef Events();  // core/v1 Event
+ResourceRef Events();          // core/v1 Event
 ResourceRef ResourceSlices();  // resource.k8s.io, always v1 to callers
 ResourceRef DeviceClasses();
 ResourceRef ResourceClaims();
