@@ -243,11 +243,15 @@ TEST_CASE(
       return controller->Log().find("rejected, the previous one stays in force") !=
              std::string::npos;
     }));
-    auto events = c.client->ListAll(kc::Events(), "xpu-dra");
-    REQUIRE(events.ok());
-    bool reported = false;
-    for (const auto& e : events->items) reported |= e.value("reason", "") == "InvalidConfig";
-    CHECK(reported);
+    // The Event is recorded just after the log line.
+    CHECK(Eventually([&] {
+      auto events = c.client->ListAll(kc::Events(), "xpu-dra");
+      if (!events.ok()) return false;
+      for (const auto& e : events->items) {
+        if (e.value("reason", "") == "InvalidConfig") return true;
+      }
+      return false;
+    }));
     CHECK(HasTaint(c.SlicesOf("n1"), "npu-0", "xpu.dra.dev/unsupported"));
     WriteFile(config_path, "supportMatrix: []\n");
     REQUIRE(Eventually(
