@@ -2,14 +2,13 @@
 
 #include <unistd.h>
 
-#include <fstream>
 #include <memory>
 #include <ostream>
-#include <sstream>
 #include <thread>
 
 #include "api/client/client.h"
 #include "api/validation.h"
+#include "base/atomic_file.h"
 #include "base/flags.h"
 #include "base/log.h"
 #include "base/metrics/http_server.h"
@@ -46,14 +45,6 @@ StatusOr<api::KubeVersion> DetectVersion(kc::Client& client, const std::string& 
     n = n * 10 + (c - '0');
   }
   return n >= 35 ? api::KubeVersion::k1_35 : api::KubeVersion::k1_34;
-}
-
-StatusOr<std::string> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFoundError("read config " + path + ": cannot open");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -174,14 +165,16 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
   Config config = DefaultConfig();
   std::string config_text;
   if (!options.config_path.empty()) {
-    auto text = ReadFile(options.config_path);
-    auto parsed = text.ok() ? ParseConfig(*text) : StatusOr<Config>(text.status());
+    // LoadConfigFile, as xpuctl reads it (same size limit and errors); the text is kept to see
+    // when the file changes.
+    auto parsed = LoadConfigFile(options.config_path);
     if (!parsed.ok()) {
-      log.Error("config " + options.config_path + ": " + parsed.status().message());
+      log.Error(parsed.status().message());
       return 2;
     }
     config = std::move(parsed).value();
-    config_text = *text;
+    // Read again for the comparison: a change in between makes the first poll reload.
+    if (auto text = ReadWholeFile(options.config_path); text.ok()) config_text = *text;
     log.Info("config " + options.config_path + ": " +
              std::to_string(config.capability_classes.size()) + " capability classes, " +
              std::to_string(config.support_matrix.size()) + " support rules, mode " +
@@ -279,13 +272,13 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
       continue;
     }
     last_check = std::chrono::steady_clock::now();
-    auto text = ReadFile(options.config_path);
+    auto text = ReadWholeFile(options.config_path);
     if (!text.ok() || *text == config_text) continue;
     config_text = *text;
-    auto parsed = ParseConfig(*text);
+    auto parsed = LoadConfigFile(options.config_path);
     if (!parsed.ok()) {
-      const std::string msg = "config " + options.config_path + " rejected, the previous one " +
-                              "stays in force: " + parsed.status().message();
+      const std::string msg =
+          "config rejected, the previous one stays in force: " + parsed.status().message();
       log.Error(msg);
       m.config_reloads.Inc({"error"});
       m.config_valid.Set(0);
