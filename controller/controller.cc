@@ -480,12 +480,7 @@ Status Controller::SyncClasses() {
   std::map<std::string, std::shared_ptr<const DeviceClass>> managed;
   for (const auto& c : classes_.List()) managed[c->metadata.name] = c;
   auto count = [this](const char* verb, const Status& s) {
-    const char* result = s.ok()                                   ? "ok"
-                         : s.code() == StatusCode::kAborted       ? "conflict"
-                         : s.code() == StatusCode::kNotFound      ? "not_found"
-                         : s.code() == StatusCode::kAlreadyExists ? "exists"
-                                                                  : "error";
-    metrics_->class_writes.Inc({verb, result});
+    metrics_->class_writes.Inc({verb, std::string(WriteResult(s))});
   };
   Status first;
   auto update = [&](DeviceClass current, const DeviceClass& want) {

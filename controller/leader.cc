@@ -40,6 +40,14 @@ std::string LeaderElector::ObservedHolder() const {
   return observed_holder_;
 }
 
+bool LeaderElector::Held(const api::core::Lease& lease) {
+  std::lock_guard<std::mutex> lock(mu_);
+  observed_holder_ = options_.identity;
+  observed_record_ = RecordOf(lease);
+  observed_at_ = Clock::now();
+  return true;
+}
+
 StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
   const auto wall_now = std::chrono::system_clock::now();
   const int64_t duration_s = std::max<int64_t>(
@@ -59,11 +67,7 @@ StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
       if (created.status().code() == StatusCode::kAlreadyExists) return false;
       return created.status();
     }
-    std::lock_guard<std::mutex> lock(mu_);
-    observed_holder_ = options_.identity;
-    observed_record_ = RecordOf(lease);
-    observed_at_ = Clock::now();
-    return true;
+    return Held(lease);
   }
   if (!current.ok()) return current.status();
   ASSIGN_OR_RETURN(api::core::Lease lease, api::FromJson<api::core::Lease>(*current));
@@ -98,11 +102,7 @@ StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
     if (updated.status().code() == StatusCode::kAborted) return false;  // someone else won
     return updated.status();
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  observed_holder_ = options_.identity;
-  observed_record_ = RecordOf(lease);
-  observed_at_ = Clock::now();
-  return true;
+  return Held(lease);
 }
 
 Status LeaderElector::Release() {

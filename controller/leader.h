@@ -19,6 +19,7 @@
 #include <string>
 
 #include "api/client/client.h"
+#include "api/core.h"
 #include "base/status.h"
 
 namespace xpu::controller {
@@ -53,6 +54,8 @@ class LeaderElector {
  private:
   // One attempt: true when we hold the Lease after it.
   StatusOr<bool> TryAcquireOrRenew();
+  // Records `lease`, just written with us as holder, as the last one seen; returns true.
+  bool Held(const api::core::Lease& lease);
   Status Release();
 
   api::client::Client* const client_;

@@ -2,7 +2,8 @@
 //
 //   xpu_dra_controller_slices_published               ResourceSlices of the driver in the cluster
 //   xpu_dra_controller_slice_writes_total{verb,result} create/update/delete of slices;
-//                                                     result ok, conflict, not_found, error
+//                                                     result ok, conflict, not_found, exists,
+//                                                     error (pool_sync.h WriteResult)
 //   xpu_dra_controller_class_writes_total{verb,result} the same for DeviceClasses
 //   xpu_dra_controller_reconcile_seconds{kind,result} one sync of a pool or of the classes
 //   xpu_dra_controller_queue_depth                    keys ready in the work queue

@@ -55,14 +55,22 @@ bool HasCounters(const ResourceSliceSpec& spec) {
                      [](const Device& d) { return !d.consumes_counters.empty(); });
 }
 
-std::string_view ResultOf(const Status& s) {
-  if (s.ok()) return "ok";
-  if (s.code() == StatusCode::kAborted) return "conflict";
-  if (s.code() == StatusCode::kNotFound) return "not_found";
-  return "error";
-}
-
 }  // namespace
+
+std::string_view WriteResult(const Status& s) {
+  switch (s.code()) {
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kAborted:
+      return "conflict";
+    case StatusCode::kNotFound:
+      return "not_found";
+    case StatusCode::kAlreadyExists:
+      return "exists";
+    default:
+      return "error";
+  }
+}
 
 PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::string& pool_name,
                         const std::optional<DesiredPool>& desired, const NodeFacts& node,
@@ -71,7 +79,7 @@ PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::
   const std::function<bool()>& can_write = options.can_write;
   PoolSyncResult result;
   auto note = [&](std::string_view verb, const Status& s) {
-    if (observe) observe(verb, ResultOf(s));
+    if (observe) observe(verb, WriteResult(s));
   };
   auto allowed = [&]() -> bool {
     if (!can_write || can_write()) return true;
@@ -163,12 +171,25 @@ PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::
     if (HasTaints(sent) && !HasTaints(got)) result.dropped_taints = true;
     if (HasCounters(sent) && !HasCounters(got)) result.dropped_counters = true;
   };
-  auto keep = [&](nlohmann::json&& answer, const ResourceSliceSpec& sent) -> Status {
-    auto obj = api::FromJson<ResourceSlice>(answer);
-    if (!obj.ok()) return obj.status().WithContext("read written slice");
+  // Counts an update or create, keeps what the server stored and compares it with what was
+  // sent; false (with result.status set) when the write or reading its answer failed.
+  auto wrote = [&](std::string_view verb, StatusOr<nlohmann::json> answer,
+                   const ResourceSliceSpec& sent, int& counter) -> bool {
+    note(verb, answer.status());
+    if (!answer.ok()) {
+      result.status = answer.status().WithContext("sync pool " + pool_name);
+      return false;
+    }
+    ++counter;
+    auto obj = api::FromJson<ResourceSlice>(*answer);
+    if (!obj.ok()) {
+      result.status =
+          obj.status().WithContext("read written slice").WithContext("sync pool " + pool_name);
+      return false;
+    }
     check_drops(sent, obj->spec);
     result.written.push_back(std::make_shared<const ResourceSlice>(std::move(obj).value()));
-    return OkStatus();
+    return true;
   };
 
   // 2. Updates of matched slices that changed.
@@ -177,15 +198,8 @@ PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::
     if (!allowed()) return result;
     ResourceSlice updated = *match[i];
     updated.spec = specs[i];
-    auto answer = client.Update(kc::ResourceSlices(), "", api::resource::ToJson(updated));
-    note("update", answer.status());
-    if (!answer.ok()) {
-      result.status = answer.status().WithContext("sync pool " + pool_name);
-      return result;
-    }
-    ++result.updated;
-    if (Status st = keep(std::move(answer).value(), specs[i]); !st.ok()) {
-      result.status = st.WithContext("sync pool " + pool_name);
+    if (!wrote("update", client.Update(kc::ResourceSlices(), "", api::resource::ToJson(updated)),
+               specs[i], result.updated)) {
       return result;
     }
   }
@@ -198,15 +212,9 @@ PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::
     for (size_t i = 0; i < want; ++i) {
       if (match[i]) continue;
       if (!allowed()) return result;
-      auto answer = client.Create(kc::ResourceSlices(), "", api::resource::ToJson(objects[i]));
-      note("create", answer.status());
-      if (!answer.ok()) {
-        result.status = answer.status().WithContext("sync pool " + pool_name);
-        return result;
-      }
-      ++result.created;
-      if (Status st = keep(std::move(answer).value(), specs[i]); !st.ok()) {
-        result.status = st.WithContext("sync pool " + pool_name);
+      if (!wrote("create",
+                 client.Create(kc::ResourceSlices(), "", api::resource::ToJson(objects[i])),
+                 specs[i], result.created)) {
         return result;
       }
     }

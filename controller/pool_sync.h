@@ -54,7 +54,11 @@ struct PoolSyncResult {
   bool Changed() const { return created + updated + deleted > 0; }
 };
 
-// "verb" is create, update or delete; "result" ok, conflict, not_found, error.
+// The result label of a write: ok, conflict (409 Conflict), not_found, exists (409
+// AlreadyExists), error.
+std::string_view WriteResult(const Status& status);
+
+// "verb" is create, update or delete; "result" as WriteResult says.
 using WriteObserver = std::function<void(std::string_view verb, std::string_view result)>;
 
 // `existing`: every slice of this driver whose pool is `pool_name` (any generation). `desired`:
