@@ -348,6 +348,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
   std::set<std::string> allocated;
   std::shared_ptr<const Config> cfg;
   std::string inputs;
+  bool memo = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (auto it = allocated_.find(node); it != allocated_.end()) {
@@ -370,7 +371,10 @@ Status Controller::SyncPoolKey(const std::string& node) {
         inputs.append(name).append(":").append(seen ? seen->resource_version : "") += ",";
       }
     }
-    if (written_.empty()) {
+    // The inputs describe the slices only while the mutation cache is empty: a sync that saw a
+    // cached slice the watch had not shown yet must not be remembered as "nothing to do".
+    memo = written_.empty();
+    if (memo) {
       auto last = last_sync_.find(node);
       if (last != last_sync_.end() && last->second == inputs) return OkStatus();
     }
@@ -419,7 +423,11 @@ Status Controller::SyncPoolKey(const std::string& node) {
               std::to_string(desired ? desired->slices.size() : 0) + " desired");
   if (!desired && existing.empty()) {
     std::lock_guard<std::mutex> lock(mu_);
-    last_sync_[node] = inputs;
+    if (memo) {
+      last_sync_[node] = inputs;
+    } else {
+      last_sync_.erase(node);
+    }
     return OkStatus();
   }
 
@@ -445,7 +453,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
     }
     // Only a sync that wrote nothing records its inputs: after a write the slices' versions
     // change, and the next sync (from the watch event) confirms the result.
-    if (!result.Changed()) {
+    if (memo && !result.Changed()) {
       last_sync_[node] = inputs;
     } else {
       last_sync_.erase(node);
