@@ -192,8 +192,10 @@ json Write(const ResourceSliceSpec& spec) {
   w.Optional("nodeSelector", spec.node_selector);
   w.Optional("allNodes", spec.all_nodes);
   w.Optional("perDeviceNodeSelection", spec.per_device_node_selection);
-  // No omitempty upstream in 1.34: an empty pool still sends `devices: []`.
-  w.Set("devices", spec.devices);
+  // No omitempty upstream in 1.34: an empty pool still sends `devices: []`. A slice of shared
+  // counters alone leaves `devices` out: from 1.35 the API server counts a present `devices`,
+  // even `[]`, as set, and allows only one of the two.
+  if (!spec.devices.empty() || spec.shared_counters.empty()) w.Set("devices", spec.devices);
   w.NonEmpty("sharedCounters", spec.shared_counters);
   return std::move(w).Finish(spec.unknown);
 }

@@ -142,6 +142,22 @@ TEST_CASE("an empty ResourceSlice still sends devices: []") {
   CHECK(doc["spec"]["pool"]["generation"] == 0);
 }
 
+TEST_CASE("a slice of shared counters alone leaves devices out (1.35+ rejects devices: [])") {
+  ResourceSlice slice;
+  slice.metadata.name = "counters";
+  slice.spec.driver = "gpu.example.com";
+  slice.spec.pool = {"node-1", 1, 2, json::object()};
+  slice.spec.node_name = "node-1";
+  slice.spec.shared_counters.push_back(CounterSet{"members", {}, nullptr});
+  slice.spec.shared_counters[0].counters["gpu-0"] = Counter{"1", nullptr};
+  const json doc = ToJson(slice);
+  CHECK_FALSE(doc["spec"].contains("devices"));
+  REQUIRE(doc["spec"].contains("sharedCounters"));
+  auto back = FromJson<ResourceSlice>(doc);
+  REQUIRE(back.ok());
+  CHECK(back->spec.devices.empty());
+}
+
 TEST_CASE("a claim without status is written without one") {
   ResourceClaim claim = testing::ExampleResourceClaim();
   claim.status = {};

@@ -100,11 +100,21 @@ FieldErrors ValidateObject(const ResourceType& type, const nlohmann::json& obj,
   }
   if (type.group != resource::kGroup) return {};
   if (type.resource == "resourceslices") {
-    return Check<resource::ResourceSlice>(
+    FieldErrors errors = Check<resource::ResourceSlice>(
         obj, old, [&](const auto& s) { return api::ResourceSliceErrors(s, version); },
         [&](const auto& o, const auto& s) {
           return api::ResourceSliceUpdateErrors(o, s, version);
         });
+    // What the decoded spec cannot show: from 1.35 the API server counts a `devices` member that
+    // is present, even `[]`, as set beside `sharedCounters`.
+    const auto spec = obj.value("spec", nlohmann::json::object());
+    if (version != api::KubeVersion::k1_34 && spec.contains("devices") && spec["devices"].empty() &&
+        !spec.value("sharedCounters", nlohmann::json::array()).empty()) {
+      errors.push_back(
+          {api::FieldErrorType::kInvalid, "spec",
+           "Invalid value: \"\": only one of `sharedCounters` or `devices` is allowed"});
+    }
+    return errors;
   }
   if (type.resource == "deviceclasses") {
     auto errors = [&](const resource::DeviceClass& c) {
