@@ -524,8 +524,21 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
       if (!b.device.taints.empty()) unpublished.insert(b.device.name);
     }
   }
+  // A held group device holds its members: the single devices are ordered around them too.
+  std::set<std::string> held = allocated;
+  if (config.mode == PublishMode::kGroups) {
+    bool any_group = false;
+    for (const std::string& name : allocated) any_group |= name.find("-x") != std::string::npos;
+    if (any_group) {
+      if (auto groups = api::GroupDevices(inventory); groups.ok()) {
+        for (const api::GroupDevice& g : *groups) {
+          if (allocated.contains(g.name)) held.insert(g.members.begin(), g.members.end());
+        }
+      }
+    }
+  }
   const std::vector<size_t> order =
-      PreferenceOrder(inventory, built, allocated, unpublished, pool.notes);
+      PreferenceOrder(inventory, built, held, unpublished, pool.notes);
   std::vector<Device> devices;
   std::set<std::string> kinds;
   for (size_t i : order) {
