@@ -399,12 +399,16 @@ Status Client::Delete(const ResourceRef& ref, const std::string& ns, const std::
   call.method = "DELETE";
   call.path = path;
   call.timeout = options_.timeout;
-  if (options.uid || options.resource_version) {
-    json pre = json::object();
-    if (options.uid) pre["uid"] = *options.uid;
-    if (options.resource_version) pre["resourceVersion"] = *options.resource_version;
-    call.body =
-        json{{"apiVersion", "v1"}, {"kind", "DeleteOptions"}, {"preconditions", pre}}.dump();
+  if (options.uid || options.resource_version || options.grace_period_seconds) {
+    json body = {{"apiVersion", "v1"}, {"kind", "DeleteOptions"}};
+    if (options.grace_period_seconds) body["gracePeriodSeconds"] = *options.grace_period_seconds;
+    if (options.uid || options.resource_version) {
+      json pre = json::object();
+      if (options.uid) pre["uid"] = *options.uid;
+      if (options.resource_version) pre["resourceVersion"] = *options.resource_version;
+      body["preconditions"] = pre;
+    }
+    call.body = body.dump();
   }
   auto result = Call({what}, call);
   return result.status();

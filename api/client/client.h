@@ -106,6 +106,9 @@ struct WatchEvent {
 struct DeleteOptions {
   std::optional<std::string> uid;               // precondition
   std::optional<std::string> resource_version;  // precondition
+  // "gracePeriodSeconds"; unset: the object's default (0 deletes a pod at once, as the kubelet
+  // does once its containers are gone).
+  std::optional<int64_t> grace_period_seconds;
 };
 
 struct ClientStats {
