@@ -1,0 +1,202 @@
+#include "e2e/cluster/harness.h"
+
+#include <filesystem>
+#include <fstream>
+
+namespace xpu::e2e {
+
+namespace fs = std::filesystem;
+namespace kc = api::client;
+
+kc::ResourceRef Pods() { return kc::ResourceRef{"", "v1", "pods", true}; }
+
+StatusOr<std::unique_ptr<DriverHarness>> DriverHarness::Create(const Cluster& cluster,
+                                                               const std::string& work_dir) {
+  std::unique_ptr<DriverHarness> h(new DriverHarness(cluster, work_dir));
+  std::error_code ec;
+  fs::create_directories(work_dir, ec);
+  if (ec) return InternalError("create " + work_dir + ": " + ec.message());
+  ASSIGN_OR_RETURN(h->client_, cluster.NewClient());
+  RETURN_IF_ERROR(EnsureNamespace(*h->client_, kNamespace));
+  if (cluster.kind() == ClusterKind::kUpstream) {  // kube-sim serves our kinds built in
+    RETURN_IF_ERROR(
+        cluster.Kubectl({"apply", "--server-side", "-f", SourceDir() + "/deploy/crds/"}).status());
+    RETURN_IF_ERROR(
+        cluster
+            .Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
+                      "crd/nodeinventories.xpu.dra.dev", "crd/acceleratorgangs.xpu.dra.dev"})
+            .status());
+  }
+  return h;
+}
+
+DriverHarness::~DriverHarness() {
+  StopController();
+  for (auto& [node, plugin] : plugins_) plugin->Stop();
+}
+
+Status DriverHarness::StartController(const std::string& config_yaml,
+                                      const std::vector<std::string>& extra_flags) {
+  StopController();
+  std::vector<std::string> args = {
+      "--kubeconfig",   cluster_.kubeconfig(), "--namespace",      kNamespace,
+      "--metrics-addr", "127.0.0.1:0",         "--claim-debounce", "200ms"};
+  if (!config_yaml.empty()) {
+    const std::string path = work_dir_ + "/controller-config.yaml";
+    std::ofstream(path) << config_yaml;
+    args.insert(args.end(), {"--config", path});
+  }
+  args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  const std::string log = work_dir_ + "/controller-" + std::to_string(++controller_runs_) + ".log";
+  ASSIGN_OR_RETURN(controller_, ChildProcess::Start(XPU_CONTROLLER_BINARY, args, log));
+  return OkStatus();
+}
+
+void DriverHarness::StopController() {
+  if (controller_ != nullptr) controller_->Stop();
+  controller_.reset();
+}
+
+Status DriverHarness::AddNode(const std::string& node, const std::string& host,
+                              const std::map<std::string, std::string>& labels,
+                              const std::vector<std::string>& extra_flags) {
+  RETURN_IF_ERROR(cluster_.RegisterNode(NodeSpec{node, labels}));
+  const std::string dir = NodeDir(node);
+  for (const char* sub : {"registry", "plugins", "cdi", "state"}) {
+    std::error_code ec;
+    fs::create_directories(dir + "/" + sub, ec);
+    if (ec) return InternalError("create " + dir + "/" + sub + ": " + ec.message());
+  }
+  std::vector<std::string> args = {"--kubeconfig",
+                                   cluster_.kubeconfig(),
+                                   "--node-name",
+                                   node,
+                                   "--namespace",
+                                   kNamespace,
+                                   "--host-root",
+                                   SourceDir() + "/e2e/fixtures/hosts/" + host,
+                                   "--plugin-registry-dir",
+                                   dir + "/registry",
+                                   "--plugin-dir",
+                                   dir + "/plugins",
+                                   "--cdi-dir",
+                                   dir + "/cdi",
+                                   "--state-dir",
+                                   dir + "/state",
+                                   "--metrics-addr",
+                                   "127.0.0.1:0"};
+  args.insert(args.end(), extra_flags.begin(), extra_flags.end());
+  ASSIGN_OR_RETURN(auto plugin, ChildProcess::Start(XPU_PLUGIN_BINARY, args, dir + "/plugin.log"));
+  plugins_[node] = std::move(plugin);
+  return OkStatus();
+}
+
+Status DriverHarness::StopPlugin(const std::string& node) {
+  auto it = plugins_.find(node);
+  if (it == plugins_.end()) return NotFoundError("no plugin for node " + node);
+  it->second->Stop();
+  plugins_.erase(it);
+  return OkStatus();
+}
+
+ChildProcess* DriverHarness::plugin(const std::string& node) {
+  auto it = plugins_.find(node);
+  return it == plugins_.end() ? nullptr : it->second.get();
+}
+
+StatusOr<std::vector<nlohmann::json>> DriverHarness::PublishedDevices(const std::string& node) {
+  kc::ListOptions options;
+  options.field_selector = "spec.nodeName=" + node;
+  ASSIGN_OR_RETURN(auto page, client_->ListAll(kc::ResourceSlices(), "", options));
+  std::vector<nlohmann::json> devices;
+  for (const auto& slice : page.items) {
+    const auto& spec = slice.value("spec", nlohmann::json::object());
+    if (spec.value("driver", "") != kDriver) continue;
+    for (const auto& d : spec.value("devices", nlohmann::json::array())) devices.push_back(d);
+  }
+  return devices;
+}
+
+Status DriverHarness::WaitPublished(const std::string& node, size_t count,
+                                    std::chrono::milliseconds timeout) {
+  size_t seen = 0;
+  Status last = OkStatus();
+  const bool done = WaitFor(
+      [&] {
+        auto devices = PublishedDevices(node);
+        if (!devices.ok()) {
+          last = devices.status();
+          return false;
+        }
+        seen = devices->size();
+        return seen >= count;
+      },
+      timeout);
+  if (done) return OkStatus();
+  return Status(StatusCode::kDeadlineExceeded,
+                "node " + node + ": " + std::to_string(seen) + " of " + std::to_string(count) +
+                    " devices published (last error: " + last.ToString() + "; plugin log " +
+                    NodeDir(node) + "/plugin.log)");
+}
+
+nlohmann::json ClaimObject(const std::string& ns, const std::string& name,
+                           const std::string& device_class, int count,
+                           const nlohmann::json& constraints) {
+  nlohmann::json exactly = {{"deviceClassName", device_class}};
+  if (count > 0) {
+    exactly["count"] = count;
+  } else {
+    exactly["allocationMode"] = "All";
+  }
+  nlohmann::json devices = {{"requests", {{{"name", "devs"}, {"exactly", exactly}}}}};
+  if (!constraints.empty()) devices["constraints"] = constraints;
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaim"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec", {{"devices", devices}}}};
+}
+
+nlohmann::json PodObject(const std::string& ns, const std::string& name, const std::string& claim,
+                         const std::string& node) {
+  nlohmann::json spec = {{"containers",
+                          {{{"name", "c"},
+                            {"image", "registry.invalid/none"},
+                            {"resources", {{"claims", {{{"name", "devs"}}}}}}}}},
+                         {"resourceClaims", {{{"name", "devs"}, {"resourceClaimName", claim}}}},
+                         {"terminationGracePeriodSeconds", 0}};
+  if (!node.empty()) spec["nodeSelector"] = {{"kubernetes.io/hostname", node}};
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", ns}}},
+          {"spec", spec}};
+}
+
+Status EnsureNamespace(kc::Client& client, const std::string& ns) {
+  auto created =
+      client.Create(kc::Namespaces(), "",
+                    {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}});
+  if (created.ok() || created.status().code() == StatusCode::kAlreadyExists) return OkStatus();
+  return created.status();
+}
+
+std::vector<std::string> AllocatedDevices(const nlohmann::json& claim) {
+  std::vector<std::string> out;
+  const auto results =
+      claim.value("/status/allocation/devices/results"_json_pointer, nlohmann::json::array());
+  for (const auto& r : results) {
+    out.push_back(r.value("pool", "") + "/" + r.value("device", ""));
+  }
+  return out;
+}
+
+Status DeletePodsNow(const Cluster& cluster, const std::string& ns,
+                     const std::vector<std::string>& names) {
+  if (names.empty()) return OkStatus();
+  std::vector<std::string> args = {
+      "delete",     "pod", "-n", ns, "--grace-period=0", "--force", "--ignore-not-found",
+      "--wait=true"};
+  args.insert(args.end(), names.begin(), names.end());
+  return cluster.Kubectl(args).status();
+}
+
+}  // namespace xpu::e2e

@@ -1,0 +1,102 @@
+// The driver on a test cluster: our controller, and per node our plugin on a fixture host root,
+// run as the real binaries against a Cluster (kube-sim or upstream), plus the small object
+// helpers the tests share (namespaces, claims, pods, waiting on conditions).
+#ifndef XPU_E2E_CLUSTER_HARNESS_H_
+#define XPU_E2E_CLUSTER_HARNESS_H_
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "api/client/client.h"
+#include "base/status.h"
+#include "e2e/client/child_process.h"
+#include "e2e/cluster/cluster.h"
+
+namespace xpu::e2e {
+
+// Polls `done` every 50 ms until it holds or `timeout` passes: a condition, not a sleep.
+template <typename F>
+bool WaitFor(F done, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+// core/v1 pods.
+api::client::ResourceRef Pods();
+
+class DriverHarness {
+ public:
+  static constexpr const char* kNamespace = "xpu-dra";
+  static constexpr const char* kDriver = "xpu.dra.dev";
+
+  // `work_dir` holds the plugins' directories, the config and the logs.
+  static StatusOr<std::unique_ptr<DriverHarness>> Create(const Cluster& cluster,
+                                                         const std::string& work_dir);
+  ~DriverHarness();
+
+  // (Re)starts the controller; `config_yaml` "" runs it on its built-in defaults.
+  Status StartController(const std::string& config_yaml = "",
+                         const std::vector<std::string>& extra_flags = {});
+  void StopController();
+  ChildProcess* controller() { return controller_.get(); }
+
+  // Registers the Node (Ready, with `labels`) and starts a plugin for it on the fixture host
+  // e2e/fixtures/hosts/<host>.
+  Status AddNode(const std::string& node, const std::string& host,
+                 const std::map<std::string, std::string>& labels = {},
+                 const std::vector<std::string>& extra_flags = {});
+  Status StopPlugin(const std::string& node);  // SIGTERM
+  ChildProcess* plugin(const std::string& node);
+  // The plugin's directories: registry/, plugins/, cdi/, state/ under this.
+  std::string NodeDir(const std::string& node) const { return work_dir_ + "/" + node; }
+
+  // The devices of this driver published for `node` (across its slices).
+  StatusOr<std::vector<nlohmann::json>> PublishedDevices(const std::string& node);
+  // Waits until `node` has at least `count` published devices.
+  Status WaitPublished(const std::string& node, size_t count,
+                       std::chrono::milliseconds timeout = std::chrono::seconds(90));
+
+  api::client::Client& client() { return *client_; }
+  const Cluster& cluster() const { return cluster_; }
+
+ private:
+  DriverHarness(const Cluster& cluster, std::string work_dir) noexcept
+      : cluster_(cluster), work_dir_(std::move(work_dir)) {}
+
+  const Cluster& cluster_;
+  std::string work_dir_;
+  std::unique_ptr<api::client::Client> client_;
+  std::unique_ptr<ChildProcess> controller_;
+  int controller_runs_ = 0;
+  std::map<std::string, std::unique_ptr<ChildProcess>> plugins_;
+};
+
+// A ResourceClaim in `ns` with one request `name` of `count` devices (0: allocationMode All) of
+// `device_class`, and optional constraints (JSON array).
+nlohmann::json ClaimObject(const std::string& ns, const std::string& name,
+                           const std::string& device_class, int count,
+                           const nlohmann::json& constraints = nlohmann::json::array());
+// A pod in `ns` using the claim `claim` (by name); pinned to `node` when non-empty.
+nlohmann::json PodObject(const std::string& ns, const std::string& name, const std::string& claim,
+                         const std::string& node = "");
+// Creates the namespace; ok if it exists.
+Status EnsureNamespace(api::client::Client& client, const std::string& ns);
+// The devices allocated to a claim ("" pool/device pairs as "pool/device"), empty if none yet.
+std::vector<std::string> AllocatedDevices(const nlohmann::json& claim);
+// Deletes pods at once (grace period 0, as the kubelet finally does, through kubectl) and waits
+// until they are gone; ok if they do not exist. Upstream only.
+Status DeletePodsNow(const Cluster& cluster, const std::string& ns,
+                     const std::vector<std::string>& names);
+
+}  // namespace xpu::e2e
+
+#endif  // XPU_E2E_CLUSTER_HARNESS_H_

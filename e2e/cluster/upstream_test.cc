@@ -1,0 +1,876 @@
+// The driver against the real Kubernetes control plane (scripts/cluster: etcd, kube-apiserver,
+// kube-scheduler, kube-controller-manager built from pinned sources), and, where it makes sense,
+// the same checks against kube-sim. One control plane serves every test case of a process; ctest
+// runs one process per tag ([admission], [allocation], [liveness], [e2e]).
+//
+// XPU_UPSTREAM_VERSION picks the release (default: the newest pinned). Results that the README
+// reports (the allocator's agreement with the solver) go to $XPU_UPSTREAM_REPORT_DIR (default
+// the working directory) as upstream-agreement-<version>.json.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "api/client/client.h"
+#include "api/node_inventory.h"
+#include "api/testing/resource_examples.h"
+#include "controller/config.h"
+#include "controller/device_classes.h"
+#include "controller/slices.h"
+#include "e2e/client/child_process.h"
+#include "e2e/cluster/cluster.h"
+#include "e2e/cluster/harness.h"
+#include "topology/model.h"
+#include "topology/solver.h"
+
+namespace xpu::e2e {
+namespace {
+
+namespace fs = std::filesystem;
+namespace kc = api::client;
+using nlohmann::json;
+
+// REQUIRE on a Status or StatusOr, with its message when it fails.
+template <typename T>
+std::string StatusText(const StatusOr<T>& s) {
+  return s.status().ToString();
+}
+inline std::string StatusText(const Status& s) { return s.ToString(); }
+#define REQUIRE_OK(expr)          \
+  do {                            \
+    const auto& result_ = (expr); \
+    INFO(StatusText(result_));    \
+    REQUIRE(result_.ok());        \
+  } while (false)
+
+// ---- Shared fixtures ---------------------------------------------------------------------------
+
+// The minor version asked for with XPU_UPSTREAM_VERSION ("1.34.4" -> 34); 0 for the newest.
+int RequestedMinor() {
+  const char* v = std::getenv("XPU_UPSTREAM_VERSION");
+  if (v == nullptr || std::string(v).find('.') == std::string::npos) return 0;
+  return std::atoi(std::strchr(v, '.') + 1);
+}
+
+// Before 1.36 the taint and partitionable-device fields are alpha: the tests turn them on, as a
+// cluster that wants them must (the fallback test turns them off).
+std::string GatesOn() {
+  const int minor = RequestedMinor();
+  return minor != 0 && minor < 36 ? "DRADeviceTaints=true,DRAPartitionableDevices=true" : "";
+}
+
+// The process-wide upstream control plane, started on first use.
+Cluster& Upstream() {
+  static std::unique_ptr<Cluster> cluster;
+  if (cluster == nullptr) {
+    ClusterOptions options;
+    options.kind = ClusterKind::kUpstream;
+    options.feature_gates = GatesOn();
+    if (const char* gates = std::getenv("XPU_UPSTREAM_FEATURE_GATES"); gates != nullptr) {
+      options.feature_gates = gates;
+    }
+    auto started = Cluster::Start(options);
+    if (!started.ok()) FAIL(started.status().ToString());
+    cluster = std::move(*started);
+  }
+  return *cluster;
+}
+
+std::string WorkDir(const std::string& name) { return Upstream().dir() + "/work-" + name; }
+
+json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  REQUIRE(in.good());
+  return json::parse(in);
+}
+
+// The first place where `sent` is not in `got` (every key and array element of `sent` must be
+// there with the same value; keys the server added, its defaults, are ignored); "" when none.
+std::string Missing(const json& sent, const json& got, const std::string& path = "") {
+  if (sent.is_object()) {
+    if (!got.is_object()) return path + " (not an object)";
+    for (const auto& [k, v] : sent.items()) {
+      std::string at = path;
+      at.append("/").append(k);
+      if (!got.contains(k)) return at + " dropped";
+      if (auto m = Missing(v, got.at(k), at); !m.empty()) return m;
+    }
+    return "";
+  }
+  if (sent.is_array()) {
+    if (!got.is_array() || got.size() != sent.size()) return path + " (array length)";
+    for (size_t i = 0; i < sent.size(); ++i) {
+      if (auto m = Missing(sent[i], got[i], path + "/" + std::to_string(i)); !m.empty()) return m;
+    }
+    return "";
+  }
+  return sent == got ? "" : path + ": sent " + sent.dump() + ", got " + got.dump();
+}
+
+// Checks that the server kept everything sent (see Missing), naming the first difference.
+void CheckKept(const json& sent, const json& got) {
+  const std::string missing = Missing(sent, got);
+  INFO(missing);
+  CHECK(missing.empty());
+}
+
+int MetricsPort(const ChildProcess& process) {
+  const std::string log = process.Log();
+  const auto at = log.find("(port ");
+  return at == std::string::npos ? 0 : std::atoi(log.c_str() + at + 6);
+}
+
+// The value of one series of a /metrics page; -1 when absent.
+double Metric(int port, const std::string& series) {
+  const std::string page = HttpGet(port, "/metrics");
+  const auto at = page.find("\n" + series + " ");
+  if (at == std::string::npos) return -1;
+  return std::atof(page.c_str() + at + series.size() + 2);
+}
+
+std::string Join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+// ---- Admission -------------------------------------------------------------------------------
+
+TEST_CASE("upstream: the pinned control plane serves resource.k8s.io/v1", "[admission]") {
+  Cluster& cluster = Upstream();
+  auto client = cluster.NewClient();
+  REQUIRE_OK(client);
+  auto version = (*client)->GetPath("/version");
+  REQUIRE_OK(version);
+  CHECK(version->value("gitVersion", "") == cluster.version());
+  CHECK(cluster.minor() >= 34);
+  auto served = (*client)->ResourceApiVersion();
+  REQUIRE_OK(served);
+  CHECK(*served == api::resource::ResourceVersion::kV1);
+  // The components that make it a control plane, each answering as itself.
+  auto kubectl = cluster.Kubectl({"get", "--raw", "/readyz?verbose"});
+  REQUIRE_OK(kubectl);
+  CHECK(kubectl->find("readyz check passed") != std::string::npos);
+}
+
+TEST_CASE("upstream: our CRDs are admitted, and a fixture NodeInventory validates against them",
+          "[admission]") {
+  Cluster& cluster = Upstream();
+  auto applied = cluster.Kubectl({"apply", "--server-side", "-f", SourceDir() + "/deploy/crds/"});
+  REQUIRE_OK(applied);
+  auto established =
+      cluster.Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
+                       "crd/nodeinventories.xpu.dra.dev", "crd/acceleratorgangs.xpu.dra.dev"});
+  REQUIRE_OK(established);
+  auto client = cluster.NewClient();
+  REQUIRE_OK(client);
+  // Every committed inventory golden is admitted by the CRD's schema, status included.
+  int admitted = 0;
+  for (const auto& entry : fs::directory_iterator(SourceDir() + "/e2e/fixtures/hosts-expected")) {
+    if (entry.path().extension() != ".json") continue;
+    json inventory = ReadJson(entry.path());
+    const std::string name = "adm-" + entry.path().stem().string();
+    inventory["metadata"] = {{"name", name}};
+    json status = inventory["status"];
+    auto created = (*client)->Create(kc::NodeInventories(), "", inventory);
+    INFO(entry.path().filename().string());
+    REQUIRE_OK(created);
+    (*created)["status"] = status;
+    auto updated = (*client)->UpdateStatus(kc::NodeInventories(), "", *created);
+    REQUIRE_OK(updated);
+    CheckKept(status, updated->value("status", json::object()));
+    CHECK((*client)->Delete(kc::NodeInventories(), "", name).ok());
+    ++admitted;
+  }
+  CHECK(admitted >= 12);
+}
+
+// Creates every slice of every golden (both modes) and checks that nothing was dropped; deletes
+// them again. Run on both kinds of cluster.
+void CheckGoldenSlicesAdmitted(kc::Client& client, const std::string& where) {
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(SourceDir() + "/e2e/fixtures/slices-expected")) {
+    if (entry.path().extension() != ".json") continue;
+    ++files;
+    const json list = ReadJson(entry.path());
+    std::vector<std::string> created_names;
+    for (json slice : list.at("items")) {
+      // Not owned by a real Node here; the garbage collector would remove it mid-check.
+      slice["metadata"].erase("ownerReferences");
+      const json spec = slice["spec"];
+      auto created = client.Create(kc::ResourceSlices(), "", slice);
+      INFO(where << ": " << entry.path().filename().string());
+      REQUIRE_OK(created);
+      CheckKept(spec, created->value("spec", json::object()));
+      created_names.push_back(created->at("metadata").value("name", ""));
+    }
+    for (const auto& name : created_names) {
+      CHECK(client.Delete(kc::ResourceSlices(), "", name).ok());
+    }
+  }
+  CHECK(files >= 30);
+}
+
+TEST_CASE("upstream: the controller's slices for every fixture host, both modes, are admitted",
+          "[admission]") {
+  // The goldens are the 1.35 shapes (a counter set in a slice of its own); 1.34 gets its own
+  // shape from the controller, which the allocation tests publish.
+  if (Upstream().minor() < 35) {
+    WARN("the 1.35 golden shapes are not checked on " << Upstream().version());
+    return;
+  }
+  auto client = Upstream().NewClient();
+  REQUIRE_OK(client);
+  CheckGoldenSlicesAdmitted(**client, "upstream " + Upstream().version());
+}
+
+TEST_CASE("kube-sim admits the same slices", "[kubesim]") {
+  auto sim = Cluster::Start({});
+  REQUIRE_OK(sim);
+  auto client = (*sim)->NewClient();
+  REQUIRE_OK(client);
+  CheckGoldenSlicesAdmitted(**client, "kube-sim");
+}
+
+TEST_CASE("upstream: example claims, templates and classes are admitted", "[admission]") {
+  auto client = Upstream().NewClient();
+  REQUIRE_OK(client);
+  // The example claim asks for admin access, which the API server allows only in a namespace
+  // labelled for it.
+  REQUIRE_OK((*client)->Create(
+      kc::Namespaces(), "",
+      {{"apiVersion", "v1"},
+       {"kind", "Namespace"},
+       {"metadata",
+        {{"name", "examples"}, {"labels", {{"resource.kubernetes.io/admin-access", "true"}}}}}}));
+  json klass = ToJson(api::testing::ExampleDeviceClass());
+  json claim = ToJson(api::testing::ExampleResourceClaim());
+  json templ = ToJson(api::testing::ExampleResourceClaimTemplate());
+  claim["metadata"]["namespace"] = "examples";
+  templ["metadata"]["namespace"] = "examples";
+  // Server-set fields do not go into a create (the API server refuses a resourceVersion).
+  for (json* o : {&klass, &claim, &templ}) {
+    o->erase("status");
+    for (const char* f : {"resourceVersion", "uid", "creationTimestamp", "generation"}) {
+      (*o)["metadata"].erase(f);
+    }
+  }
+  auto k = (*client)->Create(kc::DeviceClasses(), "", klass);
+  REQUIRE_OK(k);
+  CheckKept(klass["spec"], k->value("spec", json::object()));
+  auto c = (*client)->Create(kc::ResourceClaims(), "examples", claim);
+  REQUIRE_OK(c);
+  CheckKept(claim["spec"], c->value("spec", json::object()));
+  auto t = (*client)->Create(kc::ResourceClaimTemplates(), "examples", templ);
+  REQUIRE_OK(t);
+  CheckKept(templ["spec"], t->value("spec", json::object()));
+}
+
+TEST_CASE("upstream: the controller's DeviceClasses are admitted, their CEL compiled",
+          "[admission]") {
+  // What the controller's built-in defaults ask for, each to be found on the real server with
+  // the selectors as written (a CEL expression the server cannot compile is rejected).
+  const auto desired = controller::DesiredDeviceClasses(controller::DefaultConfig(), "xpu.dra.dev");
+  REQUIRE(desired.size() >= 12);
+  auto harness = DriverHarness::Create(Upstream(), WorkDir("classes"));
+  REQUIRE_OK(harness);
+  REQUIRE_OK((*harness)->StartController());
+  kc::Client& client = (*harness)->client();
+  for (const auto& klass : desired) {
+    const json want = ToJson(klass);
+    const std::string name = want.at("metadata").value("name", "");
+    StatusOr<json> got = NotFoundError(name);
+    WaitFor([&] {
+      got = client.Get(kc::DeviceClasses(), "", name);
+      return got.ok();
+    });
+    INFO(name << "\n" << (*harness)->controller()->Log());
+    REQUIRE_OK(got);
+    CheckKept(want.at("spec"), got->value("spec", json::object()));
+  }
+  CHECK((*harness)->controller()->Log().find("deviceclass") == std::string::npos);
+}
+
+// ---- Allocation by the real kube-scheduler --------------------------------------------------
+
+// One fixture host per node, our plugin on each, the controller in one mode.
+struct Fleet {
+  std::unique_ptr<DriverHarness> harness;
+  std::map<std::string, std::string> host_of;  // node -> fixture host
+};
+
+const std::vector<std::string>& AllHosts() {
+  static const std::vector<std::string> hosts = {
+      "atlas800-9000", "atlas800t-a2",        "atlas800t-a3",  "atlas200t-a2-box16",
+      "hgx-h200",      "pcie-2numa-8gpu",     "gb200-tray",    "hygon-dcu-8",
+      "metax-c500-8",  "cambricon-mlu370-x8", "enflame-s60-8", "mixed-gpu-nic"};
+  return hosts;
+}
+
+// The fleet of a test: nodes named "<prefix>-<host>".
+Fleet StartFleet(const std::string& prefix, const std::vector<std::string>& hosts,
+                 const std::string& config_yaml = "") {
+  Fleet fleet;
+  auto harness = DriverHarness::Create(Upstream(), WorkDir(prefix));
+  REQUIRE_OK(harness);
+  fleet.harness = std::move(*harness);
+  REQUIRE_OK(fleet.harness->StartController(config_yaml));
+  for (const auto& host : hosts) {
+    std::string node = prefix;
+    node.append("-").append(host);
+    fleet.host_of[node] = host;
+    REQUIRE_OK(fleet.harness->AddNode(node, host));
+  }
+  for (const auto& [node, host] : fleet.host_of) {
+    const Status published = fleet.harness->WaitPublished(node, 1);
+    INFO(fleet.harness->controller()->Log());
+    REQUIRE_OK(published);
+  }
+  return fleet;
+}
+
+// The node's NodeInventory as the plugin published it, and the topology node it describes.
+topology::Node TopologyOf(kc::Client& client, const std::string& node) {
+  auto object = client.Get(kc::NodeInventories(), "", node);
+  REQUIRE_OK(object);
+  auto inventory = api::FromJson<api::NodeInventory>(*object);
+  REQUIRE_OK(inventory);
+  auto spec = api::NodeDescriptionFromInventory(*inventory);
+  REQUIRE_OK(spec);
+  auto built = topology::Node::Build(*spec);
+  REQUIRE_OK(built);
+  return std::move(*built);
+}
+
+std::string VendorOf(const json& device) {
+  return device.value("/attributes/vendor/string"_json_pointer, "");
+}
+
+// Creates claim + pod `name` in `ns`, waits for the scheduler's allocation; the allocated
+// "pool/device" names (empty when not allocated in time).
+std::vector<std::string> Allocate(kc::Client& client, const std::string& ns,
+                                  const std::string& name, const json& claim,
+                                  const std::string& node, bool* unschedulable = nullptr,
+                                  std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+  REQUIRE_OK(client.Create(kc::ResourceClaims(), ns, claim));
+  REQUIRE_OK(client.Create(Pods(), ns, PodObject(ns, name, name, node)));
+  std::vector<std::string> devices;
+  bool refused = false;
+  // A pod refused on a stale view (a release the scheduler had not seen yet) is retried on the
+  // next claim or slice event; only a refusal that lasts counts.
+  std::optional<std::chrono::steady_clock::time_point> refused_since;
+  WaitFor(
+      [&] {
+        auto got = client.Get(kc::ResourceClaims(), ns, name);
+        if (got.ok()) devices = AllocatedDevices(*got);
+        if (!devices.empty() || unschedulable == nullptr) return !devices.empty();
+        // The scheduler's verdict on the free state as it is: PodScheduled False, Unschedulable.
+        auto pod = client.Get(Pods(), ns, name);
+        if (!pod.ok()) return false;
+        bool now_refused = false;
+        for (const auto& c : pod->value("/status/conditions"_json_pointer, json::array())) {
+          if (c.value("type", "") == "PodScheduled" && c.value("reason", "") == "Unschedulable") {
+            now_refused = true;
+          }
+        }
+        if (!now_refused) return false;
+        if (!refused_since) refused_since = std::chrono::steady_clock::now();
+        refused = std::chrono::steady_clock::now() - *refused_since > std::chrono::seconds(12);
+        return refused;
+      },
+      timeout);
+  if (unschedulable != nullptr) *unschedulable = refused && devices.empty();
+  return devices;
+}
+
+// Deletes pods (at once) and their claims of the same names.
+void Release(const std::string& ns, const std::vector<std::string>& names, kc::Client& client) {
+  REQUIRE_OK(DeletePodsNow(Upstream(), ns, names));
+  for (const auto& n : names) {
+    const Status s = client.Delete(kc::ResourceClaims(), ns, n);
+    CHECK((s.ok() || s.code() == StatusCode::kNotFound));
+  }
+  for (const auto& n : names) {
+    CHECK(WaitFor([&] {
+      return client.Get(kc::ResourceClaims(), ns, n).status().code() == StatusCode::kNotFound;
+    }));
+  }
+}
+
+std::string DeviceOf(const std::string& pool_device) {
+  return pool_device.substr(pool_device.find('/') + 1);
+}
+
+TEST_CASE("upstream: one device, then a whole node, on every vendor fixture", "[allocation]") {
+  Fleet fleet = StartFleet("v", AllHosts());
+  kc::Client& client = fleet.harness->client();
+  REQUIRE_OK(EnsureNamespace(client, "vendors"));
+  int n = 0;
+  for (const auto& [node, host] : fleet.host_of) {
+    auto devices = fleet.harness->PublishedDevices(node);
+    REQUIRE_OK(devices);
+    std::map<std::string, int> per_vendor;
+    for (const auto& d : *devices) ++per_vendor[VendorOf(d)];
+    for (const auto& [vendor, count] : per_vendor) {
+      INFO(node << " (" << host << "), vendor " << vendor << ", " << count << " devices");
+      const std::string klass = vendor + ".xpu.dra.dev";
+      const std::string one = "one-" + std::to_string(++n);
+      auto got = Allocate(client, "vendors", one, ClaimObject("vendors", one, klass, 1), node);
+      REQUIRE(got.size() == 1);
+      CHECK(got[0].rfind(node + "/", 0) == 0);
+      Release("vendors", {one}, client);
+      const std::string all = "all-" + std::to_string(n);
+      got = Allocate(client, "vendors", all, ClaimObject("vendors", all, klass, 0), node);
+      CHECK(static_cast<int>(got.size()) == count);
+      Release("vendors", {all}, client);
+    }
+  }
+}
+
+// The scaleUpDomain constraint of the examples: every device of the request in one domain.
+json SameDomain() {
+  return json::array({{{"requests", {"devs"}}, {"matchAttribute", "xpu.dra.dev/scaleUpDomain"}}});
+}
+
+TEST_CASE("upstream: the Ascend 910 ring rule through attributes-mode ordering", "[allocation]") {
+  Fleet fleet = StartFleet("ring", {"atlas800-9000"});
+  kc::Client& client = fleet.harness->client();
+  const std::string node = "ring-atlas800-9000";
+  REQUIRE_OK(EnsureNamespace(client, "ring"));
+  auto klass = "huawei.xpu.dra.dev";
+  auto a = Allocate(client, "ring", "a", ClaimObject("ring", "a", klass, 2, SameDomain()), node);
+  auto b = Allocate(client, "ring", "b", ClaimObject("ring", "b", klass, 4, SameDomain()), node);
+  REQUIRE(a.size() == 2);
+  REQUIRE(b.size() == 4);
+  auto ring = [](const std::vector<std::string>& set) {
+    std::set<int> rings;
+    for (const auto& d : set) rings.insert(std::atoi(d.c_str() + d.rfind('-') + 1) / 4);
+    return rings;
+  };
+  CHECK(ring(a).size() == 1);
+  CHECK(ring(b).size() == 1);
+  CHECK(ring(a) != ring(b));
+  // Eight without a domain constraint: none free enough while a and b hold six.
+  Release("ring", {"a", "b"}, client);
+  auto c = Allocate(client, "ring", "c", ClaimObject("ring", "c", klass, 8), node);
+  CHECK(c.size() == 8);
+  Release("ring", {"c"}, client);
+}
+
+// groups mode: a request for `size` devices is one group device.
+json GroupClaim(const std::string& ns, const std::string& name, const std::string& klass,
+                int size) {
+  json claim = ClaimObject(ns, name, klass, 1);
+  claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"] =
+      json::array({{{"cel",
+                     {{"expression", "device.attributes[\"xpu.dra.dev\"].groupSize == " +
+                                         std::to_string(size)}}}}});
+  return claim;
+}
+
+TEST_CASE("upstream: groups mode keeps 910 rings, A3 modules and Box16 areas", "[allocation]") {
+  Fleet fleet = StartFleet("grp", {"atlas800-9000", "atlas800t-a3", "atlas200t-a2-box16"},
+                           "publishing:\n  mode: groups\n");
+  kc::Client& client = fleet.harness->client();
+  REQUIRE_OK(EnsureNamespace(client, "groups"));
+  int n = 0;
+  for (const auto& [node, host] : fleet.host_of) {
+    const topology::Node topo = TopologyOf(client, node);
+    auto published = fleet.harness->PublishedDevices(node);
+    REQUIRE_OK(published);
+    std::set<int> sizes;
+    for (const auto& d : *published) {
+      sizes.insert(d.value("/attributes/groupSize/int"_json_pointer, 1));
+    }
+    for (int size : sizes) {
+      if (size == 1) continue;
+      const std::string name = "g" + std::to_string(++n);
+      auto got = Allocate(client, "groups", name,
+                          GroupClaim("groups", name, "huawei.xpu.dra.dev", size), node);
+      INFO(node << " (" << host << ") group of " << size);
+      REQUIRE(got.size() == 1);
+      // The group device's members obey the node's rule set.
+      const std::string group = DeviceOf(got[0]);
+      bool found = false;
+      for (const auto& d : *published) {
+        if (d.value("name", "") != group) continue;
+        found = true;
+        std::vector<std::string> members;
+        for (const auto& c : d.at("consumesCounters")) {
+          for (const auto& [member, v] : c.at("counters").items()) members.push_back(member);
+        }
+        CHECK(static_cast<int>(members.size()) == size);
+        auto set = topo.ParseDeviceList(Join(members));
+        REQUIRE_OK(set);
+        CHECK(topology::RuleAllows(topo, *set));
+      }
+      CHECK(found);
+      Release("groups", {name}, client);
+    }
+  }
+}
+
+// The allocator against the solver: random allocations and releases on a node; after each
+// allocation, the real pick is compared with the solver's best set on the same free state.
+struct Agreement {
+  int placements = 0;                // requests the solver could place
+  int as_good = 0;                   // allocated, rule-valid and scored as well as the solver's set
+  int rules_hold = 0;                // allocated sets that obey the vendor rules
+  int unschedulable = 0;             // refused by the scheduler although the solver found a set
+  json differences = json::array();  // where the allocator's set was worse: free, picked, solver
+};
+
+// The controller re-orders a pool after an allocation or a release (debounced), and a burst of
+// claims may outrun it. Waits until the published order is the one the controller computes for
+// the claims now held (controller::BuildPool on the same inventory), so each claim meets the
+// order its free state asks for.
+bool WaitReordered(DriverHarness& harness, const std::string& node, const json& inventory_json,
+                   bool groups, const std::set<std::string>& held) {
+  auto inventory = api::FromJson<api::NodeInventory>(inventory_json);
+  REQUIRE_OK(inventory);
+  controller::Config config = controller::DefaultConfig();
+  config.mode = groups ? controller::PublishMode::kGroups : controller::PublishMode::kAttributes;
+  auto pool = controller::BuildPool(*inventory, controller::NodeFacts{node, "", {}}, config,
+                                    controller::PublishOptions{}, held);
+  REQUIRE_OK(pool);
+  std::vector<std::string> want;
+  for (const auto& slice : pool->slices) {
+    for (const auto& d : slice.devices) want.push_back(d.name);
+  }
+  return WaitFor(
+      [&] {
+        auto devices = harness.PublishedDevices(node);
+        if (!devices.ok()) return false;
+        std::vector<std::string> got;
+        for (const auto& d : *devices) got.push_back(d.value("name", ""));
+        return got == want;
+      },
+      std::chrono::seconds(10));
+}
+
+Agreement RunSequence(Fleet& fleet, const std::string& node, const std::string& ns, bool groups,
+                      int steps, uint32_t seed) {
+  kc::Client& client = fleet.harness->client();
+  REQUIRE_OK(EnsureNamespace(client, ns));
+  const topology::Node topo = TopologyOf(client, node);
+  const int total = topo.size();
+  // A request that fits one scale-up domain asks for one (as the examples do); a larger one,
+  // such as all eight NPUs of two 910 rings, cannot.
+  std::map<std::string, int> domain_sizes;
+  auto published = fleet.harness->PublishedDevices(node);
+  REQUIRE_OK(published);
+  for (const auto& d : *published) {
+    if (d.value("/attributes/groupSize/int"_json_pointer, 1) != 1) continue;
+    ++domain_sizes[d.value("/attributes/scaleUpDomain/string"_json_pointer, "")];
+  }
+  int largest_domain = 0;
+  for (const auto& [domain, size] : domain_sizes) largest_domain = std::max(largest_domain, size);
+  std::mt19937 rng(seed);
+  auto inventory = client.Get(kc::NodeInventories(), "", node);
+  REQUIRE_OK(inventory);
+  std::map<std::string, topology::DeviceSet> held;             // claim -> physical devices
+  std::map<std::string, std::vector<std::string>> held_names;  // claim -> allocated devices
+  auto held_devices = [&] {
+    std::set<std::string> names;
+    for (const auto& [claim, list] : held_names) names.insert(list.begin(), list.end());
+    return names;
+  };
+  topology::DeviceSet used;
+  Agreement result;
+  for (int step = 0; step < steps; ++step) {
+    const int free_count = total - used.size();
+    std::vector<int> counts;
+    for (int c : {1, 2, 4, 8}) {
+      if (c > free_count || c > total) continue;
+      if (topology::Solve(topo, topo.All() - used, c).feasible) counts.push_back(c);
+    }
+    if (counts.empty() || (!held.empty() && rng() % 3 == 0)) {
+      auto it = held.begin();
+      std::advance(it, static_cast<long>(rng() % held.size()));  // NOLINT(google-runtime-int)
+      used = used - it->second;
+      Release(ns, {it->first}, client);
+      held_names.erase(it->first);
+      held.erase(it);
+      CHECK(WaitReordered(*fleet.harness, node, *inventory, groups, held_devices()));
+      continue;
+    }
+    const int count = counts[rng() % counts.size()];
+    const topology::DeviceSet free = topo.All() - used;
+    const auto best = topology::Solve(topo, free, count);
+    const std::string name = "s" + std::to_string(step);
+    json claim = groups && count > 1
+                     ? GroupClaim(ns, name, "huawei.xpu.dra.dev", count)
+                     : ClaimObject(ns, name, "huawei.xpu.dra.dev", count,
+                                   count <= largest_domain ? SameDomain() : json::array());
+    bool refused = false;
+    auto got = Allocate(client, ns, name, claim, node, &refused);
+    INFO(node << " step " << step << " count " << count);
+    ++result.placements;
+    if (refused) {  // groups mode: no aligned group of that size is wholly free
+      ++result.unschedulable;
+      Release(ns, {name}, client);
+      continue;
+    }
+    REQUIRE(!got.empty());
+    std::vector<std::string> devices;
+    for (const auto& g : got) devices.push_back(DeviceOf(g));
+    if (groups && count > 1) {  // expand the group device into its members
+      for (const auto& d : *published) {
+        if (d.value("name", "") != devices[0]) continue;
+        devices.clear();
+        for (const auto& c : d.at("consumesCounters")) {
+          for (const auto& [member, v] : c.at("counters").items()) devices.push_back(member);
+        }
+      }
+    }
+    auto picked = topo.ParseDeviceList(Join(devices));
+    REQUIRE_OK(picked);
+    REQUIRE(picked->size() == count);
+    CHECK((*picked & used).empty());
+    const bool rules = topology::RuleAllows(topo, *picked);
+    result.rules_hold += rules ? 1 : 0;
+    const bool good = rules && !best.score.BetterThan(topology::Evaluate(topo, free, *picked));
+    result.as_good += good ? 1 : 0;
+    if (!good) {
+      result.differences.push_back({{"step", step},
+                                    {"count", count},
+                                    {"free", Join(topo.Names(free))},
+                                    {"allocator", Join(topo.Names(*picked))},
+                                    {"solver", Join(topo.Names(best.devices))}});
+    }
+    used = used | *picked;
+    held[name] = *picked;
+    for (const auto& g : got) held_names[name].push_back(DeviceOf(g));
+    CHECK(WaitReordered(*fleet.harness, node, *inventory, groups, held_devices()));
+  }
+  std::vector<std::string> left;
+  for (const auto& [name, set] : held) left.push_back(name);
+  Release(ns, left, client);
+  return result;
+}
+
+void Report(const std::string& key, const Agreement& a) {
+  const char* dir = std::getenv("XPU_UPSTREAM_REPORT_DIR");
+  const std::string path = std::string(dir != nullptr ? dir : ".") + "/upstream-agreement-" +
+                           Upstream().version() + ".json";
+  json all = json::object();
+  if (std::ifstream in(path); in.good()) all = json::parse(in, nullptr, false);
+  if (all.is_discarded()) all = json::object();
+  all[key] = {{"placements", a.placements},
+              {"asGoodAsSolver", a.as_good},
+              {"rulesHold", a.rules_hold},
+              {"unschedulable", a.unschedulable},
+              {"differences", a.differences}};
+  std::ofstream(path) << all.dump(2) << "\n";
+  WARN(key << ": " << a.as_good << "/" << a.placements << " as good as the solver, rules held "
+           << a.rules_hold << "/" << (a.placements - a.unschedulable) << ", unschedulable "
+           << a.unschedulable);
+}
+
+TEST_CASE("upstream: partly used Ascend nodes, the allocator against the solver", "[allocation]") {
+  const std::vector<std::string> hosts = {"atlas800-9000", "atlas800t-a3", "atlas200t-a2-box16"};
+  for (const char* mode : {"attributes", "groups"}) {
+    Fleet fleet = StartFleet(std::string("seq") + mode[0], hosts,
+                             std::string("publishing:\n  mode: ") + mode + "\n");
+    for (const auto& [node, host] : fleet.host_of) {
+      const Agreement a =
+          RunSequence(fleet, node, "seq-" + std::string(mode), mode[0] == 'g', 24, 7);
+      Report(host + "/" + mode, a);
+      CHECK(a.placements > 0);
+      CHECK(a.rules_hold == a.placements - a.unschedulable);
+      if (mode[0] == 'a') CHECK(a.unschedulable == 0);
+    }
+  }
+}
+
+TEST_CASE("upstream: with DRAPartitionableDevices off, groups mode falls back to attributes",
+          "[fallback]") {
+  ClusterOptions options;
+  options.kind = ClusterKind::kUpstream;
+  options.feature_gates = "DRAPartitionableDevices=false";
+  auto cluster = Cluster::Start(options);
+  REQUIRE_OK(cluster);
+  auto harness = DriverHarness::Create(**cluster, (*cluster)->dir() + "/work");
+  REQUIRE_OK(harness);
+  REQUIRE_OK((*harness)->StartController("publishing:\n  mode: groups\n"));
+  const std::string node = "fb-atlas800-9000";
+  REQUIRE_OK((*harness)->AddNode(node, "atlas800-9000"));
+  REQUIRE_OK((*harness)->WaitPublished(node, 8));
+  int port = 0;
+  REQUIRE(WaitFor([&] { return (port = MetricsPort(*(*harness)->controller())) > 0; }));
+  CHECK(WaitFor(
+      [&] { return Metric(port, "xpu_dra_controller_fallbacks_total{field=\"counters\"}") >= 1; }));
+  // Then every device is a single one again, with no counters.
+  CHECK(WaitFor([&] {
+    auto devices = (*harness)->PublishedDevices(node);
+    if (!devices.ok() || devices->size() != 8) return false;
+    return std::none_of(devices->begin(), devices->end(),
+                        [](const json& d) { return d.contains("consumesCounters"); });
+  }));
+  INFO((*harness)->controller()->Log());
+}
+
+// ---- End to end: pods through node agents --------------------------------------------------
+
+TEST_CASE("upstream: pods reach Running through the node agent, and deletion unprepares", "[e2e]") {
+  Fleet fleet = StartFleet("e2e", {"atlas800-9000", "hgx-h200"});
+  kc::Client& client = fleet.harness->client();
+  REQUIRE_OK(EnsureNamespace(client, "jobs"));
+  std::vector<std::unique_ptr<ChildProcess>> agents;
+  for (const auto& [node, host] : fleet.host_of) {
+    const std::string dir = fleet.harness->NodeDir(node);
+    auto agent = ChildProcess::Start(
+        XPU_NODE_AGENT_BINARY,
+        {"--kubeconfig", Upstream().kubeconfig(), "--node-name", node, "--plugin-registry-dir",
+         dir + "/registry", "--state-dir", dir + "/agent", "--heartbeat", "2s"},
+        dir + "/agent.log");
+    REQUIRE_OK(agent);
+    agents.push_back(std::move(*agent));
+  }
+  // A claim from a template, as workloads use them: the resourceclaim controller makes the
+  // claim, the scheduler allocates it, the agent has our plugin prepare it.
+  const json templ = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaimTemplate"},
+      {"metadata", {{"name", "four-npus"}, {"namespace", "jobs"}}},
+      {"spec",
+       {{"spec", ClaimObject("jobs", "x", "huawei.xpu.dra.dev", 4, SameDomain()).at("spec")}}}};
+  REQUIRE_OK(client.Create(kc::ResourceClaimTemplates(), "jobs", templ));
+  json pod = PodObject("jobs", "train", "", "");
+  pod["spec"]["resourceClaims"] =
+      json::array({{{"name", "devs"}, {"resourceClaimTemplateName", "four-npus"}}});
+  pod["spec"]["terminationGracePeriodSeconds"] = 30;
+  REQUIRE_OK(client.Create(Pods(), "jobs", pod));
+  json running;
+  const bool ran = WaitFor(
+      [&] {
+        auto got = client.Get(Pods(), "jobs", "train");
+        if (got.ok()) running = *got;
+        return got.ok() && got->value("/status/phase"_json_pointer, "") == "Running";
+      },
+      std::chrono::seconds(90));
+  INFO(running.dump(1));
+  REQUIRE(ran);
+  const std::string node = running.value("/spec/nodeName"_json_pointer, "");
+  CHECK(node == "e2e-atlas800-9000");
+  const std::string claim =
+      running.value("/status/resourceClaimStatuses/0/resourceClaimName"_json_pointer, "");
+  REQUIRE(!claim.empty());
+  auto allocated = client.Get(kc::ResourceClaims(), "jobs", claim);
+  REQUIRE_OK(allocated);
+  CHECK(AllocatedDevices(*allocated).size() == 4);
+  const std::string uid = allocated->value("/metadata/uid"_json_pointer, "");
+  // The agent's record: the CDI ids our plugin answered; the plugin's CDI spec on disk.
+  const std::string dir = fleet.harness->NodeDir(node);
+  const json record = ReadJson(dir + "/agent/pods/jobs_train.json");
+  std::vector<std::string> ids;
+  for (const auto& c : record.at("claims")) {
+    for (const auto& d : c.at("devices")) {
+      for (const auto& id : d.at("cdiDeviceIds")) ids.push_back(id.get<std::string>());
+    }
+  }
+  CHECK(ids.size() == 4);
+  int specs = 0;
+  for (const auto& f : fs::directory_iterator(dir + "/cdi")) {
+    specs += f.path().string().find(uid) != std::string::npos ? 1 : 0;
+  }
+  CHECK(specs == 1);
+  // Deleting the pod: the agent unprepares (the spec goes), then removes the pod; the claim,
+  // owned by the pod, is deleted by the resourceclaim controller.
+  REQUIRE_OK(client.Delete(Pods(), "jobs", "train"));
+  CHECK(WaitFor(
+      [&] { return client.Get(Pods(), "jobs", "train").status().code() == StatusCode::kNotFound; },
+      std::chrono::seconds(60)));
+  CHECK(WaitFor([&] {
+    for (const auto& f : fs::directory_iterator(dir + "/cdi")) {
+      if (f.path().string().find(uid) != std::string::npos) return false;
+    }
+    return true;
+  }));
+  CHECK(WaitFor([&] {
+    return client.Get(kc::ResourceClaims(), "jobs", claim).status().code() == StatusCode::kNotFound;
+  }));
+  CHECK(!fs::exists(dir + "/agent/pods/jobs_train.json"));
+  // The node Lease the agent keeps.
+  auto lease = client.Get(kc::Leases(), "kube-node-lease", node);
+  REQUIRE_OK(lease);
+  CHECK(lease->value("/spec/holderIdentity"_json_pointer, "") == node);
+  for (auto& a : agents) CHECK(a->Stop() == 0);
+}
+
+// ---- Liveness ---------------------------------------------------------------------------------
+
+TEST_CASE("upstream: a stopped plugin's pool is withdrawn, a deleted Node's pool collected",
+          "[liveness]") {
+  Fleet fleet = StartFleet("live", {"hgx-h200", "hygon-dcu-8"});
+  kc::Client& client = fleet.harness->client();
+  // The plugin stops renewing its Lease: the controller withdraws the slices at expiry.
+  REQUIRE_OK(fleet.harness->StopPlugin("live-hgx-h200"));
+  CHECK(WaitFor(
+      [&] {
+        auto d = fleet.harness->PublishedDevices("live-hgx-h200");
+        return d.ok() && d->empty();
+      },
+      std::chrono::seconds(60)));
+  // The Node goes: its slices and NodeInventory are owned by it, and the real garbage
+  // collector removes them.
+  fleet.harness->StopController();
+  REQUIRE_OK(fleet.harness->StopPlugin("live-hygon-dcu-8"));
+  REQUIRE_OK(client.Delete(kc::Nodes(), "", "live-hygon-dcu-8"));
+  CHECK(WaitFor(
+      [&] {
+        auto d = fleet.harness->PublishedDevices("live-hygon-dcu-8");
+        return d.ok() && d->empty();
+      },
+      std::chrono::seconds(60)));
+  CHECK(WaitFor([&] {
+    return client.Get(kc::NodeInventories(), "", "live-hygon-dcu-8").status().code() ==
+           StatusCode::kNotFound;
+  }));
+}
+
+TEST_CASE("upstream: controller leader election on real Leases", "[liveness]") {
+  auto harness = DriverHarness::Create(Upstream(), WorkDir("leader"));
+  REQUIRE_OK(harness);
+  kc::Client& client = (*harness)->client();
+  const std::vector<std::string> timing = {"--lease-duration", "4s",   "--renew-deadline", "3s",
+                                           "--retry-period",   "500ms"};
+  std::vector<std::string> first = timing;
+  first.insert(first.end(), {"--identity", "first"});
+  REQUIRE_OK((*harness)->StartController("", first));
+  std::string holder;
+  auto holder_is = [&](const std::string& want) {
+    auto lease = client.Get(kc::Leases(), DriverHarness::kNamespace, "xpu-dra-controller");
+    holder = lease.ok() ? lease->value("/spec/holderIdentity"_json_pointer, "") : "";
+    return holder == want;
+  };
+  REQUIRE(WaitFor([&] { return holder_is("first"); }));
+  // A second candidate waits; when the leader dies without releasing, it takes over at expiry.
+  std::vector<std::string> second = timing;
+  second.insert(second.end(), {"--identity", "second", "--metrics-addr", "127.0.0.1:0"});
+  auto other = ChildProcess::Start(
+      XPU_CONTROLLER_BINARY,
+      [&] {
+        std::vector<std::string> a = {"--kubeconfig", Upstream().kubeconfig(), "--namespace",
+                                      DriverHarness::kNamespace};
+        a.insert(a.end(), second.begin(), second.end());
+        return a;
+      }(),
+      WorkDir("leader") + "/second.log");
+  REQUIRE_OK(other);
+  CHECK(holder_is("first"));
+  (*harness)->controller()->Kill();
+  CHECK(WaitFor([&] { return holder_is("second"); }, std::chrono::seconds(30)));
+  INFO("holder " << holder);
+  (*other)->Stop();
+}
+
+}  // namespace
+}  // namespace xpu::e2e
