@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# The real kubelet against our plugin: upstream's kubelet (built from the same pinned sources,
+# scripts/build-upstream --with-kubelet) on one node, over upstream's fake CRI runtime
+# (cmd/fake-cri, which records what reaches CreateContainer), with cgroup management off.
+# Checks registration, prepare through the kubelet's DRA manager, the CDI ids that reach
+# CreateContainer, the health stream reaching pod status, unprepare on deletion, and the kubelet's
+# 30 s wipe of a dead plugin's slices.
+#
+#   e2e/upstream/kubelet-trial.sh BUILD_DIR [VERSION]
+#
+# Prints ok:/FAIL: lines and "kubelet trial: N passed, M failed"; exit 0 when all passed.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$(cd "${1:?usage: kubelet-trial.sh BUILD_DIR [VERSION]}" && pwd)
+VERSION=${2:-${XPU_UPSTREAM_VERSION:-}}
+WORK=$(mktemp -d /tmp/xpu-kubelet-trial.XXXXXX)
+PASS=0 FAILS=0 PIDS=()
+ok() { PASS=$((PASS + 1)); echo "ok: $*"; }
+fail() { FAILS=$((FAILS + 1)); echo "FAIL: $*"; }
+finish() {
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
+  "$ROOT/scripts/cluster" down "$WORK/cluster" >/dev/null 2>&1
+  if [ "$FAILS" -eq 0 ] && [ "$PASS" -gt 0 ]; then
+    echo "kubelet trial: $PASS passed, 0 failed"
+    rm -rf "$WORK"
+    return 0
+  fi
+  echo "kubelet trial: $PASS passed, $FAILS failed (logs in $WORK)"
+  return 1
+}
+trap 'finish; exit $?' EXIT
+wait_for() {  # wait_for SECONDS COMMAND...: true once the command succeeds
+  local deadline=$(($(date +%s) + $1))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -ge $deadline ] && return 1
+    sleep 0.5
+  done
+}
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+UP=$("$ROOT/scripts/build-upstream" ${VERSION:+"$VERSION"} --with-kubelet | tail -1)
+[ -x "$UP/kubelet" ] && [ -x "$UP/fake-cri" ] || { fail "build-upstream --with-kubelet"; exit 1; }
+"$ROOT/scripts/cluster" up "$WORK/cluster" ${VERSION:+--version "$VERSION"} --watch-pid $$ \
+  >"$WORK/cluster.log" 2>&1 || { fail "scripts/cluster up (see $WORK/cluster.log)"; exit 1; }
+export KUBECONFIG=$WORK/cluster/kubeconfig
+K() { "$UP/kubectl" --request-timeout=20s "$@"; }
+K apply --server-side -f "$ROOT/deploy/crds/" >/dev/null && K create namespace xpu-dra >/dev/null
+
+# The node: fake CRI, then the kubelet. cgroupsPerQOS off and no node-allocatable enforcement,
+# so it needs no cgroup hierarchy of its own; failCgroupV1 off for hosts still on cgroup v1.
+NODE=kt-node
+KD=$WORK/kubelet
+mkdir -p "$KD" "$WORK/cdi" "$WORK/state"
+"$UP/fake-cri" --endpoint "unix://$WORK/cri.sock" --record "$WORK/cri.jsonl" >"$WORK/fake-cri.log" 2>&1 &
+PIDS+=($!)
+cat >"$WORK/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$WORK/cri.sock
+address: 127.0.0.1
+port: $(free_port)
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $(free_port)
+localStorageCapacityIsolation: false
+EOF
+wait_for 10 test -S "$WORK/cri.sock" || fail "fake CRI socket"
+"$UP/kubelet" --kubeconfig "$KUBECONFIG" --config "$WORK/kubelet.yaml" --root-dir "$KD" \
+  --hostname-override $NODE --cert-dir "$KD/pki" >"$WORK/kubelet.log" 2>&1 &
+PIDS+=($!)
+KUBELET=$!
+ready() { [ "$(K get node $NODE -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]; }
+if wait_for 60 ready; then
+  ok "the real kubelet ($("$UP/kubelet" --version)) registered Node $NODE, Ready"
+else
+  fail "kubelet did not become Ready: $(grep -E '^[EF]' "$WORK/kubelet.log" | tail -3)"
+  exit 1
+fi
+
+# Our plugin in the kubelet's directories, and our controller.
+"$BUILD/bin/xpu-dra-plugin" --node-name $NODE --kubeconfig "$KUBECONFIG" \
+  --host-root "$ROOT/e2e/fixtures/hosts/atlas800-9000" --plugin-registry-dir "$KD/plugins_registry" \
+  --plugin-dir "$KD/plugins/xpu.dra.dev" --cdi-dir "$WORK/cdi" --state-dir "$WORK/state" \
+  --metrics-addr 127.0.0.1:0 --health-interval 1s >"$WORK/plugin.log" 2>&1 &
+PIDS+=($!)
+PLUGIN=$!
+"$BUILD/bin/xpu-dra-controller" --kubeconfig "$KUBECONFIG" --namespace xpu-dra \
+  --metrics-addr 127.0.0.1:0 >"$WORK/controller.log" 2>&1 &
+PIDS+=($!)
+CONTROLLER=$!
+port() { sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$1" | head -1; }
+registered() { curl -s "http://127.0.0.1:$(port "$WORK/plugin.log")/metrics" | grep -q '^xpu_dra_plugin_registered 1'; }
+wait_for 30 registered && ok "the kubelet registered our plugin (NotifyRegistrationStatus: registered)" \
+  || fail "plugin registration (see $WORK/plugin.log, $WORK/kubelet.log)"
+slices() { K get resourceslices -o name | wc -l; }
+some_slices() { [ "$(slices)" -ge 1 ]; }
+no_slices() { [ "$(slices)" -eq 0 ]; }
+wait_for 30 some_slices && ok "slices published for $NODE" || fail "no slices"
+
+# A pod with a claim of two NPUs in one HCCS ring.
+cat >"$WORK/pod.yaml" <<'EOF'
+apiVersion: resource.k8s.io/v1
+kind: ResourceClaim
+metadata: {name: train, namespace: default}
+spec:
+  devices:
+    requests:
+    - name: npus
+      exactly: {deviceClassName: huawei.xpu.dra.dev, count: 2}
+    constraints:
+    - {requests: [npus], matchAttribute: xpu.dra.dev/scaleUpDomain}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: train, namespace: default}
+spec:
+  containers: [{name: c, image: registry.invalid/none, resources: {claims: [{name: npus}]}}]
+  resourceClaims: [{name: npus, resourceClaimName: train}]
+EOF
+wait_for 30 K get deviceclass huawei.xpu.dra.dev || fail "DeviceClass huawei.xpu.dra.dev"
+K apply -f "$WORK/pod.yaml" >/dev/null
+running() { [ "$(K get pod train -o jsonpath='{.status.phase}')" = Running ]; }
+if wait_for 90 running; then
+  ok "pod train Running on the real kubelet, prepared through its DRA manager"
+else
+  fail "pod train not Running: $(K describe pod train | tail -5)"
+fi
+UID_=$(K get resourceclaim train -o jsonpath='{.metadata.uid}')
+DEVS=$(K get resourceclaim train -o jsonpath='{.status.allocation.devices.results[*].device}')
+want=$(for d in $DEVS; do echo "k8s.xpu.dra.dev/device=$UID_-$d"; done | sort | tr '\n' ' ')
+got=$(/usr/bin/python3 -c '
+import json, sys
+ids = set()
+for line in open(sys.argv[1]):
+    e = json.loads(line)
+    if e["pod"] == "train": ids.update(e.get("cdiDevices") or [])
+print(" ".join(sorted(ids)) + " ")' "$WORK/cri.jsonl" 2>/dev/null)
+[ -n "$DEVS" ] && [ "$got" = "$want" ] && ok "CreateContainer got the CDI ids our plugin answered: $got" \
+  || fail "CDI ids at CreateContainer: got '$got', want '$want'"
+ls "$WORK/cdi" | grep -q "$UID_" && ok "the claim's CDI spec is on disk" || fail "no CDI spec for $UID_"
+health() { K get pod train -o jsonpath='{.status.containerStatuses[0].allocatedResourcesStatus}' | grep -q Healthy; }
+if wait_for 30 health; then
+  ok "the health stream reached pod status: $(K get pod train -o jsonpath='{.status.containerStatuses[0].allocatedResourcesStatus}')"
+else
+  fail "no allocatedResourcesStatus in pod status (ResourceHealthStatus)"
+fi
+
+# Deletion: the kubelet unprepares, the spec goes, the claim is deallocated.
+K delete pod train --wait=true --timeout=60s >/dev/null
+gone() { ! ls "$WORK/cdi" | grep -q "$UID_"; }
+wait_for 30 gone && ok "deleting the pod unprepared the claim (CDI spec removed)" || fail "CDI spec left after delete"
+free() { [ -z "$(K get resourceclaim train -o jsonpath='{.status.allocation}')" ]; }
+wait_for 30 free && ok "the claim was deallocated" || fail "claim still allocated"
+
+# The kubelet's wipe: with the controller stopped (it would withdraw the pool itself), a plugin
+# that dies leaves slices the kubelet deletes about 30 s later.
+kill "$CONTROLLER"; wait "$CONTROLLER" 2>/dev/null
+kill -9 "$PLUGIN"; wait "$PLUGIN" 2>/dev/null
+start=$(date +%s)
+if wait_for 60 no_slices; then
+  ok "the kubelet wiped the dead plugin's slices after $(($(date +%s) - start)) s"
+else
+  fail "slices not wiped within 60 s"
+fi
+kill -0 "$KUBELET" 2>/dev/null && ok "the kubelet is still running" || fail "the kubelet exited"
