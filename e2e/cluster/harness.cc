@@ -33,6 +33,9 @@ StatusOr<std::unique_ptr<DriverHarness>> DriverHarness::Create(const Cluster& cl
 DriverHarness::~DriverHarness() {
   StopController();
   for (auto& [node, plugin] : plugins_) plugin->Stop();
+  // The Nodes go too, so later tests on the same cluster cannot be placed on them; their slices
+  // and inventories follow through the garbage collector.
+  for (const auto& node : nodes_) (void)client_->Delete(api::client::Nodes(), "", node);
 }
 
 Status DriverHarness::StartController(const std::string& config_yaml,
@@ -61,6 +64,7 @@ Status DriverHarness::AddNode(const std::string& node, const std::string& host,
                               const std::map<std::string, std::string>& labels,
                               const std::vector<std::string>& extra_flags) {
   RETURN_IF_ERROR(cluster_.RegisterNode(NodeSpec{node, labels}));
+  nodes_.push_back(node);
   const std::string dir = NodeDir(node);
   for (const char* sub : {"registry", "plugins", "cdi", "state"}) {
     std::error_code ec;

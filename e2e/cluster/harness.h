@@ -38,7 +38,8 @@ class DriverHarness {
   static constexpr const char* kNamespace = "xpu-dra";
   static constexpr const char* kDriver = "xpu.dra.dev";
 
-  // `work_dir` holds the plugins' directories, the config and the logs.
+  // `work_dir` holds the plugins' directories, the config and the logs. On destruction the
+  // controller and plugins stop and the Nodes it registered are deleted.
   static StatusOr<std::unique_ptr<DriverHarness>> Create(const Cluster& cluster,
                                                          const std::string& work_dir);
   ~DriverHarness();
@@ -78,6 +79,7 @@ class DriverHarness {
   std::unique_ptr<ChildProcess> controller_;
   int controller_runs_ = 0;
   std::map<std::string, std::unique_ptr<ChildProcess>> plugins_;
+  std::vector<std::string> nodes_;  // registered by AddNode, deleted on destruction
 };
 
 // A ResourceClaim in `ns` with one request `name` of `count` devices (0: allocationMode All) of

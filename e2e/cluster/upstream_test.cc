@@ -464,6 +464,120 @@ TEST_CASE("upstream: the Ascend 910 ring rule through attributes-mode ordering",
   Release("ring", {"c"}, client);
 }
 
+// A capability class with an extended resource name, for the firstAvailable and
+// extendedResourceName tests: 64Gi and bf16 leave the 910 (32Gi, no bf16) out and take H200s.
+constexpr const char* kCapabilityConfig = R"(capabilityClasses:
+- name: training-large-memory
+  vendors: [huawei, nvidia]
+  minMemory: 64Gi
+  precisions: [bf16]
+  extendedResourceName: example.com/training-large-memory
+)";
+
+TEST_CASE("upstream: firstAvailable falls back across vendors", "[allocation]") {
+  Fleet fleet = StartFleet("fa", {"atlas800-9000", "hgx-h200"}, kCapabilityConfig);
+  kc::Client& client = fleet.harness->client();
+  REQUIRE_OK(EnsureNamespace(client, "fallback"));
+  json claim = ClaimObject("fallback", "big", "unused", 1);
+  claim["spec"]["devices"]["requests"][0] = {
+      {"name", "devs"},
+      {"firstAvailable",
+       {{{"name", "huawei"}, {"deviceClassName", "training-large-memory.huawei"}, {"count", 8}},
+        {{"name", "nvidia"}, {"deviceClassName", "training-large-memory.nvidia"}, {"count", 4}}}}};
+  REQUIRE_OK(client.Create(kc::ResourceClaims(), "fallback", claim));
+  REQUIRE_OK(client.Create(Pods(), "fallback", PodObject("fallback", "big", "big")));
+  json allocated;
+  REQUIRE(WaitFor([&] {
+    auto got = client.Get(kc::ResourceClaims(), "fallback", "big");
+    if (got.ok()) allocated = *got;
+    return got.ok() && !AllocatedDevices(*got).empty();
+  }));
+  const auto results =
+      allocated.value("/status/allocation/devices/results"_json_pointer, json::array());
+  REQUIRE(results.size() == 4);
+  for (const auto& r : results) {
+    CHECK(r.value("request", "") == "devs/nvidia");
+    CHECK(r.value("pool", "") == "fa-hgx-h200");
+  }
+  Release("fallback", {"big"}, client);
+}
+
+TEST_CASE("upstream: a capability class's extendedResourceName schedules a plain pod",
+          "[allocation]") {
+  if (Upstream().minor() < 36) {
+    WARN("DRAExtendedResource is not on by default before 1.36; not checked on "
+         << Upstream().version());
+    return;
+  }
+  Fleet fleet = StartFleet("er", {"atlas800-9000", "hgx-h200"}, kCapabilityConfig);
+  kc::Client& client = fleet.harness->client();
+  REQUIRE_OK(EnsureNamespace(client, "extended"));
+  // No claim: the pod asks for the class's extended resource, the scheduler makes the claim.
+  json pod = PodObject("extended", "plain", "");
+  pod["spec"].erase("resourceClaims");
+  pod["spec"]["containers"][0]["resources"] = {
+      {"limits", {{"example.com/training-large-memory", "2"}}}};
+  REQUIRE_OK(client.Create(Pods(), "extended", pod));
+  json scheduled;
+  const bool bound = WaitFor([&] {
+    auto got = client.Get(Pods(), "extended", "plain");
+    if (got.ok()) scheduled = *got;
+    return got.ok() && !got->value("/spec/nodeName"_json_pointer, "").empty() &&
+           got->contains("/status/extendedResourceClaimStatus/resourceClaimName"_json_pointer);
+  });
+  INFO(scheduled.dump(1));
+  REQUIRE(bound);
+  CHECK(scheduled.value("/spec/nodeName"_json_pointer, "") == "er-hgx-h200");
+  const std::string claim =
+      scheduled.value("/status/extendedResourceClaimStatus/resourceClaimName"_json_pointer, "");
+  auto got = client.Get(kc::ResourceClaims(), "extended", claim);
+  REQUIRE_OK(got);
+  const auto devices = AllocatedDevices(*got);
+  CHECK(devices.size() == 2);
+  for (const auto& d : devices) CHECK(d.rfind("er-hgx-h200/", 0) == 0);
+  REQUIRE_OK(DeletePodsNow(Upstream(), "extended", {"plain"}));
+}
+
+TEST_CASE("upstream: an unhealthy device is tainted and new claims avoid it", "[allocation]") {
+  // The fake NVML of the fixture reports an XID 79 on one GPU.
+  const std::string host = SourceDir() + "/e2e/fixtures/hosts/hgx-h200-unhealthy";
+  ::setenv("XPU_FAKE_NVML_JSON", (host + "/fake-vendor/nvml.json").c_str(), 1);
+  Fleet fleet;
+  auto harness = DriverHarness::Create(Upstream(), WorkDir("taint"));
+  REQUIRE_OK(harness);
+  fleet.harness = std::move(*harness);
+  REQUIRE_OK(fleet.harness->StartController());
+  const std::string node = "taint-hgx-h200";
+  REQUIRE_OK(fleet.harness->AddNode(node, "hgx-h200-unhealthy", {},
+                                    {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR}));
+  ::unsetenv("XPU_FAKE_NVML_JSON");
+  std::string sick;
+  REQUIRE(WaitFor([&] {
+    auto devices = fleet.harness->PublishedDevices(node);
+    if (!devices.ok() || devices->size() != 8) return false;
+    for (const auto& d : *devices) {
+      for (const auto& t : d.value("taints", json::array())) {
+        if (t.value("key", "") == "xpu.dra.dev/unhealthy") sick = d.value("name", "");
+      }
+    }
+    return !sick.empty();
+  }));
+  kc::Client& client = fleet.harness->client();
+  REQUIRE_OK(EnsureNamespace(client, "taints"));
+  // Seven GPUs fit around it; eight do not.
+  auto seven = Allocate(client, "taints", "seven",
+                        ClaimObject("taints", "seven", "nvidia.xpu.dra.dev", 7), node);
+  REQUIRE(seven.size() == 7);
+  for (const auto& d : seven) CHECK(DeviceOf(d) != sick);
+  Release("taints", {"seven"}, client);
+  bool refused = false;
+  auto eight = Allocate(client, "taints", "eight",
+                        ClaimObject("taints", "eight", "nvidia.xpu.dra.dev", 8), node, &refused);
+  CHECK(eight.empty());
+  CHECK(refused);
+  Release("taints", {"eight"}, client);
+}
+
 // groups mode: a request for `size` devices is one group device.
 json GroupClaim(const std::string& ns, const std::string& name, const std::string& klass,
                 int size) {
