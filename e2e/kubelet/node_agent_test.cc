@@ -147,7 +147,7 @@ TEST_CASE("node agent options validation names the flag", "[node_agent]") {
   CHECK(v6.Validate().ok());
 }
 
-TEST_CASE("--node-labels parsing", "[node_agent]") {
+TEST_CASE("node labels: the --node-labels flag is parsed", "[node_agent]") {
   auto empty = ParseNodeLabels("");
   REQUIRE(empty.ok());
   CHECK(empty->empty());
