@@ -73,6 +73,9 @@ Cluster& Upstream() {
     ClusterOptions options;
     options.kind = ClusterKind::kUpstream;
     options.feature_gates = GatesOn();
+    // With DRADeviceTaints on, the scheduler and the controller-manager watch DeviceTaintRules,
+    // served before 1.36 only by the alpha version.
+    if (!options.feature_gates.empty()) options.runtime_config = "resource.k8s.io/v1alpha3=true";
     if (const char* gates = std::getenv("XPU_UPSTREAM_FEATURE_GATES"); gates != nullptr) {
       options.feature_gates = gates;
     }
