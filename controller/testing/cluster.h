@@ -16,19 +16,12 @@
 #include "api/resource.h"
 #include "base/status.h"
 #include "e2e/client/kube_sim_process.h"
+#include "e2e/client/wait.h"
 
 namespace xpu::controller::testing {
 
-// Polls `done` every 10 ms until it holds or `timeout` passes: a condition, not a sleep.
-template <typename F>
-bool Eventually(F done, std::chrono::milliseconds timeout = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
+// Polls a condition every 10 ms until it holds or the timeout (30 s) passes.
+using e2e::Eventually;
 
 StatusOr<std::unique_ptr<api::client::Client>> Connect(const e2e::KubeSimProcess& sim,
                                                        api::client::ClientOptions options = {});

@@ -19,6 +19,7 @@
 #include "api/client/informer.h"
 #include "api/core.h"
 #include "e2e/client/kube_sim_process.h"
+#include "e2e/client/wait.h"
 
 namespace xpu::e2e {
 namespace {
@@ -45,17 +46,6 @@ std::unique_ptr<Client> Connect(const KubeSimProcess& sim, ClientOptions options
   auto client = Client::Create(*config, std::move(options));
   REQUIRE(client.ok());
   return std::move(client).value();
-}
-
-// Polls `done` until it holds or `timeout` passes: waiting on a condition, not a fixed sleep.
-template <typename F>
-bool Eventually(F done, std::chrono::seconds timeout = std::chrono::seconds(20)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
 }
 
 json Namespace(const std::string& name) {

@@ -9,25 +9,21 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <thread>
+#include <utility>
 #include <vector>
 
 #include "api/client/client.h"
 #include "base/status.h"
 #include "e2e/client/child_process.h"
+#include "e2e/client/wait.h"
 #include "e2e/cluster/cluster.h"
 
 namespace xpu::e2e {
 
-// Polls `done` every 50 ms until it holds or `timeout` passes: a condition, not a sleep.
+// Eventually with the pace of a real control plane: every 50 ms, for up to a minute by default.
 template <typename F>
 bool WaitFor(F done, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
+  return Eventually(std::move(done), timeout, std::chrono::milliseconds(50));
 }
 
 // core/v1 pods.

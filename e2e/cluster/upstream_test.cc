@@ -59,11 +59,14 @@ int RequestedMinor() {
   return std::atoi(std::strchr(v, '.') + 1);
 }
 
-// Before 1.36 the taint and partitionable-device fields are alpha: the tests turn them on, as a
-// cluster that wants them must (the fallback test turns them off).
+// Before 1.36 the taint, partitionable-device, extended-resource and consumable-capacity fields
+// are alpha: the tests turn them on, as a cluster that wants them must (the fallback test turns
+// partitionable devices off).
 std::string GatesOn() {
   const int minor = RequestedMinor();
-  return minor != 0 && minor < 36 ? "DRADeviceTaints=true,DRAPartitionableDevices=true" : "";
+  return minor != 0 && minor < 36 ? "DRADeviceTaints=true,DRAPartitionableDevices=true,"
+                                    "DRAExtendedResource=true,DRAConsumableCapacity=true"
+                                  : "";
 }
 
 // The process-wide upstream control plane, started on first use.
