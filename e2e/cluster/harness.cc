@@ -3,6 +3,10 @@
 #include <filesystem>
 #include <fstream>
 
+#include "api/node_inventory.h"
+#include "controller/config.h"
+#include "controller/slices.h"
+
 namespace xpu::e2e {
 
 namespace fs = std::filesystem;
@@ -41,9 +45,10 @@ DriverHarness::~DriverHarness() {
 Status DriverHarness::StartController(const std::string& config_yaml,
                                       const std::vector<std::string>& extra_flags) {
   StopController();
-  std::vector<std::string> args = {
-      "--kubeconfig",   cluster_.kubeconfig(), "--namespace",      kNamespace,
-      "--metrics-addr", "127.0.0.1:0",         "--claim-debounce", "200ms"};
+  const std::string& kubeconfig =
+      controller_kubeconfig_.empty() ? cluster_.kubeconfig() : controller_kubeconfig_;
+  std::vector<std::string> args = {"--kubeconfig",   kubeconfig,    "--namespace",      kNamespace,
+                                   "--metrics-addr", "127.0.0.1:0", "--claim-debounce", "200ms"};
   if (!config_yaml.empty()) {
     const std::string path = work_dir_ + "/controller-config.yaml";
     std::ofstream(path) << config_yaml;
@@ -60,10 +65,36 @@ void DriverHarness::StopController() {
   controller_.reset();
 }
 
+StatusOr<std::map<std::string, std::string>> FixtureNodeLabels(const std::string& host) {
+  const std::string path = SourceDir() + "/e2e/fixtures/node-labels.json";
+  std::ifstream in(path);
+  if (!in) return NotFoundError("read " + path + ": cannot open");
+  const auto doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.contains("hosts") || !doc.at("hosts").is_object()) {
+    return DataLossError(path + ": .hosts: expected an object of host name -> labels");
+  }
+  std::map<std::string, std::string> labels;
+  const auto it = doc.at("hosts").find(host);
+  if (it == doc.at("hosts").end()) return labels;
+  for (const auto& [k, v] : it->items()) {
+    if (!v.is_string()) {
+      std::string where = path;
+      where.append(": .hosts.").append(host).append(".").append(k).append(": not a string");
+      return DataLossError(where);
+    }
+    labels[k] = v.get<std::string>();
+  }
+  return labels;
+}
+
 Status DriverHarness::AddNode(const std::string& node, const std::string& host,
                               const std::map<std::string, std::string>& labels,
                               const std::vector<std::string>& extra_flags) {
-  RETURN_IF_ERROR(cluster_.RegisterNode(NodeSpec{node, labels}));
+  const bool is_path = !host.empty() && host.front() == '/';
+  const std::string root = is_path ? host : SourceDir() + "/e2e/fixtures/hosts/" + host;
+  ASSIGN_OR_RETURN(auto node_labels, FixtureNodeLabels(fs::path(root).filename().string()));
+  for (const auto& [k, v] : labels) node_labels[k] = v;
+  RETURN_IF_ERROR(cluster_.RegisterNode(NodeSpec{node, node_labels}));
   nodes_.push_back(node);
   const std::string dir = NodeDir(node);
   for (const char* sub : {"registry", "plugins", "cdi", "state"}) {
@@ -71,14 +102,17 @@ Status DriverHarness::AddNode(const std::string& node, const std::string& host,
     fs::create_directories(dir + "/" + sub, ec);
     if (ec) return InternalError("create " + dir + "/" + sub + ": " + ec.message());
   }
+  const auto own = plugin_kubeconfigs_.find(node);
+  const std::string& kubeconfig =
+      own == plugin_kubeconfigs_.end() || own->second.empty() ? cluster_.kubeconfig() : own->second;
   std::vector<std::string> args = {"--kubeconfig",
-                                   cluster_.kubeconfig(),
+                                   kubeconfig,
                                    "--node-name",
                                    node,
                                    "--namespace",
                                    kNamespace,
                                    "--host-root",
-                                   SourceDir() + "/e2e/fixtures/hosts/" + host,
+                                   root,
                                    "--plugin-registry-dir",
                                    dir + "/registry",
                                    "--plugin-dir",
@@ -201,6 +235,56 @@ Status DeletePodsNow(const Cluster& cluster, const std::string& ns,
       "--wait=true"};
   args.insert(args.end(), names.begin(), names.end());
   return cluster.Kubectl(args).status();
+}
+
+Status DriverHarness::WaitPublishedOrder(const std::string& node, bool groups,
+                                         const std::set<std::string>& held,
+                                         std::chrono::milliseconds timeout) {
+  ASSIGN_OR_RETURN(auto object, client_->Get(api::client::NodeInventories(), "", node));
+  ASSIGN_OR_RETURN(auto inventory, api::FromJson<api::NodeInventory>(object));
+  controller::Config config = controller::DefaultConfig();
+  config.mode = groups ? controller::PublishMode::kGroups : controller::PublishMode::kAttributes;
+  ASSIGN_OR_RETURN(auto pool, controller::BuildPool(inventory, controller::NodeFacts{node, "", {}},
+                                                    config, controller::PublishOptions{}, held));
+  std::vector<std::string> want;
+  for (const auto& slice : pool.slices) {
+    for (const auto& d : slice.devices) want.push_back(d.name);
+  }
+  std::vector<std::string> got;
+  const bool ordered = WaitFor(
+      [&] {
+        auto devices = PublishedDevices(node);
+        if (!devices.ok()) return false;
+        got.clear();
+        for (const auto& d : *devices) got.push_back(d.value("name", ""));
+        return got == want;
+      },
+      timeout);
+  if (ordered) return OkStatus();
+  auto join = [](const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) out.append(out.empty() ? "" : ",").append(s);
+    return out;
+  };
+  return UnavailableError("node " + node + ": published order " + join(got) +
+                          " is not the expected " + join(want));
+}
+
+StatusOr<topology::Node> NodeTopology(api::client::Client& client, const std::string& node) {
+  ASSIGN_OR_RETURN(auto object, client.Get(api::client::NodeInventories(), "", node));
+  ASSIGN_OR_RETURN(auto inventory, api::FromJson<api::NodeInventory>(object));
+  ASSIGN_OR_RETURN(auto spec, api::NodeDescriptionFromInventory(inventory));
+  return topology::Node::Build(spec);
+}
+
+StatusOr<std::unique_ptr<ChildProcess>> StartNodeAgent(DriverHarness& harness,
+                                                       const std::string& node) {
+  const std::string dir = harness.NodeDir(node);
+  return ChildProcess::Start(
+      XPU_NODE_AGENT_BINARY,
+      {"--kubeconfig", harness.cluster().kubeconfig(), "--node-name", node, "--plugin-registry-dir",
+       dir + "/registry", "--state-dir", dir + "/agent", "--heartbeat", "2s"},
+      dir + "/agent.log");
 }
 
 }  // namespace xpu::e2e

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "e2e/client/child_process.h"
 #include "e2e/client/wait.h"
 #include "e2e/cluster/cluster.h"
+#include "topology/model.h"
 
 namespace xpu::e2e {
 
@@ -46,13 +48,22 @@ class DriverHarness {
   void StopController();
   ChildProcess* controller() { return controller_.get(); }
 
-  // Registers the Node (Ready, with `labels`) and starts a plugin for it on the fixture host
-  // e2e/fixtures/hosts/<host>.
+  // Registers the Node and starts a plugin for it on the fixture host e2e/fixtures/hosts/<host>
+  // (or on the host root `host` when it is an absolute path, e.g. a copy a test may break). The
+  // Node is Ready, with the host's labels from e2e/fixtures/node-labels.json (its fabric tiers;
+  // keyed by the root's folder name) and then `labels`.
   Status AddNode(const std::string& node, const std::string& host,
                  const std::map<std::string, std::string>& labels = {},
                  const std::vector<std::string>& extra_flags = {});
   Status StopPlugin(const std::string& node);  // SIGTERM
   ChildProcess* plugin(const std::string& node);
+  // The kubeconfig the controller, or the plugin of `node`, runs with instead of the cluster's
+  // admin one (a test that runs them as the chart's service accounts); "" is the admin's. Read
+  // at the next StartController / AddNode.
+  void SetControllerKubeconfig(std::string path) { controller_kubeconfig_ = std::move(path); }
+  void SetPluginKubeconfig(const std::string& node, std::string path) {
+    plugin_kubeconfigs_[node] = std::move(path);
+  }
   // The plugin's directories: registry/, plugins/, cdi/, state/ under this.
   std::string NodeDir(const std::string& node) const { return work_dir_ + "/" + node; }
 
@@ -61,6 +72,12 @@ class DriverHarness {
   // Waits until `node` has at least `count` published devices.
   Status WaitPublished(const std::string& node, size_t count,
                        std::chrono::milliseconds timeout = std::chrono::seconds(90));
+  // Waits until the node's published device order is the one the controller computes (on its
+  // default config in `groups` or attributes mode) for the node's NodeInventory with `held`
+  // devices allocated. The controller re-orders a pool after allocations and releases
+  // (debounced); the first-fit allocator must meet the order the free state asks for.
+  Status WaitPublishedOrder(const std::string& node, bool groups, const std::set<std::string>& held,
+                            std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
   api::client::Client& client() { return *client_; }
   const Cluster& cluster() const { return cluster_; }
@@ -75,8 +92,22 @@ class DriverHarness {
   std::unique_ptr<ChildProcess> controller_;
   int controller_runs_ = 0;
   std::map<std::string, std::unique_ptr<ChildProcess>> plugins_;
-  std::vector<std::string> nodes_;  // registered by AddNode, deleted on destruction
+  std::vector<std::string> nodes_;     // registered by AddNode, deleted on destruction
+  std::string controller_kubeconfig_;  // "": the cluster's
+  std::map<std::string, std::string> plugin_kubeconfigs_;  // node -> kubeconfig
 };
+
+// The labels e2e/fixtures/node-labels.json gives the Node of fixture host `host` (empty when
+// it lists none).
+StatusOr<std::map<std::string, std::string>> FixtureNodeLabels(const std::string& host);
+
+// The topology node described by `node`'s NodeInventory as the plugin published it.
+StatusOr<topology::Node> NodeTopology(api::client::Client& client, const std::string& node);
+
+// A node agent (xpu-node-agent) for `node` of `harness`: registration over the plugin's
+// sockets, prepare and Running for the pods bound to the node, the node Lease (heartbeat 2 s).
+StatusOr<std::unique_ptr<ChildProcess>> StartNodeAgent(DriverHarness& harness,
+                                                       const std::string& node);
 
 // A ResourceClaim in `ns` with one request `name` of `count` devices (0: allocationMode All) of
 // `device_class`, and optional constraints (JSON array).

@@ -342,17 +342,10 @@ Fleet StartFleet(const std::string& prefix, const std::vector<std::string>& host
   return fleet;
 }
 
-// The node's NodeInventory as the plugin published it, and the topology node it describes.
 topology::Node TopologyOf(kc::Client& client, const std::string& node) {
-  auto object = client.Get(kc::NodeInventories(), "", node);
-  REQUIRE_OK(object);
-  auto inventory = api::FromJson<api::NodeInventory>(*object);
-  REQUIRE_OK(inventory);
-  auto spec = api::NodeDescriptionFromInventory(*inventory);
-  REQUIRE_OK(spec);
-  auto built = topology::Node::Build(*spec);
-  REQUIRE_OK(built);
-  return std::move(*built);
+  auto topo = NodeTopology(client, node);
+  REQUIRE_OK(topo);
+  return std::move(*topo);
 }
 
 std::string VendorOf(const json& device) {
@@ -414,6 +407,18 @@ std::string DeviceOf(const std::string& pool_device) {
   return pool_device.substr(pool_device.find('/') + 1);
 }
 
+std::unique_ptr<ChildProcess> StartAgent(DriverHarness& harness, const std::string& node) {
+  auto agent = StartNodeAgent(harness, node);
+  REQUIRE_OK(agent);
+  return std::move(*agent);
+}
+
+bool PodPhaseIs(kc::Client& client, const std::string& ns, const std::string& name,
+                const std::string& phase) {
+  auto got = client.Get(Pods(), ns, name);
+  return got.ok() && got->value("/status/phase"_json_pointer, "") == phase;
+}
+
 TEST_CASE("upstream: one device, then a whole node, on every vendor fixture", "[allocation]") {
   Fleet fleet = StartFleet("v", AllHosts());
   kc::Client& client = fleet.harness->client();
@@ -422,6 +427,19 @@ TEST_CASE("upstream: one device, then a whole node, on every vendor fixture", "[
   for (const auto& [node, host] : fleet.host_of) {
     auto devices = fleet.harness->PublishedDevices(node);
     REQUIRE_OK(devices);
+    // The fabric tiers of the Node's labels (e2e/fixtures/node-labels.json) on every device.
+    auto labels = FixtureNodeLabels(host);
+    REQUIRE_OK(labels);
+    for (const auto& [label, attribute] : std::vector<std::pair<std::string, std::string>>{
+             {"topology.xpu.dra.dev/leaf", "leaf"}, {"topology.xpu.dra.dev/spine", "spine"}}) {
+      const auto want = labels->find(label);
+      if (want == labels->end()) continue;
+      for (const auto& d : *devices) {
+        INFO(node << " " << d.value("name", "") << " attribute " << attribute);
+        CHECK(d.value(json::json_pointer("/attributes/" + attribute + "/string"), "") ==
+              want->second);
+      }
+    }
     std::map<std::string, int> per_vendor;
     for (const auto& d : *devices) ++per_vendor[VendorOf(d)];
     for (const auto& [vendor, count] : per_vendor) {
@@ -584,6 +602,113 @@ TEST_CASE("upstream: an unhealthy device is tainted and new claims avoid it", "[
   Release("taints", {"eight"}, client);
 }
 
+TEST_CASE("upstream: a device failing under a running pod evicts it (NoExecute)", "[allocation]") {
+  // A copy of the host root, so that the test can take a device node away as a dead chip does.
+  const std::string work = WorkDir("evict");
+  const std::string root = work + "/hosts/atlas800-9000";
+  std::error_code ec;
+  fs::create_directories(work + "/hosts", ec);
+  fs::copy(SourceDir() + "/e2e/fixtures/hosts/atlas800-9000", root,
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+  INFO(ec.message());
+  REQUIRE(!ec);
+  auto harness = DriverHarness::Create(Upstream(), work);
+  REQUIRE_OK(harness);
+  REQUIRE_OK((*harness)->StartController("publishing:\n  unhealthyEffect: NoExecute\n"));
+  const std::string node = "evict-atlas800-9000";
+  REQUIRE_OK((*harness)->AddNode(node, root));
+  REQUIRE_OK((*harness)->WaitPublished(node, 8));
+  auto agent = StartAgent(**harness, node);
+  kc::Client& client = (*harness)->client();
+  REQUIRE_OK(EnsureNamespace(client, "evict"));
+  REQUIRE_OK(client.Create(kc::ResourceClaims(), "evict",
+                           ClaimObject("evict", "one", "huawei.xpu.dra.dev", 1)));
+  REQUIRE_OK(client.Create(Pods(), "evict", PodObject("evict", "one", "one", node)));
+  REQUIRE(WaitFor([&] { return PodPhaseIs(client, "evict", "one", "Running"); },
+                  std::chrono::seconds(90)));
+  auto claim = client.Get(kc::ResourceClaims(), "evict", "one");
+  REQUIRE_OK(claim);
+  const auto allocated = AllocatedDevices(*claim);
+  REQUIRE(allocated.size() == 1);
+  const std::string device = DeviceOf(allocated[0]);
+  int index = -1;
+  auto devices = (*harness)->PublishedDevices(node);
+  REQUIRE_OK(devices);
+  for (const auto& d : *devices) {
+    if (d.value("name", "") == device) index = d.value("/attributes/index/int"_json_pointer, -1);
+  }
+  REQUIRE(index >= 0);
+  // The chip goes: its device node disappears. The plugin's next probe reports it, the controller
+  // taints it NoExecute, and upstream's device-taint eviction controller deletes the pod; the
+  // node agent unprepares and removes it, as the kubelet would.
+  REQUIRE(fs::remove(root + "/dev/davinci" + std::to_string(index)));
+  CHECK(WaitFor(
+      [&] {
+        auto now = (*harness)->PublishedDevices(node);
+        if (!now.ok()) return false;
+        for (const auto& d : *now) {
+          if (d.value("name", "") != device) continue;
+          for (const auto& t : d.value("taints", json::array())) {
+            if (t.value("key", "") == "xpu.dra.dev/unhealthy" &&
+                t.value("effect", "") == "NoExecute") {
+              return true;
+            }
+          }
+        }
+        return false;
+      },
+      std::chrono::seconds(60)));
+  CHECK(WaitFor(
+      [&] { return client.Get(Pods(), "evict", "one").status().code() == StatusCode::kNotFound; },
+      std::chrono::seconds(90)));
+  auto events = Upstream().Kubectl({"get", "events", "-n", "evict", "-o", "json"});
+  REQUIRE_OK(events);
+  CHECK(events->find("DeviceTaintManagerEviction") != std::string::npos);
+  // The claim outlives its pod (it is not from a template); with no consumer left, the
+  // resourceclaim controller deallocates it.
+  CHECK(WaitFor([&] {
+    auto got = client.Get(kc::ResourceClaims(), "evict", "one");
+    return got.ok() && got->value("/status/allocation"_json_pointer, json()).is_null();
+  }));
+  INFO((*harness)->controller()->Log());
+  CHECK(agent->Stop() == 0);
+}
+
+TEST_CASE("upstream: with DRADeviceTaints off, tainted devices are left out of the slices",
+          "[fallback]") {
+  ClusterOptions options;
+  options.kind = ClusterKind::kUpstream;
+  // From 1.36 DeviceTaintRules have their own gate, which needs DRADeviceTaints.
+  options.feature_gates = RequestedMinor() == 0 || RequestedMinor() >= 36
+                              ? "DRADeviceTaints=false,DRADeviceTaintRules=false"
+                              : "DRADeviceTaints=false";
+  auto cluster = Cluster::Start(options);
+  REQUIRE_OK(cluster);
+  auto harness = DriverHarness::Create(**cluster, (*cluster)->dir() + "/work");
+  REQUIRE_OK(harness);
+  REQUIRE_OK((*harness)->StartController());
+  // The fake NVML of the fixture reports an XID 79 on one GPU.
+  const std::string host = SourceDir() + "/e2e/fixtures/hosts/hgx-h200-unhealthy";
+  ::setenv("XPU_FAKE_NVML_JSON", (host + "/fake-vendor/nvml.json").c_str(), 1);
+  const std::string node = "fb-hgx-h200";
+  REQUIRE_OK((*harness)->AddNode(node, "hgx-h200-unhealthy", {},
+                                 {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR}));
+  ::unsetenv("XPU_FAKE_NVML_JSON");
+  int port = 0;
+  REQUIRE(WaitFor([&] { return (port = MetricsPort(*(*harness)->controller())) > 0; }));
+  // The server drops the taint; the controller sees that, counts it, and leaves the device out:
+  // a scheduler that does not read taints cannot hand it out.
+  CHECK(WaitFor(
+      [&] { return Metric(port, "xpu_dra_controller_fallbacks_total{field=\"taints\"}") >= 1; }));
+  CHECK(WaitFor([&] {
+    auto devices = (*harness)->PublishedDevices(node);
+    if (!devices.ok() || devices->size() != 7) return false;
+    return std::none_of(devices->begin(), devices->end(),
+                        [](const json& d) { return d.contains("taints"); });
+  }));
+  INFO((*harness)->controller()->Log());
+}
+
 // groups mode: a request for `size` devices is one group device.
 json GroupClaim(const std::string& ns, const std::string& name, const std::string& klass,
                 int size) {
@@ -648,31 +773,12 @@ struct Agreement {
 };
 
 // The controller re-orders a pool after an allocation or a release (debounced), and a burst of
-// claims may outrun it. Waits until the published order is the one the controller computes for
-// the claims now held (controller::BuildPool on the same inventory), so each claim meets the
-// order its free state asks for.
-bool WaitReordered(DriverHarness& harness, const std::string& node, const json& inventory_json,
-                   bool groups, const std::set<std::string>& held) {
-  auto inventory = api::FromJson<api::NodeInventory>(inventory_json);
-  REQUIRE_OK(inventory);
-  controller::Config config = controller::DefaultConfig();
-  config.mode = groups ? controller::PublishMode::kGroups : controller::PublishMode::kAttributes;
-  auto pool = controller::BuildPool(*inventory, controller::NodeFacts{node, "", {}}, config,
-                                    controller::PublishOptions{}, held);
-  REQUIRE_OK(pool);
-  std::vector<std::string> want;
-  for (const auto& slice : pool->slices) {
-    for (const auto& d : slice.devices) want.push_back(d.name);
-  }
-  return WaitFor(
-      [&] {
-        auto devices = harness.PublishedDevices(node);
-        if (!devices.ok()) return false;
-        std::vector<std::string> got;
-        for (const auto& d : *devices) got.push_back(d.value("name", ""));
-        return got == want;
-      },
-      std::chrono::seconds(10));
+// claims may outrun it: each claim must meet the order its free state asks for.
+bool WaitReordered(DriverHarness& harness, const std::string& node, bool groups,
+                   const std::set<std::string>& held) {
+  const Status s = harness.WaitPublishedOrder(node, groups, held, std::chrono::seconds(10));
+  INFO(s.ToString());
+  return s.ok();
 }
 
 Agreement RunSequence(Fleet& fleet, const std::string& node, const std::string& ns, bool groups,
@@ -718,7 +824,7 @@ Agreement RunSequence(Fleet& fleet, const std::string& node, const std::string& 
       Release(ns, {it->first}, client);
       held_names.erase(it->first);
       held.erase(it);
-      CHECK(WaitReordered(*fleet.harness, node, *inventory, groups, held_devices()));
+      CHECK(WaitReordered(*fleet.harness, node, groups, held_devices()));
       continue;
     }
     const int count = counts[rng() % counts.size()];
@@ -768,7 +874,7 @@ Agreement RunSequence(Fleet& fleet, const std::string& node, const std::string& 
     used = used | *picked;
     held[name] = *picked;
     for (const auto& g : got) held_names[name].push_back(DeviceOf(g));
-    CHECK(WaitReordered(*fleet.harness, node, *inventory, groups, held_devices()));
+    CHECK(WaitReordered(*fleet.harness, node, groups, held_devices()));
   }
   std::vector<std::string> left;
   for (const auto& [name, set] : held) left.push_back(name);
@@ -844,16 +950,7 @@ TEST_CASE("upstream: pods reach Running through the node agent, and deletion unp
   kc::Client& client = fleet.harness->client();
   REQUIRE_OK(EnsureNamespace(client, "jobs"));
   std::vector<std::unique_ptr<ChildProcess>> agents;
-  for (const auto& [node, host] : fleet.host_of) {
-    const std::string dir = fleet.harness->NodeDir(node);
-    auto agent = ChildProcess::Start(
-        XPU_NODE_AGENT_BINARY,
-        {"--kubeconfig", Upstream().kubeconfig(), "--node-name", node, "--plugin-registry-dir",
-         dir + "/registry", "--state-dir", dir + "/agent", "--heartbeat", "2s"},
-        dir + "/agent.log");
-    REQUIRE_OK(agent);
-    agents.push_back(std::move(*agent));
-  }
+  for (const auto& [node, host] : fleet.host_of) agents.push_back(StartAgent(*fleet.harness, node));
   // A claim from a template, as workloads use them: the resourceclaim controller makes the
   // claim, the scheduler allocates it, the agent has our plugin prepare it.
   const json templ = {
