@@ -1,0 +1,493 @@
+// xpu-demo: the whole driver doing its job. It starts the local upstream control plane
+// (scripts/cluster), the xpu-dra controller, and an xpu-dra plugin with a node agent on each node
+// of a mixed fleet of fixture hosts; runs workloads through the real kube-scheduler; compares
+// every placement with the topology solver's choice on the same free devices; fails a device and
+// shows a new claim avoid it; writes out/demo.json and out/report.html; and stops everything.
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "api/client/client.h"
+#include "base/status.h"
+#include "e2e/cluster/cluster.h"
+#include "e2e/cluster/harness.h"
+#include "e2e/demo/report.h"
+#include "topology/dot.h"
+#include "topology/solver.h"
+
+namespace xpu::demo {
+namespace {
+
+namespace fs = std::filesystem;
+namespace kc = api::client;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr const char* kNs = "demo";
+constexpr const char* kDriver = "xpu.dra.dev";
+// The node whose host root is a copy, so that the demo can fail one of its devices.
+constexpr const char* kFaultHost = "hgx-h200";
+
+const std::vector<std::string>& FleetHosts() {
+  static const std::vector<std::string> hosts = {
+      "atlas800-9000",   "atlas800t-a3", "atlas200t-a2-box16", "hgx-h200",
+      "pcie-2numa-8gpu", "hygon-dcu-8",  "cambricon-mlu370-x8"};
+  return hosts;
+}
+
+std::string Join(const std::vector<std::string>& v, const char* sep = ",") {
+  std::string out;
+  for (const auto& s : v) out.append(out.empty() ? "" : sep).append(s);
+  return out;
+}
+
+// A claim template in the demo namespace: one request "devs" (or firstAvailable subrequests).
+json Template(const std::string& name, const json& devices) {
+  return {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "ResourceClaimTemplate"},
+          {"metadata", {{"name", name}, {"namespace", kNs}}},
+          {"spec", {{"spec", {{"devices", devices}}}}}};
+}
+
+json Exactly(const std::string& klass, int count, bool same_domain) {
+  json devices = {
+      {"requests",
+       {{{"name", "devs"}, {"exactly", {{"deviceClassName", klass}, {"count", count}}}}}}};
+  if (same_domain) {
+    devices["constraints"] = {
+        {{"requests", {"devs"}}, {"matchAttribute", "xpu.dra.dev/scaleUpDomain"}}};
+  }
+  return devices;
+}
+
+// A pod whose claim comes from `templ`; pinned to `node` when given.
+json PodFromTemplate(const std::string& name, const std::string& templ, const std::string& node) {
+  json pod = e2e::PodObject(kNs, name, "", node);
+  pod["spec"]["resourceClaims"] =
+      json::array({{{"name", "devs"}, {"resourceClaimTemplateName", templ}}});
+  return pod;
+}
+
+class Demo {
+ public:
+  explicit Demo(std::string out_dir) : out_dir_(std::move(out_dir)) {}
+  Status Run();
+
+ private:
+  Status StartFleet();
+  // Waits for `pod` to run with its claim allocated, and records the placement.
+  Status Record(const std::string& step, const std::string& pod, const std::string& request);
+  Status Place(const std::string& step, const json& pod, const std::string& request);
+  Status ApplyExample(const std::string& step, const std::string& file, const std::string& request);
+  Status Release(const std::vector<std::string>& pods);
+  Status FailDevice();
+  Status WriteReport();
+  Status SettleOrder(const std::string& node);
+  void Say(const std::string& line, bool story = true);
+
+  std::string out_dir_;
+  Clock::time_point start_ = Clock::now();
+  std::unique_ptr<e2e::Cluster> cluster_;
+  std::unique_ptr<e2e::DriverHarness> harness_;
+  std::vector<std::unique_ptr<e2e::ChildProcess>> agents_;
+  std::map<std::string, std::string> model_of_;                     // node -> fixture host
+  std::map<std::string, topology::Node> topo_;                      // node -> its topology
+  std::map<std::string, std::map<std::string, std::string>> held_;  // node -> device -> pod
+  std::map<std::string, std::string> node_of_pod_;
+  std::map<std::string, std::set<std::string>> sick_;  // node -> unhealthy devices
+  std::string fault_root_;
+  DemoResult result_;
+};
+
+void Demo::Say(const std::string& line, bool story) {
+  std::cout << line << std::endl;
+  if (story) result_.story.push_back(line);
+}
+
+Status Demo::StartFleet() {
+  e2e::ClusterOptions options;
+  options.kind = e2e::ClusterKind::kUpstream;
+  ASSIGN_OR_RETURN(cluster_, e2e::Cluster::Start(options));
+  result_.kubernetes_version = cluster_->version();
+  const std::string work = cluster_->dir() + "/demo";
+  Say("control plane: Kubernetes " + cluster_->version() +
+      " (etcd, kube-apiserver, kube-scheduler, kube-controller-manager) in " + cluster_->dir());
+  ASSIGN_OR_RETURN(harness_, e2e::DriverHarness::Create(*cluster_, work));
+  RETURN_IF_ERROR(harness_->StartController());
+  // The fault host runs on a copy of its host root: the demo takes a device node away later.
+  fault_root_ = work + "/hosts/" + kFaultHost;
+  std::error_code ec;
+  fs::create_directories(work + "/hosts", ec);
+  fs::copy(e2e::SourceDir() + "/e2e/fixtures/hosts/" + kFaultHost, fault_root_,
+           fs::copy_options::recursive | fs::copy_options::copy_symlinks, ec);
+  if (ec) return InternalError("copy the " + std::string(kFaultHost) + " host: " + ec.message());
+  for (const auto& host : FleetHosts()) {
+    RETURN_IF_ERROR(harness_->AddNode(host, host == kFaultHost ? fault_root_ : host));
+    model_of_[host] = host;
+  }
+  for (const auto& host : FleetHosts()) {
+    ASSIGN_OR_RETURN(auto agent, e2e::StartNodeAgent(*harness_, host));
+    agents_.push_back(std::move(agent));
+  }
+  std::cout << "fleet (one plugin and node agent per node):\n";
+  for (const auto& host : FleetHosts()) {
+    RETURN_IF_ERROR(harness_->WaitPublished(host, 1));
+    ASSIGN_OR_RETURN(auto topo, e2e::NodeTopology(harness_->client(), host));
+    RETURN_IF_ERROR(SettleOrder(host));
+    ASSIGN_OR_RETURN(auto devices, harness_->PublishedDevices(host));
+    const std::string vendor =
+        devices.empty() ? "" : devices[0].value("/attributes/vendor/string"_json_pointer, "");
+    const std::string model =
+        devices.empty() ? "" : devices[0].value("/attributes/model/string"_json_pointer, "");
+    char line[256];
+    std::snprintf(line, sizeof(line), "  %-20s %2zu x %-8s %-22s rule set %s", host.c_str(),
+                  devices.size(), vendor.c_str(), model.c_str(),
+                  std::string(topology::RuleSetKindName(topo.rule_set())).c_str());
+    std::cout << line << "\n";
+    topo_.emplace(host, std::move(topo));
+  }
+  Say("fleet up: " + std::to_string(FleetHosts().size()) +
+      " nodes published their devices; the controller wrote the DeviceClasses");
+  return OkStatus();
+}
+
+// The controller re-orders a pool after each change; the next claim must meet the new order.
+Status Demo::SettleOrder(const std::string& node) {
+  std::set<std::string> held;
+  for (const auto& [device, pod] : held_[node]) held.insert(device);
+  return harness_->WaitPublishedOrder(node, false, held);
+}
+
+Status Demo::Record(const std::string& step, const std::string& pod_name,
+                    const std::string& request) {
+  kc::Client& client = harness_->client();
+  json pod;
+  json claim;
+  const bool placed = e2e::WaitFor(
+      [&] {
+        auto got = client.Get(e2e::Pods(), kNs, pod_name);
+        if (!got.ok() || got->value("/status/phase"_json_pointer, "") != "Running") return false;
+        pod = *got;
+        const std::string claim_name =
+            pod.value("/status/resourceClaimStatuses/0/resourceClaimName"_json_pointer, "");
+        auto c = client.Get(kc::ResourceClaims(), kNs, claim_name);
+        if (!c.ok()) return false;
+        claim = *c;
+        return !e2e::AllocatedDevices(claim).empty();
+      },
+      std::chrono::seconds(90));
+  if (!placed) {
+    return UnavailableError("pod " + std::string(kNs) + "/" + pod_name +
+                            " was not running with an allocated claim within 90 s");
+  }
+  Placement p;
+  p.step = step;
+  p.pod = pod_name;
+  p.request = request;
+  p.node = pod.value("/spec/nodeName"_json_pointer, "");
+  p.model = model_of_[p.node];
+  for (const auto& r :
+       claim.value("/status/allocation/devices/results"_json_pointer, json::array())) {
+    if (r.value("driver", "") != kDriver) continue;
+    p.devices.push_back(r.value("device", ""));
+    const std::string req = r.value("request", "");
+    if (req.find('/') != std::string::npos) p.note = "firstAvailable chose " + req;
+  }
+  const auto topo = topo_.find(p.node);
+  if (topo == topo_.end()) return InternalError("pod placed on unknown node " + p.node);
+  std::vector<std::string> busy;
+  for (const auto& [device, holder] : held_[p.node]) busy.push_back(device);
+  busy.insert(busy.end(), sick_[p.node].begin(), sick_[p.node].end());
+  ASSIGN_OR_RETURN(auto used, topo->second.ParseDeviceList(Join(busy)));
+  ASSIGN_OR_RETURN(auto picked, topo->second.ParseDeviceList(Join(p.devices)));
+  const topology::DeviceSet free = topo->second.All() - used;
+  p.free_before = free.size();
+  const auto best = topology::Solve(topo->second, free, picked.size());
+  if (best.feasible) p.solver = topo->second.Names(best.devices);
+  p.rules_hold = topology::RuleAllows(topo->second, picked) && (picked & used).empty();
+  p.as_good = p.rules_hold && best.feasible &&
+              !best.score.BetterThan(topology::Evaluate(topo->second, free, picked));
+  for (const auto& d : p.devices) held_[p.node][d] = pod_name;
+  node_of_pod_[pod_name] = p.node;
+  std::cout << SummaryLine(p) << std::endl;
+  result_.placements.push_back(std::move(p));
+  return SettleOrder(result_.placements.back().node);
+}
+
+Status Demo::Place(const std::string& step, const json& pod, const std::string& request) {
+  RETURN_IF_ERROR(harness_->client().Create(e2e::Pods(), kNs, pod).status());
+  return Record(step, pod.at("metadata").value("name", ""), request);
+}
+
+// Applies an example of deploy/examples/ (a claim template and a Job) and records the Job's pod.
+Status Demo::ApplyExample(const std::string& step, const std::string& file,
+                          const std::string& request) {
+  const std::string path = e2e::SourceDir() + "/deploy/examples/" + file;
+  ASSIGN_OR_RETURN(auto applied, cluster_->Kubectl({"apply", "-n", kNs, "-f", path, "-o", "name"}));
+  std::string job;
+  std::istringstream lines(applied);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("job.batch/", 0) == 0) job = line.substr(10);
+  }
+  if (job.empty()) return FailedPreconditionError(path + ": no Job in it");
+  std::string pod;
+  e2e::WaitFor([&] {
+    kc::ListOptions options;
+    options.label_selector = "job-name=" + job;
+    auto pods = harness_->client().List(e2e::Pods(), kNs, options);
+    if (pods.ok() && !pods->items.empty()) {
+      pod = pods->items[0].value("/metadata/name"_json_pointer, "");
+    }
+    return !pod.empty();
+  });
+  if (pod.empty()) return UnavailableError("Job " + job + " made no pod within 60 s");
+  return Record(step, pod, request + " (deploy/examples/" + file + ")");
+}
+
+Status Demo::Release(const std::vector<std::string>& pods) {
+  RETURN_IF_ERROR(e2e::DeletePodsNow(*cluster_, kNs, pods));
+  std::set<std::string> nodes;
+  for (const auto& pod : pods) {
+    const std::string node = node_of_pod_[pod];
+    nodes.insert(node);
+    for (auto it = held_[node].begin(); it != held_[node].end();) {
+      it = it->second == pod ? held_[node].erase(it) : std::next(it);
+    }
+  }
+  // The claims from templates go with their pods (the resourceclaim controller deletes them).
+  const bool gone = e2e::WaitFor([&] {
+    auto claims = harness_->client().List(kc::ResourceClaims(), kNs);
+    if (!claims.ok()) return false;
+    for (const auto& c : claims->items) {
+      const std::string owner = c.value("/metadata/ownerReferences/0/name"_json_pointer, "");
+      for (const auto& pod : pods) {
+        if (owner == pod) return false;
+      }
+    }
+    return true;
+  });
+  if (!gone) return UnavailableError("the claims of released pods were not deleted in 60 s");
+  for (const auto& node : nodes) RETURN_IF_ERROR(SettleOrder(node));
+  return OkStatus();
+}
+
+Status Demo::FailDevice() {
+  const std::string node = kFaultHost;
+  const auto& topo = topo_.at(node);
+  // The node's jobs finish first, so that the fault hits a free device and the claim after it
+  // has the whole node to choose from.
+  std::set<std::string> running;
+  for (const auto& [device, pod] : held_[node]) running.insert(pod);
+  if (!running.empty()) {
+    const std::vector<std::string> pods(running.begin(), running.end());
+    RETURN_IF_ERROR(Release(pods));
+    Say("release: the jobs on " + node + " finished (" + Join(pods) + ")");
+  }
+  std::string victim;
+  for (int id = 0; id < topo.size() && victim.empty(); ++id) {
+    const std::string name = topo.device(id).name;
+    if (held_[node].count(name) == 0) victim = name;
+  }
+  if (victim.empty()) return FailedPreconditionError("no free device on " + node + " to fail");
+  ASSIGN_OR_RETURN(auto devices, harness_->PublishedDevices(node));
+  int index = -1;
+  for (const auto& d : devices) {
+    if (d.value("name", "") == victim) index = d.value("/attributes/index/int"_json_pointer, -1);
+  }
+  const std::string dev = fault_root_ + "/dev/nvidia" + std::to_string(index);
+  std::error_code ec;
+  if (index < 0 || !fs::remove(dev, ec)) return InternalError("cannot remove " + dev);
+  Say("fault: " + node + " " + victim + " loses its device node (/dev/nvidia" +
+      std::to_string(index) + "), as a GPU that fell off the bus");
+  const auto tainted_at = Clock::now();
+  const bool tainted = e2e::WaitFor(
+      [&] {
+        auto now = harness_->PublishedDevices(node);
+        if (!now.ok()) return false;
+        for (const auto& d : *now) {
+          if (d.value("name", "") != victim) continue;
+          for (const auto& t : d.value("taints", json::array())) {
+            if (t.value("key", "") == "xpu.dra.dev/unhealthy") return true;
+          }
+        }
+        return false;
+      },
+      std::chrono::seconds(60));
+  if (!tainted) return UnavailableError(node + "/" + victim + " was not tainted within 60 s");
+  sick_[node].insert(victim);
+  const auto took =
+      std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - tainted_at).count();
+  Say("fault: the plugin's probe reported it and the controller tainted " + victim +
+      " xpu.dra.dev/unhealthy:NoSchedule in its slice (" + std::to_string(took) + " s)");
+  RETURN_IF_ERROR(SettleOrder(node));
+  // Every healthy free GPU of the node, asked for by one claim: the tainted one is not among them.
+  const int free = topo.size() - static_cast<int>(held_[node].size()) - 1;
+  const std::string templ = "gpu-" + std::to_string(free) + "-after-fault";
+  RETURN_IF_ERROR(harness_->client()
+                      .Create(kc::ResourceClaimTemplates(), kNs,
+                              Template(templ, Exactly("nvidia.xpu.dra.dev", free, false)))
+                      .status());
+  RETURN_IF_ERROR(Place("fault", PodFromTemplate("after-fault", templ, node),
+                        std::to_string(free) + " x nvidia on " + node + ", after the fault"));
+  const auto& last = result_.placements.back().devices;
+  if (std::find(last.begin(), last.end(), victim) != last.end()) {
+    return InternalError("the claim after the fault got the tainted device " + victim);
+  }
+  Say("fault: a new claim for the " + std::to_string(free) + " healthy free GPUs got " +
+      Join(last) + ", not " + victim);
+  return OkStatus();
+}
+
+Status Demo::WriteReport() {
+  for (const auto& host : FleetHosts()) {
+    NodeView v;
+    v.node = host;
+    v.model = model_of_[host];
+    v.dot = topology::ToDot(topo_.at(host));
+    v.owner = held_[host];
+    v.unhealthy = sick_[host];
+    v.devices = topo_.at(host).size();
+    result_.nodes.push_back(std::move(v));
+  }
+  result_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  std::error_code ec;
+  fs::create_directories(out_dir_ + "/nodes", ec);
+  if (ec) return InternalError("create " + out_dir_ + "/nodes: " + ec.message());
+  const auto colours = PodColours(result_.nodes);
+  std::map<std::string, std::string> svg_of_node;
+  for (const auto& n : result_.nodes) {
+    const std::string base = out_dir_ + "/nodes/" + n.node;
+    std::ofstream(base + ".dot") << ColouredDot(n, colours);
+    const std::string cmd = "dot -Tsvg '" + base + ".dot' -o '" + base + ".svg'";
+    if (std::system(cmd.c_str()) != 0) return InternalError("graphviz failed: " + cmd);
+    std::ifstream in(base + ".svg");
+    std::stringstream svg;
+    svg << in.rdbuf();
+    svg_of_node[n.node] = InlineSvg(svg.str());
+  }
+  std::ofstream(out_dir_ + "/demo.json") << DemoJson(result_).dump(2) << "\n";
+  std::ofstream(out_dir_ + "/report.html") << ReportHtml(result_, svg_of_node);
+  return OkStatus();
+}
+
+Status Demo::Run() {
+  RETURN_IF_ERROR(StartFleet());
+  kc::Client& client = harness_->client();
+  RETURN_IF_ERROR(e2e::EnsureNamespace(client, kNs));
+
+  std::cout << "\nworkloads through the real kube-scheduler (pod, node, allocated, solver's set "
+               "on the same free devices, verdict):\n";
+  RETURN_IF_ERROR(ApplyExample("training", "npu-8-attributes.yaml", "8 x huawei, one node"));
+  RETURN_IF_ERROR(ApplyExample("nvlink", "gpu-4-nvlink.yaml", "4 x nvidia, one NVLink domain"));
+
+  // A burst of small jobs fills the GPU nodes and spreads over the NPU nodes.
+  RETURN_IF_ERROR(client
+                      .Create(kc::ResourceClaimTemplates(), kNs,
+                              Template("gpu-1", Exactly("nvidia.xpu.dra.dev", 1, false)))
+                      .status());
+  RETURN_IF_ERROR(client
+                      .Create(kc::ResourceClaimTemplates(), kNs,
+                              Template("npu-2", Exactly("huawei.xpu.dra.dev", 2, true)))
+                      .status());
+  std::vector<std::string> burst;
+  for (int i = 1; i <= 20; ++i) {
+    const bool gpu = i % 5 != 0 && i <= 15;  // 12 single GPUs, 8 NPU pairs
+    char name[32];
+    std::snprintf(name, sizeof(name), "burst-%02d", i);
+    burst.emplace_back(name);
+    RETURN_IF_ERROR(Place("burst", PodFromTemplate(name, gpu ? "gpu-1" : "npu-2", ""),
+                          gpu ? "1 x nvidia" : "2 x huawei, one scaleUpDomain"));
+  }
+  Say("burst: 20 small jobs placed; every NVIDIA GPU is now in use");
+
+  // Large memory and bf16, from whichever vendor has room: NVIDIA first.
+  json first_available = {
+      {"requests",
+       {{{"name", "devs"},
+         {"firstAvailable",
+          {{{"name", "nvidia"}, {"deviceClassName", "training-large-memory.nvidia"}, {"count", 2}},
+           {{"name", "huawei"}, {"deviceClassName", "training-large-memory.huawei"}, {"count", 2}},
+           {{"name", "hygon"},
+            {"deviceClassName", "training-large-memory.hygon"},
+            {"count", 2}}}}}}}};
+  RETURN_IF_ERROR(
+      client.Create(kc::ResourceClaimTemplates(), kNs, Template("large-memory", first_available))
+          .status());
+  RETURN_IF_ERROR(Place("large-memory", PodFromTemplate("large-memory", "large-memory", ""),
+                        "2 x training-large-memory: nvidia, else huawei, else hygon"));
+  Say("large-memory: " + result_.placements.back().note + " on " + result_.placements.back().node +
+      " (no NVIDIA GPU was free)");
+
+  // Half the burst finishes; larger jobs take the holes.
+  std::vector<std::string> done;
+  for (size_t i = 0; i < burst.size(); i += 2) done.push_back(burst[i]);
+  RETURN_IF_ERROR(Release(done));
+  Say("release: " + std::to_string(done.size()) + " burst jobs finished (" + Join(done) +
+      "); the controller re-ordered the freed devices");
+  RETURN_IF_ERROR(client
+                      .Create(kc::ResourceClaimTemplates(), kNs,
+                              Template("npu-4", Exactly("huawei.xpu.dra.dev", 4, true)))
+                      .status());
+  RETURN_IF_ERROR(client
+                      .Create(kc::ResourceClaimTemplates(), kNs,
+                              Template("gpu-2", Exactly("nvidia.xpu.dra.dev", 2, true)))
+                      .status());
+  for (int i = 1; i <= 3; ++i) {
+    RETURN_IF_ERROR(Place("refill", PodFromTemplate("npu4-" + std::to_string(i), "npu-4", ""),
+                          "4 x huawei, one scaleUpDomain"));
+  }
+  for (int i = 1; i <= 2; ++i) {
+    RETURN_IF_ERROR(Place("refill", PodFromTemplate("gpu2-" + std::to_string(i), "gpu-2", ""),
+                          "2 x nvidia, one scaleUpDomain"));
+  }
+  RETURN_IF_ERROR(FailDevice());
+  return WriteReport();
+}
+
+int Main(int argc, char** argv) {
+  std::string out = "out";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::cout
+          << "usage: xpu-demo [--out DIR]\n"
+             "Runs the xpu-dra driver on a local upstream control plane (scripts/cluster) with a\n"
+             "mixed fleet of fixture hosts, places workloads through the real kube-scheduler,\n"
+             "compares each placement with the topology solver, fails a device, and writes\n"
+             "DIR/demo.json and DIR/report.html (default DIR: out). Stops everything it started.\n"
+             "  --out DIR   where the results go (default out)\n"
+             "  --help      print this help\n";
+      return 0;
+    }
+    if (arg == "--out" && i + 1 < argc) {
+      out = argv[++i];
+      continue;
+    }
+    std::cerr << "xpu-demo: unknown argument " << arg << " (see --help)\n";
+    return 2;
+  }
+  Demo demo(out);
+  const Status s = demo.Run();
+  if (!s.ok()) {
+    std::cerr << "xpu-demo: " << s.ToString() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace xpu::demo
+
+int main(int argc, char** argv) { return xpu::demo::Main(argc, argv); }
