@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -21,6 +20,7 @@
 
 #include "api/client/client.h"
 #include "base/status.h"
+#include "e2e/client/child_process.h"
 #include "e2e/cluster/cluster.h"
 #include "e2e/cluster/harness.h"
 #include "e2e/demo/report.h"
@@ -370,8 +370,13 @@ Status Demo::WriteReport() {
   for (const auto& n : result_.nodes) {
     const std::string base = out_dir_ + "/nodes/" + n.node;
     std::ofstream(base + ".dot") << ColouredDot(n, colours);
-    const std::string cmd = "dot -Tsvg '" + base + ".dot' -o '" + base + ".svg'";
-    if (std::system(cmd.c_str()) != 0) return InternalError("graphviz failed: " + cmd);
+    // Graphviz, without a shell: the output folder is the user's.
+    ASSIGN_OR_RETURN(auto dot, e2e::ChildProcess::Start(
+                                   "/usr/bin/dot", {"-Tsvg", base + ".dot", "-o", base + ".svg"},
+                                   base + ".dot.log"));
+    if (dot->Wait() != 0) {
+      return InternalError("graphviz failed on " + base + ".dot: " + dot->Log());
+    }
     std::ifstream in(base + ".svg");
     std::stringstream svg;
     svg << in.rdbuf();

@@ -176,8 +176,9 @@ std::string ReportHtml(const DemoResult& result,
   for (const auto& p : result.placements) {
     const auto c = colours.find(p.pod);
     h << "<tr><td>" << ++i << "</td><td>" << HtmlEscape(p.step) << "</td><td>";
-    if (c != colours.end())
+    if (c != colours.end()) {
       h << "<span class=\"swatch\" style=\"background:" << c->second << "\"></span>";
+    }
     h << HtmlEscape(p.pod) << "</td><td>" << HtmlEscape(p.request) << "</td><td>"
       << HtmlEscape(p.node) << " (" << HtmlEscape(p.model) << ")</td><td>" << p.free_before
       << "</td><td>" << HtmlEscape(Join(p.devices, ", ")) << "</td><td>"
