@@ -107,6 +107,8 @@ const std::vector<Command>& Commands() {
          "the API server's release: shapes and limits (default 1.35)"},
         {"config", '\0', "FILE", false, "controller config (YAML or JSON, docs/controller.md)"},
         {"label", '\0', "k=v,...", false, "the Node's labels (fabric tiers)"},
+        {"allocated", '\0', "DEV,...", false,
+         "devices claims hold (attributes mode orders the free ones after them)"},
         kOutputFlag,
         kHelpFlag},
        internal::RunSlices},

@@ -102,7 +102,8 @@ TEST_CASE("help lists the commands and their flags") {
   CHECK_THAT(Run({"slices", "--help"}).out,
              StartsWith("usage: xpuctl slices --inventory FILE [--node-name NAME] "
                         "[--mode attributes|groups] [--kubernetes-version 1.34|1.35] "
-                        "[--config FILE] [--label k=v,...] [--output json|yaml]"));
+                        "[--config FILE] [--label k=v,...] [--allocated DEV,...] "
+                        "[--output json|yaml]"));
 }
 
 TEST_CASE("bad usage exits 2 with a message and a hint") {
@@ -608,6 +609,31 @@ TEST_CASE("slices prints the ResourceSlices of an inventory") {
     REQUIRE(devices.size() == 8);
     CHECK(devices[0].at("attributes").at("leaf") == json({{"string", "leaf-3"}}));
     CHECK(devices[0].at("attributes").at("spine") == json({{"string", "s1"}}));
+  }
+  SECTION("devices held by claims move the free ones' order") {
+    auto order = [&](const std::vector<std::string>& extra) {
+      std::vector<std::string> args = {"slices", "--inventory", inventory};
+      args.insert(args.end(), extra.begin(), extra.end());
+      Result r = Run(args);
+      INFO(r.err);
+      REQUIRE(r.code == kExitOk);
+      std::vector<std::string> names;
+      const json list = json::parse(r.out);
+      for (const auto& d : list.at("items")[0].at("spec").at("devices")) {
+        names.push_back(d.at("name"));
+      }
+      return names;
+    };
+    const auto free = order({});
+    // With three NPUs of ring 0 held, its last free NPU goes first: a single NPU should take
+    // the ring with one free, as the 910 rule prefers.
+    const auto held = order({std::string("--allocated"), std::string("npu-0,npu-1,npu-2")});
+    REQUIRE(held.size() == 8);
+    CHECK(held != free);
+    CHECK(held[0] == "npu-3");
+    Result bad = Run({"slices", "--inventory", inventory, "--allocated", "npu-0,gpu-9"});
+    CHECK(bad.code == 2);
+    CHECK_THAT(bad.err, Contains("--allocated: \"gpu-9\" is not a device of inventory"));
   }
   SECTION("groups mode in both shapes") {
     Result r135 = Run({"slices", "--inventory", inventory, "--mode", "groups"});

@@ -3,6 +3,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "api/node_inventory.h"
 #include "api/validation.h"
@@ -77,10 +78,27 @@ StatusOr<int> RunSlices(const Flags& flags, std::ostream& out) {
   if (auto it = flags.find("label"); it != flags.end()) {
     ASSIGN_OR_RETURN(node.labels, ParseLabels(it->second));
   }
+  std::set<std::string> allocated;
+  if (auto it = flags.find("allocated"); it != flags.end()) {
+    std::set<std::string> known;
+    for (const auto& d : inventory.status.devices) known.insert(d.name);
+    std::string_view text = it->second;
+    for (size_t start = 0; start < text.size();) {
+      const size_t comma = std::min(text.find(',', start), text.size());
+      const std::string name(text.substr(start, comma - start));
+      start = comma + 1;
+      if (name.empty()) continue;
+      if (!known.contains(name)) {
+        return InvalidArgumentError("--allocated: \"" + name + "\" is not a device of inventory " +
+                                    inventory.metadata.name);
+      }
+      allocated.insert(name);
+    }
+  }
   controller::PublishOptions options;
   options.version = *api::ParseKubeVersion(version_name);
   ASSIGN_OR_RETURN(const controller::DesiredPool pool,
-                   controller::BuildPool(inventory, node, config, options));
+                   controller::BuildPool(inventory, node, config, options, allocated));
   PrintDocument(controller::SliceList(controller::SliceObjects(pool, node, options.driver, 1)),
                 format, out);
   return kExitOk;

@@ -4,8 +4,6 @@
 #include <fstream>
 
 #include "api/node_inventory.h"
-#include "controller/config.h"
-#include "controller/slices.h"
 
 namespace xpu::e2e {
 
@@ -240,15 +238,33 @@ Status DeletePodsNow(const Cluster& cluster, const std::string& ns,
 Status DriverHarness::WaitPublishedOrder(const std::string& node, bool groups,
                                          const std::set<std::string>& held,
                                          std::chrono::milliseconds timeout) {
+  // The order the controller computes, from `xpuctl slices`: the controller's own slice builder
+  // behind the operator CLI, run as a binary like the rest of the driver.
   ASSIGN_OR_RETURN(auto object, client_->Get(api::client::NodeInventories(), "", node));
-  ASSIGN_OR_RETURN(auto inventory, api::FromJson<api::NodeInventory>(object));
-  controller::Config config = controller::DefaultConfig();
-  config.mode = groups ? controller::PublishMode::kGroups : controller::PublishMode::kAttributes;
-  ASSIGN_OR_RETURN(auto pool, controller::BuildPool(inventory, controller::NodeFacts{node, "", {}},
-                                                    config, controller::PublishOptions{}, held));
+  const std::string inventory = NodeDir(node) + "/inventory-for-order.json";
+  std::ofstream(inventory) << object.dump();
+  std::string allocated;
+  for (const auto& d : held) allocated.append(allocated.empty() ? "" : ",").append(d);
+  std::vector<std::string> args = {"slices",
+                                   "--inventory",
+                                   inventory,
+                                   "--node-name",
+                                   node,
+                                   "--mode",
+                                   groups ? "groups" : "attributes"};
+  if (!allocated.empty()) args.insert(args.end(), {"--allocated", allocated});
+  ASSIGN_OR_RETURN(auto xpuctl,
+                   ChildProcess::Start(XPU_XPUCTL_BINARY, args, NodeDir(node) + "/order.json"));
+  if (xpuctl->Wait() != 0) return InternalError("xpuctl slices for " + node + ": " + xpuctl->Log());
+  const auto list = nlohmann::json::parse(xpuctl->Log(), nullptr, /*allow_exceptions=*/false);
+  if (list.is_discarded() || !list.contains("items")) {
+    return InternalError("xpuctl slices for " + node + ": not a List");
+  }
   std::vector<std::string> want;
-  for (const auto& slice : pool.slices) {
-    for (const auto& d : slice.devices) want.push_back(d.name);
+  for (const auto& slice : list.at("items")) {
+    for (const auto& d : slice.value("/spec/devices"_json_pointer, nlohmann::json::array())) {
+      want.push_back(d.value("name", ""));
+    }
   }
   std::vector<std::string> got;
   const bool ordered = WaitFor(
