@@ -633,7 +633,7 @@ TEST_CASE("slices prints the ResourceSlices of an inventory") {
     CHECK(held[0] == "npu-3");
     Result bad = Run({"slices", "--inventory", inventory, "--allocated", "npu-0,gpu-9"});
     CHECK(bad.code == 2);
-    CHECK_THAT(bad.err, Contains("--allocated: \"gpu-9\" is not a device of inventory"));
+    CHECK_THAT(bad.err, Contains("--allocated: \"gpu-9\" is not a device of the pool of"));
   }
   SECTION("groups mode in both shapes") {
     Result r135 = Run({"slices", "--inventory", inventory, "--mode", "groups"});

@@ -78,10 +78,17 @@ StatusOr<int> RunSlices(const Flags& flags, std::ostream& out) {
   if (auto it = flags.find("label"); it != flags.end()) {
     ASSIGN_OR_RETURN(node.labels, ParseLabels(it->second));
   }
-  std::set<std::string> allocated;
+  controller::PublishOptions options;
+  options.version = *api::ParseKubeVersion(version_name);
+  ASSIGN_OR_RETURN(controller::DesiredPool pool,
+                   controller::BuildPool(inventory, node, config, options));
   if (auto it = flags.find("allocated"); it != flags.end()) {
+    // Names of the pool: the inventory's devices, and in groups mode the group devices too.
     std::set<std::string> known;
-    for (const auto& d : inventory.status.devices) known.insert(d.name);
+    for (const auto& slice : pool.slices) {
+      for (const auto& d : slice.devices) known.insert(d.name);
+    }
+    std::set<std::string> allocated;
     std::string_view text = it->second;
     for (size_t start = 0; start < text.size();) {
       const size_t comma = std::min(text.find(',', start), text.size());
@@ -89,16 +96,13 @@ StatusOr<int> RunSlices(const Flags& flags, std::ostream& out) {
       start = comma + 1;
       if (name.empty()) continue;
       if (!known.contains(name)) {
-        return InvalidArgumentError("--allocated: \"" + name + "\" is not a device of inventory " +
-                                    inventory.metadata.name);
+        return InvalidArgumentError("--allocated: \"" + name +
+                                    "\" is not a device of the pool of " + node.name);
       }
       allocated.insert(name);
     }
+    ASSIGN_OR_RETURN(pool, controller::BuildPool(inventory, node, config, options, allocated));
   }
-  controller::PublishOptions options;
-  options.version = *api::ParseKubeVersion(version_name);
-  ASSIGN_OR_RETURN(const controller::DesiredPool pool,
-                   controller::BuildPool(inventory, node, config, options, allocated));
   PrintDocument(controller::SliceList(controller::SliceObjects(pool, node, options.driver, 1)),
                 format, out);
   return kExitOk;
