@@ -457,6 +457,10 @@ Status Demo::Run() {
     RETURN_IF_ERROR(Place("refill", PodFromTemplate("gpu2-" + std::to_string(i), "gpu-2", ""),
                           "2 x nvidia, one scaleUpDomain"));
   }
+  RETURN_IF_ERROR(ApplyExample("refill", "mixed-first-available.yaml",
+                               "4 x nvidia, else huawei, else hygon, one scaleUpDomain"));
+  RETURN_IF_ERROR(
+      ApplyExample("refill", "capability-class.yaml", "1 x training-large-memory, any vendor"));
   RETURN_IF_ERROR(FailDevice());
   return WriteReport();
 }

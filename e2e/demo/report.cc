@@ -76,7 +76,7 @@ nlohmann::json DemoJson(const DemoResult& result) {
 std::string SummaryLine(const Placement& p) {
   char buf[512];
   const bool same = p.devices == p.solver;
-  std::snprintf(buf, sizeof(buf), "  %-22s %-20s %-24s solver %-24s %s%s%s", p.pod.c_str(),
+  std::snprintf(buf, sizeof(buf), "  %-28s %-19s %-26s solver %-26s %s%s%s", p.pod.c_str(),
                 p.node.c_str(), Join(p.devices).c_str(), same ? "(same)" : Join(p.solver).c_str(),
                 p.rules_hold ? "rules ok" : "RULES BROKEN", p.as_good ? "" : ", worse than solver",
                 p.note.empty() ? "" : ("; " + p.note).c_str());
