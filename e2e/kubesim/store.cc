@@ -148,6 +148,11 @@ StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj, api::
   } else {
     meta.erase("namespace");
   }
+  // The real server's storage refuses this with a plain error, answered as 500.
+  if (!meta.value("resourceVersion", "").empty()) {
+    return Status(StatusCode::kInternal,
+                  "resourceVersion should not be set on objects to be created");
+  }
   std::lock_guard lock(mu_);
   if (t.namespaced && !NamespaceExistsLocked(ns)) {
     return Status(StatusCode::kNotFound, "namespaces \"" + ns + "\" not found");

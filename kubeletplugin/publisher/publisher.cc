@@ -110,6 +110,11 @@ StatusOr<bool> InventoryPublisher::PublishOnce() {
       // Create (the API server ignores status there), then write the status.
       api::NodeInventory create = inventory;
       create.status = {};
+      // Fields the server sets: a create carrying a resourceVersion is refused.
+      create.metadata.resource_version.clear();
+      create.metadata.uid.clear();
+      create.metadata.creation_timestamp.clear();
+      create.metadata.generation = 0;
       auto made = client_->Create(kc::NodeInventories(), "", api::ToJson(create));
       if (!made.ok()) {
         if (made.status().code() == StatusCode::kAlreadyExists) continue;  // raced: re-read
