@@ -118,10 +118,48 @@ void Store::RecordLocked(size_t type, const char* event_type, const json& obj, c
   changed_.notify_all();
 }
 
-Status Store::Validate(size_t type, const json& obj, const json* old, bool status,
-                       api::FieldErrors* causes) const {
+// The real server's registry check on a new claim or claim template: admin access to devices
+// only in a namespace labelled resource.kubernetes.io/admin-access: "true".
+api::FieldErrors Store::AdminAccessErrorsLocked(size_t type, const std::string& ns,
+                                                const json& obj) const {
   const auto& t = options_.types[type];
-  api::FieldErrors errors = ValidateObject(t, obj, old, status, options_.kube_version);
+  if (t.group != "resource.k8s.io" ||
+      (t.resource != "resourceclaims" && t.resource != "resourceclaimtemplates")) {
+    return {};
+  }
+  const json::json_pointer requests_at(
+      t.resource == "resourceclaims" ? "/spec/devices/requests" : "/spec/spec/devices/requests");
+  const json requests = obj.value(requests_at, json::array());
+  std::string field;
+  for (size_t i = 0; i < requests.size() && field.empty(); ++i) {
+    if (requests[i].is_object() &&
+        requests[i].value("/exactly/adminAccess"_json_pointer, false) == true) {
+      field = "spec.devices.requests[" + std::to_string(i) + "].adminAccess";
+    }
+  }
+  if (field.empty()) return {};
+  for (size_t i = 0; i < options_.types.size(); ++i) {
+    if (!options_.types[i].group.empty() || options_.types[i].resource != "namespaces") continue;
+    const auto it = objects_[i].find(Key("", ns));
+    if (it != objects_[i].end() &&
+        it->second.value("/metadata/labels/resource.kubernetes.io~1admin-access"_json_pointer,
+                         "") == "true") {
+      return {};
+    }
+  }
+  return {api::FieldError{api::FieldErrorType::kForbidden, field,
+                          "Forbidden: admin access to devices requires the "
+                          "`resource.kubernetes.io/admin-access: true` label on the containing "
+                          "namespace"}};
+}
+
+Status Store::Validate(size_t type, const json& obj, const json* old, bool status,
+                       api::FieldErrors* causes, api::FieldErrors more) const {
+  const auto& t = options_.types[type];
+  api::FieldErrors errors = std::move(more);
+  for (auto& e : ValidateObject(t, obj, old, status, options_.kube_version)) {
+    errors.push_back(std::move(e));
+  }
   if (errors.empty()) return OkStatus();
   // The API server's message: `<Kind>.<group> "<name>" is invalid: [<field>: <detail>, ...]`.
   Status s(StatusCode::kInvalidArgument, t.kind + (t.group.empty() ? "" : "." + t.group) + " \"" +
@@ -178,7 +216,8 @@ StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj, api::
   if (t.has_status) obj.erase("status");
   PruneUnknownFields(t, &obj);
   DropDisabledFields(t, gates, &obj, nullptr);
-  RETURN_IF_ERROR(Validate(type, obj, nullptr, false, causes));
+  RETURN_IF_ERROR(
+      Validate(type, obj, nullptr, false, causes, AdminAccessErrorsLocked(type, ns, obj)));
   if (objects_[type].count(key) != 0) {
     return Status(StatusCode::kAlreadyExists,
                   t.QualifiedName() + " \"" + name + "\" already exists");

@@ -147,8 +147,11 @@ class Store {
   void RemoveLocked(size_t type, const std::string& key);
   std::string NewUidLocked();
   std::string Key(const std::string& ns, const std::string& name) const { return ns + "/" + name; }
+  // `more`: errors found outside the object's own rules, reported first.
   Status Validate(size_t type, const nlohmann::json& obj, const nlohmann::json* old, bool status,
-                  api::FieldErrors* causes) const;
+                  api::FieldErrors* causes, api::FieldErrors more = {}) const;
+  api::FieldErrors AdminAccessErrorsLocked(size_t type, const std::string& ns,
+                                           const nlohmann::json& obj) const;
 
   const StoreOptions options_;
   mutable std::mutex mu_;

@@ -65,6 +65,46 @@ TEST_CASE("create sets server fields and refuses duplicates") {
         StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("a create that carries a resourceVersion is refused, as by the real server") {
+  Fixture f;
+  json node = Named("n1");
+  node["metadata"]["resourceVersion"] = "5";
+  const Status s = f.store.Create(f.Type("", "nodes"), "", node).status();
+  CHECK(s.code() == StatusCode::kInternal);
+  CHECK(s.message() == "resourceVersion should not be set on objects to be created");
+}
+
+TEST_CASE("admin access to devices needs the namespace label") {
+  Fixture f;
+  const size_t namespaces = f.Type("", "namespaces");
+  REQUIRE(f.store
+              .Create(namespaces, "",
+                      {{"metadata",
+                        {{"name", "admin"},
+                         {"labels", {{"resource.kubernetes.io/admin-access", "true"}}}}}})
+              .ok());
+  const json request = {{"name", "r"},
+                        {"exactly", {{"deviceClassName", "c"}, {"adminAccess", true}}}};
+  const json claim = {{"metadata", {{"name", "c1"}}},
+                      {"spec", {{"devices", {{"requests", {request}}}}}}};
+  const size_t claims = f.Type("resource.k8s.io", "resourceclaims");
+  api::FieldErrors causes;
+  const Status refused = f.store.Create(claims, "ns", claim, &causes).status();
+  CHECK(refused.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(refused.message(),
+             Catch::Contains("spec.devices.requests[0].adminAccess: Forbidden: admin access to "
+                             "devices requires the `resource.kubernetes.io/admin-access: true` "
+                             "label on the containing namespace"));
+  REQUIRE(causes.size() == 1);
+  CHECK(causes[0].type == api::FieldErrorType::kForbidden);
+  CHECK(f.store.Create(claims, "admin", claim).ok());
+  // Claim templates too, with the path the real server names.
+  const json templ = {{"metadata", {{"name", "t1"}}}, {"spec", {{"spec", claim.at("spec")}}}};
+  const size_t templates = f.Type("resource.k8s.io", "resourceclaimtemplates");
+  CHECK(f.store.Create(templates, "ns", templ).status().code() == StatusCode::kInvalidArgument);
+  CHECK(f.store.Create(templates, "admin", templ).ok());
+}
+
 TEST_CASE("namespaced objects need their namespace") {
   Fixture f;
   const size_t leases = f.Type("coordination.k8s.io", "leases");
