@@ -21,6 +21,7 @@
 
 #include "api/client/client.h"
 #include "api/client/kubeconfig.h"
+#include "base/testing/require_ok.h"
 #include "controller/config.h"
 #include "e2e/client/child_process.h"
 #include "e2e/cluster/cluster.h"
@@ -32,18 +33,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace kc = api::client;
 using nlohmann::json;
-
-template <typename T>
-std::string StatusText(const StatusOr<T>& s) {
-  return s.status().ToString();
-}
-inline std::string StatusText(const Status& s) { return s.ToString(); }
-#define REQUIRE_OK(expr)          \
-  do {                            \
-    const auto& result_ = (expr); \
-    INFO(StatusText(result_));    \
-    REQUIRE(result_.ok());        \
-  } while (false)
 
 constexpr const char* kNs = "xpu-dra";  // the chart's namespace in these tests
 constexpr const char* kControllerSa = "xpu-dra-controller";

@@ -21,6 +21,7 @@
 #include "api/client/client.h"
 #include "api/node_inventory.h"
 #include "api/testing/resource_examples.h"
+#include "base/testing/require_ok.h"
 #include "controller/config.h"
 #include "controller/device_classes.h"
 #include "controller/slices.h"
@@ -36,19 +37,6 @@ namespace {
 namespace fs = std::filesystem;
 namespace kc = api::client;
 using nlohmann::json;
-
-// REQUIRE on a Status or StatusOr, with its message when it fails.
-template <typename T>
-std::string StatusText(const StatusOr<T>& s) {
-  return s.status().ToString();
-}
-inline std::string StatusText(const Status& s) { return s.ToString(); }
-#define REQUIRE_OK(expr)          \
-  do {                            \
-    const auto& result_ = (expr); \
-    INFO(StatusText(result_));    \
-    REQUIRE(result_.ok());        \
-  } while (false)
 
 // ---- Shared fixtures ---------------------------------------------------------------------------
 
