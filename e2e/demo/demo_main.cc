@@ -92,6 +92,7 @@ class Demo {
   Status Place(const std::string& step, const json& pod, const std::string& request);
   Status ApplyExample(const std::string& step, const std::string& file, const std::string& request);
   Status Release(const std::vector<std::string>& pods);
+  Status AddTemplate(const std::string& name, const json& devices);
   Status FailDevice();
   Status WriteReport();
   Status SettleOrder(const std::string& node);
@@ -226,6 +227,12 @@ Status Demo::Record(const std::string& step, const std::string& pod_name,
   return SettleOrder(result_.placements.back().node);
 }
 
+Status Demo::AddTemplate(const std::string& name, const json& devices) {
+  return harness_->client()
+      .Create(kc::ResourceClaimTemplates(), kNs, Template(name, devices))
+      .status();
+}
+
 Status Demo::Place(const std::string& step, const json& pod, const std::string& request) {
   RETURN_IF_ERROR(harness_->client().Create(e2e::Pods(), kNs, pod).status());
   return Record(step, pod.at("metadata").value("name", ""), request);
@@ -335,10 +342,7 @@ Status Demo::FailDevice() {
   // Every healthy free GPU of the node, asked for by one claim: the tainted one is not among them.
   const int free = topo.size() - static_cast<int>(held_[node].size()) - 1;
   const std::string templ = "gpu-" + std::to_string(free) + "-after-fault";
-  RETURN_IF_ERROR(harness_->client()
-                      .Create(kc::ResourceClaimTemplates(), kNs,
-                              Template(templ, Exactly("nvidia.xpu.dra.dev", free, false)))
-                      .status());
+  RETURN_IF_ERROR(AddTemplate(templ, Exactly("nvidia.xpu.dra.dev", free, false)));
   RETURN_IF_ERROR(Place("fault", PodFromTemplate("after-fault", templ, node),
                         std::to_string(free) + " x nvidia on " + node + ", after the fault"));
   const auto& last = result_.placements.back().devices;
@@ -398,14 +402,8 @@ Status Demo::Run() {
   RETURN_IF_ERROR(ApplyExample("nvlink", "gpu-4-nvlink.yaml", "4 x nvidia, one NVLink domain"));
 
   // A burst of small jobs fills the GPU nodes and spreads over the NPU nodes.
-  RETURN_IF_ERROR(client
-                      .Create(kc::ResourceClaimTemplates(), kNs,
-                              Template("gpu-1", Exactly("nvidia.xpu.dra.dev", 1, false)))
-                      .status());
-  RETURN_IF_ERROR(client
-                      .Create(kc::ResourceClaimTemplates(), kNs,
-                              Template("npu-2", Exactly("huawei.xpu.dra.dev", 2, true)))
-                      .status());
+  RETURN_IF_ERROR(AddTemplate("gpu-1", Exactly("nvidia.xpu.dra.dev", 1, false)));
+  RETURN_IF_ERROR(AddTemplate("npu-2", Exactly("huawei.xpu.dra.dev", 2, true)));
   std::vector<std::string> burst;
   for (int i = 1; i <= 20; ++i) {
     const bool gpu = i % 5 != 0 && i <= 15;  // 12 single GPUs, 8 NPU pairs
@@ -427,9 +425,7 @@ Status Demo::Run() {
            {{"name", "hygon"},
             {"deviceClassName", "training-large-memory.hygon"},
             {"count", 2}}}}}}}};
-  RETURN_IF_ERROR(
-      client.Create(kc::ResourceClaimTemplates(), kNs, Template("large-memory", first_available))
-          .status());
+  RETURN_IF_ERROR(AddTemplate("large-memory", first_available));
   RETURN_IF_ERROR(Place("large-memory", PodFromTemplate("large-memory", "large-memory", ""),
                         "2 x training-large-memory: nvidia, else huawei, else hygon"));
   Say("large-memory: " + result_.placements.back().note + " on " + result_.placements.back().node +
@@ -441,14 +437,8 @@ Status Demo::Run() {
   RETURN_IF_ERROR(Release(done));
   Say("release: " + std::to_string(done.size()) + " burst jobs finished (" + Join(done) +
       "); the controller re-ordered the freed devices");
-  RETURN_IF_ERROR(client
-                      .Create(kc::ResourceClaimTemplates(), kNs,
-                              Template("npu-4", Exactly("huawei.xpu.dra.dev", 4, true)))
-                      .status());
-  RETURN_IF_ERROR(client
-                      .Create(kc::ResourceClaimTemplates(), kNs,
-                              Template("gpu-2", Exactly("nvidia.xpu.dra.dev", 2, true)))
-                      .status());
+  RETURN_IF_ERROR(AddTemplate("npu-4", Exactly("huawei.xpu.dra.dev", 4, true)));
+  RETURN_IF_ERROR(AddTemplate("gpu-2", Exactly("nvidia.xpu.dra.dev", 2, true)));
   for (int i = 1; i <= 3; ++i) {
     RETURN_IF_ERROR(Place("refill", PodFromTemplate("npu4-" + std::to_string(i), "npu-4", ""),
                           "4 x huawei, one scaleUpDomain"));
