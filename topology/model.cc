@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include "base/name_list.h"
+
 namespace xpu::topology {
 namespace {
 
@@ -75,18 +77,12 @@ std::optional<int> Node::FindDevice(std::string_view name) const {
 }
 
 StatusOr<DeviceSet> Node::ParseDeviceList(std::string_view csv) const {
+  ASSIGN_OR_RETURN(const std::vector<std::string> names, SplitNameList(csv));
   DeviceSet set;
-  size_t start = 0;
-  while (start <= csv.size()) {
-    size_t end = csv.find(',', start);
-    if (end == std::string_view::npos) end = csv.size();
-    std::string_view item = csv.substr(start, end - start);
-    if (!item.empty()) {
-      std::optional<int> id = FindDevice(item);
-      if (!id) return NotFoundError("device " + std::string(item) + " is not on node " + name_);
-      set.Add(*id);
-    }
-    start = end + 1;
+  for (const std::string& name : names) {
+    std::optional<int> id = FindDevice(name);
+    if (!id) return NotFoundError("device " + name + " is not on node " + name_);
+    set.Add(*id);
   }
   return set;
 }

@@ -167,7 +167,8 @@ class Node {
   std::optional<int> FindDevice(std::string_view name) const;
   DeviceSet All() const { return DeviceSet::FirstN(size()); }
 
-  // Parses "a,b,c" device names into a set; unknown names are an error naming the name.
+  // Parses "a,b,c" device names into a set ("" is the empty set); unknown, empty and repeated
+  // names are errors naming the name.
   StatusOr<DeviceSet> ParseDeviceList(std::string_view csv) const;
   std::vector<std::string> Names(DeviceSet set) const;
 

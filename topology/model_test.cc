@@ -44,6 +44,11 @@ TEST_CASE("devices are ordered by vendor index") {
   CHECK(list->size() == 2);
   CHECK(node->ParseDeviceList("gpu-0,gpu-7").status().message() ==
         "device gpu-7 is not on node two");
+  CHECK(node->ParseDeviceList("gpu-0,gpu-0").status().message() ==
+        "\"gpu-0\" is listed twice in \"gpu-0,gpu-0\"");
+  CHECK(node->ParseDeviceList("gpu-0,,gpu-1").status().code() == StatusCode::kInvalidArgument);
+  REQUIRE(node->ParseDeviceList("").ok());
+  CHECK(node->ParseDeviceList("")->empty());
 }
 
 TEST_CASE("PCIe relations are derived from paths and NUMA nodes") {

@@ -11,6 +11,7 @@
 #include "api/fabric_description.h"
 #include "api/node_description.h"
 #include "api/node_inventory.h"
+#include "base/name_list.h"
 #include "xpuctl/internal/commands.h"
 
 namespace xpu::cli {
@@ -345,19 +346,15 @@ StatusOr<std::vector<int>> NodesFlag(const Flags& flags, std::string_view name,
   std::vector<int> nodes;
   auto it = flags.find(name);
   if (it == flags.end()) return nodes;
-  const std::string_view csv = it->second;
-  for (size_t start = 0; start <= csv.size();) {
-    const size_t comma = std::min(csv.find(',', start), csv.size());
-    const std::string_view item = csv.substr(start, comma - start);
-    if (!item.empty()) {
-      const std::optional<int> id = fabric.FindNode(item);
-      if (!id) {
-        return InvalidArgumentError("--" + std::string(name) + ": node " + std::string(item) +
-                                    " is not in the fabric");
-      }
-      nodes.push_back(*id);
+  StatusOr<std::vector<std::string>> names = SplitNameList(it->second);
+  if (!names.ok()) return names.status().WithContext("--" + std::string(name));
+  for (const std::string& item : *names) {
+    const std::optional<int> id = fabric.FindNode(item);
+    if (!id) {
+      return InvalidArgumentError("--" + std::string(name) + ": node " + item +
+                                  " is not in the fabric");
     }
-    start = comma + 1;
+    nodes.push_back(*id);
   }
   return nodes;
 }

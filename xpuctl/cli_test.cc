@@ -288,6 +288,27 @@ TEST_CASE("bad node descriptions exit 2 naming the file and the field") {
       {"plan", "--topology", Fixture("hgx-h200"), "--count", "1", "--allocated", "gpu-0,gpu-99"});
   CHECK(unknown.code == kExitUsage);
   CHECK_THAT(unknown.err, StartsWith("xpuctl plan: --allocated: device gpu-99"));
+  // Device and node lists: a repeated or an empty name is a mistake, named, in every command.
+  const std::string fabric = FabricFixture("superpod-demo");
+  const std::vector<std::pair<std::vector<std::string>, std::string>> lists = {
+      {{"plan", "--topology", Fixture("hgx-h200"), "--count", "1", "--allocated", "gpu-0,gpu-0"},
+       "xpuctl plan: --allocated: \"gpu-0\" is listed twice in \"gpu-0,gpu-0\""},
+      {{"plan", "--topology", Fixture("hgx-h200"), "--count", "1", "--allocated", "gpu-0,,gpu-1"},
+       "xpuctl plan: --allocated: empty name at position 2 of \"gpu-0,,gpu-1\""},
+      {{"topo", "--topology", Fixture("hgx-h200"), "--highlight", "gpu-1,gpu-1"},
+       "xpuctl topo: --highlight: \"gpu-1\" is listed twice"},
+      {{"topo", "--fabric", fabric, "--highlight", "node-00,"},
+       "xpuctl topo: --highlight: empty name at position 2"},
+      {{"slices", "--inventory",
+        std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts-expected/atlas800-9000.json",
+        "--allocated", "npu-1,npu-1"},
+       "xpuctl slices: --allocated: \"npu-1\" is listed twice"}};
+  for (const auto& [args, message] : lists) {
+    Result r = Run(args);
+    INFO(args.back());
+    CHECK(r.code == kExitUsage);
+    CHECK_THAT(r.err, StartsWith(message));
+  }
 }
 
 TEST_CASE("topo draws the node as DOT, SVG or into a file") {

@@ -7,6 +7,7 @@
 
 #include "api/node_inventory.h"
 #include "api/validation.h"
+#include "base/name_list.h"
 #include "controller/config.h"
 #include "controller/slice_goldens.h"
 #include "xpuctl/cli.h"
@@ -88,13 +89,10 @@ StatusOr<int> RunSlices(const Flags& flags, std::ostream& out) {
     for (const auto& slice : pool.slices) {
       for (const auto& d : slice.devices) known.insert(d.name);
     }
+    StatusOr<std::vector<std::string>> names = SplitNameList(it->second);
+    if (!names.ok()) return names.status().WithContext("--allocated");
     std::set<std::string> allocated;
-    std::string_view text = it->second;
-    for (size_t start = 0; start < text.size();) {
-      const size_t comma = std::min(text.find(',', start), text.size());
-      const std::string name(text.substr(start, comma - start));
-      start = comma + 1;
-      if (name.empty()) continue;
+    for (const std::string& name : *names) {
       if (!known.contains(name)) {
         return InvalidArgumentError("--allocated: \"" + name +
                                     "\" is not a device of the pool of " + node.name);

@@ -1,0 +1,27 @@
+#include "base/name_list.h"
+
+#include <catch2/catch.hpp>
+
+namespace xpu {
+namespace {
+
+TEST_CASE("name lists split at commas, in order") {
+  auto names = SplitNameList("npu-1,npu-0");
+  REQUIRE(names.ok());
+  CHECK(*names == std::vector<std::string>{"npu-1", "npu-0"});
+  auto empty = SplitNameList("");
+  REQUIRE(empty.ok());
+  CHECK(empty->empty());
+}
+
+TEST_CASE("empty and repeated names are errors that name them") {
+  CHECK(SplitNameList("npu-0,,npu-1").status().message() ==
+        "empty name at position 2 of \"npu-0,,npu-1\"");
+  CHECK(SplitNameList("npu-0,").status().message() == "empty name at position 2 of \"npu-0,\"");
+  CHECK(SplitNameList(",").status().code() == StatusCode::kInvalidArgument);
+  CHECK(SplitNameList("npu-0,npu-1,npu-0").status().message() ==
+        "\"npu-0\" is listed twice in \"npu-0,npu-1,npu-0\"");
+}
+
+}  // namespace
+}  // namespace xpu
