@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "api/resource.h"
+#include "base/text.h"
 #include "kubeletplugin/cdi/profiles.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/discovery/host_root.h"
@@ -23,6 +24,12 @@ namespace xpu::plugin {
 namespace {
 
 namespace res = api::resource;
+
+// The kubelet's input echoed in an error is cut to this many bytes, and each claim's error to
+// kMaxError: a batch answer must stay far below the kubelet's 4 MiB message limit, whatever
+// the batch held.
+constexpr size_t kEchoedInput = 128;
+constexpr size_t kMaxError = 2048;
 
 // Empty when unreadable.
 std::string ReadBootId(const std::string& host_root) {
@@ -182,13 +189,17 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
   std::vector<const ClaimRef*> todo;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    std::set<std::string_view> seen;
     for (const ClaimRef& ref : claims) {
+      // A uid given twice is one claim with one answer, prepared once.
+      if (!seen.insert(ref.uid).second) continue;
       if (!started_) {
         out[ref.uid].error = "the driver is not ready (startup reconciliation has not finished)";
         continue;
       }
       if (!cdi::IsValidClaimUid(ref.uid)) {
-        out[ref.uid].error = "claim uid \"" + ref.uid + "\" is not a UUID";
+        out[ref.uid].error =
+            "claim uid \"" + Abbreviate(ref.uid, kEchoedInput) + "\" is not a UUID";
         continue;
       }
       auto it = checkpoint_.claims.find(ref.uid);
@@ -248,7 +259,10 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
     }
     CrashPoint("prepare-after-checkpoint");
   }
-  for (const auto& [uid, r] : out) (r.error.empty() ? stats_.prepare_ok : stats_.prepare_error)++;
+  for (auto& [uid, r] : out) {
+    r.error = Abbreviate(r.error, kMaxError);
+    (r.error.empty() ? stats_.prepare_ok : stats_.prepare_error)++;
+  }
   return out;
 }
 
@@ -406,14 +420,16 @@ std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<Claim
   std::map<std::string, UnprepareResult> out;
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> removed;
+  std::set<std::string_view> seen;
   for (const ClaimRef& ref : claims) {
+    if (!seen.insert(ref.uid).second) continue;  // one claim, one answer
     out[ref.uid];
     if (!started_) {
       out[ref.uid].error = "the driver is not ready (startup reconciliation has not finished)";
       continue;
     }
     if (!cdi::IsValidClaimUid(ref.uid)) {
-      out[ref.uid].error = "claim uid \"" + ref.uid + "\" is not a UUID";
+      out[ref.uid].error = "claim uid \"" + Abbreviate(ref.uid, kEchoedInput) + "\" is not a UUID";
       continue;
     }
     if (!checkpoint_.claims.contains(ref.uid)) continue;  // not prepared: nothing to undo
@@ -440,7 +456,8 @@ std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<Claim
     }
     CrashPoint("unprepare-after-checkpoint");
   }
-  for (const auto& [uid, r] : out) {
+  for (auto& [uid, r] : out) {
+    r.error = Abbreviate(r.error, kMaxError);
     (r.error.empty() ? stats_.unprepare_ok : stats_.unprepare_error)++;
   }
   return out;

@@ -214,6 +214,47 @@ TEST_CASE("a batch answers every claim: missing, unallocated, wrong uid, other d
   CHECK(node.CdiFiles() == 1);  // only the good claim has devices here
 }
 
+TEST_CASE("a uid given twice in a batch is prepared once, with one answer that matches the disk") {
+  Node node;
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const std::string uid = node.Claim("twice", {"npu-1"});
+  auto out = driver->Prepare({{"default", "twice", uid}, {"default", "twice", uid}});
+  REQUIRE(out.size() == 1);
+  INFO(out.at(uid).error);
+  CHECK(out.at(uid).error.empty());
+  CHECK(out.at(uid).devices.size() == 1);
+  CHECK(node.CdiFiles() == 1);
+  auto undone = driver->Unprepare({{"default", "twice", uid}, {"default", "twice", uid}});
+  REQUIRE(undone.size() == 1);
+  CHECK(undone.at(uid).error.empty());
+  CHECK(node.CdiFiles() == 0);
+  checkpoint::CheckpointStore store(node.dir.path() + "/state/checkpoint.json");
+  auto cp = store.Load();
+  REQUIRE(cp.ok());
+  CHECK(cp->claims.empty());
+}
+
+TEST_CASE("errors do not echo oversized input in full") {
+  Node node;
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const std::string huge_uid(1 << 20, 'u');
+  const std::string huge_name(1 << 20, 'n');
+  const std::string missing = "00000000-0000-4000-8000-000000000003";
+  const std::string good = node.Claim("fine", {"npu-5"});
+  auto out = driver->Prepare(
+      {{"default", "x", huge_uid}, {"default", huge_name, missing}, {"default", "fine", good}});
+  REQUIRE(out.size() == 3);
+  CHECK(out.at(huge_uid).error.find("is not a UUID") != std::string::npos);
+  CHECK(out.at(huge_uid).error.size() < 512);
+  CHECK_FALSE(out.at(missing).error.empty());
+  CHECK(out.at(missing).error.size() <= 2048 + 32);
+  CHECK(out.at(good).error.empty());  // the good claim of the batch is still prepared
+  auto undone = driver->Unprepare({{"default", "x", huge_uid}});
+  CHECK(undone.at(huge_uid).error.size() < 512);
+}
+
 TEST_CASE("a device never goes to two claims") {
   Node node;
   auto driver = node.NewDriver();
