@@ -129,21 +129,20 @@ ok "CRDs nodeinventories.xpu.dra.dev and acceleratorgangs.xpu.dra.dev exist"
 step "controller and plugin in namespace $ns"
 k get namespace "$ns" -o name >/dev/null 2>&1 || fail "namespace $ns does not exist (--namespace?)"
 
-deployments=$(component_objects deployments controller)
-[ -n "$deployments" ] || fail "no controller Deployment labelled app.kubernetes.io/component=controller in $ns"
-for d in $deployments; do
-  k rollout status "deployment/$d" -n "$ns" --timeout="${timeout}s" >/dev/null \
-    || fail "deployment $d did not roll out within ${timeout}s (kubectl -n $ns describe deployment $d)"
-  ok "deployment $d rolled out"
-done
-
-daemonsets=$(component_objects daemonsets plugin)
-[ -n "$daemonsets" ] || fail "no plugin DaemonSet labelled app.kubernetes.io/component=plugin in $ns"
-for d in $daemonsets; do
-  k rollout status "daemonset/$d" -n "$ns" --timeout="${timeout}s" >/dev/null \
-    || fail "daemonset $d did not roll out within ${timeout}s (kubectl -n $ns describe daemonset $d)"
-  ok "daemonset $d rolled out"
-done
+# rolled_out KIND COMPONENT TITLE: every KIND (deployment, daemonset) of the chart's COMPONENT
+# exists and has rolled out.
+rolled_out() {
+  local kind=$1 component=$2 title=$3 objects o
+  objects=$(component_objects "${kind}s" "$component")
+  [ -n "$objects" ] || fail "no $component $title labelled app.kubernetes.io/component=$component in $ns"
+  for o in $objects; do
+    k rollout status "$kind/$o" -n "$ns" --timeout="${timeout}s" >/dev/null \
+      || fail "$kind $o did not roll out within ${timeout}s (kubectl -n $ns describe $kind $o)"
+    ok "$kind $o rolled out"
+  done
+}
+rolled_out deployment controller Deployment
+rolled_out daemonset plugin DaemonSet
 
 leader_holder() {
   local holder
