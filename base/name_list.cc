@@ -28,4 +28,13 @@ StatusOr<std::vector<std::string>> SplitNameList(std::string_view csv) {
   return names;
 }
 
+std::string JoinNames(const std::vector<std::string>& names, std::string_view separator) {
+  std::string out;
+  for (const std::string& name : names) {
+    if (!out.empty()) out.append(separator);
+    out.append(name);
+  }
+  return out;
+}
+
 }  // namespace xpu

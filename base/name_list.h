@@ -17,6 +17,9 @@ namespace xpu {
 // `"npu-0" is listed twice in "npu-0,npu-0"`.
 StatusOr<std::vector<std::string>> SplitNameList(std::string_view csv);
 
+// The inverse: `names` joined by `separator` ("npu-0,npu-1"; "" for none).
+std::string JoinNames(const std::vector<std::string>& names, std::string_view separator = ",");
+
 }  // namespace xpu
 
 #endif  // XPU_BASE_NAME_LIST_H_

@@ -14,6 +14,14 @@ TEST_CASE("name lists split at commas, in order") {
   CHECK(empty->empty());
 }
 
+TEST_CASE("joined names split back to the same list") {
+  CHECK(JoinNames({}).empty());
+  CHECK(JoinNames({"npu-1", "npu-0"}) == "npu-1,npu-0");
+  CHECK(JoinNames({"a", "b"}, ", ") == "a, b");
+  CHECK(*SplitNameList(JoinNames({"npu-1", "npu-0"})) ==
+        std::vector<std::string>{"npu-1", "npu-0"});
+}
+
 TEST_CASE("empty and repeated names are errors that name them") {
   CHECK(SplitNameList("npu-0,,npu-1").status().message() ==
         "empty name at position 2 of \"npu-0,,npu-1\"");

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "api/node_inventory.h"
+#include "base/name_list.h"
 
 namespace xpu::e2e {
 
@@ -153,6 +154,36 @@ StatusOr<std::vector<nlohmann::json>> DriverHarness::PublishedDevices(const std:
   return devices;
 }
 
+StatusOr<nlohmann::json> DriverHarness::PublishedDevice(const std::string& node,
+                                                        const std::string& device) {
+  ASSIGN_OR_RETURN(auto devices, PublishedDevices(node));
+  for (auto& d : devices) {
+    if (d.value("name", "") == device) return std::move(d);
+  }
+  return NotFoundError("device " + device + " of node " + node + " is not published");
+}
+
+Status DriverHarness::WaitDeviceTaint(const std::string& node, const std::string& device,
+                                      const std::string& key, const std::string& effect,
+                                      std::chrono::milliseconds timeout) {
+  const bool tainted = WaitFor(
+      [&] {
+        auto d = PublishedDevice(node, device);
+        if (!d.ok()) return false;
+        for (const auto& t : d->value("taints", nlohmann::json::array())) {
+          if (t.value("key", "") == key && (effect.empty() || t.value("effect", "") == effect)) {
+            return true;
+          }
+        }
+        return false;
+      },
+      timeout);
+  if (tainted) return OkStatus();
+  return UnavailableError("device " + device + " of node " + node + " has no taint " + key +
+                          (effect.empty() ? "" : ":" + effect) + " after " +
+                          std::to_string(timeout.count()) + " ms");
+}
+
 Status DriverHarness::WaitPublished(const std::string& node, size_t count,
                                     std::chrono::milliseconds timeout) {
   size_t seen = 0;
@@ -243,8 +274,7 @@ Status DriverHarness::WaitPublishedOrder(const std::string& node, bool groups,
   ASSIGN_OR_RETURN(auto object, client_->Get(api::client::NodeInventories(), "", node));
   const std::string inventory = NodeDir(node) + "/inventory-for-order.json";
   std::ofstream(inventory) << object.dump();
-  std::string allocated;
-  for (const auto& d : held) allocated.append(allocated.empty() ? "" : ",").append(d);
+  const std::string allocated = JoinNames(std::vector<std::string>(held.begin(), held.end()));
   std::vector<std::string> args = {"slices",
                                    "--inventory",
                                    inventory,
@@ -277,13 +307,8 @@ Status DriverHarness::WaitPublishedOrder(const std::string& node, bool groups,
       },
       timeout);
   if (ordered) return OkStatus();
-  auto join = [](const std::vector<std::string>& v) {
-    std::string out;
-    for (const auto& s : v) out.append(out.empty() ? "" : ",").append(s);
-    return out;
-  };
-  return UnavailableError("node " + node + ": published order " + join(got) +
-                          " is not the expected " + join(want));
+  return UnavailableError("node " + node + ": published order " + JoinNames(got) +
+                          " is not the expected " + JoinNames(want));
 }
 
 StatusOr<topology::Node> NodeTopology(api::client::Client& client, const std::string& node) {

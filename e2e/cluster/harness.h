@@ -70,6 +70,14 @@ class DriverHarness {
   // The devices of this driver published for `node` (across its slices).
   StatusOr<std::vector<nlohmann::json>> PublishedDevices(const std::string& node);
   // Waits until `node` has at least `count` published devices.
+  // The published device `device` of `node`; not found while it is not published.
+  StatusOr<nlohmann::json> PublishedDevice(const std::string& node, const std::string& device);
+  // Waits until the published `device` of `node` carries the taint `key` (with `effect`, when
+  // given).
+  Status WaitDeviceTaint(const std::string& node, const std::string& device, const std::string& key,
+                         const std::string& effect = "",
+                         std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
   Status WaitPublished(const std::string& node, size_t count,
                        std::chrono::milliseconds timeout = std::chrono::seconds(90));
   // Waits until the node's published device order is the one the controller computes (on its

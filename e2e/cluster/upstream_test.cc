@@ -21,6 +21,7 @@
 #include "api/client/client.h"
 #include "api/node_inventory.h"
 #include "api/testing/resource_examples.h"
+#include "base/name_list.h"
 #include "base/testing/require_ok.h"
 #include "controller/config.h"
 #include "controller/device_classes.h"
@@ -127,12 +128,6 @@ double Metric(int port, const std::string& series) {
   const auto at = page.find("\n" + series + " ");
   if (at == std::string::npos) return -1;
   return std::atof(page.c_str() + at + series.size() + 2);
-}
-
-std::string Join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ",") + s;
-  return out;
 }
 
 // ---- Admission -------------------------------------------------------------------------------
@@ -619,33 +614,18 @@ TEST_CASE("upstream: a device failing under a running pod evicts it (NoExecute)"
   const auto allocated = AllocatedDevices(*claim);
   REQUIRE(allocated.size() == 1);
   const std::string device = DeviceOf(allocated[0]);
-  int index = -1;
-  auto devices = (*harness)->PublishedDevices(node);
-  REQUIRE_OK(devices);
-  for (const auto& d : *devices) {
-    if (d.value("name", "") == device) index = d.value("/attributes/index/int"_json_pointer, -1);
-  }
+  auto published = (*harness)->PublishedDevice(node, device);
+  REQUIRE_OK(published);
+  const int index = published->value("/attributes/index/int"_json_pointer, -1);
   REQUIRE(index >= 0);
   // The chip goes: its device node disappears. The plugin's next probe reports it, the controller
   // taints it NoExecute, and upstream's device-taint eviction controller deletes the pod; the
   // node agent unprepares and removes it, as the kubelet would.
   REQUIRE(fs::remove(root + "/dev/davinci" + std::to_string(index)));
-  CHECK(WaitFor(
-      [&] {
-        auto now = (*harness)->PublishedDevices(node);
-        if (!now.ok()) return false;
-        for (const auto& d : *now) {
-          if (d.value("name", "") != device) continue;
-          for (const auto& t : d.value("taints", json::array())) {
-            if (t.value("key", "") == "xpu.dra.dev/unhealthy" &&
-                t.value("effect", "") == "NoExecute") {
-              return true;
-            }
-          }
-        }
-        return false;
-      },
-      std::chrono::seconds(60)));
+  const Status tainted =
+      (*harness)->WaitDeviceTaint(node, device, "xpu.dra.dev/unhealthy", "NoExecute");
+  INFO(tainted.ToString());
+  CHECK(tainted.ok());
   CHECK(WaitFor(
       [&] { return client.Get(Pods(), "evict", "one").status().code() == StatusCode::kNotFound; },
       std::chrono::seconds(90)));
@@ -740,7 +720,7 @@ TEST_CASE("upstream: groups mode keeps 910 rings, A3 modules and Box16 areas", "
           for (const auto& [member, v] : c.at("counters").items()) members.push_back(member);
         }
         CHECK(static_cast<int>(members.size()) == size);
-        auto set = topo.ParseDeviceList(Join(members));
+        auto set = topo.ParseDeviceList(JoinNames(members));
         REQUIRE_OK(set);
         CHECK(topology::RuleAllows(topo, *set));
       }
@@ -844,7 +824,7 @@ Agreement RunSequence(Fleet& fleet, const std::string& node, const std::string& 
         }
       }
     }
-    auto picked = topo.ParseDeviceList(Join(devices));
+    auto picked = topo.ParseDeviceList(JoinNames(devices));
     REQUIRE_OK(picked);
     REQUIRE(picked->size() == count);
     CHECK((*picked & used).empty());
@@ -855,9 +835,9 @@ Agreement RunSequence(Fleet& fleet, const std::string& node, const std::string& 
     if (!good) {
       result.differences.push_back({{"step", step},
                                     {"count", count},
-                                    {"free", Join(topo.Names(free))},
-                                    {"allocator", Join(topo.Names(*picked))},
-                                    {"solver", Join(topo.Names(best.devices))}});
+                                    {"free", JoinNames(topo.Names(free))},
+                                    {"allocator", JoinNames(topo.Names(*picked))},
+                                    {"solver", JoinNames(topo.Names(best.devices))}});
     }
     used = used | *picked;
     held[name] = *picked;

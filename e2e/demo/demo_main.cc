@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "api/client/client.h"
+#include "base/name_list.h"
 #include "base/status.h"
 #include "e2e/client/child_process.h"
 #include "e2e/cluster/cluster.h"
@@ -45,12 +46,6 @@ const std::vector<std::string>& FleetHosts() {
       "atlas800-9000",   "atlas800t-a3", "atlas200t-a2-box16", "hgx-h200",
       "pcie-2numa-8gpu", "hygon-dcu-8",  "cambricon-mlu370-x8"};
   return hosts;
-}
-
-std::string Join(const std::vector<std::string>& v, const char* sep = ",") {
-  std::string out;
-  for (const auto& s : v) out.append(out.empty() ? "" : sep).append(s);
-  return out;
 }
 
 // A claim template in the demo namespace: one request "devs" (or firstAvailable subrequests).
@@ -211,8 +206,8 @@ Status Demo::Record(const std::string& step, const std::string& pod_name,
   std::vector<std::string> busy;
   for (const auto& [device, holder] : held_[p.node]) busy.push_back(device);
   busy.insert(busy.end(), sick_[p.node].begin(), sick_[p.node].end());
-  ASSIGN_OR_RETURN(auto used, topo->second.ParseDeviceList(Join(busy)));
-  ASSIGN_OR_RETURN(auto picked, topo->second.ParseDeviceList(Join(p.devices)));
+  ASSIGN_OR_RETURN(auto used, topo->second.ParseDeviceList(JoinNames(busy)));
+  ASSIGN_OR_RETURN(auto picked, topo->second.ParseDeviceList(JoinNames(p.devices)));
   const topology::DeviceSet free = topo->second.All() - used;
   p.free_before = free.size();
   const auto best = topology::Solve(topo->second, free, picked.size());
@@ -300,7 +295,7 @@ Status Demo::FailDevice() {
   if (!running.empty()) {
     const std::vector<std::string> pods(running.begin(), running.end());
     RETURN_IF_ERROR(Release(pods));
-    Say("release: the jobs on " + node + " finished (" + Join(pods) + ")");
+    Say("release: the jobs on " + node + " finished (" + JoinNames(pods) + ")");
   }
   std::string victim;
   for (int id = 0; id < topo.size() && victim.empty(); ++id) {
@@ -308,31 +303,15 @@ Status Demo::FailDevice() {
     if (held_[node].count(name) == 0) victim = name;
   }
   if (victim.empty()) return FailedPreconditionError("no free device on " + node + " to fail");
-  ASSIGN_OR_RETURN(auto devices, harness_->PublishedDevices(node));
-  int index = -1;
-  for (const auto& d : devices) {
-    if (d.value("name", "") == victim) index = d.value("/attributes/index/int"_json_pointer, -1);
-  }
+  ASSIGN_OR_RETURN(auto published, harness_->PublishedDevice(node, victim));
+  const int index = published.value("/attributes/index/int"_json_pointer, -1);
   const std::string dev = fault_root_ + "/dev/nvidia" + std::to_string(index);
   std::error_code ec;
   if (index < 0 || !fs::remove(dev, ec)) return InternalError("cannot remove " + dev);
   Say("fault: " + node + " " + victim + " loses its device node (/dev/nvidia" +
       std::to_string(index) + "), as a GPU that fell off the bus");
   const auto tainted_at = Clock::now();
-  const bool tainted = e2e::WaitFor(
-      [&] {
-        auto now = harness_->PublishedDevices(node);
-        if (!now.ok()) return false;
-        for (const auto& d : *now) {
-          if (d.value("name", "") != victim) continue;
-          for (const auto& t : d.value("taints", json::array())) {
-            if (t.value("key", "") == "xpu.dra.dev/unhealthy") return true;
-          }
-        }
-        return false;
-      },
-      std::chrono::seconds(60));
-  if (!tainted) return UnavailableError(node + "/" + victim + " was not tainted within 60 s");
+  RETURN_IF_ERROR(harness_->WaitDeviceTaint(node, victim, "xpu.dra.dev/unhealthy"));
   sick_[node].insert(victim);
   const auto took =
       std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - tainted_at).count();
@@ -350,7 +329,7 @@ Status Demo::FailDevice() {
     return InternalError("the claim after the fault got the tainted device " + victim);
   }
   Say("fault: a new claim for the " + std::to_string(free) + " healthy free GPUs got " +
-      Join(last) + ", not " + victim);
+      JoinNames(last) + ", not " + victim);
   return OkStatus();
 }
 
@@ -435,7 +414,7 @@ Status Demo::Run() {
   std::vector<std::string> done;
   for (size_t i = 0; i < burst.size(); i += 2) done.push_back(burst[i]);
   RETURN_IF_ERROR(Release(done));
-  Say("release: " + std::to_string(done.size()) + " burst jobs finished (" + Join(done) +
+  Say("release: " + std::to_string(done.size()) + " burst jobs finished (" + JoinNames(done) +
       "); the controller re-ordered the freed devices");
   RETURN_IF_ERROR(AddTemplate("npu-4", Exactly("huawei.xpu.dra.dev", 4, true)));
   RETURN_IF_ERROR(AddTemplate("gpu-2", Exactly("nvidia.xpu.dra.dev", 2, true)));

@@ -4,14 +4,10 @@
 #include <cstdio>
 #include <sstream>
 
+#include "base/name_list.h"
+
 namespace xpu::demo {
 namespace {
-
-std::string Join(const std::vector<std::string>& v, const char* sep = ",") {
-  std::string out;
-  for (const auto& s : v) out.append(out.empty() ? "" : sep).append(s);
-  return out;
-}
 
 std::string Quote(const std::string& s) {
   std::string out = "\"";
@@ -77,7 +73,8 @@ std::string SummaryLine(const Placement& p) {
   char buf[512];
   const bool same = p.devices == p.solver;
   std::snprintf(buf, sizeof(buf), "  %-28s %-19s %-26s solver %-26s %s%s%s", p.pod.c_str(),
-                p.node.c_str(), Join(p.devices).c_str(), same ? "(same)" : Join(p.solver).c_str(),
+                p.node.c_str(), JoinNames(p.devices).c_str(),
+                same ? "(same)" : JoinNames(p.solver).c_str(),
                 p.rules_hold ? "rules ok" : "RULES BROKEN", p.as_good ? "" : ", worse than solver",
                 p.note.empty() ? "" : ("; " + p.note).c_str());
   return buf;
@@ -181,11 +178,11 @@ std::string ReportHtml(const DemoResult& result,
     }
     h << HtmlEscape(p.pod) << "</td><td>" << HtmlEscape(p.request) << "</td><td>"
       << HtmlEscape(p.node) << " (" << HtmlEscape(p.model) << ")</td><td>" << p.free_before
-      << "</td><td>" << HtmlEscape(Join(p.devices, ", ")) << "</td><td>"
-      << HtmlEscape(Join(p.solver, ", ")) << "</td><td class=\"" << (p.rules_hold ? "ok" : "bad")
-      << "\">" << (p.rules_hold ? "kept" : "broken") << "</td><td class=\""
-      << (p.as_good ? "ok" : "bad") << "\">" << (p.as_good ? "yes" : "no") << "</td><td>"
-      << HtmlEscape(p.note) << "</td></tr>\n";
+      << "</td><td>" << HtmlEscape(JoinNames(p.devices, ", ")) << "</td><td>"
+      << HtmlEscape(JoinNames(p.solver, ", ")) << "</td><td class=\""
+      << (p.rules_hold ? "ok" : "bad") << "\">" << (p.rules_hold ? "kept" : "broken")
+      << "</td><td class=\"" << (p.as_good ? "ok" : "bad") << "\">" << (p.as_good ? "yes" : "no")
+      << "</td><td>" << HtmlEscape(p.note) << "</td></tr>\n";
   }
   h << "</table>\n";
 
@@ -202,7 +199,7 @@ std::string ReportHtml(const DemoResult& result,
       h << "<p>";
       for (const auto& [pod, devices] : by_pod) {
         h << "<span class=\"swatch\" style=\"background:" << colours.at(pod) << "\"></span>"
-          << HtmlEscape(pod) << ": " << HtmlEscape(Join(devices, ", ")) << "&nbsp;&nbsp; ";
+          << HtmlEscape(pod) << ": " << HtmlEscape(JoinNames(devices, ", ")) << "&nbsp;&nbsp; ";
       }
       h << "</p>\n";
     }
