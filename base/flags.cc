@@ -1,6 +1,8 @@
 #include "base/flags.h"
 
+#include <algorithm>
 #include <charconv>
+#include <string_view>
 #include <utility>
 
 namespace xpu {
@@ -78,5 +80,67 @@ StatusOr<int64_t> FlagReader::Int(int64_t min, int64_t max) {
 }
 
 Status FlagReader::Unknown() const { return InvalidArgumentError("unknown flag " + flag_); }
+
+FlagSetter StringFlag(std::string* out) {
+  return [out](FlagReader& flags) -> Status {
+    ASSIGN_OR_RETURN(*out, flags.Value());
+    return OkStatus();
+  };
+}
+
+FlagSetter DurationFlag(std::chrono::milliseconds* out) {
+  return [out](FlagReader& flags) -> Status {
+    ASSIGN_OR_RETURN(*out, flags.Duration());
+    return OkStatus();
+  };
+}
+
+FlagSetter BoolFlag(bool* out) {
+  return [out](FlagReader& flags) -> Status {
+    ASSIGN_OR_RETURN(const std::string v, flags.Value());
+    if (v != "true" && v != "false") {
+      return InvalidArgumentError("parse flag " + flags.flag() + ": want true or false, got " + v);
+    }
+    *out = v == "true";
+    return OkStatus();
+  };
+}
+
+FlagSetter ValueFlag(std::function<Status(const std::string& value)> set) {
+  return [set = std::move(set)](FlagReader& flags) -> Status {
+    ASSIGN_OR_RETURN(const std::string v, flags.Value());
+    return set(v);
+  };
+}
+
+StatusOr<bool> ParseFlagTable(const std::vector<std::string>& args,
+                              const std::vector<Flag>& flags) {
+  FlagReader reader(args);
+  while (reader.Next()) {
+    const auto flag = std::find_if(flags.begin(), flags.end(),
+                                   [&](const Flag& f) { return reader.Is(f.name.c_str()); });
+    if (flag == flags.end()) return reader.Unknown();
+    RETURN_IF_ERROR(flag->set(reader));
+  }
+  return reader.help();
+}
+
+std::string FlagTableUsage(const std::vector<Flag>& flags, size_t column) {
+  std::string out;
+  auto add = [&](const std::string& label, std::string_view help) {
+    out += "  " + label + std::string(label.size() < column ? column - label.size() : 2, ' ');
+    for (size_t start = 0;;) {
+      const size_t end = help.find('\n', start);
+      out += help.substr(start, end - start);
+      out += '\n';
+      if (end == std::string_view::npos) break;
+      out += std::string(column + 2, ' ');
+      start = end + 1;
+    }
+  };
+  for (const Flag& f : flags) add(f.value.empty() ? f.name : f.name + " " + f.value, f.help);
+  add("--help", "print this help");
+  return out;
+}
 
 }  // namespace xpu

@@ -52,5 +52,63 @@ TEST_CASE("flag reader: both value forms, help, unknown and missing values") {
   CHECK(bad.Int(0, 10).status().message() == "parse flag --n: 11 is outside [0, 10]");
 }
 
+struct Options {
+  std::string name;
+  std::chrono::milliseconds period{1000};
+  bool on = false;
+  int count = 0;
+  std::vector<std::string> items;
+};
+
+std::vector<Flag> Table(Options* o) {
+  return {{"--name", "NAME", "a name", StringFlag(&o->name)},
+          {"--period", "DURATION", "how often\n(default 1s)", DurationFlag(&o->period)},
+          {"--on", "BOOL", "on or off", BoolFlag(&o->on)},
+          {"--a-rather-long-count", "N", "how many", IntFlag(&o->count, 0, 9)},
+          {"--item", "X", "repeatable", ValueFlag([o](const std::string& v) {
+             o->items.push_back(v);
+             return OkStatus();
+           })}};
+}
+
+TEST_CASE("flag table: parses into the options, stops at --help, names bad flags") {
+  Options o;
+  auto help = ParseFlagTable({"--name", "n", "--period=2s", "--on", "true", "--a-rather-long-count",
+                              "3", "--item", "x", "--item=y"},
+                             Table(&o));
+  REQUIRE(help.ok());
+  CHECK_FALSE(*help);
+  CHECK(o.name == "n");
+  CHECK(o.period == std::chrono::seconds(2));
+  CHECK(o.on);
+  CHECK(o.count == 3);
+  CHECK(o.items == std::vector<std::string>{"x", "y"});
+
+  Options h;
+  CHECK(*ParseFlagTable({"--name", "n", "-h", "--bogus"}, Table(&h)));
+  CHECK(h.name == "n");
+
+  Options bad;
+  CHECK(ParseFlagTable({"--bogus"}, Table(&bad)).status().message() == "unknown flag --bogus");
+  CHECK(ParseFlagTable({"--on", "yes"}, Table(&bad)).status().message() ==
+        "parse flag --on: want true or false, got yes");
+  CHECK(ParseFlagTable({"--a-rather-long-count", "10"}, Table(&bad)).status().message() ==
+        "parse flag --a-rather-long-count: 10 is outside [0, 9]");
+  CHECK(ParseFlagTable({"--name"}, Table(&bad)).status().message() ==
+        "parse flag --name: needs a value");
+}
+
+TEST_CASE("flag table: usage lines align the help, continuation lines under it") {
+  Options o;
+  CHECK(FlagTableUsage(Table(&o), 22) ==
+        "  --name NAME           a name\n"
+        "  --period DURATION     how often\n"
+        "                        (default 1s)\n"
+        "  --on BOOL             on or off\n"
+        "  --a-rather-long-count N  how many\n"
+        "  --item X              repeatable\n"
+        "  --help                print this help\n");
+}
+
 }  // namespace
 }  // namespace xpu

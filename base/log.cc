@@ -16,6 +16,12 @@ bool Logger::IsLevel(std::string_view level) {
   return level == "error" || level == "warning" || level == "info" || level == "debug";
 }
 
+Status Logger::CheckLevelFlag(std::string_view level) {
+  if (IsLevel(level)) return OkStatus();
+  return InvalidArgumentError("--log-level: \"" + std::string(level) +
+                              "\" is not error, warning, info or debug");
+}
+
 void Logger::Log(std::string_view level, std::string_view msg) {
   if (Rank(level) > level_) return;
   std::string quoted;

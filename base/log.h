@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/status.h"
+
 namespace xpu {
 
 class Logger {
@@ -18,6 +20,8 @@ class Logger {
 
   // Whether "error", "warning", "info", "debug" is a level name.
   static bool IsLevel(std::string_view level);
+  // OK for a level name, else the error of the binaries' --log-level flag naming it.
+  static Status CheckLevelFlag(std::string_view level);
 
   void Log(std::string_view level, std::string_view msg);
   void Error(std::string_view msg) { Log("error", msg); }

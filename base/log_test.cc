@@ -22,5 +22,11 @@ TEST_CASE("log writes key=value lines at or above its level", "[log]") {
   CHECK_FALSE(Logger::IsLevel("verbose"));
 }
 
+TEST_CASE("the --log-level check names the flag and the levels") {
+  CHECK(Logger::CheckLevelFlag("debug").ok());
+  CHECK(Logger::CheckLevelFlag("loud").message() ==
+        "--log-level: \"loud\" is not error, warning, info or debug");
+}
+
 }  // namespace
 }  // namespace xpu

@@ -1,45 +1,35 @@
 #include "base/status.h"
 
+#include "base/enum_names.h"
+
 namespace xpu {
+namespace {
+
+constexpr std::string_view kStatusCodeNames[] = {
+    "ok",
+    "cancelled",
+    "unknown",
+    "invalid argument",
+    "deadline exceeded",
+    "not found",
+    "already exists",
+    "permission denied",
+    "resource exhausted",
+    "failed precondition",
+    "aborted",
+    "out of range",
+    "unimplemented",
+    "internal",
+    "unavailable",
+    "data loss",
+    "unauthenticated",
+};
+static_assert(NamesCover(kStatusCodeNames, StatusCode::kUnauthenticated));
+
+}  // namespace
 
 std::string_view StatusCodeName(StatusCode code) {
-  switch (code) {
-    case StatusCode::kOk:
-      return "ok";
-    case StatusCode::kCancelled:
-      return "cancelled";
-    case StatusCode::kUnknown:
-      return "unknown";
-    case StatusCode::kInvalidArgument:
-      return "invalid argument";
-    case StatusCode::kDeadlineExceeded:
-      return "deadline exceeded";
-    case StatusCode::kNotFound:
-      return "not found";
-    case StatusCode::kAlreadyExists:
-      return "already exists";
-    case StatusCode::kPermissionDenied:
-      return "permission denied";
-    case StatusCode::kResourceExhausted:
-      return "resource exhausted";
-    case StatusCode::kFailedPrecondition:
-      return "failed precondition";
-    case StatusCode::kAborted:
-      return "aborted";
-    case StatusCode::kOutOfRange:
-      return "out of range";
-    case StatusCode::kUnimplemented:
-      return "unimplemented";
-    case StatusCode::kInternal:
-      return "internal";
-    case StatusCode::kUnavailable:
-      return "unavailable";
-    case StatusCode::kDataLoss:
-      return "data loss";
-    case StatusCode::kUnauthenticated:
-      return "unauthenticated";
-  }
-  return "unknown";
+  return NameAt(kStatusCodeNames, code).value_or("unknown");
 }
 
 Status::Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {

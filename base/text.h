@@ -1,8 +1,10 @@
-// Text shown back to callers: input echoed in an error must not grow the answer without bound.
+// Text helpers: input echoed back to callers, which must not grow an answer without bound, and
+// hex encoding.
 #ifndef XPU_BASE_TEXT_H_
 #define XPU_BASE_TEXT_H_
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -11,6 +13,11 @@ namespace xpu {
 // `text` when it has at most `max` bytes; else its first `max` bytes and " ... (N bytes)",
 // N being the whole length. Cuts at a byte boundary, never inside a UTF-8 sequence.
 std::string Abbreviate(std::string_view text, size_t max);
+
+// Two lower-case hex digits per byte: "\x01\xab" -> "01ab".
+std::string HexEncode(std::string_view bytes);
+// The inverse of HexEncode; nullopt for an odd length or a character other than 0-9 and a-f.
+std::optional<std::string> HexDecode(std::string_view hex);
 
 }  // namespace xpu
 

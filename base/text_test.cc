@@ -18,5 +18,15 @@ TEST_CASE("a cut never splits a UTF-8 character") {
   CHECK(Abbreviate("ab\xC3\xA9z", 3) == "ab ... (5 bytes)");
 }
 
+TEST_CASE("hex: two lower-case digits a byte, decoding refuses anything else") {
+  CHECK(HexEncode(std::string("\x01\xab\xff", 3)) == "01abff");
+  CHECK(HexEncode("").empty());
+  CHECK(HexDecode("01abff") == std::string("\x01\xab\xff", 3));
+  CHECK(HexDecode(HexEncode("{\"rv\":7}")) == "{\"rv\":7}");
+  CHECK(HexDecode("abc") == std::nullopt);
+  CHECK(HexDecode("AB") == std::nullopt);
+  CHECK(HexDecode("0g") == std::nullopt);
+}
+
 }  // namespace
 }  // namespace xpu

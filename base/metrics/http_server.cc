@@ -368,4 +368,13 @@ void HttpServer::Serve(int fd) const {
   shutdown(fd, SHUT_WR);
 }
 
+StatusOr<std::unique_ptr<HttpServer>> StartHttpServer(HttpServerOptions options, Logger& log) {
+  if (options.address.empty()) return std::unique_ptr<HttpServer>();
+  const std::string address = options.address;
+  auto server = std::make_unique<HttpServer>(std::move(options));
+  RETURN_IF_ERROR(server->Start());
+  log.Info("metrics on " + address + " (port " + std::to_string(server->port()) + ")");
+  return server;
+}
+
 }  // namespace xpu::metrics

@@ -20,11 +20,13 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "base/log.h"
 #include "base/status.h"
 
 namespace xpu::metrics {
@@ -85,6 +87,10 @@ class HttpServer {
   std::deque<int> pending_;  // accepted connections not yet served; guarded by mu_
   int busy_ = 0;             // connections pending or being served; guarded by mu_
 };
+
+// A binary's --metrics-addr endpoint: a started server for `options`, its address and port
+// logged, or nullptr when the address is empty (no endpoint).
+StatusOr<std::unique_ptr<HttpServer>> StartHttpServer(HttpServerOptions options, Logger& log);
 
 }  // namespace xpu::metrics
 

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -85,20 +87,31 @@ Reply Request(int port, const std::string& method, const std::string& target) {
   return Parse(client.ReadAll());
 }
 
+// Options for a server on a free loopback port.
+HttpServerOptions Loopback() {
+  HttpServerOptions options;
+  options.address = "127.0.0.1:0";
+  return options;
+}
+
+std::unique_ptr<HttpServer> Started(const HttpServerOptions& options) {
+  auto server = std::make_unique<HttpServer>(options);
+  REQUIRE(server->Start().ok());
+  return server;
+}
+
 TEST_CASE("http server serves metrics, health and readiness over a real socket") {
   Registry registry;
   registry.AddCounter("xpu_dra_test_total", "T.", {"result"}).Inc({"ok"}, 2);
   bool ready = false;
-  HttpServerOptions options;
-  options.address = "127.0.0.1:0";
+  HttpServerOptions options = Loopback();
   options.metrics = [&registry] { return registry.Render(); };
   options.readyz = [&ready]() -> Status {
     if (ready) return OkStatus();
     return UnavailableError("devices not discovered yet");
   };
-  HttpServer server(options);
-  REQUIRE(server.Start().ok());
-  const int port = server.port();
+  auto server = Started(options);
+  const int port = server->port();
   REQUIRE(port > 0);
 
   const Reply metrics = Request(port, "GET", "/metrics");
@@ -134,57 +147,51 @@ TEST_CASE("http server serves metrics, health and readiness over a real socket")
   CHECK(post.code == 405);
   CHECK(post.Header("Allow") == "GET, HEAD");
 
-  server.Stop();
-  server.Stop();  // twice is fine
+  server->Stop();
+  server->Stop();  // twice is fine
 }
 
 TEST_CASE("http server rejects malformed and oversized requests") {
-  HttpServerOptions options;
-  options.address = "127.0.0.1:0";
+  HttpServerOptions options = Loopback();
   options.max_request_bytes = 1024;
-  HttpServer server(options);
-  REQUIRE(server.Start().ok());
+  auto server = Started(options);
 
   {
-    const Client client(server.port());
+    const Client client(server->port());
     client.Send("hello\r\n\r\n");
     CHECK(Parse(client.ReadAll()).code == 400);
   }
   {
-    const Client client(server.port());
+    const Client client(server->port());
     client.Send("GET /healthz HTTP/2.0\r\n\r\n");
     CHECK(Parse(client.ReadAll()).code == 400);
   }
   {
-    const Client client(server.port());
+    const Client client(server->port());
     client.Send("GET /healthz HTTP/1.1\r\nX-Big: " + std::string(2000, 'a') + "\r\n\r\n");
     CHECK(Parse(client.ReadAll()).code == 431);
   }
   {
-    const Client client(server.port());  // bare LF line endings are accepted
+    const Client client(server->port());  // bare LF line endings are accepted
     client.Send("GET /healthz HTTP/1.0\n\n");
     CHECK(Parse(client.ReadAll()).code == 200);
   }
   // No metrics handler: /metrics is not served.
-  CHECK(Request(server.port(), "GET", "/metrics").code == 404);
+  CHECK(Request(server->port(), "GET", "/metrics").code == 404);
 }
 
 TEST_CASE("http server turns a throwing handler into a 500") {
-  HttpServerOptions options;
-  options.address = "127.0.0.1:0";
+  HttpServerOptions options = Loopback();
   options.metrics = []() -> std::string { throw std::runtime_error("boom"); };
-  HttpServer server(options);
-  REQUIRE(server.Start().ok());
-  CHECK(Request(server.port(), "GET", "/metrics").code == 500);
-  CHECK(Request(server.port(), "GET", "/healthz").code == 200);
+  auto server = Started(options);
+  CHECK(Request(server->port(), "GET", "/metrics").code == 500);
+  CHECK(Request(server->port(), "GET", "/healthz").code == 200);
 }
 
 TEST_CASE("http server binds port 0 and names the address when the port is taken") {
-  HttpServerOptions options;
-  options.address = "127.0.0.1:0";
-  HttpServer first(options);
-  REQUIRE(first.Start().ok());
-  const std::string port = std::to_string(first.port());
+  HttpServerOptions options = Loopback();
+  auto first = Started(options);
+  const std::string port = std::to_string(first->port());
 
   HttpServerOptions same = options;
   same.address = "127.0.0.1:" + port;
@@ -198,7 +205,7 @@ TEST_CASE("http server binds port 0 and names the address when the port is taken
   HttpServer third(all);
   CHECK(third.Start().message() == "listen metrics 0.0.0.0:" + port + ": address already in use");
 
-  CHECK(first.Start().code() == StatusCode::kFailedPrecondition);
+  CHECK(first->Start().code() == StatusCode::kFailedPrecondition);
 }
 
 TEST_CASE("http server options are validated") {
@@ -225,36 +232,54 @@ TEST_CASE("http server options are validated") {
 }
 
 TEST_CASE("http server stop returns promptly while a client holds a connection open") {
-  HttpServerOptions options;
-  options.address = "127.0.0.1:0";
+  HttpServerOptions options = Loopback();
   options.max_connections = 1;
-  HttpServer server(options);
-  REQUIRE(server.Start().ok());
-  const Client idle(server.port());
+  auto server = Started(options);
+  const Client idle(server->port());
   idle.Send("GET /heal");  // an unfinished request: the only worker waits on it
-  const Client queued(server.port());
+  const Client queued(server->port());
   queued.Send("GET /healthz HTTP/1.1\r\n\r\n");
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
 
   const auto start = std::chrono::steady_clock::now();
-  server.Stop();
+  server->Stop();
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
   CHECK(idle.ReadAll().empty());  // closed without a response
 }
 
 TEST_CASE("http server closes a connection that sends nothing within the timeout") {
-  HttpServerOptions options;
-  options.address = "127.0.0.1:0";
+  HttpServerOptions options = Loopback();
   options.io_timeout = std::chrono::milliseconds(200);
   options.max_connections = 2;
-  HttpServer server(options);
-  REQUIRE(server.Start().ok());
-  const Client idle(server.port());
+  auto server = Started(options);
+  const Client idle(server->port());
   // A slow client takes one worker; the other still answers.
-  CHECK(Request(server.port(), "GET", "/healthz").code == 200);
+  CHECK(Request(server->port(), "GET", "/healthz").code == 200);
   const auto start = std::chrono::steady_clock::now();
   CHECK(idle.ReadAll().empty());
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(3));
+}
+
+TEST_CASE("StartHttpServer: none for an empty address, else started and logged") {
+  std::ostringstream out;
+  Logger log(out, "info");
+  HttpServerOptions options;
+  options.address = "";
+  auto none = StartHttpServer(options, log);
+  REQUIRE(none.ok());
+  CHECK(*none == nullptr);
+  CHECK(out.str().empty());
+
+  options.address = "127.0.0.1:0";
+  auto server = StartHttpServer(options, log);
+  REQUIRE(server.ok());
+  REQUIRE(*server != nullptr);
+  CHECK(Request((*server)->port(), "GET", "/healthz").code == 200);
+  CHECK(out.str().find("metrics on 127.0.0.1:0 (port " + std::to_string((*server)->port()) + ")") !=
+        std::string::npos);
+
+  options.address = "127.0.0.1:" + std::to_string((*server)->port());
+  CHECK(StartHttpServer(options, log).status().code() == StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "base/enum_names.h"
+
 namespace xpu::metrics {
 namespace {
 
@@ -37,17 +39,10 @@ bool IsLabelName(std::string_view name) {
   return true;
 }
 
-std::string_view TypeName(MetricType type) {
-  switch (type) {
-    case MetricType::kCounter:
-      return "counter";
-    case MetricType::kGauge:
-      return "gauge";
-    case MetricType::kHistogram:
-      return "histogram";
-  }
-  return "untyped";
-}
+constexpr std::string_view kTypeNames[] = {"counter", "gauge", "histogram"};
+static_assert(NamesCover(kTypeNames, MetricType::kHistogram));
+
+std::string_view TypeName(MetricType type) { return NameAt(kTypeNames, type).value_or("untyped"); }
 
 void AppendEscaped(std::string& out, std::string_view text, bool quotes) {
   for (const char c : text) {
@@ -180,66 +175,20 @@ std::vector<double> ExponentialBuckets(double start, double factor, int count) {
 Family::Family(std::string name, std::string help, std::vector<std::string> label_names)
     : name_(std::move(name)), help_(std::move(help)), label_names_(std::move(label_names)) {}
 
-// Counter
+// Counter and Gauge
 
-void Counter::Inc(const std::vector<std::string>& labels, double value) {
-  if (!LabelsFit(labels) || !(value >= 0)) {
-    Drop();
-    return;
-  }
-  const std::lock_guard<std::mutex> lock(mu_);
-  series_[labels] += value;
-}
-
-double Counter::Value(const std::vector<std::string>& labels) const {
+double ScalarFamily::Value(const std::vector<std::string>& labels) const {
   const std::lock_guard<std::mutex> lock(mu_);
   const auto it = series_.find(labels);
   return it == series_.end() ? 0 : it->second;
 }
 
-void Counter::RenderTo(std::string& out) const {
-  AppendHeader(out, *this);
-  const std::lock_guard<std::mutex> lock(mu_);
-  if (label_names().empty() && series_.empty()) {
-    AppendSample(out, name(), {}, {}, {}, {}, 0);
-  }
-  for (const auto& [labels, value] : series_) {
-    AppendSample(out, name(), label_names(), labels, {}, {}, value);
-  }
-}
-
-// Gauge
-
-void Gauge::Set(const std::vector<std::string>& labels, double value) {
-  if (!LabelsFit(labels)) {
-    Drop();
-    return;
-  }
-  const std::lock_guard<std::mutex> lock(mu_);
-  series_[labels] = value;
-}
-
-void Gauge::Add(const std::vector<std::string>& labels, double delta) {
-  if (!LabelsFit(labels)) {
-    Drop();
-    return;
-  }
-  const std::lock_guard<std::mutex> lock(mu_);
-  series_[labels] += delta;
-}
-
-double Gauge::Value(const std::vector<std::string>& labels) const {
-  const std::lock_guard<std::mutex> lock(mu_);
-  const auto it = series_.find(labels);
-  return it == series_.end() ? 0 : it->second;
-}
-
-void Gauge::Clear() {
+void ScalarFamily::ClearSeries() {
   const std::lock_guard<std::mutex> lock(mu_);
   series_.clear();
 }
 
-void Gauge::RenderTo(std::string& out) const {
+void ScalarFamily::RenderTo(std::string& out) const {
   AppendHeader(out, *this);
   const std::lock_guard<std::mutex> lock(mu_);
   if (label_names().empty() && series_.empty()) {
@@ -248,6 +197,22 @@ void Gauge::RenderTo(std::string& out) const {
   for (const auto& [labels, value] : series_) {
     AppendSample(out, name(), label_names(), labels, {}, {}, value);
   }
+}
+
+void Counter::Inc(const std::vector<std::string>& labels, double value) {
+  if (!(value >= 0)) {
+    Drop();
+    return;
+  }
+  Apply(labels, [value](double& v) { v += value; });
+}
+
+void Gauge::Set(const std::vector<std::string>& labels, double value) {
+  Apply(labels, [value](double& v) { v = value; });
+}
+
+void Gauge::Add(const std::vector<std::string>& labels, double delta) {
+  Apply(labels, [delta](double& v) { v += delta; });
 }
 
 // Histogram
@@ -381,26 +346,26 @@ Family* Registry::Find(const std::string& name, MetricType type,
   return nullptr;
 }
 
+Family& Registry::FindOrAdd(const std::string& name, MetricType type,
+                            const std::vector<std::string>& label_names,
+                            const std::function<std::unique_ptr<Family>()>& make) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  if (Family* existing = Find(name, type, label_names)) return *existing;
+  return *families_.emplace(name, make()).first->second;
+}
+
 Counter& Registry::AddCounter(const std::string& name, const std::string& help,
                               const std::vector<std::string>& label_names) {
-  const std::lock_guard<std::mutex> lock(mu_);
-  if (Family* existing = Find(name, MetricType::kCounter, label_names)) {
-    return static_cast<Counter&>(*existing);
-  }
-  auto* counter = new Counter(name, help, label_names);
-  families_.emplace(name, std::unique_ptr<Family>(counter));
-  return *counter;
+  return static_cast<Counter&>(FindOrAdd(name, MetricType::kCounter, label_names, [&] {
+    return std::unique_ptr<Family>(new Counter(name, help, label_names));
+  }));
 }
 
 Gauge& Registry::AddGauge(const std::string& name, const std::string& help,
                           const std::vector<std::string>& label_names) {
-  const std::lock_guard<std::mutex> lock(mu_);
-  if (Family* existing = Find(name, MetricType::kGauge, label_names)) {
-    return static_cast<Gauge&>(*existing);
-  }
-  auto* gauge = new Gauge(name, help, label_names);
-  families_.emplace(name, std::unique_ptr<Family>(gauge));
-  return *gauge;
+  return static_cast<Gauge&>(FindOrAdd(name, MetricType::kGauge, label_names, [&] {
+    return std::unique_ptr<Family>(new Gauge(name, help, label_names));
+  }));
 }
 
 Histogram& Registry::AddHistogram(const std::string& name, const std::string& help,
@@ -412,15 +377,12 @@ Histogram& Registry::AddHistogram(const std::string& name, const std::string& he
       Fatal(name, ": histogram buckets must be finite and strictly ascending");
     }
   }
-  const std::lock_guard<std::mutex> lock(mu_);
-  if (Family* existing = Find(name, MetricType::kHistogram, label_names)) {
-    auto& histogram = static_cast<Histogram&>(*existing);
-    if (histogram.buckets() != buckets) Fatal("conflicting buckets for histogram ", name);
-    return histogram;
-  }
-  auto* histogram = new Histogram(name, help, label_names, std::move(buckets));
-  families_.emplace(name, std::unique_ptr<Family>(histogram));
-  return *histogram;
+  auto& histogram =
+      static_cast<Histogram&>(FindOrAdd(name, MetricType::kHistogram, label_names, [&] {
+        return std::unique_ptr<Family>(new Histogram(name, help, label_names, buckets));
+      }));
+  if (histogram.buckets() != buckets) Fatal("conflicting buckets for histogram ", name);
+  return histogram;
 }
 
 std::string Registry::Render() const {

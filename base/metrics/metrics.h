@@ -67,45 +67,59 @@ class Family {
   std::atomic<uint64_t> dropped_{0};
 };
 
-class Counter final : public Family {
+// What counters and gauges share: one value per series.
+class ScalarFamily : public Family {
  public:
-  // Adds `value` (>= 0) to the series with these label values (one per label name, in order).
-  void Inc(const std::vector<std::string>& labels = {}, double value = 1);
   // 0 for a series never recorded.
   double Value(const std::vector<std::string>& labels = {}) const;
-  MetricType type() const override { return MetricType::kCounter; }
 
- private:
-  friend class Registry;
-  Counter(std::string name, std::string help, std::vector<std::string> label_names)
-      : Family(std::move(name), std::move(help), std::move(label_names)) {}
+ protected:
+  using Family::Family;
+
+  // Applies `update` to the value of the series with these label values (one per label name, in
+  // order); a wrong label count is dropped.
+  template <typename Update>
+  void Apply(const std::vector<std::string>& labels, Update update) {
+    if (!LabelsFit(labels)) {
+      Drop();
+      return;
+    }
+    const std::lock_guard<std::mutex> lock(mu_);
+    update(series_[labels]);
+  }
+  void ClearSeries();
   void RenderTo(std::string& out) const override;
 
+ private:
   mutable std::mutex mu_;
   std::map<std::vector<std::string>, double> series_;  // guarded by mu_
 };
 
-class Gauge final : public Family {
+class Counter final : public ScalarFamily {
+ public:
+  // Adds `value` (>= 0) to the series with these label values (one per label name, in order).
+  void Inc(const std::vector<std::string>& labels = {}, double value = 1);
+  MetricType type() const override { return MetricType::kCounter; }
+
+ private:
+  friend class Registry;
+  using ScalarFamily::ScalarFamily;
+};
+
+class Gauge final : public ScalarFamily {
  public:
   void Set(const std::vector<std::string>& labels, double value);
   void Set(double value) { Set({}, value); }
   void Add(const std::vector<std::string>& labels, double delta);
   void Add(double delta) { Add({}, delta); }
-  // 0 for a series never recorded.
-  double Value(const std::vector<std::string>& labels = {}) const;
   // Removes every series (for gauges rebuilt from scratch, e.g. health by device); a gauge
   // without labels reads 0 again.
-  void Clear();
+  void Clear() { ClearSeries(); }
   MetricType type() const override { return MetricType::kGauge; }
 
  private:
   friend class Registry;
-  Gauge(std::string name, std::string help, std::vector<std::string> label_names)
-      : Family(std::move(name), std::move(help), std::move(label_names)) {}
-  void RenderTo(std::string& out) const override;
-
-  mutable std::mutex mu_;
-  std::map<std::vector<std::string>, double> series_;  // guarded by mu_
+  using ScalarFamily::ScalarFamily;
 };
 
 class Histogram final : public Family {
@@ -208,6 +222,10 @@ class Registry {
   // Checks names and conflicts; returns the existing family or null. Requires mu_ held.
   Family* Find(const std::string& name, MetricType type,
                const std::vector<std::string>& label_names) const;
+  // Find, else the family `make` builds, added. Takes mu_.
+  Family& FindOrAdd(const std::string& name, MetricType type,
+                    const std::vector<std::string>& label_names,
+                    const std::function<std::unique_ptr<Family>()>& make);
 
   mutable std::mutex mu_;
   std::map<std::string, std::unique_ptr<Family>> families_;  // guarded by mu_
