@@ -4,8 +4,8 @@
 #include <set>
 #include <utility>
 
+#include "api/codec/codec.h"
 #include "api/internal/meta_codec.h"
-#include "api/internal/object_fields.h"
 #include "api/node_inventory.h"
 #include "api/openapi_schema.h"
 #include "api/validation.h"
@@ -13,10 +13,9 @@
 
 namespace xpu::api {
 
-namespace fields = internal;
-
 namespace {
 
+using internal::ElementPath;
 using nlohmann::json;
 
 constexpr std::string_view kDnsLabelPattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
@@ -25,60 +24,58 @@ constexpr std::string_view kDnsLabelPattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 
 // ---- Field lists (codec and schema) ----
 
-template <typename V, fields::FieldsOf<AcceleratorGangSpec> S>
+template <typename V, codec::FieldsOf<AcceleratorGangSpec> S>
 void VisitFields(V& v, S& self) {
-  v.Required("nodes", self.nodes, "number of nodes", fields::Minimum(1), fields::Maximum(65536));
-  v.Required("devicesPerNode", self.devices_per_node, "devices on each node", fields::Minimum(1),
-             fields::Maximum(topology::kMaxDevices));
+  v.Required("nodes", self.nodes, "number of nodes", codec::Minimum(1), codec::Maximum(65536));
+  v.Required("devicesPerNode", self.devices_per_node, "devices on each node", codec::Minimum(1),
+             codec::Maximum(topology::kMaxDevices));
   v.Required("capabilityClass", self.capability_class,
              "capability class, the name of the DeviceClass generated from it",
-             fields::MaxLength(kMaxDnsSubdomainLength));
+             codec::MaxLength(kMaxDnsSubdomainLength));
   v.Optional("maxTier", self.max_tier,
              "highest fabric tier the gang may span (a tier name of the fabric, e.g. leaf, "
              "spine, superpod); absent: any",
-             fields::MaxLength(kMaxDnsLabelLength), fields::Pattern(kDnsLabelPattern));
+             codec::MaxLength(kMaxDnsLabelLength), codec::Pattern(kDnsLabelPattern));
   v.Optional("nodeSelector", self.node_selector, "only nodes with all these labels are candidates",
-             fields::MaxProperties(64), fields::Items(fields::MaxLength(kMaxLabelValueLength)));
+             codec::MaxProperties(64), codec::Items(codec::MaxLength(kMaxLabelValueLength)));
 }
 
-template <typename V, fields::FieldsOf<GangNode> S>
+template <typename V, codec::FieldsOf<GangNode> S>
 void VisitFields(V& v, S& self) {
-  v.Required("name", self.name, "node name", fields::MaxLength(kMaxDnsSubdomainLength));
-  v.Required("rank", self.rank, "node rank, in fabric order", fields::Minimum(0));
+  v.Required("name", self.name, "node name", codec::MaxLength(kMaxDnsSubdomainLength));
+  v.Required("rank", self.rank, "node rank, in fabric order", codec::Minimum(0));
   v.Required("devices", self.devices, "the devices of the gang on this node",
-             fields::MaxItems(topology::kMaxDevices), fields::ListSet());
+             codec::MaxItems(topology::kMaxDevices), codec::ListSet());
 }
 
-template <typename V, fields::FieldsOf<GangRank> S>
+template <typename V, codec::FieldsOf<GangRank> S>
 void VisitFields(V& v, S& self) {
-  v.Required("rank", self.rank, "global rank", fields::Minimum(0));
-  v.Required("node", self.node, "node name", fields::MaxLength(kMaxDnsSubdomainLength));
+  v.Required("rank", self.rank, "global rank", codec::Minimum(0));
+  v.Required("node", self.node, "node name", codec::MaxLength(kMaxDnsSubdomainLength));
   v.Required("device", self.device, "device name on that node",
-             fields::MaxLength(kMaxDnsLabelLength));
+             codec::MaxLength(kMaxDnsLabelLength));
   v.Optional("ipAddress", self.ip_address, "the device's collective-network address",
-             fields::MaxLength(45));
+             codec::MaxLength(45));
 }
 
-template <typename V, fields::FieldsOf<AcceleratorGangStatus> S>
+template <typename V, codec::FieldsOf<AcceleratorGangStatus> S>
 void VisitFields(V& v, S& self) {
   v.Optional("phase", self.phase, "Pending until placed; Failed when no placement fits",
-             fields::Enum({"Pending", "Placed", "Failed"}));
-  v.Optional("nodes", self.nodes, "the chosen nodes", fields::ListMap({"name"}));
+             codec::Enum({"Pending", "Placed", "Failed"}));
+  v.Optional("nodes", self.nodes, "the chosen nodes", codec::ListMap({"name"}));
   v.Optional("tier", self.tier, "fabric tier holding the gang",
-             fields::MaxLength(kMaxDnsLabelLength));
+             codec::MaxLength(kMaxDnsLabelLength));
   v.Optional("domain", self.domain, "fabric domain holding the gang",
-             fields::MaxLength(kMaxDnsSubdomainLength));
+             codec::MaxLength(kMaxDnsSubdomainLength));
   v.Optional("rankTable", self.rank_table, "one entry per device, in rank order",
-             fields::ListMap({"rank"}));
+             codec::ListMap({"rank"}));
   v.Optional("resourceClaimName", self.resource_claim_name,
              "the shared ResourceClaim the gang's pods reference",
-             fields::MaxLength(kMaxDnsSubdomainLength));
-  v.Optional("conditions", self.conditions, "conditions of the gang", fields::ListMap({"type"}));
-  v.Optional("observedGeneration", self.observed_generation,
-             "metadata.generation the status was computed for", fields::Minimum(0));
+             codec::MaxLength(kMaxDnsSubdomainLength));
+  internal::VisitStatusConditions(v, self, "gang");
 }
 
-template <typename V, fields::FieldsOf<AcceleratorGang> S>
+template <typename V, codec::FieldsOf<AcceleratorGang> S>
 void VisitFields(V& v, S& self) {
   v.Required("spec", self.spec, "what the gang asks for");
   v.Optional("status", self.status, "where the controller placed the gang");
@@ -105,10 +102,6 @@ json AcceleratorGangSchema() {
 
 namespace {
 
-std::string Path(std::string_view base, size_t i) {
-  return std::string(base) + "[" + std::to_string(i) + "]";
-}
-
 Status ValidateGangStatus(const AcceleratorGang& gang) {
   const AcceleratorGangStatus& s = gang.status;
   // node name -> its devices
@@ -116,7 +109,7 @@ Status ValidateGangStatus(const AcceleratorGang& gang) {
   std::set<int64_t> ranks;
   for (size_t i = 0; i < s.nodes.size(); ++i) {
     const GangNode& n = s.nodes[i];
-    const std::string path = Path("status.nodes", i);
+    const std::string path = ElementPath("status.nodes", i);
     RETURN_IF_ERROR(ValidateNodeName(n.name, path + ".name"));
     if (n.rank >= static_cast<int64_t>(s.nodes.size()) || !ranks.insert(n.rank).second) {
       return InvalidArgumentError(path + ".rank: " + std::to_string(n.rank) +
@@ -125,7 +118,7 @@ Status ValidateGangStatus(const AcceleratorGang& gang) {
     }
     std::set<std::string>& devices = nodes[n.name];
     for (size_t j = 0; j < n.devices.size(); ++j) {
-      RETURN_IF_ERROR(ValidateDnsLabel(n.devices[j], Path(path + ".devices", j)));
+      RETURN_IF_ERROR(ValidateDnsLabel(n.devices[j], ElementPath(path + ".devices", j)));
       devices.insert(n.devices[j]);
     }
     if (s.phase == "Placed" &&
@@ -147,7 +140,7 @@ Status ValidateGangStatus(const AcceleratorGang& gang) {
   std::set<std::pair<std::string, std::string>> used;
   for (size_t i = 0; i < s.rank_table.size(); ++i) {
     const GangRank& r = s.rank_table[i];
-    const std::string path = Path("status.rankTable", i);
+    const std::string path = ElementPath("status.rankTable", i);
     if (r.rank >= static_cast<int64_t>(s.rank_table.size()) || !ranks.insert(r.rank).second) {
       return InvalidArgumentError(path + ".rank: " + std::to_string(r.rank) +
                                   " is out of range or taken; ranks are 0.." +
@@ -165,14 +158,7 @@ Status ValidateGangStatus(const AcceleratorGang& gang) {
       return InvalidArgumentError(path + ": device " + r.node + "/" + r.device + " has two ranks");
     }
   }
-  std::set<std::string> types;
-  for (size_t i = 0; i < s.conditions.size(); ++i) {
-    if (!types.insert(s.conditions[i].type).second) {
-      return InvalidArgumentError(Path("status.conditions", i) + ".type: duplicate condition \"" +
-                                  s.conditions[i].type + "\"");
-    }
-  }
-  return OkStatus();
+  return internal::CheckConditionTypes(s.conditions, "status.conditions");
 }
 
 }  // namespace

@@ -1,21 +1,19 @@
 #include "api/accelerator_gang.h"
 
 #include <catch2/catch.hpp>
-#include <functional>
 #include <string>
 #include <vector>
 
+#include "api/testing/codec_checks.h"
 #include "api/testing/inventory_examples.h"
 
 namespace xpu::api {
 namespace {
 
-using Catch::Matchers::StartsWith;
 using nlohmann::json;
 
 TEST_CASE("AcceleratorGang survives object -> JSON -> object") {
-  const AcceleratorGang gang = testing::ExampleAcceleratorGang();
-  const json doc = ToJson(gang);
+  const json doc = testing::CheckObjectRoundTrip(testing::ExampleAcceleratorGang());
   CHECK(doc["apiVersion"] == "xpu.dra.dev/v1alpha1");
   CHECK(doc["kind"] == "AcceleratorGang");
   CHECK(doc["spec"] == json{{"nodes", 2},
@@ -26,10 +24,6 @@ TEST_CASE("AcceleratorGang survives object -> JSON -> object") {
   CHECK(
       doc["status"]["rankTable"][3] ==
       json{{"rank", 3}, {"node", "node-a3-2"}, {"device", "npu-3"}, {"ipAddress", "192.168.1.13"}});
-  StatusOr<AcceleratorGang> back = FromJson<AcceleratorGang>(doc);
-  REQUIRE(back.ok());
-  CHECK(*back == gang);
-  CHECK(ToJson(*back) == doc);
 }
 
 TEST_CASE("A new AcceleratorGang has a spec and no status") {
@@ -39,23 +33,18 @@ TEST_CASE("A new AcceleratorGang has a spec and no status") {
     "spec": {"nodes": 4, "devicesPerNode": 8, "capabilityClass": "h200"},
     "extra": {"kept": true}
   })");
-  StatusOr<AcceleratorGang> gang = FromJson<AcceleratorGang>(doc);
-  REQUIRE(gang.ok());
-  CHECK(gang->spec.nodes == 4);
-  CHECK(gang->status == AcceleratorGangStatus{});
-  CHECK(ToJson(*gang) == doc);  // no empty status written; unknown members kept
+  // No empty status written; unknown members kept.
+  AcceleratorGang gang = testing::CheckJsonRoundTrip<AcceleratorGang>(doc);
+  CHECK(gang.spec.nodes == 4);
+  CHECK(gang.status == AcceleratorGangStatus{});
   // The API server would prune the unknown member; validation rejects it.
-  CHECK(ValidateAcceleratorGang(*gang).message() == "extra: unknown field");
-  gang->unknown = json::object();
-  CHECK(ValidateAcceleratorGang(*gang).ok());
+  CHECK(ValidateAcceleratorGang(gang).message() == "extra: unknown field");
+  gang.unknown = json::object();
+  CHECK(ValidateAcceleratorGang(gang).ok());
 }
 
 TEST_CASE("AcceleratorGang decoding names the JSON path of the problem") {
-  struct Case {
-    std::function<void(json&)> edit;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<testing::EditCase<json>> cases = {
       {[](json& d) { d.erase("spec"); }, "spec: missing required field"},
       {[](json& d) { d["spec"].erase("devicesPerNode"); },
        "spec.devicesPerNode: missing required field"},
@@ -64,23 +53,13 @@ TEST_CASE("AcceleratorGang decoding names the JSON path of the problem") {
        "status.nodes[1].devices[0]: expected a string"},
       {[](json& d) { d["apiVersion"] = "xpu.dra.dev/v1"; }, "apiVersion"},
   };
-  for (const Case& c : cases) {
-    json doc = ToJson(testing::ExampleAcceleratorGang());
-    c.edit(doc);
-    StatusOr<AcceleratorGang> gang = FromJson<AcceleratorGang>(doc);
-    INFO(doc.dump());
-    REQUIRE_FALSE(gang.ok());
-    CHECK_THAT(gang.status().message(), StartsWith(c.message));
-  }
+  testing::CheckEditsFail(ToJson(testing::ExampleAcceleratorGang()), cases,
+                          FromJson<AcceleratorGang>);
 }
 
 TEST_CASE("ValidateAcceleratorGang accepts the example and names the first broken rule") {
   REQUIRE(ValidateAcceleratorGang(testing::ExampleAcceleratorGang()).ok());
-  struct Case {
-    std::function<void(AcceleratorGang&)> edit;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<testing::EditCase<AcceleratorGang>> cases = {
       {[](AcceleratorGang& g) { g.metadata.name = "Train"; }, "metadata.name: \"Train\""},
       {[](AcceleratorGang& g) { g.metadata.name = std::string(59, 'a'); },
        "metadata.name: must be at most 58 bytes"},
@@ -122,15 +101,7 @@ TEST_CASE("ValidateAcceleratorGang accepts the example and names the first broke
       {[](AcceleratorGang& g) { g.status.conditions[0].last_transition_time.clear(); },
        "status.conditions[0].lastTransitionTime"},
   };
-  for (const Case& c : cases) {
-    AcceleratorGang gang = testing::ExampleAcceleratorGang();
-    c.edit(gang);
-    const Status status = ValidateAcceleratorGang(gang);
-    INFO(c.message);
-    REQUIRE_FALSE(status.ok());
-    CHECK(status.code() == StatusCode::kInvalidArgument);
-    CHECK_THAT(status.message(), StartsWith(c.message));
-  }
+  testing::CheckEditsFail(testing::ExampleAcceleratorGang(), cases, ValidateAcceleratorGang);
 }
 
 TEST_CASE("A pending or failed gang needs no nodes") {

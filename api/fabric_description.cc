@@ -2,62 +2,20 @@
 
 #include <utility>
 
-#include "api/internal/json_fields.h"
+#include "api/codec/codec.h"
+#include "api/internal/description_fields.h"
 
 namespace xpu::api {
 namespace {
 
-using internal::AsBandwidth;
-using internal::AsList;
-using internal::AsString;
-using internal::CheckConstant;
-using internal::CheckObject;
-using internal::Field;
-using internal::IntAtLeast;
+using codec::Field;
+using internal::Bandwidth;
 using internal::kUnbounded;
-using internal::Number;
-using internal::Optional;
-using internal::Required;
-using internal::UnknownName;
 using nlohmann::json;
 using topology::DomainSpec;
 using topology::FabricNodeSpec;
 using topology::FabricSpec;
 using topology::TierSpec;
-
-StatusOr<TierSpec> AsTier(const Field& f) {
-  RETURN_IF_ERROR(CheckObject(f, {"name", "bandwidthGBps"}));
-  TierSpec tier;
-  RETURN_IF_ERROR(Required(f.Member("name"), AsString, &tier.name));
-  RETURN_IF_ERROR(Optional(f.Member("bandwidthGBps"), AsBandwidth, &tier.bandwidth_gbps));
-  return tier;
-}
-
-// Tier names are what domains refer to, so they must be unique; Fabric::Build works on indexes
-// and does not look at them.
-Status CheckTierNames(const Field& f, const std::vector<TierSpec>& tiers) {
-  for (size_t i = 0; i < tiers.size(); ++i) {
-    const Field name = f.Element(i).Member("name");
-    if (tiers[i].name.empty()) return name.Error("must not be empty");
-    for (size_t j = 0; j < i; ++j) {
-      if (tiers[j].name == tiers[i].name) return name.Error("duplicate tier " + tiers[i].name);
-    }
-  }
-  return OkStatus();
-}
-
-// A tier name, as its index in `tiers`.
-auto TierIndex(const std::vector<TierSpec>& tiers) {
-  return [&tiers](const Field& f) -> StatusOr<int> {
-    ASSIGN_OR_RETURN(std::string name, AsString(f));
-    std::vector<std::string> known;
-    for (size_t i = 0; i < tiers.size(); ++i) {
-      if (tiers[i].name == name) return static_cast<int>(i);
-      known.push_back(tiers[i].name);
-    }
-    return UnknownName(f, "tier", name, known);
-  };
-}
 
 // A node and its free devices.
 struct NodeEntry {
@@ -65,49 +23,110 @@ struct NodeEntry {
   int free_devices = 0;
 };
 
-StatusOr<NodeEntry> AsNode(const Field& f) {
-  RETURN_IF_ERROR(CheckObject(f, {"name", "domain", "freeDevices"}));
-  NodeEntry node;
-  RETURN_IF_ERROR(Required(f.Member("name"), AsString, &node.spec.name));
-  RETURN_IF_ERROR(Optional(f.Member("domain"), AsString, &node.spec.domain));
-  RETURN_IF_ERROR(Optional(f.Member("freeDevices"), IntAtLeast(0), &node.free_devices));
-  return node;
-}
+// The whole file.
+struct Document {
+  std::string api_version;
+  std::string kind;
+  std::string name;
+  std::vector<TierSpec> tiers;
+  std::vector<DomainSpec> domains;
+  std::vector<NodeEntry> nodes;
+};
+
+struct TierFields {
+  template <typename V, typename S>
+  void operator()(V& v, S& tier) const {
+    v.Required("name", tier.name);
+    v.Optional("bandwidthGBps", tier.bandwidth_gbps, Bandwidth{});
+  }
+};
+
+// The tiers. Their names are what domains refer to, so they must be unique; Fabric::Build works
+// on indexes and does not look at them.
+struct TierList {
+  internal::Entries<internal::Fields<TierFields>> entries =
+      internal::StructList(0, kUnbounded, TierFields{});
+
+  Status Read(const Field& f, std::vector<TierSpec>* tiers) const {
+    RETURN_IF_ERROR(entries.Read(f, tiers));
+    for (size_t i = 0; i < tiers->size(); ++i) {
+      const Field name = f.Element(i).Member("name");
+      const std::string& tier = (*tiers)[i].name;
+      if (tier.empty()) return name.Error("must not be empty");
+      for (size_t j = 0; j < i; ++j) {
+        if ((*tiers)[j].name == tier) return name.Error("duplicate tier " + tier);
+      }
+    }
+    return OkStatus();
+  }
+  json Write(const std::vector<TierSpec>& tiers) const { return entries.Write(tiers); }
+};
+
+// A tier by name, as its index in `tiers`.
+struct TierName {
+  const std::vector<TierSpec>* tiers;
+
+  Status Read(const Field& f, int* out) const {
+    std::string name;
+    RETURN_IF_ERROR(codec::Read(f, &name));
+    std::vector<std::string> known;
+    for (size_t i = 0; i < tiers->size(); ++i) {
+      if ((*tiers)[i].name == name) {
+        *out = static_cast<int>(i);
+        return OkStatus();
+      }
+      known.push_back((*tiers)[i].name);
+    }
+    return codec::UnknownName(f, "tier", name, known);
+  }
+  json Write(int tier) const {
+    const bool known = tier >= 0 && static_cast<size_t>(tier) < tiers->size();
+    return known ? (*tiers)[static_cast<size_t>(tier)].name : "";
+  }
+};
+
+struct DomainFields {
+  const std::vector<TierSpec>* tiers;
+
+  template <typename V, typename S>
+  void operator()(V& v, S& domain) const {
+    v.Required("name", domain.name);
+    v.Required("tier", domain.tier, TierName{tiers});
+    v.Optional("parent", domain.parent);
+  }
+};
+
+struct NodeFields {
+  template <typename V, typename S>
+  void operator()(V& v, S& node) const {
+    v.Required("name", node.spec.name);
+    v.Optional("domain", node.spec.domain);
+    v.Optional("freeDevices", node.free_devices, internal::IntAtLeast{0});
+  }
+};
+
+struct DocumentFields {
+  template <typename V, typename S>
+  void operator()(V& v, S& doc) const {
+    v.Optional("apiVersion", doc.api_version, internal::Constant{kFabricDescriptionApiVersion});
+    v.Optional("kind", doc.kind, internal::Constant{kFabricDescriptionKind});
+    v.Required("name", doc.name);
+    v.Required("tiers", doc.tiers, TierList{});
+    v.Required("domains", doc.domains,
+               internal::StructList(0, kUnbounded, DomainFields{&doc.tiers}));
+    v.Required("nodes", doc.nodes, internal::StructList(0, kUnbounded, NodeFields{}));
+  }
+};
 
 }  // namespace
 
 StatusOr<FabricSpec> ParseFabricDescription(const json& doc, std::vector<int>* free_devices) {
-  const Field root{&doc, ""};
-  RETURN_IF_ERROR(CheckObject(root, {"apiVersion", "kind", "name", "tiers", "domains", "nodes"}));
-  RETURN_IF_ERROR(CheckConstant(root.Member("apiVersion"), kFabricDescriptionApiVersion));
-  RETURN_IF_ERROR(CheckConstant(root.Member("kind"), kFabricDescriptionKind));
-  std::string name;
-  RETURN_IF_ERROR(Required(root.Member("name"), AsString, &name));
-  FabricSpec spec;
-  const Field tiers = root.Member("tiers");
-  RETURN_IF_ERROR(Required(
-      tiers, [](const Field& f) { return AsList<TierSpec>(f, 0, kUnbounded, AsTier); },
-      &spec.tiers));
-  RETURN_IF_ERROR(CheckTierNames(tiers, spec.tiers));
-  auto as_domain = [&spec](const Field& f) -> StatusOr<DomainSpec> {
-    RETURN_IF_ERROR(CheckObject(f, {"name", "tier", "parent"}));
-    DomainSpec domain;
-    RETURN_IF_ERROR(Required(f.Member("name"), AsString, &domain.name));
-    RETURN_IF_ERROR(Required(f.Member("tier"), TierIndex(spec.tiers), &domain.tier));
-    RETURN_IF_ERROR(Optional(f.Member("parent"), AsString, &domain.parent));
-    return domain;
-  };
-  RETURN_IF_ERROR(Required(
-      root.Member("domains"),
-      [&](const Field& f) { return AsList<DomainSpec>(f, 0, kUnbounded, as_domain); },
-      &spec.domains));
-  std::vector<NodeEntry> nodes;
-  RETURN_IF_ERROR(Required(
-      root.Member("nodes"),
-      [](const Field& f) { return AsList<NodeEntry>(f, 0, kUnbounded, AsNode); }, &nodes));
+  Document read;
+  RETURN_IF_ERROR(codec::ReadFields(Field{&doc, ""}, &read, DocumentFields{}));
+  FabricSpec spec{std::move(read.tiers), std::move(read.domains), {}};
   std::vector<int> free;
-  free.reserve(nodes.size());
-  for (NodeEntry& node : nodes) {
+  free.reserve(read.nodes.size());
+  for (NodeEntry& node : read.nodes) {
     spec.nodes.push_back(std::move(node.spec));
     free.push_back(node.free_devices);
   }
@@ -118,7 +137,7 @@ StatusOr<FabricSpec> ParseFabricDescription(const json& doc, std::vector<int>* f
 StatusOr<FabricSpec> ReadFabricDescriptionFile(const std::string& path,
                                                std::vector<int>* free_devices) {
   const std::string context = "read fabric " + path;
-  ASSIGN_OR_RETURN(const json doc, internal::ReadJsonFile(path, context));
+  ASSIGN_OR_RETURN(const json doc, codec::ReadJsonFile(path, context));
   StatusOr<FabricSpec> spec = ParseFabricDescription(doc, free_devices);
   if (!spec.ok()) return spec.status().WithContext(context);
   return spec;
@@ -126,31 +145,11 @@ StatusOr<FabricSpec> ReadFabricDescriptionFile(const std::string& path,
 
 json FabricDescriptionToJson(const FabricSpec& spec, std::span<const int> free_devices,
                              std::string_view name) {
-  json doc = {{"apiVersion", std::string(kFabricDescriptionApiVersion)},
-              {"kind", std::string(kFabricDescriptionKind)},
-              {"name", std::string(name)}};
-  json& tiers = doc["tiers"] = json::array();
-  for (const TierSpec& t : spec.tiers) {
-    json tier = {{"name", t.name}};
-    if (t.bandwidth_gbps > 0) tier["bandwidthGBps"] = Number(t.bandwidth_gbps);
-    tiers.push_back(std::move(tier));
-  }
-  json& domains = doc["domains"] = json::array();
-  for (const DomainSpec& d : spec.domains) {
-    const bool known_tier = d.tier >= 0 && static_cast<size_t>(d.tier) < spec.tiers.size();
-    json domain = {{"name", d.name},
-                   {"tier", known_tier ? spec.tiers[static_cast<size_t>(d.tier)].name : ""}};
-    if (!d.parent.empty()) domain["parent"] = d.parent;
-    domains.push_back(std::move(domain));
-  }
-  json& nodes = doc["nodes"] = json::array();
+  Document doc{"", "", std::string(name), spec.tiers, spec.domains, {}};
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
-    json node = {{"name", spec.nodes[i].name}};
-    if (!spec.nodes[i].domain.empty()) node["domain"] = spec.nodes[i].domain;
-    if (i < free_devices.size() && free_devices[i] > 0) node["freeDevices"] = free_devices[i];
-    nodes.push_back(std::move(node));
+    doc.nodes.push_back({spec.nodes[i], i < free_devices.size() ? free_devices[i] : 0});
   }
-  return doc;
+  return codec::WriteFields(doc, DocumentFields{});
 }
 
 }  // namespace xpu::api

@@ -1,28 +1,25 @@
 // Writes one example of each resource.k8s.io object in each served version (v1, v1beta2,
 // v1beta1) to DIR/<kind>-<version>.json, for scripts/check-openapi-examples.
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "api/resource.h"
+#include "api/testing/generator.h"
 #include "api/testing/resource_examples.h"
+
+constexpr const char* kHelp =
+    "Writes one example of each resource.k8s.io object in v1, v1beta2 and v1beta1 to DIR, for\n"
+    "the check against the upstream OpenAPI schema (scripts/check-openapi-examples).\n";
 
 int main(int argc, char** argv) {
   using xpu::api::resource::ConvertResource;
   using xpu::api::resource::ResourceVersion;
-  if (argc == 2 && (std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0)) {
-    std::printf(
-        "usage: gen-resource-examples DIR\n"
-        "Writes one example of each resource.k8s.io object in v1, v1beta2 and v1beta1 to DIR, for\n"
-        "the check against the upstream OpenAPI schema (scripts/check-openapi-examples).\n");
-    return 0;
-  }
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: gen-resource-examples DIR\n");
-    return 2;
+  if (auto exit = xpu::api::testing::CheckGeneratorArgs(
+          argc, argv, 1, "usage: gen-resource-examples DIR\n", kHelp)) {
+    return *exit;
   }
   const std::string dir = argv[1];
   namespace t = xpu::api::testing;

@@ -2,18 +2,18 @@
 
 #include <algorithm>
 #include <array>
+#include <set>
 #include <utility>
 
-#include "api/internal/codec.h"
+#include "api/codec/codec.h"
 #include "api/internal/meta_codec.h"
 
 namespace xpu::api {
 namespace {
 
-using internal::Field;
-using internal::ObjectReader;
-using internal::ObjectWriter;
-using internal::ReadRoot;
+using codec::Field;
+using codec::ObjectReader;
+using codec::ObjectWriter;
 using nlohmann::json;
 
 constexpr std::array<std::string_view, 5> kWatchEventTypeNames = {"ADDED", "MODIFIED", "DELETED",
@@ -21,72 +21,34 @@ constexpr std::array<std::string_view, 5> kWatchEventTypeNames = {"ADDED", "MODI
 
 }  // namespace
 
-// Not in the unnamed namespace: the generic helpers of codec.h find these by argument-dependent
-// lookup.
-Status Read(const Field& f, OwnerReference* out) {
-  ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(f));
-  RETURN_IF_ERROR(r.Required("apiVersion", &out->api_version));
-  RETURN_IF_ERROR(r.Required("kind", &out->kind));
-  RETURN_IF_ERROR(r.Required("name", &out->name));
-  RETURN_IF_ERROR(r.Required("uid", &out->uid));
-  RETURN_IF_ERROR(r.Optional("controller", &out->controller));
-  RETURN_IF_ERROR(r.Optional("blockOwnerDeletion", &out->block_owner_deletion));
-  out->unknown = r.Unknown();
-  return OkStatus();
+template <typename V, codec::FieldsOf<ListMeta> S>
+void VisitFields(V& v, S& self) {
+  v.Optional("resourceVersion", self.resource_version);
+  v.Optional("continue", self.continue_token);
 }
 
-json Write(const OwnerReference& ref) {
-  ObjectWriter w;
-  w.Set("apiVersion", ref.api_version);
-  w.Set("kind", ref.kind);
-  w.Set("name", ref.name);
-  w.Set("uid", ref.uid);
-  w.Optional("controller", ref.controller);
-  w.Optional("blockOwnerDeletion", ref.block_owner_deletion);
-  return std::move(w).Finish(ref.unknown);
+template <typename V, codec::FieldsOf<ApiStatusDetails> S>
+void VisitFields(V& v, S& self) {
+  v.Optional("name", self.name);
+  v.Optional("group", self.group);
+  v.Optional("kind", self.kind);
 }
 
-Status Read(const Field& f, ListMeta* out) {
-  ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(f));
-  RETURN_IF_ERROR(r.Optional("resourceVersion", &out->resource_version));
-  RETURN_IF_ERROR(r.Optional("continue", &out->continue_token));
-  out->unknown = r.Unknown();
-  return OkStatus();
+template <typename V, codec::FieldsOf<ApiStatus> S>
+void VisitFields(V& v, S& self) {
+  v.Optional("status", self.status);
+  v.Optional("message", self.message);
+  v.Optional("reason", self.reason);
+  v.Optional("code", self.code);
+  v.Optional("details", self.details);
 }
 
+// Not in the unnamed namespace: the generic helpers of api/codec/codec.h find these by
+// argument-dependent lookup. TypeMeta is read from whole objects, so it ignores the other members.
 Status Read(const Field& f, TypeMeta* out) {
   ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(f));
   RETURN_IF_ERROR(r.Optional("apiVersion", &out->api_version));
   return r.Optional("kind", &out->kind);
-}
-
-Status Read(const Field& f, ApiStatusDetails* out) {
-  ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(f));
-  RETURN_IF_ERROR(r.Optional("name", &out->name));
-  RETURN_IF_ERROR(r.Optional("group", &out->group));
-  RETURN_IF_ERROR(r.Optional("kind", &out->kind));
-  out->unknown = r.Unknown();
-  return OkStatus();
-}
-
-json Write(const ApiStatusDetails& details) {
-  ObjectWriter w;
-  w.NonEmpty("name", details.name);
-  w.NonEmpty("group", details.group);
-  w.NonEmpty("kind", details.kind);
-  return std::move(w).Finish(details.unknown);
-}
-
-Status Read(const Field& f, ApiStatus* out) {
-  ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(f));
-  RETURN_IF_ERROR(internal::CheckTypeMeta(r, "v1", "Status"));
-  RETURN_IF_ERROR(r.Optional("status", &out->status));
-  RETURN_IF_ERROR(r.Optional("message", &out->message));
-  RETURN_IF_ERROR(r.Optional("reason", &out->reason));
-  RETURN_IF_ERROR(r.Optional("code", &out->code));
-  RETURN_IF_ERROR(r.Optional("details", &out->details));
-  out->unknown = r.Unknown();
-  return OkStatus();
 }
 
 Status Read(const Field& f, WatchEvent* out) {
@@ -95,57 +57,37 @@ Status Read(const Field& f, WatchEvent* out) {
   RETURN_IF_ERROR(r.Required("type", &type));
   const auto* it = std::find(kWatchEventTypeNames.begin(), kWatchEventTypeNames.end(), type);
   if (it == kWatchEventTypeNames.end()) {
-    return internal::UnknownName(f.Member("type"), "watch event type", type,
-                                 {kWatchEventTypeNames.begin(), kWatchEventTypeNames.end()});
+    return codec::UnknownName(f.Member("type"), "watch event type", type,
+                              {kWatchEventTypeNames.begin(), kWatchEventTypeNames.end()});
   }
   out->type = static_cast<WatchEventType>(it - kWatchEventTypeNames.begin());
   const Field object = r.Take("object");
   if (object.value == nullptr) return object.Error("missing required field");
-  if (!object.value->is_object()) return internal::Expected(object, "an object");
+  if (!object.value->is_object()) return codec::Expected(object, "an object");
   out->object = *object.value;
   return OkStatus();
 }
 
-Status Read(const Field& f, ObjectMeta* out) {
-  ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(f));
-  RETURN_IF_ERROR(r.Optional("name", &out->name));
-  RETURN_IF_ERROR(r.Optional("generateName", &out->generate_name));
-  RETURN_IF_ERROR(r.Optional("namespace", &out->namespace_name));
-  RETURN_IF_ERROR(r.Optional("uid", &out->uid));
-  RETURN_IF_ERROR(r.Optional("resourceVersion", &out->resource_version));
-  RETURN_IF_ERROR(r.Optional("generation", &out->generation));
-  RETURN_IF_ERROR(r.Optional("creationTimestamp", &out->creation_timestamp));
-  RETURN_IF_ERROR(r.Optional("deletionTimestamp", &out->deletion_timestamp));
-  RETURN_IF_ERROR(r.Optional("labels", &out->labels));
-  RETURN_IF_ERROR(r.Optional("annotations", &out->annotations));
-  RETURN_IF_ERROR(r.Optional("ownerReferences", &out->owner_references));
-  RETURN_IF_ERROR(r.Optional("finalizers", &out->finalizers));
-  out->unknown = r.Unknown();
+namespace internal {
+
+Status CheckConditionTypes(const std::vector<Condition>& conditions, std::string_view path) {
+  std::set<std::string> types;
+  for (size_t i = 0; i < conditions.size(); ++i) {
+    if (!types.insert(conditions[i].type).second) {
+      return InvalidArgumentError(ElementPath(path, i) + ".type: duplicate condition \"" +
+                                  conditions[i].type + "\"");
+    }
+  }
   return OkStatus();
 }
 
-json Write(const ObjectMeta& meta) {
-  ObjectWriter w;
-  w.NonEmpty("name", meta.name);
-  w.NonEmpty("generateName", meta.generate_name);
-  w.NonEmpty("namespace", meta.namespace_name);
-  w.NonEmpty("uid", meta.uid);
-  w.NonEmpty("resourceVersion", meta.resource_version);
-  w.NonZero("generation", meta.generation);
-  w.NonEmpty("creationTimestamp", meta.creation_timestamp);
-  w.Optional("deletionTimestamp", meta.deletion_timestamp);
-  w.NonEmpty("labels", meta.labels);
-  w.NonEmpty("annotations", meta.annotations);
-  w.NonEmpty("ownerReferences", meta.owner_references);
-  w.NonEmpty("finalizers", meta.finalizers);
-  return std::move(w).Finish(meta.unknown);
+std::string ElementPath(std::string_view base, size_t i) {
+  return std::string(base) + "[" + std::to_string(i) + "]";
 }
 
-namespace internal {
-
 Status CheckTypeMeta(ObjectReader& reader, std::string_view api_version, std::string_view kind) {
-  RETURN_IF_ERROR(CheckConstant(reader.Take("apiVersion"), api_version));
-  return CheckConstant(reader.Take("kind"), kind);
+  RETURN_IF_ERROR(codec::CheckConstant(reader.Take("apiVersion"), api_version));
+  return codec::CheckConstant(reader.Take("kind"), kind);
 }
 
 }  // namespace internal
@@ -156,23 +98,23 @@ std::string_view WatchEventTypeName(WatchEventType type) {
 
 template <>
 StatusOr<TypeMeta> FromJson<TypeMeta>(const json& json) {
-  return ReadRoot<TypeMeta>(json);
+  return codec::Decode<TypeMeta>(json);
 }
 template <>
 StatusOr<ObjectMeta> FromJson<ObjectMeta>(const json& json) {
-  return ReadRoot<ObjectMeta>(json);
+  return codec::Decode<ObjectMeta>(json);
 }
 template <>
 StatusOr<ListMeta> FromJson<ListMeta>(const json& json) {
-  return ReadRoot<ListMeta>(json);
+  return codec::Decode<ListMeta>(json);
 }
 template <>
 StatusOr<WatchEvent> FromJson<WatchEvent>(const json& json) {
-  return ReadRoot<WatchEvent>(json);
+  return codec::Decode<WatchEvent>(json);
 }
 template <>
 StatusOr<ApiStatus> FromJson<ApiStatus>(const json& json) {
-  return ReadRoot<ApiStatus>(json);
+  return internal::ReadObject<ApiStatus>(json, "v1", "Status");
 }
 
 json ToJson(const TypeMeta& type) {
@@ -182,29 +124,14 @@ json ToJson(const TypeMeta& type) {
   return std::move(w).Finish(json::object());
 }
 
-json ToJson(const ObjectMeta& meta) { return Write(meta); }
+json ToJson(const ObjectMeta& meta) { return codec::Encode(meta); }
 
-json ToJson(const ListMeta& meta) {
-  ObjectWriter w;
-  w.NonEmpty("resourceVersion", meta.resource_version);
-  w.NonEmpty("continue", meta.continue_token);
-  return std::move(w).Finish(meta.unknown);
-}
+json ToJson(const ListMeta& meta) { return codec::Encode(meta); }
 
 json ToJson(const WatchEvent& event) {
   return {{"type", WatchEventTypeName(event.type)}, {"object", event.object}};
 }
 
-json ToJson(const ApiStatus& status) {
-  ObjectWriter w;
-  w.Set("apiVersion", std::string("v1"));
-  w.Set("kind", std::string("Status"));
-  w.NonEmpty("status", status.status);
-  w.NonEmpty("message", status.message);
-  w.NonEmpty("reason", status.reason);
-  w.NonZero("code", status.code);
-  w.Optional("details", status.details);
-  return std::move(w).Finish(status.unknown);
-}
+json ToJson(const ApiStatus& status) { return internal::WriteObject(status, "v1", "Status"); }
 
 }  // namespace xpu::api

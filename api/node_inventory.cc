@@ -5,8 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "api/codec/codec.h"
 #include "api/internal/meta_codec.h"
-#include "api/internal/object_fields.h"
 #include "api/openapi_schema.h"
 #include "api/quantity.h"
 #include "api/validation.h"
@@ -14,10 +14,9 @@
 
 namespace xpu::api {
 
-namespace fields = internal;
-
 namespace {
 
+using internal::ElementPath;
 using nlohmann::json;
 
 // Patterns shared by the schema and the messages.
@@ -79,141 +78,136 @@ constexpr std::array<VocabularyEntry, 21> kVocabulary = {{
 
 // ---- Field lists (codec and schema) ----
 
-template <typename V, fields::FieldsOf<InventoryAttribute> S>
+template <typename V, codec::FieldsOf<InventoryAttribute> S>
 void VisitFields(V& v, S& self) {
   v.Optional("int", self.int_value, "integer value");
   v.Optional("bool", self.bool_value, "boolean value");
-  v.Optional("string", self.string_value, "string value, at most 64 bytes", fields::MaxLength(64));
-  v.Optional("version", self.version, "semantic version 2.0.0", fields::MaxLength(64));
+  v.Optional("string", self.string_value, "string value, at most 64 bytes", codec::MaxLength(64));
+  v.Optional("version", self.version, "semantic version 2.0.0", codec::MaxLength(64));
 }
 
-template <typename V, fields::FieldsOf<InventoryDevice> S>
+template <typename V, codec::FieldsOf<InventoryDevice> S>
 void VisitFields(V& v, S& self) {
-  v.Required("name", self.name, "device name, <kind>-<index>", fields::MaxLength(63),
-             fields::Pattern(kDnsLabelPattern));
-  v.Optional("vendor", self.vendor, "vendor, e.g. huawei, nvidia", fields::MaxLength(64));
-  v.Optional("model", self.model, "model, e.g. Ascend910B3, H200", fields::MaxLength(64));
+  v.Required("name", self.name, "device name, <kind>-<index>", codec::MaxLength(63),
+             codec::Pattern(kDnsLabelPattern));
+  v.Optional("vendor", self.vendor, "vendor, e.g. huawei, nvidia", codec::MaxLength(64));
+  v.Optional("model", self.model, "model, e.g. Ascend910B3, H200", codec::MaxLength(64));
   v.Required("kind", self.kind, "device kind: npu, gpu, dcu, mlu, gcu, xpu, ...",
-             fields::MaxLength(63), fields::Pattern(kDnsLabelPattern));
-  v.Required("index", self.index, "the vendor's physical index", fields::Minimum(0),
-             fields::Maximum(kMaxInt));
-  v.Optional("uuid", self.uuid, "the vendor's device id", fields::MaxLength(64));
+             codec::MaxLength(63), codec::Pattern(kDnsLabelPattern));
+  v.Required("index", self.index, "the vendor's physical index", codec::Minimum(0),
+             codec::Maximum(kMaxInt));
+  v.Optional("uuid", self.uuid, "the vendor's device id", codec::MaxLength(64));
   v.Optional("pciAddress", self.pci_address, "PCI address (BDF) of the device",
-             fields::Pattern(kPciAddressPattern));
+             codec::Pattern(kPciAddressPattern));
   v.Optional("pcieRoot", self.pcie_root, "PCIe root complex, as resource.kubernetes.io/pcieRoot",
-             fields::Pattern(kPcieRootPattern));
+             codec::Pattern(kPcieRootPattern));
   v.Optional("pciePath", self.pcie_path,
              "PCIe path: the root complex, then each bridge's BDF and the device's own",
-             fields::MaxItems(16), fields::ListAtomic());
-  v.Optional("numaNode", self.numa_node, "NUMA node; absent when unknown", fields::Minimum(0),
-             fields::Maximum(kMaxInt));
+             codec::MaxItems(16), codec::ListAtomic());
+  v.Optional("numaNode", self.numa_node, "NUMA node; absent when unknown", codec::Minimum(0),
+             codec::Maximum(kMaxInt));
   v.Optional("memory", self.memory, "device memory, a quantity such as 64Gi",
-             fields::Pattern(kQuantityPattern));
+             codec::Pattern(kQuantityPattern));
   v.Optional("driverVersion", self.driver_version, "driver version as reported",
-             fields::MaxLength(64));
+             codec::MaxLength(64));
   v.Optional("firmwareVersion", self.firmware_version, "firmware version as reported",
-             fields::MaxLength(64));
+             codec::MaxLength(64));
   v.Optional("health", self.health, "device health",
-             fields::Enum({"Healthy", "Unhealthy", "Unknown"}));
+             codec::Enum({"Healthy", "Unhealthy", "Unknown"}));
   v.Optional("attributes", self.attributes,
              "device attributes of the driver's vocabulary, as published in ResourceSlices",
-             fields::MaxProperties(32));
+             codec::MaxProperties(32));
   v.Optional("sources", self.sources,
              "where each fact came from: fact (topology, memory, health, ...) -> source",
-             fields::Items(fields::Enum(InventorySources())));
+             codec::Items(codec::Enum(InventorySources())));
 }
 
-template <typename V, fields::FieldsOf<InventoryLink> S>
+template <typename V, codec::FieldsOf<InventoryLink> S>
 void VisitFields(V& v, S& self) {
-  v.Required("a", self.a, "one device of the link", fields::MaxLength(63));
-  v.Required("b", self.b, "the other device", fields::MaxLength(63));
-  v.Required("type", self.type, "link type", fields::Enum(LinkTypeNames()));
+  v.Required("a", self.a, "one device of the link", codec::MaxLength(63));
+  v.Required("b", self.b, "the other device", codec::MaxLength(63));
+  v.Required("type", self.type, "link type", codec::Enum(LinkTypeNames()));
   v.Required("bandwidthGBps", self.bandwidth_gbps, "bandwidth in GB/s, one direction",
-             fields::ExclusiveMinimum(0), fields::Maximum(1000000));
-  v.Optional("state", self.state, "link state; absent means up", fields::Enum({"up", "down"}));
-  v.Optional("source", self.source, "how the link was found", fields::Enum(InventorySources()));
+             codec::ExclusiveMinimum(0), codec::Maximum(1000000));
+  v.Optional("state", self.state, "link state; absent means up", codec::Enum({"up", "down"}));
+  v.Optional("source", self.source, "how the link was found", codec::Enum(InventorySources()));
 }
 
-template <typename V, fields::FieldsOf<InventoryGroup> S>
+template <typename V, codec::FieldsOf<InventoryGroup> S>
 void VisitFields(V& v, S& self) {
-  v.Required("name", self.name, "group name, unique in the node", fields::MaxLength(63));
-  v.Required("kind", self.kind, "group kind", fields::Enum(GroupKindNames()));
+  v.Required("name", self.name, "group name, unique in the node", codec::MaxLength(63));
+  v.Required("kind", self.kind, "group kind", codec::Enum(GroupKindNames()));
   v.Required("devices", self.devices, "member devices; the order is the position in the group",
-             fields::MinItems(1), fields::ListAtomic());
-  v.Optional("source", self.source, "how the group was found", fields::Enum(InventorySources()));
+             codec::MinItems(1), codec::ListAtomic());
+  v.Optional("source", self.source, "how the group was found", codec::Enum(InventorySources()));
 }
 
-template <typename V, fields::FieldsOf<InventoryNic> S>
+template <typename V, codec::FieldsOf<InventoryNic> S>
 void VisitFields(V& v, S& self) {
-  v.Required("name", self.name, "network interface name", fields::MaxLength(15));
-  v.Optional("type", self.type, "interface type", fields::Enum({"ethernet", "roce", "infiniband"}));
+  v.Required("name", self.name, "network interface name", codec::MaxLength(15));
+  v.Optional("type", self.type, "interface type", codec::Enum({"ethernet", "roce", "infiniband"}));
   v.Optional("pciAddress", self.pci_address, "PCI address (BDF) of the NIC",
-             fields::Pattern(kPciAddressPattern));
+             codec::Pattern(kPciAddressPattern));
   v.Optional("pcieRoot", self.pcie_root, "PCIe root complex of the NIC",
-             fields::Pattern(kPcieRootPattern));
-  v.Optional("numaNode", self.numa_node, "NUMA node; absent when unknown", fields::Minimum(0),
-             fields::Maximum(kMaxInt));
-  v.Optional("ipAddress", self.ip_address, "IP address of the interface", fields::MaxLength(45));
+             codec::Pattern(kPcieRootPattern));
+  v.Optional("numaNode", self.numa_node, "NUMA node; absent when unknown", codec::Minimum(0),
+             codec::Maximum(kMaxInt));
+  v.Optional("ipAddress", self.ip_address, "IP address of the interface", codec::MaxLength(45));
   v.Optional("pairedDevice", self.paired_device, "the device this NIC serves",
-             fields::MaxLength(63));
+             codec::MaxLength(63));
 }
 
-template <typename V, fields::FieldsOf<ComponentVersion> S>
+template <typename V, codec::FieldsOf<ComponentVersion> S>
 void VisitFields(V& v, S& self) {
-  v.Required("raw", self.raw, "the version as the component reports it", fields::MaxLength(128));
-  v.Optional("semver", self.semver, "normalised to semantic version 2.0.0", fields::MaxLength(64));
+  v.Required("raw", self.raw, "the version as the component reports it", codec::MaxLength(128));
+  v.Optional("semver", self.semver, "normalised to semantic version 2.0.0", codec::MaxLength(64));
 }
 
-template <typename V, fields::FieldsOf<InventoryFabric> S>
+template <typename V, codec::FieldsOf<InventoryFabric> S>
 void VisitFields(V& v, S& self) {
-  v.Optional("cliqueID", self.clique_id, "NVLink clique id (NVL72)", fields::MaxLength(64));
-  v.Optional("clusterUUID", self.cluster_uuid, "NVLink cluster UUID (NVL72)",
-             fields::MaxLength(64));
-  v.Optional("superPodID", self.super_pod_id, "super-pod id", fields::MaxLength(64));
-  v.Optional("rackID", self.rack_id, "rack id", fields::MaxLength(64));
-  v.Optional("leaf", self.leaf, "leaf switch name", fields::MaxLength(64));
-  v.Optional("spine", self.spine, "spine switch name", fields::MaxLength(64));
+  v.Optional("cliqueID", self.clique_id, "NVLink clique id (NVL72)", codec::MaxLength(64));
+  v.Optional("clusterUUID", self.cluster_uuid, "NVLink cluster UUID (NVL72)", codec::MaxLength(64));
+  v.Optional("superPodID", self.super_pod_id, "super-pod id", codec::MaxLength(64));
+  v.Optional("rackID", self.rack_id, "rack id", codec::MaxLength(64));
+  v.Optional("leaf", self.leaf, "leaf switch name", codec::MaxLength(64));
+  v.Optional("spine", self.spine, "spine switch name", codec::MaxLength(64));
 }
 
-template <typename V, fields::FieldsOf<InventoryPcieBandwidths> S>
+template <typename V, codec::FieldsOf<InventoryPcieBandwidths> S>
 void VisitFields(V& v, S& self) {
-  v.Optional("pcieSwitch", self.pcie_switch, "through a PCIe switch", fields::ExclusiveMinimum(0));
+  v.Optional("pcieSwitch", self.pcie_switch, "through a PCIe switch", codec::ExclusiveMinimum(0));
   v.Optional("hostBridge", self.host_bridge, "through the root complex",
-             fields::ExclusiveMinimum(0));
-  v.Optional("numa", self.numa, "across host bridges of one NUMA node",
-             fields::ExclusiveMinimum(0));
-  v.Optional("crossNuma", self.cross_numa, "across NUMA nodes", fields::ExclusiveMinimum(0));
+             codec::ExclusiveMinimum(0));
+  v.Optional("numa", self.numa, "across host bridges of one NUMA node", codec::ExclusiveMinimum(0));
+  v.Optional("crossNuma", self.cross_numa, "across NUMA nodes", codec::ExclusiveMinimum(0));
 }
 
-template <typename V, fields::FieldsOf<NodeInventorySpec> S>
+template <typename V, codec::FieldsOf<NodeInventorySpec> S>
 void VisitFields(V& /*v*/, S& /*self*/) {}
 
-template <typename V, fields::FieldsOf<NodeInventoryStatus> S>
+template <typename V, codec::FieldsOf<NodeInventoryStatus> S>
 void VisitFields(V& v, S& self) {
-  v.Optional("serverModel", self.server_model, "server model, free text", fields::MaxLength(256));
-  v.Optional("bootID", self.boot_id, "boot id of the node", fields::MaxLength(64));
+  v.Optional("serverModel", self.server_model, "server model, free text", codec::MaxLength(256));
+  v.Optional("bootID", self.boot_id, "boot id of the node", codec::MaxLength(64));
   v.Optional("ruleSet", self.rule_set, "allocation rule set of the server family",
-             fields::Enum(RuleSetNames()));
+             codec::Enum(RuleSetNames()));
   v.Optional("validSets", self.valid_sets, "ring-sets only: the allowed device sets",
-             fields::ListAtomic(), fields::Items(fields::MinItems(2)));
-  v.Optional("devices", self.devices, "accelerator devices", fields::MaxItems(64),
-             fields::ListMap({"name"}));
-  v.Optional("links", self.links, "direct links between two devices", fields::ListAtomic());
-  v.Optional("groups", self.groups, "vendor groups of devices", fields::ListMap({"name"}));
-  v.Optional("nics", self.nics, "network interfaces", fields::ListMap({"name"}));
+             codec::ListAtomic(), codec::Items(codec::MinItems(2)));
+  v.Optional("devices", self.devices, "accelerator devices", codec::MaxItems(64),
+             codec::ListMap({"name"}));
+  v.Optional("links", self.links, "direct links between two devices", codec::ListAtomic());
+  v.Optional("groups", self.groups, "vendor groups of devices", codec::ListMap({"name"}));
+  v.Optional("nics", self.nics, "network interfaces", codec::ListMap({"name"}));
   v.Optional("versions", self.versions, "component (driver, firmware, cann, cuda, ...) -> version");
   v.Optional("pcieBandwidthGBps", self.pcie_bandwidths,
              "overrides of the model bandwidths of the derived PCIe relations");
   v.Optional("fabric", self.fabric, "position in the multi-node fabric");
   v.Optional("health", self.health, "summary of the devices' health",
-             fields::Enum({"Healthy", "Degraded", "Unhealthy", "Unknown"}));
-  v.Optional("conditions", self.conditions, "conditions of the inventory",
-             fields::ListMap({"type"}));
-  v.Optional("observedGeneration", self.observed_generation,
-             "metadata.generation the status was computed for", fields::Minimum(0));
+             codec::Enum({"Healthy", "Degraded", "Unhealthy", "Unknown"}));
+  internal::VisitStatusConditions(v, self, "inventory");
 }
 
-template <typename V, fields::FieldsOf<NodeInventory> S>
+template <typename V, codec::FieldsOf<NodeInventory> S>
 void VisitFields(V& v, S& self) {
   v.Optional("spec", self.spec, "reserved; the plugin reports in status");
   v.Optional("status", self.status, "what the plugin found on the node");
@@ -253,10 +247,6 @@ const std::vector<std::string>& InventorySources() {
 // ---- Validation ----
 
 namespace {
-
-std::string Path(std::string_view base, size_t i) {
-  return std::string(base) + "[" + std::to_string(i) + "]";
-}
 
 Status CheckAttribute(const std::string& name, const InventoryAttribute& attr,
                       const std::string& path) {
@@ -330,7 +320,7 @@ Status ValidateNodeInventory(const NodeInventory& inventory) {
 
   std::set<std::string> devices;
   for (size_t i = 0; i < s.devices.size(); ++i) {
-    const std::string path = Path("status.devices", i);
+    const std::string path = ElementPath("status.devices", i);
     RETURN_IF_ERROR(CheckDevice(s.devices[i], path));
     if (!devices.insert(s.devices[i].name).second) {
       return InvalidArgumentError(path + ".name: duplicate device \"" + s.devices[i].name + "\"");
@@ -339,7 +329,7 @@ Status ValidateNodeInventory(const NodeInventory& inventory) {
   std::set<std::pair<std::string, std::string>> pairs;
   for (size_t i = 0; i < s.links.size(); ++i) {
     const InventoryLink& l = s.links[i];
-    const std::string path = Path("status.links", i);
+    const std::string path = ElementPath("status.links", i);
     RETURN_IF_ERROR(CheckKnown(devices, l.a, path + ".a"));
     RETURN_IF_ERROR(CheckKnown(devices, l.b, path + ".b"));
     if (l.a == l.b) return InvalidArgumentError(path + ": links a device to itself");
@@ -350,12 +340,12 @@ Status ValidateNodeInventory(const NodeInventory& inventory) {
   std::set<std::string> names;
   for (size_t i = 0; i < s.groups.size(); ++i) {
     const InventoryGroup& g = s.groups[i];
-    const std::string path = Path("status.groups", i);
+    const std::string path = ElementPath("status.groups", i);
     if (!names.insert(g.name).second) {
       return InvalidArgumentError(path + ".name: duplicate group \"" + g.name + "\"");
     }
     for (size_t j = 0; j < g.devices.size(); ++j) {
-      RETURN_IF_ERROR(CheckKnown(devices, g.devices[j], Path(path + ".devices", j)));
+      RETURN_IF_ERROR(CheckKnown(devices, g.devices[j], ElementPath(path + ".devices", j)));
     }
   }
   if (!s.valid_sets.empty() &&
@@ -364,14 +354,14 @@ Status ValidateNodeInventory(const NodeInventory& inventory) {
   }
   for (size_t i = 0; i < s.valid_sets.size(); ++i) {
     for (size_t j = 0; j < s.valid_sets[i].size(); ++j) {
-      RETURN_IF_ERROR(
-          CheckKnown(devices, s.valid_sets[i][j], Path(Path("status.validSets", i), j)));
+      RETURN_IF_ERROR(CheckKnown(devices, s.valid_sets[i][j],
+                                 ElementPath(ElementPath("status.validSets", i), j)));
     }
   }
   names.clear();
   for (size_t i = 0; i < s.nics.size(); ++i) {
     const InventoryNic& n = s.nics[i];
-    const std::string path = Path("status.nics", i);
+    const std::string path = ElementPath("status.nics", i);
     if (!names.insert(n.name).second) {
       return InvalidArgumentError(path + ".name: duplicate NIC \"" + n.name + "\"");
     }
@@ -386,14 +376,7 @@ Status ValidateNodeInventory(const NodeInventory& inventory) {
       RETURN_IF_ERROR(ValidateVersionAttribute(version.semver, path + ".semver"));
     }
   }
-  names.clear();
-  for (size_t i = 0; i < s.conditions.size(); ++i) {
-    if (!names.insert(s.conditions[i].type).second) {
-      return InvalidArgumentError(Path("status.conditions", i) + ".type: duplicate condition \"" +
-                                  s.conditions[i].type + "\"");
-    }
-  }
-  return OkStatus();
+  return internal::CheckConditionTypes(s.conditions, "status.conditions");
 }
 
 // ---- Projection ----
@@ -436,7 +419,9 @@ StatusOr<topology::NodeSpec> NodeDescriptionFromInventory(const NodeInventory& i
     device.index = static_cast<int>(d.index);
     if (!d.memory.empty()) {
       StatusOr<int64_t> bytes = ParseQuantityBytes(d.memory);
-      if (!bytes.ok()) return bytes.status().WithContext(Path("status.devices", i) + ".memory");
+      if (!bytes.ok()) {
+        return bytes.status().WithContext(ElementPath("status.devices", i) + ".memory");
+      }
       device.memory_bytes = *bytes;
     }
     device.numa_node = static_cast<int>(d.numa_node.value_or(-1));
@@ -448,7 +433,7 @@ StatusOr<topology::NodeSpec> NodeDescriptionFromInventory(const NodeInventory& i
     if (l.state == "down") continue;
     topology::LinkSpec link;
     ASSIGN_OR_RETURN(link.type, ParseName(topology::ParseLinkType, l.type,
-                                          Path("status.links", i) + ".type", "link type"));
+                                          ElementPath("status.links", i) + ".type", "link type"));
     link.bandwidth_gbps = l.bandwidth_gbps;
     link.devices = {l.a, l.b};
     spec.links.push_back(std::move(link));
@@ -456,8 +441,8 @@ StatusOr<topology::NodeSpec> NodeDescriptionFromInventory(const NodeInventory& i
   for (size_t i = 0; i < s.groups.size(); ++i) {
     const InventoryGroup& g = s.groups[i];
     ASSIGN_OR_RETURN(const topology::GroupKind kind,
-                     ParseName(topology::ParseGroupKind, g.kind, Path("status.groups", i) + ".kind",
-                               "group kind"));
+                     ParseName(topology::ParseGroupKind, g.kind,
+                               ElementPath("status.groups", i) + ".kind", "group kind"));
     if (IsDerivedGroup(kind)) continue;
     spec.groups.push_back({g.name, kind, g.devices});
   }

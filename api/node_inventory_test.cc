@@ -2,13 +2,13 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "api/node_description.h"
+#include "api/testing/codec_checks.h"
 #include "api/testing/inventory_examples.h"
 #include "api/testing/temp_file.h"
 #include "topology/model.h"
@@ -23,8 +23,7 @@ using nlohmann::json;
 using topology::NodeSpec;
 
 TEST_CASE("NodeInventory survives object -> JSON -> object") {
-  const NodeInventory inv = testing::ExampleNodeInventory();
-  const json doc = ToJson(inv);
+  const json doc = testing::CheckObjectRoundTrip(testing::ExampleNodeInventory());
   CHECK(doc["apiVersion"] == "xpu.dra.dev/v1alpha1");
   CHECK(doc["kind"] == "NodeInventory");
   CHECK(doc["metadata"]["ownerReferences"][0]["kind"] == "Node");
@@ -34,11 +33,6 @@ TEST_CASE("NodeInventory survives object -> JSON -> object") {
   CHECK(doc["status"]["pcieBandwidthGBps"]["crossNuma"] == 10.5);
   CHECK(doc["status"]["pcieBandwidthGBps"]["numa"].is_number_integer());
   CHECK_FALSE(doc.contains("spec"));  // empty spec is left out
-
-  StatusOr<NodeInventory> back = FromJson<NodeInventory>(doc);
-  REQUIRE(back.ok());
-  CHECK(*back == inv);
-  CHECK(ToJson(*back) == doc);
 }
 
 TEST_CASE("NodeInventory keeps members it does not know") {
@@ -46,10 +40,8 @@ TEST_CASE("NodeInventory keeps members it does not know") {
   doc["status"]["devices"][1]["futureField"] = {{"x", 1}};
   doc["status"]["newTopLevel"] = "v2";
   doc["spec"] = {{"reserved", true}};
-  StatusOr<NodeInventory> inv = FromJson<NodeInventory>(doc);
-  REQUIRE(inv.ok());
-  CHECK(inv->status.devices[1].unknown == json{{"futureField", {{"x", 1}}}});
-  CHECK(ToJson(*inv) == doc);
+  const NodeInventory inv = testing::CheckJsonRoundTrip<NodeInventory>(doc);
+  CHECK(inv.status.devices[1].unknown == json{{"futureField", {{"x", 1}}}});
 }
 
 TEST_CASE("An empty NodeInventory reads and writes") {
@@ -63,11 +55,7 @@ TEST_CASE("An empty NodeInventory reads and writes") {
 }
 
 TEST_CASE("NodeInventory decoding names the JSON path of the problem") {
-  struct Case {
-    std::function<void(json&)> edit;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<testing::EditCase<json>> cases = {
       {[](json& d) { d["kind"] = "Node"; }, "kind"},
       {[](json& d) { d["status"]["devices"][1]["index"] = "one"; },
        "status.devices[1].index: expected an integer"},
@@ -81,23 +69,12 @@ TEST_CASE("NodeInventory decoding names the JSON path of the problem") {
        "status.versions.cann: expected an object"},
       {[](json& d) { d["status"] = json::array(); }, "status: expected an object"},
   };
-  for (const Case& c : cases) {
-    json doc = ToJson(testing::ExampleNodeInventory());
-    c.edit(doc);
-    StatusOr<NodeInventory> inv = FromJson<NodeInventory>(doc);
-    INFO(doc.dump());
-    REQUIRE_FALSE(inv.ok());
-    CHECK_THAT(inv.status().message(), StartsWith(c.message));
-  }
+  testing::CheckEditsFail(ToJson(testing::ExampleNodeInventory()), cases, FromJson<NodeInventory>);
 }
 
 TEST_CASE("ValidateNodeInventory accepts the example and names the first broken rule") {
   REQUIRE(ValidateNodeInventory(testing::ExampleNodeInventory()).ok());
-  struct Case {
-    std::function<void(NodeInventory&)> edit;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<testing::EditCase<NodeInventory>> cases = {
       {[](NodeInventory& i) { i.metadata.name = "Node_1"; }, "metadata.name: \"Node_1\""},
       {[](NodeInventory& i) { i.status.devices[0].name = "NPU-0"; },
        "status.devices[0].name: \"NPU-0\" does not match"},
@@ -160,24 +137,20 @@ TEST_CASE("ValidateNodeInventory accepts the example and names the first broken 
       {[](NodeInventory& i) { i.status.devices[0].unknown["extra"] = 1; },
        "status.devices[0].extra: unknown field"},
   };
-  for (const Case& c : cases) {
-    NodeInventory inv = testing::ExampleNodeInventory();
-    c.edit(inv);
-    const Status status = ValidateNodeInventory(inv);
-    INFO(c.message);
-    REQUIRE_FALSE(status.ok());
-    CHECK(status.code() == StatusCode::kInvalidArgument);
-    CHECK_THAT(status.message(), StartsWith(c.message));
-  }
+  testing::CheckEditsFail(testing::ExampleNodeInventory(), cases, ValidateNodeInventory);
 }
 
 TEST_CASE("The attribute vocabulary is that of DESIGN.md") {
-  CHECK(VocabularyAttributeType("vendor") == "string");
-  CHECK(VocabularyAttributeType("index") == "int");
-  CHECK(VocabularyAttributeType("toolkitVersion") == "version");
-  CHECK(VocabularyAttributeType("fp8") == "bool");
-  CHECK(VocabularyAttributeType("resource.kubernetes.io/pcieRoot") == "string");
-  CHECK(VocabularyAttributeType("scaleUpDomain") == "string");
+  const std::map<std::string, std::string> types = {{"vendor", "string"},
+                                                    {"index", "int"},
+                                                    {"toolkitVersion", "version"},
+                                                    {"fp8", "bool"},
+                                                    {"resource.kubernetes.io/pcieRoot", "string"},
+                                                    {"scaleUpDomain", "string"}};
+  for (const auto& [name, type] : types) {
+    INFO(name);
+    CHECK(VocabularyAttributeType(name) == type);
+  }
   CHECK_FALSE(VocabularyAttributeType("memory").has_value());  // a capacity
   // Other domains may add their own attributes.
   NodeInventory inv = testing::ExampleNodeInventory();

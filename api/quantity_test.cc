@@ -25,6 +25,14 @@ Quantity MustParse(const std::string& text) {
   return *q;
 }
 
+// Checks that reading `text` failed with an invalid-argument error naming it and why.
+void CheckInvalid(const Status& status, const std::string& text, const std::string& why) {
+  INFO(text);
+  REQUIRE_FALSE(status.ok());
+  CHECK(status.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(status.message(), Contains("invalid quantity \"" + text + "\": " + why));
+}
+
 TEST_CASE("Quantity::Parse and String give the canonical Kubernetes spelling") {
   struct Case {
     std::string text;
@@ -167,15 +175,7 @@ TEST_CASE("Quantity::Parse rejects malformed and out-of-range text, naming it") 
       {"10000000000000000000E", "out of range"},
       {"12345678901.123456789", "out of range"},
   };
-  for (const auto& [text, why] : cases) {
-    INFO(text);
-    StatusOr<Quantity> q = Quantity::Parse(text);
-    REQUIRE_FALSE(q.ok());
-    CHECK(q.status().code() == StatusCode::kInvalidArgument);
-    std::string expected = "invalid quantity \"" + text;
-    expected += "\": " + why;
-    CHECK_THAT(q.status().message(), Contains(expected));
-  }
+  for (const auto& [text, why] : cases) CheckInvalid(Quantity::Parse(text).status(), text, why);
 }
 
 TEST_CASE("Quantity::Value and MilliValue round away from zero and saturate") {
@@ -218,41 +218,33 @@ TEST_CASE("Quantity::AsInt64 holds whole values that fit") {
 }
 
 TEST_CASE("Quantity compares values regardless of format") {
-  struct Case {
-    std::string a;
-    std::string b;
-    int cmp;
+  // Pairs of equal values, and pairs whose first value is the smaller.
+  using Pairs = std::vector<std::pair<std::string, std::string>>;
+  const Pairs equal = {{"1Gi", "1073741824"}, {"1k", "1000"},     {"1e3", "1k"},
+                       {"500m", "0.5"},       {"0", "-0"},        {"0", "0Gi"},
+                       {"1000E", "1e21"},     {"1.5Gi", "1536Mi"}};
+  const Pairs ordered = {{"1k", "1Ki"},
+                         {"-1", "1n"},
+                         {"999", "1e3"},
+                         {"1E", "1Ei"},
+                         {"-2", "-1"},
+                         {"-1Gi", "-1G"},
+                         {"9223372036854775807", "1e36"},
+                         {"99999999n", "100m"},
+                         {"0", "1n"},
+                         {"-1n", "0"},
+                         {"123m", "1230000u"}};
+  auto check = [](const std::string& a_text, const std::string& b_text, int cmp) {
+    INFO(a_text << " vs " << b_text);
+    const Quantity a = MustParse(a_text);
+    const Quantity b = MustParse(b_text);
+    CHECK(a.Cmp(b) == cmp);
+    CHECK(b.Cmp(a) == -cmp);
+    CHECK((a == b) == (cmp == 0));
+    CHECK((a < b) == (cmp < 0));
   };
-  const std::vector<Case> cases = {
-      {"1Gi", "1073741824", 0},
-      {"1k", "1000", 0},
-      {"1e3", "1k", 0},
-      {"500m", "0.5", 0},
-      {"0", "-0", 0},
-      {"0", "0Gi", 0},
-      {"1Ki", "1k", 1},
-      {"-1", "1n", -1},
-      {"1e3", "999", 1},
-      {"1E", "1Ei", -1},
-      {"-2", "-1", -1},
-      {"-1Gi", "-1G", -1},
-      {"1e36", "9223372036854775807", 1},
-      {"100m", "99999999n", 1},
-      {"1n", "0", 1},
-      {"0", "-1n", 1},
-      {"1000E", "1e21", 0},
-      {"123m", "1230000u", -1},
-      {"1.5Gi", "1536Mi", 0},
-  };
-  for (const Case& c : cases) {
-    INFO(c.a << " vs " << c.b);
-    const Quantity a = MustParse(c.a);
-    const Quantity b = MustParse(c.b);
-    CHECK(a.Cmp(b) == c.cmp);
-    CHECK(b.Cmp(a) == -c.cmp);
-    CHECK((a == b) == (c.cmp == 0));
-    CHECK((a < b) == (c.cmp < 0));
-  }
+  for (const auto& [a, b] : equal) check(a, b, 0);
+  for (const auto& [a, b] : ordered) check(a, b, -1);
 }
 
 TEST_CASE("Quantity::FromInt64 and FromMilli canonicalise in the given format") {
@@ -356,15 +348,7 @@ TEST_CASE("ParseQuantityBytes rejects what is not a whole number of bytes") {
       {"9223372036854775808", "too large"},
       {"99999999999999999999999Ki", "too large"},
   };
-  for (const auto& [text, why] : cases) {
-    INFO(text);
-    StatusOr<int64_t> parsed = ParseQuantityBytes(text);
-    REQUIRE_FALSE(parsed.ok());
-    CHECK(parsed.status().code() == StatusCode::kInvalidArgument);
-    std::string expected = "invalid quantity \"" + text;
-    expected += "\": " + why;
-    CHECK_THAT(parsed.status().message(), Contains(expected));
-  }
+  for (const auto& [text, why] : cases) CheckInvalid(ParseQuantityBytes(text).status(), text, why);
 }
 
 TEST_CASE("FormatQuantityBytes picks the suffix leaving the smallest exact number") {

@@ -61,15 +61,18 @@ void MoveMembers(json& from, json& to, std::initializer_list<std::string_view> k
   }
 }
 
-// v1beta1 Device {name, basic{...}} -> v1 Device {name, ...}.
-Status DeviceToV1(json& device, const std::string& path) {
-  ASSIGN_OR_RETURN(json * basic, ObjectMember(device, "basic", path));
-  if (basic == nullptr) return OkStatus();
-  json body = std::move(*basic);
-  device.erase("basic");
-  MoveMembers(body, device, {});
+// Moves the members of the object obj[key], when present, up into obj.
+Status Unnest(json& obj, std::string_view key, const std::string& path) {
+  ASSIGN_OR_RETURN(json * inner, ObjectMember(obj, key, path));
+  if (inner == nullptr) return OkStatus();
+  json body = std::move(*inner);
+  obj.erase(key);
+  MoveMembers(body, obj, {});
   return OkStatus();
 }
+
+// v1beta1 Device {name, basic{...}} -> v1 Device {name, ...}.
+Status DeviceToV1(json& device, const std::string& path) { return Unnest(device, "basic", path); }
 
 // v1 Device -> v1beta1 Device: everything but the name goes under `basic`.
 Status DeviceToV1beta1(json& device, const std::string& /*path*/) {
@@ -89,12 +92,7 @@ Status RequestToV1(json& request, const std::string& /*path*/) {
 }
 
 Status RequestToV1beta1(json& request, const std::string& path) {
-  ASSIGN_OR_RETURN(json * exactly, ObjectMember(request, "exactly", path));
-  if (exactly == nullptr) return OkStatus();
-  json body = std::move(*exactly);
-  request.erase("exactly");
-  MoveMembers(body, request, {});
-  return OkStatus();
+  return Unnest(request, "exactly", path);
 }
 
 // Applies `request_fn` to spec.devices.requests of a ResourceClaimSpec.

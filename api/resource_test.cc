@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "api/testing/codec_checks.h"
 #include "api/testing/resource_examples.h"
 
 namespace xpu::api::resource {
@@ -39,14 +40,6 @@ constexpr const char* kAllocatedClaim =
    "reservedFor": [{"resource": "pods", "name": "pod0", "uid": "<pod uid>"}]}})";
 
 template <typename T>
-json RoundTrip(const json& doc) {
-  StatusOr<T> value = FromJson<T>(doc);
-  INFO(value.status().ToString());
-  REQUIRE(value.ok());
-  return ToJson(*value);
-}
-
-template <typename T>
 std::string Error(const json& doc) {
   StatusOr<T> value = FromJson<T>(doc);
   REQUIRE_FALSE(value.ok());
@@ -54,15 +47,19 @@ std::string Error(const json& doc) {
   return value.status().message();
 }
 
+// The error of reading `doc` as a T with the member at the JSON pointer set to `value`.
+template <typename T>
+std::string ErrorWith(json doc, const std::string& pointer, const json& value) {
+  doc[json::json_pointer(pointer)] = value;
+  return Error<T>(doc);
+}
+
 TEST_CASE("the published ResourceSlice example round-trips") {
-  const json doc = json::parse(kPublishedSlice);
-  CHECK(RoundTrip<ResourceSlice>(doc) == doc);
-  StatusOr<ResourceSlice> slice = FromJson<ResourceSlice>(doc);
-  REQUIRE(slice.ok());
-  CHECK(slice->spec.node_name == "node-1");
-  CHECK(slice->spec.pool.resource_slice_count == 1);
-  REQUIRE(slice->spec.devices.size() == 1);
-  const Device& gpu = slice->spec.devices[0];
+  const auto slice = testing::CheckJsonRoundTrip<ResourceSlice>(json::parse(kPublishedSlice));
+  CHECK(slice.spec.node_name == "node-1");
+  CHECK(slice.spec.pool.resource_slice_count == 1);
+  REQUIRE(slice.spec.devices.size() == 1);
+  const Device& gpu = slice.spec.devices[0];
   CHECK(gpu.attributes.at("index").int_value == 0);
   CHECK(gpu.attributes.at("driverVersion").version == "1.0.0");
   CHECK(gpu.attributes.at("resource.kubernetes.io/pcieRoot").string_value == "pci0000:00");
@@ -70,29 +67,20 @@ TEST_CASE("the published ResourceSlice example round-trips") {
 }
 
 TEST_CASE("the allocated ResourceClaim example round-trips") {
-  const json doc = json::parse(kAllocatedClaim);
-  CHECK(RoundTrip<ResourceClaim>(doc) == doc);
-  StatusOr<ResourceClaim> claim = FromJson<ResourceClaim>(doc);
-  REQUIRE(claim.ok());
-  REQUIRE(claim->spec.devices.requests.size() == 1);
-  CHECK(claim->spec.devices.requests[0].exactly->count == 1);
-  REQUIRE(claim->status.allocation.has_value());
-  CHECK(claim->status.allocation->devices.results[0].device == "gpu-0");
-  CHECK(claim->status.allocation->devices.config[0].opaque->parameters["kind"] == "GpuConfig");
-  CHECK(claim->status.reserved_for[0].resource == "pods");
+  const auto claim = testing::CheckJsonRoundTrip<ResourceClaim>(json::parse(kAllocatedClaim));
+  REQUIRE(claim.spec.devices.requests.size() == 1);
+  CHECK(claim.spec.devices.requests[0].exactly->count == 1);
+  REQUIRE(claim.status.allocation.has_value());
+  CHECK(claim.status.allocation->devices.results[0].device == "gpu-0");
+  CHECK(claim.status.allocation->devices.config[0].opaque->parameters["kind"] == "GpuConfig");
+  CHECK(claim.status.reserved_for[0].resource == "pods");
 }
 
 TEST_CASE("the filled-in examples round-trip through JSON and back to equal structs") {
-  const ResourceSlice slice = testing::ExampleResourceSlice();
-  const DeviceClass device_class = testing::ExampleDeviceClass();
-  const ResourceClaim claim = testing::ExampleResourceClaim();
-  const ResourceClaimTemplate claim_template = testing::ExampleResourceClaimTemplate();
-  CHECK(*FromJson<ResourceSlice>(ToJson(slice)) == slice);
-  CHECK(*FromJson<DeviceClass>(ToJson(device_class)) == device_class);
-  CHECK(*FromJson<ResourceClaim>(ToJson(claim)) == claim);
-  CHECK(*FromJson<ResourceClaimTemplate>(ToJson(claim_template)) == claim_template);
-  CHECK(RoundTrip<ResourceSlice>(ToJson(slice)) == ToJson(slice));
-  CHECK(RoundTrip<ResourceClaim>(ToJson(claim)) == ToJson(claim));
+  testing::CheckObjectRoundTrip(testing::ExampleResourceSlice());
+  testing::CheckObjectRoundTrip(testing::ExampleDeviceClass());
+  testing::CheckObjectRoundTrip(testing::ExampleResourceClaim());
+  testing::CheckObjectRoundTrip(testing::ExampleResourceClaimTemplate());
 }
 
 TEST_CASE("ToJson writes the upstream member names") {
@@ -128,13 +116,18 @@ TEST_CASE("ToJson writes the upstream member names") {
         "device.driver == 'gpu.example.com'");
 }
 
-TEST_CASE("an empty ResourceSlice still sends devices: []") {
+// A slice of pool node-1 on node-1, with neither devices nor counters.
+ResourceSlice EmptySlice(const std::string& name, int64_t generation, int64_t slice_count) {
   ResourceSlice slice;
-  slice.metadata.name = "empty";
+  slice.metadata.name = name;
   slice.spec.driver = "gpu.example.com";
-  slice.spec.pool = {"node-1", 0, 1, json::object()};
+  slice.spec.pool = {"node-1", generation, slice_count, nullptr};
   slice.spec.node_name = "node-1";
-  const json doc = ToJson(slice);
+  return slice;
+}
+
+TEST_CASE("an empty ResourceSlice still sends devices: []") {
+  const json doc = ToJson(EmptySlice("empty", 0, 1));
   REQUIRE(doc["spec"].contains("devices"));
   CHECK(doc["spec"]["devices"] == json::array());
   CHECK_FALSE(doc["spec"].contains("sharedCounters"));
@@ -143,11 +136,7 @@ TEST_CASE("an empty ResourceSlice still sends devices: []") {
 }
 
 TEST_CASE("a slice of shared counters alone leaves devices out (1.35+ rejects devices: [])") {
-  ResourceSlice slice;
-  slice.metadata.name = "counters";
-  slice.spec.driver = "gpu.example.com";
-  slice.spec.pool = {"node-1", 1, 2, json::object()};
-  slice.spec.node_name = "node-1";
+  ResourceSlice slice = EmptySlice("counters", 1, 2);
   slice.spec.shared_counters.push_back(CounterSet{"members", {}, nullptr});
   slice.spec.shared_counters[0].counters["gpu-0"] = Counter{"1", nullptr};
   const json doc = ToJson(slice);
@@ -175,7 +164,7 @@ TEST_CASE("unknown members survive a read and write, at every level") {
   slice["spec"]["devices"][0]["attributes"]["index"]["futureFlag"] = true;
   slice["spec"]["devices"][0]["attributes"]["tags"] = {{"strings", {"a", "b"}}};
   slice["spec"]["devices"][0]["capacity"]["memory"]["futureField"] = "x";
-  CHECK(RoundTrip<ResourceSlice>(slice) == slice);
+  testing::CheckJsonRoundTrip<ResourceSlice>(slice);
   StatusOr<ResourceSlice> parsed = FromJson<ResourceSlice>(slice);
   REQUIRE(parsed.ok());
   CHECK(parsed->spec.devices[0].unknown.contains("nodeAllocatableResources"));
@@ -195,25 +184,23 @@ TEST_CASE("unknown members survive a read and write, at every level") {
   claim["spec"]["devices"]["requests"][0]["skipNodeOperations"] = {"*"};
   claim["status"]["allocation"]["devices"]["results"][0]["futureResult"] = "r";
   claim["status"]["futureStatus"] = json::array();
-  CHECK(RoundTrip<ResourceClaim>(claim) == claim);
+  testing::CheckJsonRoundTrip<ResourceClaim>(claim);
 
   json device_class = ToJson(testing::ExampleDeviceClass());
   device_class["spec"]["selectors"][0]["cel"]["futureCel"] = 1;
   device_class["spec"]["config"][0]["opaque"]["futureOpaque"] = 1;
-  CHECK(RoundTrip<DeviceClass>(device_class) == device_class);
+  testing::CheckJsonRoundTrip<DeviceClass>(device_class);
 
   json claim_template = ToJson(testing::ExampleResourceClaimTemplate());
   claim_template["spec"]["futureTemplateSpec"] = "t";
   claim_template["spec"]["spec"]["devices"]["futureDeviceClaim"] = "d";
-  CHECK(RoundTrip<ResourceClaimTemplate>(claim_template) == claim_template);
+  testing::CheckJsonRoundTrip<ResourceClaimTemplate>(claim_template);
 }
 
 TEST_CASE("decoding errors name the JSON path of the field") {
   const json slice = json::parse(kPublishedSlice);
   auto slice_with = [&](const std::string& pointer, const json& value) {
-    json doc = slice;
-    doc[json::json_pointer(pointer)] = value;
-    return Error<ResourceSlice>(doc);
+    return ErrorWith<ResourceSlice>(slice, pointer, value);
   };
   CHECK(slice_with("/apiVersion", "resource.k8s.io/v1beta1") ==
         "apiVersion: expected \"resource.k8s.io/v1\", got string \"resource.k8s.io/v1beta1\"");
@@ -246,9 +233,7 @@ TEST_CASE("decoding errors name the JSON path of the field") {
 
   const json claim = json::parse(kAllocatedClaim);
   auto claim_with = [&](const std::string& pointer, const json& value) {
-    json doc = claim;
-    doc[json::json_pointer(pointer)] = value;
-    return Error<ResourceClaim>(doc);
+    return ErrorWith<ResourceClaim>(claim, pointer, value);
   };
   CHECK(claim_with("/spec/devices/requests/0/exactly/count", "1") ==
         "spec.devices.requests[0].exactly.count: expected an integer, got string \"1\"");

@@ -58,6 +58,23 @@ class Errors {
     }
     Add(FieldErrorType::kNotSupported, field, std::move(detail));
   }
+  // Records Too many when `items` has more than `max`; whether the items are to be checked.
+  template <typename Items>
+  bool WithinLimit(const Items& items, int max, const std::string& field) {
+    if (items.size() <= static_cast<size_t>(max)) return true;
+    TooMany(field, items.size(), max);
+    return false;
+  }
+  // Records a missing `value` as required, else what `validate(value, field)` finds.
+  void RequiredValid(const std::string& value,
+                     Status (*validate)(std::string_view value, std::string_view field),
+                     const std::string& field) {
+    if (value.empty()) {
+      Required(field);
+    } else {
+      Check(validate(value, field), field);
+    }
+  }
   // Records a non-OK Status of a validation.h check made with `field`; returns status.ok().
   bool Check(const Status& status, const std::string& field) {
     if (status.ok()) return true;
@@ -122,11 +139,7 @@ void CheckObjectMeta(const ObjectMeta& meta, bool namespaced, const Limits& limi
                field + ".generateName");
   }
   if (namespaced) {
-    if (meta.namespace_name.empty()) {
-      errs.Required(field + ".namespace");
-    } else {
-      errs.Check(ValidateDnsLabel(meta.namespace_name, field + ".namespace"), field + ".namespace");
-    }
+    errs.RequiredValid(meta.namespace_name, ValidateDnsLabel, field + ".namespace");
   } else if (!meta.namespace_name.empty()) {
     errs.Forbidden(field + ".namespace", "not allowed on this type");
   }
@@ -157,11 +170,7 @@ void CheckNodeSelectorRequirement(const json& req, const std::string& field, Err
     return;
   }
   const std::string key = req.value("key", std::string());
-  if (key.empty()) {
-    errs.Required(field + ".key");
-  } else {
-    errs.Check(ValidateLabelKey(key, field + ".key"), field + ".key");
-  }
+  errs.RequiredValid(key, ValidateLabelKey, field + ".key");
   const json values = req.value("values", json::array());
   const size_t count = values.is_array() ? values.size() : 0;
   const std::string op = req.value("operator", std::string());
@@ -295,11 +304,7 @@ std::vector<std::string> TaintEffects(const Limits& limits) {
 
 void CheckTaint(const resource::DeviceTaint& taint, const Limits& limits, const std::string& field,
                 Errors& errs) {
-  if (taint.key.empty()) {
-    errs.Required(field + ".key");
-  } else {
-    errs.Check(ValidateLabelKey(taint.key, field + ".key"), field + ".key");
-  }
+  errs.RequiredValid(taint.key, ValidateLabelKey, field + ".key");
   errs.Check(ValidateLabelValue(taint.value, field + ".value"), field + ".value");
   const auto effects = TaintEffects(limits);
   if (taint.effect.empty()) {
@@ -318,17 +323,13 @@ void CheckBindingConditions(const std::vector<std::string>& conditions,
                             const Limits& limits, const std::string& field, Errors& errs) {
   const std::string cond_field = field + ".bindingConditions";
   const std::string fail_field = field + ".bindingFailureConditions";
-  if (Over(conditions.size(), limits.max_binding_conditions_per_device)) {
-    errs.TooMany(cond_field, conditions.size(), limits.max_binding_conditions_per_device);
-  } else {
+  if (errs.WithinLimit(conditions, limits.max_binding_conditions_per_device, cond_field)) {
     for (size_t i = 0; i < conditions.size(); ++i) {
       errs.Check(ValidateLabelKey(conditions[i], Index(cond_field, i)), Index(cond_field, i));
     }
   }
-  if (Over(failure_conditions.size(), limits.max_binding_failure_conditions_per_device)) {
-    errs.TooMany(fail_field, failure_conditions.size(),
-                 limits.max_binding_failure_conditions_per_device);
-  } else {
+  if (errs.WithinLimit(failure_conditions, limits.max_binding_failure_conditions_per_device,
+                       fail_field)) {
     for (size_t i = 0; i < failure_conditions.size(); ++i) {
       errs.Check(ValidateLabelKey(failure_conditions[i], Index(fail_field, i)),
                  Index(fail_field, i));
@@ -425,10 +426,7 @@ void CheckRequestPolicy(const json& policy, const std::optional<Quantity>& value
   if (has_values) {
     const json& values = policy["validValues"];
     const std::string vf = field + ".validValues";
-    if (Over(values.size(), limits.max_capacity_valid_values)) {
-      errs.TooMany(vf, values.size(), limits.max_capacity_valid_values);
-      return;
-    }
+    if (!errs.WithinLimit(values, limits.max_capacity_valid_values, vf)) return;
     std::vector<std::optional<Quantity>> parsed;
     for (size_t i = 0; i < values.size(); ++i) {
       parsed.push_back(JsonQuantity(values[i], Index(vf, i), errs));
@@ -519,9 +517,8 @@ void CheckRequestPolicy(const json& policy, const std::optional<Quantity>& value
 void CheckConsumesCounters(const Device& device, const Limits& limits, const std::string& field,
                            size_t& slice_counters, Errors& errs) {
   const std::string consumes = field + ".consumesCounters";
-  if (Over(device.consumes_counters.size(), limits.max_counter_consumptions_per_device)) {
-    errs.TooMany(consumes, device.consumes_counters.size(),
-                 limits.max_counter_consumptions_per_device);
+  if (!errs.WithinLimit(device.consumes_counters, limits.max_counter_consumptions_per_device,
+                        consumes)) {
     return;
   }
   std::set<std::string> sets;
@@ -540,10 +537,8 @@ void CheckConsumesCounters(const Device& device, const Limits& limits, const std
     }
     if (consumption.counters.empty()) {
       errs.Required(entry + ".counters");
-    } else if (Over(consumption.counters.size(), limits.max_counters_per_counter_consumption)) {
-      errs.TooMany(entry + ".counters", consumption.counters.size(),
-                   limits.max_counters_per_counter_consumption);
-    } else {
+    } else if (errs.WithinLimit(consumption.counters, limits.max_counters_per_counter_consumption,
+                                entry + ".counters")) {
       CheckCounters(consumption.counters, entry + ".counters", errs);
     }
     device_counters += consumption.counters.size();
@@ -559,11 +554,7 @@ void CheckConsumesCounters(const Device& device, const Limits& limits, const std
 void CheckDevice(const Device& device, const Device* old_device, bool per_device,
                  const Limits& limits, const std::string& field, size_t& slice_counters,
                  Errors& errs) {
-  if (device.name.empty()) {
-    errs.Required(field + ".name");
-  } else {
-    errs.Check(ValidateDnsLabel(device.name, field + ".name"), field + ".name");
-  }
+  errs.RequiredValid(device.name, ValidateDnsLabel, field + ".name");
   const size_t properties = device.attributes.size() + device.capacity.size();
   if (Over(properties, limits.max_attributes_and_capacities_per_device)) {
     errs.Invalid(field, "Too many: " + std::to_string(properties) +
@@ -592,9 +583,7 @@ void CheckDevice(const Device& device, const Device* old_device, bool per_device
   // As upstream, taints are checked only when new or changed (a stored slice keeps its taints
   // valid under the rules of the release that stored them).
   if (old_device == nullptr || old_device->taints != device.taints) {
-    if (Over(device.taints.size(), limits.max_taints_per_device)) {
-      errs.TooMany(field + ".taints", device.taints.size(), limits.max_taints_per_device);
-    } else {
+    if (errs.WithinLimit(device.taints, limits.max_taints_per_device, field + ".taints")) {
       for (size_t i = 0; i < device.taints.size(); ++i) {
         CheckTaint(device.taints[i], limits, Index(field + ".taints", i), errs);
       }
@@ -607,10 +596,7 @@ void CheckDevice(const Device& device, const Device* old_device, bool per_device
 void CheckSharedCounters(const std::vector<resource::CounterSet>& sets, const Limits& limits,
                          Errors& errs) {
   const std::string field = "spec.sharedCounters";
-  if (Over(sets.size(), limits.max_counter_sets_per_slice)) {
-    errs.TooMany(field, sets.size(), limits.max_counter_sets_per_slice);
-    return;
-  }
+  if (!errs.WithinLimit(sets, limits.max_counter_sets_per_slice, field)) return;
   std::set<std::string> names;
   size_t total = 0;
   for (size_t i = 0; i < sets.size(); ++i) {
@@ -623,10 +609,8 @@ void CheckSharedCounters(const std::vector<resource::CounterSet>& sets, const Li
     }
     if (sets[i].counters.empty()) {
       errs.Required(entry + ".counters");
-    } else if (Over(sets[i].counters.size(), limits.max_counters_per_counter_set)) {
-      errs.TooMany(entry + ".counters", sets[i].counters.size(),
-                   limits.max_counters_per_counter_set);
-    } else {
+    } else if (errs.WithinLimit(sets[i].counters, limits.max_counters_per_counter_set,
+                                entry + ".counters")) {
       CheckCounters(sets[i].counters, entry + ".counters", errs);
     }
     total += sets[i].counters.size();
@@ -707,16 +691,8 @@ void CheckNodeSelection(const resource::ResourceSliceSpec& spec, Errors& errs) {
 void CheckSliceSpec(const resource::ResourceSliceSpec& spec,
                     const resource::ResourceSliceSpec* old_spec, const Limits& limits,
                     Errors& errs) {
-  if (spec.driver.empty()) {
-    errs.Required("spec.driver");
-  } else {
-    errs.Check(ValidateDriverName(spec.driver, "spec.driver"), "spec.driver");
-  }
-  if (spec.pool.name.empty()) {
-    errs.Required("spec.pool.name");
-  } else {
-    errs.Check(ValidatePoolName(spec.pool.name, "spec.pool.name"), "spec.pool.name");
-  }
+  errs.RequiredValid(spec.driver, ValidateDriverName, "spec.driver");
+  errs.RequiredValid(spec.pool.name, ValidatePoolName, "spec.pool.name");
   if (spec.pool.generation < 0) {
     errs.Invalid("spec.pool.generation", "Invalid value: " + std::to_string(spec.pool.generation) +
                                              ": must be greater than or equal to 0");
@@ -744,9 +720,7 @@ void CheckSliceSpec(const resource::ResourceSliceSpec& spec,
   }
   const int max_devices = advanced ? limits.max_devices_per_slice_with_taints_or_counters
                                    : limits.max_devices_per_slice;
-  if (Over(spec.devices.size(), max_devices)) {
-    errs.TooMany("spec.devices", spec.devices.size(), max_devices);
-  } else {
+  if (errs.WithinLimit(spec.devices, max_devices, "spec.devices")) {
     const bool per_device = spec.per_device_node_selection.value_or(false);
     std::set<std::string> names;
     size_t slice_counters = 0;
@@ -839,11 +813,7 @@ bool HasRequest(const RequestNames& names, const std::string& ref) {
 }
 
 void CheckRequestName(const std::string& name, const std::string& field, Errors& errs) {
-  if (name.empty()) {
-    errs.Required(field);
-  } else {
-    errs.Check(ValidateDnsLabel(name, field), field);
-  }
+  errs.RequiredValid(name, ValidateDnsLabel, field);
 }
 
 constexpr const char* kRequestRefRule =
@@ -866,10 +836,7 @@ void CheckRequestRef(const std::string& ref, const RequestNames& names, const st
 
 void CheckRequestRefs(const std::vector<std::string>& refs, const RequestNames& names,
                       const Limits& limits, const std::string& field, Errors& errs) {
-  if (Over(refs.size(), limits.max_device_requests)) {
-    errs.TooMany(field, refs.size(), limits.max_device_requests);
-    return;
-  }
+  if (!errs.WithinLimit(refs, limits.max_device_requests, field)) return;
   std::set<std::string> seen;
   for (size_t i = 0; i < refs.size(); ++i) {
     CheckRequestRef(refs[i], names, Index(field, i), errs);
@@ -879,10 +846,7 @@ void CheckRequestRefs(const std::vector<std::string>& refs, const RequestNames& 
 
 void CheckSelectors(const std::vector<DeviceSelector>& selectors, const Limits& limits,
                     const std::string& field, Errors& errs) {
-  if (Over(selectors.size(), limits.max_device_selectors)) {
-    errs.TooMany(field, selectors.size(), limits.max_device_selectors);
-    return;
-  }
+  if (!errs.WithinLimit(selectors, limits.max_device_selectors, field)) return;
   for (size_t i = 0; i < selectors.size(); ++i) {
     const std::string cel = Index(field, i) + ".cel";
     if (!selectors[i].cel) {
@@ -897,11 +861,7 @@ void CheckSelectors(const std::vector<DeviceSelector>& selectors, const Limits& 
 }
 
 void CheckClassName(const std::string& name, const std::string& field, Errors& errs) {
-  if (name.empty()) {
-    errs.Required(field);
-  } else {
-    errs.Check(ValidateDnsSubdomain(name, field), field);
-  }
+  errs.RequiredValid(name, ValidateDnsSubdomain, field);
 }
 
 void CheckAllocationMode(const std::string& mode, int64_t count, const std::string& field,
@@ -924,10 +884,7 @@ void CheckAllocationMode(const std::string& mode, int64_t count, const std::stri
 
 void CheckTolerations(const std::vector<DeviceToleration>& tolerations, const Limits& limits,
                       const std::string& field, Errors& errs) {
-  if (Over(tolerations.size(), limits.max_device_tolerations)) {
-    errs.TooMany(field, tolerations.size(), limits.max_device_tolerations);
-    return;
-  }
+  if (!errs.WithinLimit(tolerations, limits.max_device_tolerations, field)) return;
   const auto effects = TaintEffects(limits);
   for (size_t i = 0; i < tolerations.size(); ++i) {
     const auto& t = tolerations[i];
@@ -979,74 +936,65 @@ void CheckOpaque(const std::optional<OpaqueDeviceConfiguration>& opaque, const L
     errs.Required(field + ".opaque");
     return;
   }
-  if (opaque->driver.empty()) {
-    errs.Required(field + ".opaque.driver");
-  } else {
-    errs.Check(ValidateDriverName(opaque->driver, field + ".opaque.driver"),
-               field + ".opaque.driver");
-  }
+  errs.RequiredValid(opaque->driver, ValidateDriverName, field + ".opaque.driver");
   CheckRawObject(opaque->parameters, limits.max_opaque_parameters_bytes,
                  field + ".opaque.parameters", errs);
+}
+
+// What an exact request and a subrequest (ExactDeviceRequest, DeviceSubRequest) have in common.
+template <typename Request>
+void CheckRequestBody(const Request& request, const Limits& limits, const std::string& field,
+                      Errors& errs) {
+  CheckClassName(request.device_class_name, field + ".deviceClassName", errs);
+  CheckSelectors(request.selectors, limits, field + ".selectors", errs);
+  CheckAllocationMode(request.allocation_mode, request.count, field, errs);
+  CheckTolerations(request.tolerations, limits, field + ".tolerations", errs);
+  CheckCapacityRequests(request.capacity, field + ".capacity", errs);
+}
+
+// Requests or subrequests, at most `max`: each named, `check`ed and then unique by name.
+template <typename Request, typename Check>
+void CheckRequestList(const std::vector<Request>& requests, int max, const std::string& field,
+                      Errors& errs, Check check) {
+  if (!errs.WithinLimit(requests, max, field)) return;
+  std::set<std::string> seen;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const Request& request = requests[i];
+    const std::string entry = Index(field, i);
+    CheckRequestName(request.name, entry + ".name", errs);
+    check(request, entry);
+    if (!request.name.empty() && !seen.insert(request.name).second) {
+      errs.Duplicate(entry, request.name);
+    }
+  }
 }
 
 void CheckDeviceClaim(const resource::DeviceClaim& claim, const Limits& limits,
                       const std::string& field, Errors& errs) {
   const RequestNames names = GatherRequestNames(claim);
-  const std::string requests = field + ".requests";
-  if (Over(claim.requests.size(), limits.max_device_requests)) {
-    errs.TooMany(requests, claim.requests.size(), limits.max_device_requests);
-  } else {
-    std::set<std::string> seen;
-    for (size_t i = 0; i < claim.requests.size(); ++i) {
-      const auto& request = claim.requests[i];
-      const std::string entry = Index(requests, i);
-      CheckRequestName(request.name, entry + ".name", errs);
-      const bool has_exactly = request.exactly.has_value();
-      const bool has_first = !request.first_available.empty();
-      if (!has_exactly && !has_first) {
-        errs.Required(entry, "exactly one of `exactly` or `firstAvailable` is required");
-      } else if (has_exactly && has_first) {
-        errs.Invalid(entry,
-                     "Invalid value: null: exactly one of `exactly` or `firstAvailable` is "
-                     "required, but multiple fields are set");
-      } else if (has_exactly) {
-        const auto& exact = *request.exactly;
-        const std::string ef = entry + ".exactly";
-        CheckClassName(exact.device_class_name, ef + ".deviceClassName", errs);
-        CheckSelectors(exact.selectors, limits, ef + ".selectors", errs);
-        CheckAllocationMode(exact.allocation_mode, exact.count, ef, errs);
-        CheckTolerations(exact.tolerations, limits, ef + ".tolerations", errs);
-        CheckCapacityRequests(exact.capacity, ef + ".capacity", errs);
-      } else {
-        const std::string ff = entry + ".firstAvailable";
-        if (Over(request.first_available.size(), limits.max_first_available_subrequests)) {
-          errs.TooMany(ff, request.first_available.size(), limits.max_first_available_subrequests);
+  CheckRequestList(
+      claim.requests, limits.max_device_requests, field + ".requests", errs,
+      [&](const resource::DeviceRequest& request, const std::string& entry) {
+        const bool has_exactly = request.exactly.has_value();
+        const bool has_first = !request.first_available.empty();
+        if (!has_exactly && !has_first) {
+          errs.Required(entry, "exactly one of `exactly` or `firstAvailable` is required");
+        } else if (has_exactly && has_first) {
+          errs.Invalid(entry,
+                       "Invalid value: null: exactly one of `exactly` or `firstAvailable` is "
+                       "required, but multiple fields are set");
+        } else if (has_exactly) {
+          CheckRequestBody(*request.exactly, limits, entry + ".exactly", errs);
         } else {
-          std::set<std::string> sub_seen;
-          for (size_t j = 0; j < request.first_available.size(); ++j) {
-            const auto& sub = request.first_available[j];
-            const std::string sf = Index(ff, j);
-            CheckRequestName(sub.name, sf + ".name", errs);
-            CheckClassName(sub.device_class_name, sf + ".deviceClassName", errs);
-            CheckSelectors(sub.selectors, limits, sf + ".selectors", errs);
-            CheckAllocationMode(sub.allocation_mode, sub.count, sf, errs);
-            CheckTolerations(sub.tolerations, limits, sf + ".tolerations", errs);
-            CheckCapacityRequests(sub.capacity, sf + ".capacity", errs);
-            if (!sub.name.empty() && !sub_seen.insert(sub.name).second) {
-              errs.Duplicate(sf, sub.name);
-            }
-          }
+          CheckRequestList(request.first_available, limits.max_first_available_subrequests,
+                           entry + ".firstAvailable", errs,
+                           [&](const resource::DeviceSubRequest& sub, const std::string& sf) {
+                             CheckRequestBody(sub, limits, sf, errs);
+                           });
         }
-      }
-      if (!request.name.empty() && !seen.insert(request.name).second) {
-        errs.Duplicate(entry, request.name);
-      }
-    }
-  }
+      });
   const std::string constraints = field + ".constraints";
-  if (Over(claim.constraints.size(), limits.max_device_constraints)) {
-    errs.TooMany(constraints, claim.constraints.size(), limits.max_device_constraints);
-  } else {
+  if (errs.WithinLimit(claim.constraints, limits.max_device_constraints, constraints)) {
     for (size_t i = 0; i < claim.constraints.size(); ++i) {
       const auto& c = claim.constraints[i];
       const std::string entry = Index(constraints, i);
@@ -1069,9 +1017,7 @@ void CheckDeviceClaim(const resource::DeviceClaim& claim, const Limits& limits,
     }
   }
   const std::string config = field + ".config";
-  if (Over(claim.config.size(), limits.max_device_configs)) {
-    errs.TooMany(config, claim.config.size(), limits.max_device_configs);
-  } else {
+  if (errs.WithinLimit(claim.config, limits.max_device_configs, config)) {
     for (size_t i = 0; i < claim.config.size(); ++i) {
       const std::string entry = Index(config, i);
       CheckRequestRefs(claim.config[i].requests, names, limits, entry + ".requests", errs);
@@ -1097,37 +1043,21 @@ void CheckAllocationResult(const resource::AllocationResult& allocation, const R
                            const Limits& limits, const std::string& field, Errors& errs) {
   const std::string results = field + ".devices.results";
   const auto& devices = allocation.devices;
-  if (Over(devices.results.size(), limits.max_device_requests)) {
-    errs.TooMany(results, devices.results.size(), limits.max_device_requests);
-  } else {
+  if (errs.WithinLimit(devices.results, limits.max_device_requests, results)) {
     for (size_t i = 0; i < devices.results.size(); ++i) {
       const auto& r = devices.results[i];
       const std::string entry = Index(results, i);
       CheckRequestRef(r.request, names, entry + ".request", errs);
-      if (r.driver.empty()) {
-        errs.Required(entry + ".driver");
-      } else {
-        errs.Check(ValidateDriverName(r.driver, entry + ".driver"), entry + ".driver");
-      }
-      if (r.pool.empty()) {
-        errs.Required(entry + ".pool");
-      } else {
-        errs.Check(ValidatePoolName(r.pool, entry + ".pool"), entry + ".pool");
-      }
-      if (r.device.empty()) {
-        errs.Required(entry + ".device");
-      } else {
-        errs.Check(ValidateDnsLabel(r.device, entry + ".device"), entry + ".device");
-      }
+      errs.RequiredValid(r.driver, ValidateDriverName, entry + ".driver");
+      errs.RequiredValid(r.pool, ValidatePoolName, entry + ".pool");
+      errs.RequiredValid(r.device, ValidateDnsLabel, entry + ".device");
       CheckBindingConditions(r.binding_conditions, r.binding_failure_conditions, limits, entry,
                              errs);
       if (r.share_id) errs.Check(ValidateUuid(*r.share_id, entry + ".shareID"), entry + ".shareID");
     }
   }
   const std::string config = field + ".devices.config";
-  if (Over(devices.config.size(), limits.max_allocation_configs)) {
-    errs.TooMany(config, devices.config.size(), limits.max_allocation_configs);
-  } else {
+  if (errs.WithinLimit(devices.config, limits.max_allocation_configs, config)) {
     for (size_t i = 0; i < devices.config.size(); ++i) {
       const auto& c = devices.config[i];
       const std::string entry = Index(config, i);
@@ -1150,9 +1080,7 @@ void CheckClaimStatus(const resource::ResourceClaim& claim, const resource::Reso
   const auto& status = claim.status;
   const RequestNames names = GatherRequestNames(claim.spec.devices);
   const std::string reserved = "status.reservedFor";
-  if (Over(status.reserved_for.size(), limits.max_reserved_for)) {
-    errs.TooMany(reserved, status.reserved_for.size(), limits.max_reserved_for);
-  } else {
+  if (errs.WithinLimit(status.reserved_for, limits.max_reserved_for, reserved)) {
     std::set<std::string> uids;
     for (size_t i = 0; i < status.reserved_for.size(); ++i) {
       const auto& ref = status.reserved_for[i];
@@ -1173,21 +1101,9 @@ void CheckClaimStatus(const resource::ResourceClaim& claim, const resource::Reso
   for (size_t i = 0; i < status.devices.size(); ++i) {
     const auto& d = status.devices[i];
     const std::string entry = Index("status.devices", i);
-    if (d.driver.empty()) {
-      errs.Required(entry + ".driver");
-    } else {
-      errs.Check(ValidateDriverName(d.driver, entry + ".driver"), entry + ".driver");
-    }
-    if (d.pool.empty()) {
-      errs.Required(entry + ".pool");
-    } else {
-      errs.Check(ValidatePoolName(d.pool, entry + ".pool"), entry + ".pool");
-    }
-    if (d.device.empty()) {
-      errs.Required(entry + ".device");
-    } else {
-      errs.Check(ValidateDnsLabel(d.device, entry + ".device"), entry + ".device");
-    }
+    errs.RequiredValid(d.driver, ValidateDriverName, entry + ".driver");
+    errs.RequiredValid(d.pool, ValidatePoolName, entry + ".pool");
+    errs.RequiredValid(d.device, ValidateDnsLabel, entry + ".device");
     if (d.share_id) errs.Check(ValidateUuid(*d.share_id, entry + ".shareID"), entry + ".shareID");
     const std::string id = d.driver + "/" + d.pool + "/" + d.device + "/" + d.share_id.value_or("");
     if (allocated.count(id) == 0) {
@@ -1213,9 +1129,7 @@ void CheckClaimStatus(const resource::ResourceClaim& claim, const resource::Reso
         errs.TooLong(nf + ".hardwareAddress", n.hardware_address.size(),
                      limits.max_network_hardware_address_bytes);
       }
-      if (Over(n.ips.size(), limits.max_network_ips)) {
-        errs.TooMany(nf + ".ips", n.ips.size(), limits.max_network_ips);
-      } else {
+      if (errs.WithinLimit(n.ips, limits.max_network_ips, nf + ".ips")) {
         std::set<std::string> ips;
         for (size_t j = 0; j < n.ips.size(); ++j) {
           if (n.ips[j].find('/') == std::string::npos) {
@@ -1260,9 +1174,7 @@ FieldErrors DeviceClassErrors(const resource::DeviceClass& device_class, KubeVer
   CheckObjectMeta(device_class.metadata, false, limits, errs);
   const auto& spec = device_class.spec;
   CheckSelectors(spec.selectors, limits, "spec.selectors", errs);
-  if (Over(spec.config.size(), limits.max_device_configs)) {
-    errs.TooMany("spec.config", spec.config.size(), limits.max_device_configs);
-  } else {
+  if (errs.WithinLimit(spec.config, limits.max_device_configs, "spec.config")) {
     for (size_t i = 0; i < spec.config.size(); ++i) {
       CheckOpaque(spec.config[i].opaque, limits, Index("spec.config", i), errs);
     }

@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 #include <functional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -53,6 +52,20 @@ CounterSet Set(const std::string& name) {
       name, {{"memory", Counter{"80Gi", nlohmann::json::object()}}}, nlohmann::json::object()};
 }
 
+// A device's use of the counter set gpu-0-counters.
+DeviceCounterConsumption Consumption(const std::string& counter = "memory",
+                                     const std::string& value = "1Gi") {
+  return DeviceCounterConsumption{"gpu-0-counters",
+                                  {{counter, Counter{value, nlohmann::json::object()}}},
+                                  nlohmann::json::object()};
+}
+
+// Shared counters instead of devices: 1.35 does not allow both in one slice.
+void UseCounters(ResourceSlice& slice, std::vector<CounterSet> sets) {
+  slice.spec.devices.clear();
+  slice.spec.shared_counters = std::move(sets);
+}
+
 std::vector<Device> Devices(int n) {
   std::vector<Device> devices;
   for (int i = 0; i < n; ++i) devices.push_back(MakeDevice("gpu-" + std::to_string(i)));
@@ -76,10 +89,9 @@ TEST_CASE("ValidateResourceSlice accepts a valid slice in both versions") {
     generated.metadata.generate_name = "node-1-";
     CHECK(Check(generated, version).ok());
     ResourceSlice counters = ValidSlice();
-    counters.spec.devices.clear();
+    UseCounters(counters, {Set("gpu-0-counters"), Set("gpu-1-counters")});
     counters.spec.node_name.reset();
     counters.spec.all_nodes = true;
-    counters.spec.shared_counters = {Set("gpu-0-counters"), Set("gpu-1-counters")};
     CHECK(Check(counters, version).ok());
     ResourceSlice selector = ValidSlice();
     selector.spec.node_name.reset();
@@ -208,69 +220,42 @@ TEST_CASE("ValidateResourceSlice names the first broken rule") {
          s.spec.devices[1].all_nodes = true;
        },
        "spec.devices[0].nodeName: "},
-      {"counter set name",
-       [](auto& s) {
-         s.spec.devices.clear();
-         s.spec.shared_counters = {Set("Bad_Set")};
-       },
+      {"counter set name", [](auto& s) { UseCounters(s, {Set("Bad_Set")}); },
        "spec.sharedCounters[0].name: "},
       {"counter set unique",
        [](auto& s) {
-         s.spec.devices.clear();
-         s.spec.shared_counters = {Set("gpu-0"), Set("gpu-0")};
+         UseCounters(s, {Set("gpu-0"), Set("gpu-0")});
        },
        "spec.sharedCounters[1].name: Duplicate value: \"gpu-0\""},
       {"counter name",
        [](auto& s) {
-         s.spec.devices.clear();
-         s.spec.shared_counters = {Set("gpu-0")};
+         UseCounters(s, {Set("gpu-0")});
          s.spec.shared_counters[0].counters["Bad_Counter"].value = "1";
        },
        "spec.sharedCounters[0].counters[\"Bad_Counter\"]: "},
       {"counter quantity",
        [](auto& s) {
-         s.spec.devices.clear();
-         s.spec.shared_counters = {Set("gpu-0")};
+         UseCounters(s, {Set("gpu-0")});
          s.spec.shared_counters[0].counters["memory"].value = "lots";
        },
        "spec.sharedCounters[0].counters[\"memory\"].value: "},
       {"too many counter sets",
        [](auto& s) {
-         s.spec.devices.clear();
+         UseCounters(s, {});
          for (int i = 0; i < 9; ++i) s.spec.shared_counters.push_back(Set("s" + std::to_string(i)));
        },
        "spec.sharedCounters: Too many: 9: must have at most 8 items"},
       {"too many counter consumptions",
-       [](auto& s) {
-         s.spec.devices[0].consumes_counters.assign(
-             3, DeviceCounterConsumption{"gpu-0-counters",
-                                         {{"memory", Counter{"1Gi", nlohmann::json::object()}}},
-                                         nlohmann::json::object()});
-       },
+       [](auto& s) { s.spec.devices[0].consumes_counters.assign(3, Consumption()); },
        "spec.devices[0].consumesCounters: Too many: 3: must have at most 2 items"},
       {"consumed counter quantity",
-       [](auto& s) {
-         s.spec.devices[0].consumes_counters = {
-             DeviceCounterConsumption{"gpu-0-counters",
-                                      {{"memory", Counter{"1 Gi", nlohmann::json::object()}}},
-                                      nlohmann::json::object()}};
-       },
+       [](auto& s) { s.spec.devices[0].consumes_counters = {Consumption("memory", "1 Gi")}; },
        "spec.devices[0].consumesCounters[0].counters[\"memory\"].value: "},
       {"consumed counter set unique",
-       [](auto& s) {
-         s.spec.devices[0].consumes_counters.assign(
-             2, DeviceCounterConsumption{"gpu-0-counters",
-                                         {{"memory", Counter{"1Gi", nlohmann::json::object()}}},
-                                         nlohmann::json::object()});
-       },
+       [](auto& s) { s.spec.devices[0].consumes_counters.assign(2, Consumption()); },
        "spec.devices[0].consumesCounters[1].counterSet: Duplicate value: \"gpu-0-counters\""},
       {"consumed counter name",
-       [](auto& s) {
-         s.spec.devices[0].consumes_counters = {
-             DeviceCounterConsumption{"gpu-0-counters",
-                                      {{"Mem", Counter{"1Gi", nlohmann::json::object()}}},
-                                      nlohmann::json::object()}};
-       },
+       [](auto& s) { s.spec.devices[0].consumes_counters = {Consumption("Mem")}; },
        "spec.devices[0].consumesCounters[0].counters[\"Mem\"]: "},
   };
   for (const Case& c : cases) {
@@ -372,12 +357,28 @@ TEST_CASE("ResourceSliceErrors collects every problem, the wrapper shows the fir
   CHECK(ToStatus({}).ok());
 }
 
+// One broken rule: `mutate` breaks a valid object, whose errors must then hold `type` at `field`.
+template <typename T>
 struct ErrorCase {
   const char* rule;
-  std::function<void(ResourceSlice&)> mutate;
+  std::function<void(T&)> mutate;
   std::string field;
   FieldErrorType type;
 };
+
+// A section per case, checking the errors `errors_of` lists for the case's copy of `valid`.
+template <typename T, typename ErrorsOf>
+void CheckErrorCases(const T& valid, const std::vector<ErrorCase<T>>& cases, ErrorsOf errors_of) {
+  for (const ErrorCase<T>& c : cases) {
+    SECTION(c.rule) {
+      T value = valid;
+      c.mutate(value);
+      const FieldErrors errors = errors_of(value);
+      INFO(Dump(errors));
+      CHECK(Has(errors, c.field, c.type));
+    }
+  }
+}
 
 TEST_CASE("ResourceSliceErrors checks node selectors, request policies, binding and metadata") {
   auto selector = [](const char* terms) {
@@ -393,7 +394,7 @@ TEST_CASE("ResourceSliceErrors checks node selectors, request policies, binding 
   };
   const std::string term = "spec.nodeSelector.nodeSelectorTerms[0]";
   const std::string mem = "spec.devices[0].capacity[\"memory\"].requestPolicy";
-  const std::vector<ErrorCase> cases = {
+  const std::vector<ErrorCase<ResourceSlice>> cases = {
       {"expression key",
        [&](auto& s) {
          use_selector(s, R"([{"matchExpressions": [{"key": "-bad", "operator": "Exists"}]}])");
@@ -536,15 +537,9 @@ TEST_CASE("ResourceSliceErrors checks node selectors, request policies, binding 
       {"namespace on a cluster object", [](auto& s) { s.metadata.namespace_name = "default"; },
        "metadata.namespace", FieldErrorType::kForbidden},
   };
-  for (const ErrorCase& c : cases) {
-    SECTION(c.rule) {
-      ResourceSlice slice = ValidSlice();
-      c.mutate(slice);
-      const FieldErrors errors = ResourceSliceErrors(slice, KubeVersion::k1_35);
-      INFO(Dump(errors));
-      CHECK(Has(errors, c.field, c.type));
-    }
-  }
+  CheckErrorCases(ValidSlice(), cases, [](const ResourceSlice& slice) {
+    return ResourceSliceErrors(slice, KubeVersion::k1_35);
+  });
 }
 
 TEST_CASE("ResourceSliceErrors accepts valid selectors, policies and binding conditions") {
@@ -578,10 +573,7 @@ TEST_CASE("ResourceSliceErrors accepts valid selectors, policies and binding con
 TEST_CASE("ResourceSliceErrors: 1.34 resolves consumed counter sets in the slice, 1.35 pool-wide") {
   ResourceSlice slice = ValidSlice();
   slice.spec.shared_counters = {Set("gpu-0-counters")};
-  slice.spec.devices[0].consumes_counters = {
-      DeviceCounterConsumption{"gpu-0-counters",
-                               {{"memory", Counter{"8Gi", nlohmann::json::object()}}},
-                               nlohmann::json::object()}};
+  slice.spec.devices[0].consumes_counters = {Consumption("memory", "8Gi")};
   CHECK(ResourceSliceErrors(slice, KubeVersion::k1_34).empty());
   slice.spec.devices[0].consumes_counters[0].counters["cores"].value = "1";
   CHECK(Has(ResourceSliceErrors(slice, KubeVersion::k1_34),
@@ -651,45 +643,35 @@ resource::DeviceClass ValidClass() {
 TEST_CASE("DeviceClassErrors, one broken rule per case") {
   CHECK(DeviceClassErrors(ValidClass(), KubeVersion::k1_35).empty());
   using C = resource::DeviceClass;
-  const std::vector<std::tuple<const char*, std::function<void(C&)>, std::string, FieldErrorType>>
-      cases = {
-          {"name", [](C& c) { c.metadata.name = "GPU"; }, "metadata.name",
-           FieldErrorType::kInvalid},
-          {"name required", [](C& c) { c.metadata.name.clear(); }, "metadata.name",
-           FieldErrorType::kRequired},
-          {"too many selectors", [](C& c) { c.spec.selectors.assign(33, c.spec.selectors[0]); },
-           "spec.selectors", FieldErrorType::kTooMany},
-          {"selector without cel", [](C& c) { c.spec.selectors[0].cel.reset(); },
-           "spec.selectors[0].cel", FieldErrorType::kRequired},
-          {"cel too long",
-           [](C& c) { c.spec.selectors[0].cel->expression = std::string(10241, 'x'); },
-           "spec.selectors[0].cel.expression", FieldErrorType::kTooLong},
-          {"too many configs", [](C& c) { c.spec.config.assign(33, c.spec.config[0]); },
-           "spec.config", FieldErrorType::kTooMany},
-          {"config without opaque", [](C& c) { c.spec.config[0].opaque.reset(); },
-           "spec.config[0].opaque", FieldErrorType::kRequired},
-          {"opaque driver", [](C& c) { c.spec.config[0].opaque->driver = "not a driver"; },
-           "spec.config[0].opaque.driver", FieldErrorType::kInvalid},
-          {"parameters not an object",
-           [](C& c) { c.spec.config[0].opaque->parameters = nlohmann::json::array(); },
-           "spec.config[0].opaque.parameters", FieldErrorType::kInvalid},
-          {"parameters too large",
-           [](C& c) { c.spec.config[0].opaque->parameters["blob"] = std::string(10240, 'x'); },
-           "spec.config[0].opaque.parameters", FieldErrorType::kTooLong},
-          {"extended resource name",
-           [](C& c) { c.spec.extended_resource_name = "kubernetes.io/gpu"; },
-           "spec.extendedResourceName", FieldErrorType::kInvalid},
-      };
-  for (const auto& [rule, mutate, field, type] : cases) {
-    SECTION(rule) {
-      auto c = ValidClass();
-      mutate(c);
-      const FieldErrors errors = DeviceClassErrors(c, KubeVersion::k1_35);
-      INFO(Dump(errors));
-      CHECK(Has(errors, field, type));
-      CHECK(ValidateDeviceClass(c, KubeVersion::k1_35).code() == StatusCode::kInvalidArgument);
-    }
-  }
+  const std::vector<ErrorCase<C>> cases = {
+      {"name", [](C& c) { c.metadata.name = "GPU"; }, "metadata.name", FieldErrorType::kInvalid},
+      {"name required", [](C& c) { c.metadata.name.clear(); }, "metadata.name",
+       FieldErrorType::kRequired},
+      {"too many selectors", [](C& c) { c.spec.selectors.assign(33, c.spec.selectors[0]); },
+       "spec.selectors", FieldErrorType::kTooMany},
+      {"selector without cel", [](C& c) { c.spec.selectors[0].cel.reset(); },
+       "spec.selectors[0].cel", FieldErrorType::kRequired},
+      {"cel too long", [](C& c) { c.spec.selectors[0].cel->expression = std::string(10241, 'x'); },
+       "spec.selectors[0].cel.expression", FieldErrorType::kTooLong},
+      {"too many configs", [](C& c) { c.spec.config.assign(33, c.spec.config[0]); }, "spec.config",
+       FieldErrorType::kTooMany},
+      {"config without opaque", [](C& c) { c.spec.config[0].opaque.reset(); },
+       "spec.config[0].opaque", FieldErrorType::kRequired},
+      {"opaque driver", [](C& c) { c.spec.config[0].opaque->driver = "not a driver"; },
+       "spec.config[0].opaque.driver", FieldErrorType::kInvalid},
+      {"parameters not an object",
+       [](C& c) { c.spec.config[0].opaque->parameters = nlohmann::json::array(); },
+       "spec.config[0].opaque.parameters", FieldErrorType::kInvalid},
+      {"parameters too large",
+       [](C& c) { c.spec.config[0].opaque->parameters["blob"] = std::string(10240, 'x'); },
+       "spec.config[0].opaque.parameters", FieldErrorType::kTooLong},
+      {"extended resource name", [](C& c) { c.spec.extended_resource_name = "kubernetes.io/gpu"; },
+       "spec.extendedResourceName", FieldErrorType::kInvalid},
+  };
+  CheckErrorCases(ValidClass(), cases, [](const C& c) {
+    CHECK(ValidateDeviceClass(c, KubeVersion::k1_35).code() == StatusCode::kInvalidArgument);
+    return DeviceClassErrors(c, KubeVersion::k1_35);
+  });
   auto ok = ValidClass();
   ok.spec.extended_resource_name = "example.com/gpu";
   CHECK(ValidateDeviceClass(ok, KubeVersion::k1_35).ok());
@@ -732,146 +714,135 @@ TEST_CASE("ResourceClaimErrors, one broken rule per case") {
   using C = resource::ResourceClaim;
   const std::string r0 = "spec.devices.requests[0]";
   const std::string r1 = "spec.devices.requests[1]";
-  const std::vector<std::tuple<const char*, std::function<void(C&)>, std::string, FieldErrorType>>
-      cases = {
-          {"namespace required", [](C& c) { c.metadata.namespace_name.clear(); },
-           "metadata.namespace", FieldErrorType::kRequired},
-          {"too many requests",
-           [](C& c) {
-             auto r = c.spec.devices.requests[0];
-             c.spec.devices.requests.clear();
-             for (int i = 0; i < 33; ++i) {
-               r.name = "r" + std::to_string(i);
-               c.spec.devices.requests.push_back(r);
-             }
-             c.spec.devices.constraints.clear();
-             c.spec.devices.config.clear();
-           },
-           "spec.devices.requests", FieldErrorType::kTooMany},
-          {"request name", [](C& c) { c.spec.devices.requests[0].name = "GPU"; }, r0 + ".name",
-           FieldErrorType::kInvalid},
-          {"request name required", [](C& c) { c.spec.devices.requests[0].name.clear(); },
-           r0 + ".name", FieldErrorType::kRequired},
-          {"request names unique", [](C& c) { c.spec.devices.requests[1].name = "gpu"; }, r1,
-           FieldErrorType::kDuplicate},
-          {"neither exactly nor firstAvailable",
-           [](C& c) { c.spec.devices.requests[0].exactly.reset(); }, r0, FieldErrorType::kRequired},
-          {"both exactly and firstAvailable",
-           [](C& c) {
-             c.spec.devices.requests[0].first_available =
-                 c.spec.devices.requests[1].first_available;
-           },
-           r0, FieldErrorType::kInvalid},
-          {"class name required",
-           [](C& c) { c.spec.devices.requests[0].exactly->device_class_name.clear(); },
-           r0 + ".exactly.deviceClassName", FieldErrorType::kRequired},
-          {"class name subdomain",
-           [](C& c) { c.spec.devices.requests[0].exactly->device_class_name = "GPU_class"; },
-           r0 + ".exactly.deviceClassName", FieldErrorType::kInvalid},
-          {"allocation mode",
-           [](C& c) { c.spec.devices.requests[0].exactly->allocation_mode = "Some"; },
-           r0 + ".exactly.allocationMode", FieldErrorType::kNotSupported},
-          {"All with a count",
-           [](C& c) { c.spec.devices.requests[0].exactly->allocation_mode = "All"; },
-           r0 + ".exactly.count", FieldErrorType::kInvalid},
-          {"negative count", [](C& c) { c.spec.devices.requests[0].exactly->count = -1; },
-           r0 + ".exactly.count", FieldErrorType::kInvalid},
-          {"cel too long",
-           [](C& c) {
-             c.spec.devices.requests[0].exactly->selectors.push_back(
-                 {resource::CelDeviceSelector{std::string(10241, 'x'), nlohmann::json::object()},
-                  nlohmann::json::object()});
-           },
-           r0 + ".exactly.selectors[0].cel.expression", FieldErrorType::kTooLong},
-          {"too many tolerations",
-           [](C& c) { c.spec.devices.requests[0].exactly->tolerations.resize(17); },
-           r0 + ".exactly.tolerations", FieldErrorType::kTooMany},
-          {"toleration operator",
-           [](C& c) {
-             c.spec.devices.requests[0].exactly->tolerations.resize(1);
-             c.spec.devices.requests[0].exactly->tolerations[0].operator_name = "Like";
-           },
-           r0 + ".exactly.tolerations[0].operator", FieldErrorType::kNotSupported},
-          {"Exists with a value",
-           [](C& c) {
-             c.spec.devices.requests[0].exactly->tolerations.resize(1);
-             auto& t = c.spec.devices.requests[0].exactly->tolerations[0];
-             t.operator_name = "Exists";
-             t.value = "x";
-           },
-           r0 + ".exactly.tolerations[0].value", FieldErrorType::kInvalid},
-          {"toleration effect",
-           [](C& c) {
-             c.spec.devices.requests[0].exactly->tolerations.resize(1);
-             c.spec.devices.requests[0].exactly->tolerations[0].effect = "PreferNoSchedule";
-           },
-           r0 + ".exactly.tolerations[0].effect", FieldErrorType::kNotSupported},
-          {"capacity request quantity",
-           [](C& c) {
-             c.spec.devices.requests[0].exactly->capacity.emplace();
-             c.spec.devices.requests[0].exactly->capacity->requests["memory"] = "lots";
-           },
-           r0 + ".exactly.capacity.requests[\"memory\"]", FieldErrorType::kInvalid},
-          {"too many subrequests",
-           [](C& c) {
-             auto& subs = c.spec.devices.requests[1].first_available;
-             for (int i = 0; i < 7; ++i) {
-               subs.push_back(subs[0]);
-               subs.back().name = "s" + std::to_string(i);
-             }
-           },
-           r1 + ".firstAvailable", FieldErrorType::kTooMany},
-          {"subrequest names unique",
-           [](C& c) { c.spec.devices.requests[1].first_available[1].name = "fast"; },
-           r1 + ".firstAvailable[1]", FieldErrorType::kDuplicate},
-          {"subrequest class",
-           [](C& c) { c.spec.devices.requests[1].first_available[0].device_class_name.clear(); },
-           r1 + ".firstAvailable[0].deviceClassName", FieldErrorType::kRequired},
-          {"constraint unknown request",
-           [](C& c) { c.spec.devices.constraints[0].requests = {"tpu"}; },
-           "spec.devices.constraints[0].requests[0]", FieldErrorType::kInvalid},
-          {"constraint unknown subrequest",
-           [](C& c) { c.spec.devices.constraints[0].requests = {"nic/medium"}; },
-           "spec.devices.constraints[0].requests[0]", FieldErrorType::kInvalid},
-          {"constraint duplicate request",
-           [](C& c) {
-             c.spec.devices.constraints[0].requests = {"gpu", "gpu"};
-           },
-           "spec.devices.constraints[0].requests[1]", FieldErrorType::kDuplicate},
-          {"matchAttribute needs a domain",
-           [](C& c) { c.spec.devices.constraints[0].match_attribute = "pcieRoot"; },
-           "spec.devices.constraints[0].matchAttribute", FieldErrorType::kInvalid},
-          {"constraint needs an attribute",
-           [](C& c) { c.spec.devices.constraints[0].match_attribute.reset(); },
-           "spec.devices.constraints[0]", FieldErrorType::kRequired},
-          {"match and distinct",
-           [](C& c) { c.spec.devices.constraints[0].distinct_attribute = "example.com/a"; },
-           "spec.devices.constraints[0]", FieldErrorType::kInvalid},
-          {"too many constraints",
-           [](C& c) { c.spec.devices.constraints.assign(33, c.spec.devices.constraints[0]); },
-           "spec.devices.constraints", FieldErrorType::kTooMany},
-          {"config unknown request", [](C& c) { c.spec.devices.config[0].requests = {"x"}; },
-           "spec.devices.config[0].requests[0]", FieldErrorType::kInvalid},
-          {"config without opaque", [](C& c) { c.spec.devices.config[0].opaque.reset(); },
-           "spec.devices.config[0].opaque", FieldErrorType::kRequired},
-          {"config driver required", [](C& c) { c.spec.devices.config[0].opaque->driver.clear(); },
-           "spec.devices.config[0].opaque.driver", FieldErrorType::kRequired},
-          {"config parameters null",
-           [](C& c) { c.spec.devices.config[0].opaque->parameters = nullptr; },
-           "spec.devices.config[0].opaque.parameters", FieldErrorType::kRequired},
-          {"too many configs",
-           [](C& c) { c.spec.devices.config.assign(33, c.spec.devices.config[0]); },
-           "spec.devices.config", FieldErrorType::kTooMany},
-      };
-  for (const auto& [rule, mutate, field, type] : cases) {
-    SECTION(rule) {
-      auto c = ValidClaim();
-      mutate(c);
-      const FieldErrors errors = ResourceClaimErrors(c, KubeVersion::k1_35);
-      INFO(Dump(errors));
-      CHECK(Has(errors, field, type));
-    }
-  }
+  const std::vector<ErrorCase<C>> cases = {
+      {"namespace required", [](C& c) { c.metadata.namespace_name.clear(); }, "metadata.namespace",
+       FieldErrorType::kRequired},
+      {"too many requests",
+       [](C& c) {
+         auto r = c.spec.devices.requests[0];
+         c.spec.devices.requests.clear();
+         for (int i = 0; i < 33; ++i) {
+           r.name = "r" + std::to_string(i);
+           c.spec.devices.requests.push_back(r);
+         }
+         c.spec.devices.constraints.clear();
+         c.spec.devices.config.clear();
+       },
+       "spec.devices.requests", FieldErrorType::kTooMany},
+      {"request name", [](C& c) { c.spec.devices.requests[0].name = "GPU"; }, r0 + ".name",
+       FieldErrorType::kInvalid},
+      {"request name required", [](C& c) { c.spec.devices.requests[0].name.clear(); }, r0 + ".name",
+       FieldErrorType::kRequired},
+      {"request names unique", [](C& c) { c.spec.devices.requests[1].name = "gpu"; }, r1,
+       FieldErrorType::kDuplicate},
+      {"neither exactly nor firstAvailable",
+       [](C& c) { c.spec.devices.requests[0].exactly.reset(); }, r0, FieldErrorType::kRequired},
+      {"both exactly and firstAvailable",
+       [](C& c) {
+         c.spec.devices.requests[0].first_available = c.spec.devices.requests[1].first_available;
+       },
+       r0, FieldErrorType::kInvalid},
+      {"class name required",
+       [](C& c) { c.spec.devices.requests[0].exactly->device_class_name.clear(); },
+       r0 + ".exactly.deviceClassName", FieldErrorType::kRequired},
+      {"class name subdomain",
+       [](C& c) { c.spec.devices.requests[0].exactly->device_class_name = "GPU_class"; },
+       r0 + ".exactly.deviceClassName", FieldErrorType::kInvalid},
+      {"allocation mode",
+       [](C& c) { c.spec.devices.requests[0].exactly->allocation_mode = "Some"; },
+       r0 + ".exactly.allocationMode", FieldErrorType::kNotSupported},
+      {"All with a count",
+       [](C& c) { c.spec.devices.requests[0].exactly->allocation_mode = "All"; },
+       r0 + ".exactly.count", FieldErrorType::kInvalid},
+      {"negative count", [](C& c) { c.spec.devices.requests[0].exactly->count = -1; },
+       r0 + ".exactly.count", FieldErrorType::kInvalid},
+      {"cel too long",
+       [](C& c) {
+         c.spec.devices.requests[0].exactly->selectors.push_back(
+             {resource::CelDeviceSelector{std::string(10241, 'x'), nlohmann::json::object()},
+              nlohmann::json::object()});
+       },
+       r0 + ".exactly.selectors[0].cel.expression", FieldErrorType::kTooLong},
+      {"too many tolerations",
+       [](C& c) { c.spec.devices.requests[0].exactly->tolerations.resize(17); },
+       r0 + ".exactly.tolerations", FieldErrorType::kTooMany},
+      {"toleration operator",
+       [](C& c) {
+         c.spec.devices.requests[0].exactly->tolerations.resize(1);
+         c.spec.devices.requests[0].exactly->tolerations[0].operator_name = "Like";
+       },
+       r0 + ".exactly.tolerations[0].operator", FieldErrorType::kNotSupported},
+      {"Exists with a value",
+       [](C& c) {
+         c.spec.devices.requests[0].exactly->tolerations.resize(1);
+         auto& t = c.spec.devices.requests[0].exactly->tolerations[0];
+         t.operator_name = "Exists";
+         t.value = "x";
+       },
+       r0 + ".exactly.tolerations[0].value", FieldErrorType::kInvalid},
+      {"toleration effect",
+       [](C& c) {
+         c.spec.devices.requests[0].exactly->tolerations.resize(1);
+         c.spec.devices.requests[0].exactly->tolerations[0].effect = "PreferNoSchedule";
+       },
+       r0 + ".exactly.tolerations[0].effect", FieldErrorType::kNotSupported},
+      {"capacity request quantity",
+       [](C& c) {
+         c.spec.devices.requests[0].exactly->capacity.emplace();
+         c.spec.devices.requests[0].exactly->capacity->requests["memory"] = "lots";
+       },
+       r0 + ".exactly.capacity.requests[\"memory\"]", FieldErrorType::kInvalid},
+      {"too many subrequests",
+       [](C& c) {
+         auto& subs = c.spec.devices.requests[1].first_available;
+         for (int i = 0; i < 7; ++i) {
+           subs.push_back(subs[0]);
+           subs.back().name = "s" + std::to_string(i);
+         }
+       },
+       r1 + ".firstAvailable", FieldErrorType::kTooMany},
+      {"subrequest names unique",
+       [](C& c) { c.spec.devices.requests[1].first_available[1].name = "fast"; },
+       r1 + ".firstAvailable[1]", FieldErrorType::kDuplicate},
+      {"subrequest class",
+       [](C& c) { c.spec.devices.requests[1].first_available[0].device_class_name.clear(); },
+       r1 + ".firstAvailable[0].deviceClassName", FieldErrorType::kRequired},
+      {"constraint unknown request", [](C& c) { c.spec.devices.constraints[0].requests = {"tpu"}; },
+       "spec.devices.constraints[0].requests[0]", FieldErrorType::kInvalid},
+      {"constraint unknown subrequest",
+       [](C& c) { c.spec.devices.constraints[0].requests = {"nic/medium"}; },
+       "spec.devices.constraints[0].requests[0]", FieldErrorType::kInvalid},
+      {"constraint duplicate request",
+       [](C& c) {
+         c.spec.devices.constraints[0].requests = {"gpu", "gpu"};
+       },
+       "spec.devices.constraints[0].requests[1]", FieldErrorType::kDuplicate},
+      {"matchAttribute needs a domain",
+       [](C& c) { c.spec.devices.constraints[0].match_attribute = "pcieRoot"; },
+       "spec.devices.constraints[0].matchAttribute", FieldErrorType::kInvalid},
+      {"constraint needs an attribute",
+       [](C& c) { c.spec.devices.constraints[0].match_attribute.reset(); },
+       "spec.devices.constraints[0]", FieldErrorType::kRequired},
+      {"match and distinct",
+       [](C& c) { c.spec.devices.constraints[0].distinct_attribute = "example.com/a"; },
+       "spec.devices.constraints[0]", FieldErrorType::kInvalid},
+      {"too many constraints",
+       [](C& c) { c.spec.devices.constraints.assign(33, c.spec.devices.constraints[0]); },
+       "spec.devices.constraints", FieldErrorType::kTooMany},
+      {"config unknown request", [](C& c) { c.spec.devices.config[0].requests = {"x"}; },
+       "spec.devices.config[0].requests[0]", FieldErrorType::kInvalid},
+      {"config without opaque", [](C& c) { c.spec.devices.config[0].opaque.reset(); },
+       "spec.devices.config[0].opaque", FieldErrorType::kRequired},
+      {"config driver required", [](C& c) { c.spec.devices.config[0].opaque->driver.clear(); },
+       "spec.devices.config[0].opaque.driver", FieldErrorType::kRequired},
+      {"config parameters null",
+       [](C& c) { c.spec.devices.config[0].opaque->parameters = nullptr; },
+       "spec.devices.config[0].opaque.parameters", FieldErrorType::kRequired},
+      {"too many configs", [](C& c) { c.spec.devices.config.assign(33, c.spec.devices.config[0]); },
+       "spec.devices.config", FieldErrorType::kTooMany},
+  };
+  CheckErrorCases(ValidClaim(), cases,
+                  [](const C& c) { return ResourceClaimErrors(c, KubeVersion::k1_35); });
 }
 
 TEST_CASE("ResourceClaimErrors: the None toleration effect is 1.35+") {
@@ -925,63 +896,55 @@ TEST_CASE("ResourceClaimStatusUpdateErrors, one broken rule per case") {
   }
   using C = resource::ResourceClaim;
   const std::string r0 = "status.allocation.devices.results[0]";
-  const std::vector<std::tuple<const char*, std::function<void(C&)>, std::string, FieldErrorType>>
-      cases = {
-          {"result request", [](C& c) { c.status.allocation->devices.results[0].request = "x"; },
-           r0 + ".request", FieldErrorType::kInvalid},
-          {"result driver", [](C& c) { c.status.allocation->devices.results[0].driver.clear(); },
-           r0 + ".driver", FieldErrorType::kRequired},
-          {"result pool", [](C& c) { c.status.allocation->devices.results[0].pool = "a//b"; },
-           r0 + ".pool", FieldErrorType::kInvalid},
-          {"result device", [](C& c) { c.status.allocation->devices.results[0].device = "GPU"; },
-           r0 + ".device", FieldErrorType::kInvalid},
-          {"result shareID",
-           [](C& c) { c.status.allocation->devices.results[0].share_id = "not-a-uuid"; },
-           r0 + ".shareID", FieldErrorType::kInvalid},
-          {"config source",
-           [](C& c) {
-             resource::DeviceAllocationConfiguration config;
-             config.source = "FromNowhere";
-             config.opaque = c.spec.devices.config[0].opaque;
-             c.status.allocation->devices.config = {config};
-           },
-           "status.allocation.devices.config[0].source", FieldErrorType::kNotSupported},
-          {"reservedFor without allocation", [](C& c) { c.status.allocation.reset(); },
-           "status.reservedFor", FieldErrorType::kForbidden},
-          {"reservedFor uid", [](C& c) { c.status.reserved_for[0].uid.clear(); },
-           "status.reservedFor[0].uid", FieldErrorType::kRequired},
-          {"reservedFor too many",
-           [](C& c) { c.status.reserved_for.resize(257, c.status.reserved_for[0]); },
-           "status.reservedFor", FieldErrorType::kTooMany},
-          {"device not allocated", [](C& c) { c.status.devices[0].device = "gpu-9"; },
-           "status.devices[0]", FieldErrorType::kInvalid},
-          {"device conditions", [](C& c) { c.status.devices[0].conditions.resize(9); },
-           "status.devices[0].conditions", FieldErrorType::kTooMany},
-          {"device data not an object",
-           [](C& c) { c.status.devices[0].data = nlohmann::json("text"); },
-           "status.devices[0].data", FieldErrorType::kInvalid},
-          {"network ips",
-           [](C& c) {
-             c.status.devices[0].network_data.emplace();
-             c.status.devices[0].network_data->ips = {"10.0.0.1"};
-           },
-           "status.devices[0].networkData.ips[0]", FieldErrorType::kInvalid},
-          {"network interface name",
-           [](C& c) {
-             c.status.devices[0].network_data.emplace();
-             c.status.devices[0].network_data->interface_name = std::string(257, 'e');
-           },
-           "status.devices[0].networkData.interfaceName", FieldErrorType::kTooLong},
-      };
-  for (const auto& [rule, mutate, field, type] : cases) {
-    SECTION(rule) {
-      auto c = allocated;
-      mutate(c);
-      const FieldErrors errors = ResourceClaimStatusUpdateErrors(old_claim, c, KubeVersion::k1_35);
-      INFO(Dump(errors));
-      CHECK(Has(errors, field, type));
-    }
-  }
+  const std::vector<ErrorCase<C>> cases = {
+      {"result request", [](C& c) { c.status.allocation->devices.results[0].request = "x"; },
+       r0 + ".request", FieldErrorType::kInvalid},
+      {"result driver", [](C& c) { c.status.allocation->devices.results[0].driver.clear(); },
+       r0 + ".driver", FieldErrorType::kRequired},
+      {"result pool", [](C& c) { c.status.allocation->devices.results[0].pool = "a//b"; },
+       r0 + ".pool", FieldErrorType::kInvalid},
+      {"result device", [](C& c) { c.status.allocation->devices.results[0].device = "GPU"; },
+       r0 + ".device", FieldErrorType::kInvalid},
+      {"result shareID",
+       [](C& c) { c.status.allocation->devices.results[0].share_id = "not-a-uuid"; },
+       r0 + ".shareID", FieldErrorType::kInvalid},
+      {"config source",
+       [](C& c) {
+         resource::DeviceAllocationConfiguration config;
+         config.source = "FromNowhere";
+         config.opaque = c.spec.devices.config[0].opaque;
+         c.status.allocation->devices.config = {config};
+       },
+       "status.allocation.devices.config[0].source", FieldErrorType::kNotSupported},
+      {"reservedFor without allocation", [](C& c) { c.status.allocation.reset(); },
+       "status.reservedFor", FieldErrorType::kForbidden},
+      {"reservedFor uid", [](C& c) { c.status.reserved_for[0].uid.clear(); },
+       "status.reservedFor[0].uid", FieldErrorType::kRequired},
+      {"reservedFor too many",
+       [](C& c) { c.status.reserved_for.resize(257, c.status.reserved_for[0]); },
+       "status.reservedFor", FieldErrorType::kTooMany},
+      {"device not allocated", [](C& c) { c.status.devices[0].device = "gpu-9"; },
+       "status.devices[0]", FieldErrorType::kInvalid},
+      {"device conditions", [](C& c) { c.status.devices[0].conditions.resize(9); },
+       "status.devices[0].conditions", FieldErrorType::kTooMany},
+      {"device data not an object", [](C& c) { c.status.devices[0].data = nlohmann::json("text"); },
+       "status.devices[0].data", FieldErrorType::kInvalid},
+      {"network ips",
+       [](C& c) {
+         c.status.devices[0].network_data.emplace();
+         c.status.devices[0].network_data->ips = {"10.0.0.1"};
+       },
+       "status.devices[0].networkData.ips[0]", FieldErrorType::kInvalid},
+      {"network interface name",
+       [](C& c) {
+         c.status.devices[0].network_data.emplace();
+         c.status.devices[0].network_data->interface_name = std::string(257, 'e');
+       },
+       "status.devices[0].networkData.interfaceName", FieldErrorType::kTooLong},
+  };
+  CheckErrorCases(allocated, cases, [&](const C& c) {
+    return ResourceClaimStatusUpdateErrors(old_claim, c, KubeVersion::k1_35);
+  });
   SECTION("the allocation is immutable once set") {
     auto c = allocated;
     c.status.allocation->devices.results[0].device = "gpu-1";

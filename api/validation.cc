@@ -1,7 +1,10 @@
 #include "api/validation.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+
+#include "base/enum_names.h"
 
 namespace xpu::api {
 namespace {
@@ -12,6 +15,13 @@ bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 bool IsLowerAlnum(char c) { return IsLower(c) || IsDigit(c); }
 bool IsAlnum(char c) { return IsLower(c) || IsUpper(c) || IsDigit(c); }
 bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f'); }
+
+// Whether `v` is not empty and each of its characters is of the `kind` or one of `extra`.
+bool Consists(std::string_view v, bool (*kind)(char), std::string_view extra) {
+  return !v.empty() && std::all_of(v.begin(), v.end(), [&](char c) {
+    return kind(c) || extra.find(c) != std::string_view::npos;
+  });
+}
 
 // The value in double quotes for a message: escaped, and cut after 64 bytes.
 std::string Quote(std::string_view value) {
@@ -71,11 +81,7 @@ constexpr std::string_view kLabelNameRule =
 
 // A DNS label without the length limit.
 bool IsLabelShape(std::string_view v) {
-  if (v.empty() || !IsLowerAlnum(v.front()) || !IsLowerAlnum(v.back())) return false;
-  for (char c : v) {
-    if (!IsLowerAlnum(c) && c != '-') return false;
-  }
-  return true;
+  return Consists(v, IsLowerAlnum, "-") && IsLowerAlnum(v.front()) && IsLowerAlnum(v.back());
 }
 
 std::string DnsLabelProblem(std::string_view v) {
@@ -146,29 +152,13 @@ std::string QualifiedNameProblem(std::string_view v, bool require_domain) {
 
 // The name part of a label key, and a non-empty label value.
 bool IsLabelNameShape(std::string_view v) {
-  if (v.empty() || !IsAlnum(v.front()) || !IsAlnum(v.back())) return false;
-  for (char c : v) {
-    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
+  return Consists(v, IsAlnum, "-_.") && IsAlnum(v.front()) && IsAlnum(v.back());
 }
 
 // Whole digits without a leading zero.
-bool IsNumericIdentifier(std::string_view v) {
-  if (v.empty()) return false;
-  for (char c : v) {
-    if (!IsDigit(c)) return false;
-  }
-  return true;
-}
+bool IsNumericIdentifier(std::string_view v) { return Consists(v, IsDigit, ""); }
 
-bool IsSemverIdentifierChars(std::string_view v) {
-  if (v.empty()) return false;
-  for (char c : v) {
-    if (!IsAlnum(c) && c != '-') return false;
-  }
-  return true;
-}
+bool IsSemverIdentifierChars(std::string_view v) { return Consists(v, IsAlnum, "-"); }
 
 std::string SemverProblem(std::string_view v) {
   if (v.empty()) return "must not be empty";
@@ -249,11 +239,7 @@ bool IsDnsLabel(std::string_view value) { return DnsLabelProblem(value).empty();
 bool IsDnsSubdomain(std::string_view value) { return DnsSubdomainProblem(value).empty(); }
 
 bool IsCIdentifier(std::string_view value) {
-  if (value.empty() || IsDigit(value.front())) return false;
-  for (char c : value) {
-    if (!IsAlnum(c) && c != '_') return false;
-  }
-  return true;
+  return Consists(value, IsAlnum, "_") && !IsDigit(value.front());
 }
 
 Status ValidateDnsLabel(std::string_view value, std::string_view field) {
@@ -408,23 +394,12 @@ Status ValidateUuid(std::string_view value, std::string_view field) {
 }
 
 std::string_view FieldErrorReason(FieldErrorType type) {
-  switch (type) {
-    case FieldErrorType::kInvalid:
-      return "FieldValueInvalid";
-    case FieldErrorType::kRequired:
-      return "FieldValueRequired";
-    case FieldErrorType::kDuplicate:
-      return "FieldValueDuplicate";
-    case FieldErrorType::kNotSupported:
-      return "FieldValueNotSupported";
-    case FieldErrorType::kForbidden:
-      return "FieldValueForbidden";
-    case FieldErrorType::kTooLong:
-      return "FieldValueTooLong";
-    case FieldErrorType::kTooMany:
-      return "FieldValueTooMany";
-  }
-  return "FieldValueInvalid";
+  static constexpr std::string_view kReasons[] = {
+      "FieldValueInvalid",   "FieldValueRequired", "FieldValueDuplicate", "FieldValueNotSupported",
+      "FieldValueForbidden", "FieldValueTooLong",  "FieldValueTooMany",
+  };
+  static_assert(NamesCover(kReasons, FieldErrorType::kTooMany));
+  return NameAt(kReasons, type).value_or("FieldValueInvalid");
 }
 
 std::string FieldError::ToString() const { return field.empty() ? detail : field + ": " + detail; }

@@ -1,6 +1,7 @@
 #include "bench/api_objects.h"
 
 #include "api/node_inventory.h"
+#include "api/resource.h"
 #include "topology/testing/fixtures.h"
 
 namespace xpu::bench {
@@ -8,38 +9,32 @@ namespace xpu::bench {
 using nlohmann::json;
 
 nlohmann::json ExampleSlice(const std::string& node, int devices) {
-  json list = json::array();
+  api::resource::ResourceSlice slice;
+  slice.metadata.name = node + "-xpu.dra.dev-0";
+  slice.spec.driver = "xpu.dra.dev";
+  slice.spec.node_name = node;
+  slice.spec.pool = {node, 1, 1, nullptr};
   for (int i = 0; i < devices; ++i) {
-    const std::string ring = node + "-hccs-" + std::to_string(i / 4);
-    list.push_back(
-        {{"name", "npu-" + std::to_string(i)},
-         {"attributes",
-          {{"vendor", {{"string", "huawei"}}},
-           {"family", {{"string", "ascend910b"}}},
-           {"model", {{"string", "Ascend910B3"}}},
-           {"index", {{"int", i}}},
-           {"uuid", {{"string", "a1b2c3d4-0000-4000-8000-" + std::to_string(100000000000 + i)}}},
-           {"driverVersion", {{"version", "24.1.0"}}},
-           {"firmwareVersion", {{"version", "7.5.0"}}},
-           {"toolkitVersion", {{"version", "8.0.0"}}},
-           {"bf16", {{"bool", true}}},
-           {"fp16", {{"bool", true}}},
-           {"int8", {{"bool", true}}},
-           {"numaNode", {{"int", i / 4}}},
-           {"resource.kubernetes.io/pcieRoot", {{"string", "pci0000:" + std::to_string(i / 2)}}},
-           {"resource.kubernetes.io/pciBusID", {{"string", "0000:c1:00." + std::to_string(i)}}},
-           {"linkType", {{"string", "hccs"}}},
-           {"scaleUpDomain", {{"string", ring}}}}},
-         {"capacity", {{"memory", {{"value", "64Gi"}}}}}});
+    api::resource::Device& device = slice.spec.devices.emplace_back();
+    device.name = "npu-" + std::to_string(i);
+    auto& a = device.attributes;
+    a["vendor"].string_value = "huawei";
+    a["family"].string_value = "ascend910b";
+    a["model"].string_value = "Ascend910B3";
+    a["index"].int_value = i;
+    a["uuid"].string_value = "a1b2c3d4-0000-4000-8000-" + std::to_string(100000000000 + i);
+    a["driverVersion"].version = "24.1.0";
+    a["firmwareVersion"].version = "7.5.0";
+    a["toolkitVersion"].version = "8.0.0";
+    a["bf16"].bool_value = a["fp16"].bool_value = a["int8"].bool_value = true;
+    a["numaNode"].int_value = i / 4;
+    a["resource.kubernetes.io/pcieRoot"].string_value = "pci0000:" + std::to_string(i / 2);
+    a["resource.kubernetes.io/pciBusID"].string_value = "0000:c1:00." + std::to_string(i);
+    a["linkType"].string_value = "hccs";
+    a["scaleUpDomain"].string_value = node + "-hccs-" + std::to_string(i / 4);
+    device.capacity["memory"].value = "64Gi";
   }
-  return {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "ResourceSlice"},
-          {"metadata", {{"name", node + "-xpu.dra.dev-0"}}},
-          {"spec",
-           {{"driver", "xpu.dra.dev"},
-            {"nodeName", node},
-            {"pool", {{"name", node}, {"generation", 1}, {"resourceSliceCount", 1}}},
-            {"devices", list}}}};
+  return api::resource::ToJson(slice);
 }
 
 nlohmann::json ExampleInventory(const std::string& node) {

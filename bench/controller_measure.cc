@@ -29,10 +29,7 @@ using xpu::bench::Ms;
 using xpu::bench::Percentile;
 using xpu::bench::StatusMb;
 
-int Fail(const std::string& what) {
-  std::cerr << "controller_measure: " << what << "\n";
-  return 1;
-}
+int Fail(const std::string& what) { return xpu::bench::Fail("controller_measure", what); }
 
 // A counter's value from a /metrics page; 0 when absent.
 double MetricValue(const std::string& page, const std::string& series) {

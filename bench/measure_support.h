@@ -1,5 +1,5 @@
-// Small helpers of the measured runs (plugin_measure, controller_measure): durations in ms,
-// percentiles, and a process's memory from /proc.
+// Small helpers of the measured runs (plugin_measure, controller_measure): failing a run,
+// durations in ms, percentiles, and a process's memory from /proc.
 #ifndef XPU_BENCH_MEASURE_SUPPORT_H_
 #define XPU_BENCH_MEASURE_SUPPORT_H_
 
@@ -8,10 +8,18 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace xpu::bench {
+
+// Prints "<program>: <what>" on stderr and gives 1, the exit status of a failed run.
+inline int Fail(std::string_view program, const std::string& what) {
+  std::cerr << program << ": " << what << "\n";
+  return 1;
+}
 
 inline double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();

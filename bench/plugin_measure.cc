@@ -39,10 +39,7 @@ using xpu::bench::Ms;
 using xpu::bench::Percentile;
 using xpu::bench::StatusMb;
 
-int Fail(const std::string& what) {
-  std::cerr << "plugin_measure: " << what << "\n";
-  return 1;
-}
+int Fail(const std::string& what) { return xpu::bench::Fail("plugin_measure", what); }
 
 }  // namespace
 

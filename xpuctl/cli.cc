@@ -55,8 +55,7 @@ const std::vector<Command>& Commands() {
         kInventoryFlag,
         {"count", '\0', "K", true, "number of devices wanted"},
         {"allocated", '\0', "d1,d2", false, "devices already taken (names such as npu-0)"},
-        kOutputFlag,
-        kHelpFlag},
+        kOutputFlag},
        internal::RunPlan},
       {"gang",
        "place a multi-node gang in the tightest fabric domain (exit 3: infeasible)",
@@ -65,8 +64,7 @@ const std::vector<Command>& Commands() {
         {"devices-per-node", '\0', "K", true, "free devices each node must have"},
         {"highest-tier", '\0', "NAME", false,
          "highest tier the gang may span (default: the top tier)"},
-        kOutputFlag,
-        kHelpFlag},
+        kOutputFlag},
        internal::RunGang},
       {"topo",
        "draw a node's devices and links, or a fabric's domains and nodes, with Graphviz",
@@ -76,16 +74,11 @@ const std::vector<Command>& Commands() {
         {"highlight", '\0', "d1,d2", false,
          "devices to fill, with the links among them bold; with --fabric, nodes to fill"},
         {"format", '\0', "dot|svg", false, "DOT text, or SVG through graphviz 'dot' (default dot)"},
-        {"out", '\0', "FILE", false, "write to FILE instead of standard output"},
-        kHelpFlag},
+        {"out", '\0', "FILE", false, "write to FILE instead of standard output"}},
        internal::RunTopo},
       {"groups",
        "list the aligned device groups of one size, the sets worth publishing",
-       {kTopologyFlag,
-        kInventoryFlag,
-        {"size", '\0', "K", true, "group size"},
-        kOutputFlag,
-        kHelpFlag},
+       {kTopologyFlag, kInventoryFlag, {"size", '\0', "K", true, "group size"}, kOutputFlag},
        internal::RunGroups},
       {"discover",
        "discover this host's accelerators and print its NodeInventory",
@@ -94,8 +87,7 @@ const std::vector<Command>& Commands() {
          "search DIR first for libnvidia-ml.so.1 and libdcmi.so (repeatable)", true},
         {"node-name", '\0', "NAME", false,
          "metadata.name (default: etc/hostname under the host root)"},
-        kOutputFlag,
-        kHelpFlag},
+        kOutputFlag},
        internal::RunDiscover},
       {"slices",
        "print the ResourceSlices the controller publishes for a node's inventory",
@@ -110,8 +102,7 @@ const std::vector<Command>& Commands() {
         {"label", '\0', "k=v,...", false, "the Node's labels (fabric tiers)"},
         {"allocated", '\0', "DEV,...", false,
          "devices claims hold (attributes mode orders the free ones after them)"},
-        kOutputFlag,
-        kHelpFlag},
+        kOutputFlag},
        internal::RunSlices},
   };
   return commands;
@@ -144,15 +135,21 @@ std::string FlagLabel(const FlagSpec& f) {
   return label;
 }
 
+// A command's flags, then --help, which every command takes.
+std::vector<FlagSpec> FlagsOf(const Command& c) {
+  std::vector<FlagSpec> flags = c.flags;
+  flags.push_back(kHelpFlag);
+  return flags;
+}
+
 std::string CommandUsage(const Command& c) {
   std::string text = "usage: xpuctl " + std::string(c.name);
   for (const FlagSpec& f : c.flags) {
-    if (f.name == "help") continue;
     const std::string flag = "--" + std::string(f.name) + " " + std::string(f.value);
     text += f.required ? " " + flag : " [" + flag + "]";
   }
   text += "\n\n" + std::string(c.summary) + "\n\nflags:\n";
-  for (const FlagSpec& f : c.flags) {
+  for (const FlagSpec& f : FlagsOf(c)) {
     text += "  " + Pad(FlagLabel(f), 26) + std::string(f.help) + (f.required ? " (required)" : "") +
             "\n";
   }
@@ -169,6 +166,7 @@ const Command* FindCommand(std::string_view name) {
 // Parses args[1..] as the flags of `command`: "--name value", "--name=value", "-o value",
 // "-o=value"; then checks the required ones (unless --help was given).
 StatusOr<Flags> ParseFlags(const Command& command, const std::vector<std::string>& args) {
+  const std::vector<FlagSpec> known = FlagsOf(command);
   Flags flags;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
@@ -181,7 +179,7 @@ StatusOr<Flags> ParseFlags(const Command& command, const std::vector<std::string
     const std::string_view name =
         std::string_view{arg}.substr(start, eq == std::string::npos ? eq : eq - start);
     const FlagSpec* spec = nullptr;
-    for (const FlagSpec& f : command.flags) {
+    for (const FlagSpec& f : known) {
       if (is_long ? f.name == name : (name.size() == 1 && f.short_name == name[0])) spec = &f;
     }
     if (spec == nullptr) return InvalidArgumentError("unknown flag " + arg.substr(0, eq));

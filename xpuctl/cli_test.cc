@@ -70,6 +70,36 @@ class TempDir {
   std::filesystem::path dir_;
 };
 
+// A command line that must exit 2 with nothing on stdout and stderr starting with `message`.
+struct UsageError {
+  std::vector<std::string> args;
+  std::string message;
+};
+
+void CheckUsageErrors(const std::vector<UsageError>& cases) {
+  for (const UsageError& c : cases) {
+    Result r = Run(c.args);
+    INFO(r.err);
+    CHECK(r.code == kExitUsage);
+    CHECK(r.out.empty());
+    CHECK_THAT(r.err, StartsWith(c.message));
+  }
+}
+
+// Runs `args` with `--out <name>` in a fresh directory: the command prints nothing and writes
+// the file, whose contents are returned.
+std::string RunToFile(std::vector<std::string> args, const std::string& name) {
+  TempDir dir;
+  args.insert(args.end(), {"--out", dir.Path(name)});
+  const Result r = Run(args);
+  INFO(r.err);
+  CHECK(r.code == kExitOk);
+  CHECK(r.out.empty());
+  std::stringstream written;
+  written << std::ifstream(dir.Path(name)).rdbuf();
+  return written.str();
+}
+
 TEST_CASE("help lists the commands and their flags") {
   for (std::string flag : {"--help", "-h", "help"}) {
     Result r = Run({flag});
@@ -108,11 +138,7 @@ TEST_CASE("help lists the commands and their flags") {
 
 TEST_CASE("bad usage exits 2 with a message and a hint") {
   const std::string topo = Fixture("atlas800-9000");
-  struct Case {
-    std::vector<std::string> args;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  CheckUsageErrors({
       {{}, "xpuctl: the xpu-dra operator tool\n\nusage: xpuctl <command>"},
       {{"plna"}, "xpuctl: unknown command \"plna\"\nrun 'xpuctl --help'"},
       {{"help", "plna"}, "xpuctl: unknown command \"plna\""},
@@ -148,14 +174,7 @@ TEST_CASE("bad usage exits 2 with a message and a hint") {
        "xpuctl plan: --count given twice"},
       {{"plan", "--help=yes"}, "xpuctl plan: --help takes no value"},
       {{"topo", "--topology", topo, "--count", "2"}, "xpuctl topo: unknown flag --count"},
-  };
-  for (const Case& c : cases) {
-    Result r = Run(c.args);
-    INFO(r.err);
-    CHECK(r.code == kExitUsage);
-    CHECK(r.out.empty());
-    CHECK_THAT(r.err, StartsWith(c.message));
-  }
+  });
 }
 
 TEST_CASE("plan --count must be a positive integer") {
@@ -273,13 +292,13 @@ TEST_CASE("bad node descriptions exit 2 naming the file and the field") {
        "links[0].devices[1]: unknown device gpu-9"},
       {"{\"name\": ", "invalid JSON at byte 10: "},
   };
+  std::vector<UsageError> runs;
   for (size_t i = 0; i < cases.size(); ++i) {
     const std::string file = dir.Write("bad" + std::to_string(i) + ".json", cases[i].contents);
-    Result r = Run({"plan", "--topology", file, "--count", "1"});
-    CHECK(r.code == kExitUsage);
-    CHECK(r.out.empty());
-    CHECK_THAT(r.err, StartsWith("xpuctl plan: read topology " + file + ": " + cases[i].message));
+    runs.push_back({{"plan", "--topology", file, "--count", "1"},
+                    "xpuctl plan: read topology " + file + ": " + cases[i].message});
   }
+  CheckUsageErrors(runs);
   Result missing = Run({"plan", "--topology", dir.Path("none.json"), "--count", "1"});
   CHECK(missing.code == kExitUsage);
   CHECK(missing.err ==
@@ -290,25 +309,19 @@ TEST_CASE("bad node descriptions exit 2 naming the file and the field") {
   CHECK_THAT(unknown.err, StartsWith("xpuctl plan: --allocated: device gpu-99"));
   // Device and node lists: a repeated or an empty name is a mistake, named, in every command.
   const std::string fabric = FabricFixture("superpod-demo");
-  const std::vector<std::pair<std::vector<std::string>, std::string>> lists = {
-      {{"plan", "--topology", Fixture("hgx-h200"), "--count", "1", "--allocated", "gpu-0,gpu-0"},
-       "xpuctl plan: --allocated: \"gpu-0\" is listed twice in \"gpu-0,gpu-0\""},
-      {{"plan", "--topology", Fixture("hgx-h200"), "--count", "1", "--allocated", "gpu-0,,gpu-1"},
-       "xpuctl plan: --allocated: empty name at position 2 of \"gpu-0,,gpu-1\""},
-      {{"topo", "--topology", Fixture("hgx-h200"), "--highlight", "gpu-1,gpu-1"},
-       "xpuctl topo: --highlight: \"gpu-1\" is listed twice"},
-      {{"topo", "--fabric", fabric, "--highlight", "node-00,"},
-       "xpuctl topo: --highlight: empty name at position 2"},
-      {{"slices", "--inventory",
-        std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts-expected/atlas800-9000.json",
-        "--allocated", "npu-1,npu-1"},
-       "xpuctl slices: --allocated: \"npu-1\" is listed twice"}};
-  for (const auto& [args, message] : lists) {
-    Result r = Run(args);
-    INFO(args.back());
-    CHECK(r.code == kExitUsage);
-    CHECK_THAT(r.err, StartsWith(message));
-  }
+  CheckUsageErrors(
+      {{{"plan", "--topology", Fixture("hgx-h200"), "--count", "1", "--allocated", "gpu-0,gpu-0"},
+        "xpuctl plan: --allocated: \"gpu-0\" is listed twice in \"gpu-0,gpu-0\""},
+       {{"plan", "--topology", Fixture("hgx-h200"), "--count", "1", "--allocated", "gpu-0,,gpu-1"},
+        "xpuctl plan: --allocated: empty name at position 2 of \"gpu-0,,gpu-1\""},
+       {{"topo", "--topology", Fixture("hgx-h200"), "--highlight", "gpu-1,gpu-1"},
+        "xpuctl topo: --highlight: \"gpu-1\" is listed twice"},
+       {{"topo", "--fabric", fabric, "--highlight", "node-00,"},
+        "xpuctl topo: --highlight: empty name at position 2"},
+       {{"slices", "--inventory",
+         std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts-expected/atlas800-9000.json",
+         "--allocated", "npu-1,npu-1"},
+        "xpuctl slices: --allocated: \"npu-1\" is listed twice"}});
 }
 
 TEST_CASE("topo draws the node as DOT, SVG or into a file") {
@@ -319,14 +332,7 @@ TEST_CASE("topo draws the node as DOT, SVG or into a file") {
   CHECK_THAT(dot.out, Contains("npu-2"));
   CHECK(Run({"topo", "--topology", topo, "--highlight", "npu-2,npu-3"}).out == dot.out);
 
-  TempDir dir;
-  Result to_file =
-      Run({"topo", "--topology", topo, "--highlight=npu-2,npu-3", "--out", dir.Path("a3.dot")});
-  CHECK(to_file.code == kExitOk);
-  CHECK(to_file.out.empty());
-  std::stringstream written;
-  written << std::ifstream(dir.Path("a3.dot")).rdbuf();
-  CHECK(written.str() == dot.out);
+  CHECK(RunToFile({"topo", "--topology", topo, "--highlight=npu-2,npu-3"}, "a3.dot") == dot.out);
 
   Result bad_format = Run({"topo", "--topology", topo, "--format", "png"});
   CHECK(bad_format.code == kExitUsage);
@@ -346,6 +352,7 @@ TEST_CASE("topo draws the node as DOT, SVG or into a file") {
     CHECK_THAT(svg.out, Contains("</svg>"));
   }
   SECTION("svg without graphviz") {
+    TempDir dir;  // an empty directory as the PATH
     const std::string path = std::getenv("PATH") == nullptr ? "" : std::getenv("PATH");
     ::setenv("PATH", dir.Path("").c_str(), 1);
     Result svg = Run({"topo", "--topology", topo, "--format", "svg"});
@@ -464,11 +471,7 @@ TEST_CASE("gang -o yaml prints the same document as YAML") {
 
 TEST_CASE("gang rejects bad flags and bad fabric files with exit 2") {
   const std::string fabric = FabricFixture("superpod-demo");
-  struct Case {
-    std::vector<std::string> args;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
+  CheckUsageErrors({
       {{"gang", "--fabric", fabric, "--nodes", "5", "--devices-per-node", "8", "--highest-tier",
         "rack"},
        "xpuctl gang: --highest-tier: unknown tier \"rack\"; expected one of leaf, spine, "
@@ -480,13 +483,7 @@ TEST_CASE("gang rejects bad flags and bad fabric files with exit 2") {
       {{"gang", "--fabric", fabric, "--nodes", "2"},
        "xpuctl gang: --devices-per-node is required\n"},
       {{"gang", "--nodes", "2", "--devices-per-node", "8"}, "xpuctl gang: --fabric is required\n"},
-  };
-  for (const Case& c : cases) {
-    Result r = Run(c.args);
-    CHECK(r.code == kExitUsage);
-    CHECK(r.out.empty());
-    CHECK_THAT(r.err, StartsWith(c.message));
-  }
+  });
 
   TempDir dir;
   const std::string head = R"({"name": "f", "tiers": [{"name": "leaf"}, {"name": "spine"}], )";
@@ -499,23 +496,15 @@ TEST_CASE("gang rejects bad flags and bad fabric files with exit 2") {
        "nodes[0].freeDevices: expected a non-negative integer, got number -8"},
       {"[", "invalid JSON at byte 2: "},
   };
+  std::vector<UsageError> runs;
   for (size_t i = 0; i < files.size(); ++i) {
     const std::string file = dir.Write("f" + std::to_string(i) + ".json", files[i].first);
-    for (const std::string command : {"gang", "topo"}) {
-      std::vector<std::string> args = {command, "--fabric", file};
-      if (command == "gang") args.insert(args.end(), {"--nodes", "1", "--devices-per-node", "1"});
-      Result r = Run(args);
-      CHECK(r.code == kExitUsage);
-      CHECK(r.out.empty());
-      const std::string message = std::string("xpuctl ")
-                                      .append(command)
-                                      .append(": read fabric ")
-                                      .append(file)
-                                      .append(": ")
-                                      .append(files[i].second);
-      CHECK_THAT(r.err, StartsWith(message));
-    }
+    const std::string error = ": read fabric " + file + ": " + files[i].second;
+    runs.push_back({{"gang", "--fabric", file, "--nodes", "1", "--devices-per-node", "1"},
+                    "xpuctl gang" + error});
+    runs.push_back({{"topo", "--fabric", file}, "xpuctl topo" + error});
   }
+  CheckUsageErrors(runs);
   Result missing =
       Run({"gang", "--fabric", dir.Path("none.json"), "--nodes", "1", "--devices-per-node", "1"});
   CHECK(missing.code == kExitUsage);
@@ -536,14 +525,8 @@ TEST_CASE("topo --fabric draws the domains with the chosen nodes filled") {
       Run({"topo", "--fabric", fabric, "--highlight", "node-08,node-14", "--format", "dot"}).out ==
       dot.out);
 
-  TempDir dir;
-  Result to_file = Run(
-      {"topo", "--fabric=" + fabric, "--highlight=node-08,node-14", "--out", dir.Path("f.dot")});
-  CHECK(to_file.code == kExitOk);
-  CHECK(to_file.out.empty());
-  std::stringstream written;
-  written << std::ifstream(dir.Path("f.dot")).rdbuf();
-  CHECK(written.str() == dot.out);
+  CHECK(RunToFile({"topo", "--fabric=" + fabric, "--highlight=node-08,node-14"}, "f.dot") ==
+        dot.out);
 
   Result unknown = Run({"topo", "--fabric", fabric, "--highlight", "node-08,node-99"});
   CHECK(unknown.code == kExitUsage);

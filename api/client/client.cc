@@ -1,5 +1,6 @@
 #include "api/client/client.h"
 
+#include <array>
 #include <random>
 #include <thread>
 #include <utility>
@@ -23,6 +24,26 @@ std::string ObjectName(const json& object) {
   const auto meta = object.find("metadata");
   if (meta == object.end() || !meta->is_object()) return "";
   return meta->value("name", "");
+}
+
+// What an API server's HTTP status means to the caller; a 409 depends on the Status reason.
+StatusCode CodeOfHttpStatus(long http_code, const std::string& reason) {
+  static constexpr std::array<std::pair<long, StatusCode>, 7> kCodes = {{
+      {400, StatusCode::kInvalidArgument},
+      {422, StatusCode::kInvalidArgument},
+      {401, StatusCode::kUnauthenticated},
+      {403, StatusCode::kPermissionDenied},
+      {404, StatusCode::kNotFound},
+      {410, StatusCode::kOutOfRange},
+      {429, StatusCode::kUnavailable},
+  }};
+  if (http_code == 409) {
+    return reason == "AlreadyExists" ? StatusCode::kAlreadyExists : StatusCode::kAborted;
+  }
+  for (const auto& [http, code] : kCodes) {
+    if (http == http_code) return code;
+  }
+  return http_code >= 500 ? StatusCode::kUnavailable : StatusCode::kUnknown;
 }
 
 }  // namespace
@@ -60,34 +81,7 @@ Status ApiError(const std::string& what, long http_code, const std::string& body
   } else {
     message = body.substr(0, 200);
   }
-  StatusCode code = StatusCode::kUnknown;
-  switch (http_code) {
-    case 400:
-    case 422:
-      code = StatusCode::kInvalidArgument;
-      break;
-    case 401:
-      code = StatusCode::kUnauthenticated;
-      break;
-    case 403:
-      code = StatusCode::kPermissionDenied;
-      break;
-    case 404:
-      code = StatusCode::kNotFound;
-      break;
-    case 409:
-      code = reason == "AlreadyExists" ? StatusCode::kAlreadyExists : StatusCode::kAborted;
-      break;
-    case 410:
-      code = StatusCode::kOutOfRange;
-      break;
-    case 429:
-      code = StatusCode::kUnavailable;
-      break;
-    default:
-      if (http_code >= 500) code = StatusCode::kUnavailable;
-      break;
-  }
+  const StatusCode code = CodeOfHttpStatus(http_code, reason);
   std::string text = what + ": " + std::to_string(http_code);
   if (!reason.empty()) text += " " + reason;
   if (!message.empty()) text += ": " + message;

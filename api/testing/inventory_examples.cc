@@ -6,15 +6,15 @@
 namespace xpu::api::testing {
 namespace {
 
-Condition ReadyCondition() {
-  Condition c;
-  c.type = "Ready";
-  c.status = "True";
-  c.observed_generation = 2;
-  c.last_transition_time = "2026-11-30T22:00:00Z";
-  c.reason = "Probed";
-  c.message = "all devices found";
-  return c;
+// A status condition that holds.
+Condition TrueCondition(std::string type, int64_t observed_generation, std::string time,
+                        std::string reason, std::string message) {
+  return {.type = std::move(type),
+          .status = "True",
+          .observed_generation = observed_generation,
+          .last_transition_time = std::move(time),
+          .reason = std::move(reason),
+          .message = std::move(message)};
 }
 
 InventoryDevice Die(int index) {
@@ -95,7 +95,7 @@ NodeInventory ExampleNodeInventory() {
   fabric.spine = "spine-1";
   s.fabric = fabric;
   s.health = "Healthy";
-  s.conditions = {ReadyCondition()};
+  s.conditions = {TrueCondition("Ready", 2, "2026-11-30T22:00:00Z", "Probed", "all devices found")};
   s.observed_generation = 2;
   return inv;
 }
@@ -126,14 +126,8 @@ AcceleratorGang ExampleAcceleratorGang() {
     }
   }
   s.resource_claim_name = "train-llm-gang";
-  Condition placed;
-  placed.type = "Placed";
-  placed.status = "True";
-  placed.observed_generation = 1;
-  placed.last_transition_time = "2026-11-30T22:05:00Z";
-  placed.reason = "FitInLeaf";
-  placed.message = "2 nodes in leaf-3";
-  s.conditions = {placed};
+  s.conditions = {
+      TrueCondition("Placed", 1, "2026-11-30T22:05:00Z", "FitInLeaf", "2 nodes in leaf-3")};
   s.observed_generation = 1;
   return gang;
 }

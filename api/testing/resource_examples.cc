@@ -90,13 +90,12 @@ ResourceSlice ExampleResourceSlice() {
   slice.metadata.name = "node-1-gpu.example.com-x7k2p";
   slice.metadata.generate_name = "node-1-gpu.example.com-";
   slice.metadata.labels = {{"app.kubernetes.io/name", "xpu-dra"}};
-  OwnerReference owner;
-  owner.api_version = "v1";
-  owner.kind = "Node";
-  owner.name = "node-1";
-  owner.uid = "6c6f0a3e-0000-4000-8000-00000000000a";
-  owner.controller = true;
-  slice.metadata.owner_references = {owner};
+  slice.metadata.owner_references = {OwnerReference{.api_version = "v1",
+                                                    .kind = "Node",
+                                                    .name = "node-1",
+                                                    .uid = "6c6f0a3e-0000-4000-8000-00000000000a",
+                                                    .controller = true,
+                                                    .block_owner_deletion = std::nullopt}};
 
   ResourceSliceSpec& spec = slice.spec;
   spec.driver = "gpu.example.com";
@@ -161,17 +160,17 @@ ResourceClaim ExampleResourceClaim() {
   claim.spec = ClaimSpec();
 
   AllocationResult allocation;
-  DeviceRequestAllocationResult result;
-  result.request = "gpu";
-  result.driver = "gpu.example.com";
-  result.pool = "node-1";
-  result.device = "gpu-0-part-0";
-  result.admin_access = false;
-  result.tolerations = claim.spec.devices.requests[0].exactly->tolerations;
-  result.binding_conditions = {"Ready"};
-  result.binding_failure_conditions = {"Failed"};
-  result.share_id = "9a0e7d2c-0000-4000-8000-000000000002";
-  result.consumed_capacity = {{"memory", "10Gi"}};
+  const DeviceRequestAllocationResult result{
+      .request = "gpu",
+      .driver = "gpu.example.com",
+      .pool = "node-1",
+      .device = "gpu-0-part-0",
+      .admin_access = false,
+      .tolerations = claim.spec.devices.requests[0].exactly->tolerations,
+      .binding_conditions = {"Ready"},
+      .binding_failure_conditions = {"Failed"},
+      .share_id = "9a0e7d2c-0000-4000-8000-000000000002",
+      .consumed_capacity = {{"memory", "10Gi"}}};
   allocation.devices.results = {result};
   DeviceAllocationConfiguration config;
   config.source = "FromClaim";

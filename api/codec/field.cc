@@ -1,4 +1,4 @@
-#include "api/internal/json_fields.h"
+#include "api/codec/field.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,14 +7,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 
-namespace xpu::api::internal {
+namespace xpu::api::codec {
 namespace {
 
 using nlohmann::json;
-
-constexpr double kMaxBandwidthGBps = 1e6;
 
 // "number -1", "string \"x\"", "array": what a value is, for "expected ..., got ..." messages.
 std::string Describe(const json& j) {
@@ -80,35 +77,6 @@ Status CheckConstant(const Field& f, std::string_view want) {
   return Expected(f, "\"" + std::string(want) + "\"");
 }
 
-StatusOr<std::string> AsString(const Field& f) {
-  if (!f.value->is_string()) return Expected(f, "a string");
-  return f.value->get<std::string>();
-}
-
-StatusOr<int> AsIntAtLeast(const Field& f, int min) {
-  constexpr int64_t kMax = std::numeric_limits<int>::max();
-  const json& j = *f.value;
-  std::optional<int64_t> value;
-  if (j.is_number_unsigned()) {
-    if (j.get<uint64_t>() <= static_cast<uint64_t>(kMax)) value = j.get<int64_t>();
-  } else if (j.is_number_integer()) {
-    value = j.get<int64_t>();
-  }
-  if (!value || *value < min || *value > kMax) {
-    return Expected(f,
-                    min == 0 ? "a non-negative integer" : "an integer >= " + std::to_string(min));
-  }
-  return static_cast<int>(*value);
-}
-
-StatusOr<double> AsBandwidth(const Field& f) {
-  const json& j = *f.value;
-  if (!j.is_number() || !(j.get<double>() > 0) || j.get<double>() > kMaxBandwidthGBps) {
-    return Expected(f, "a bandwidth in GB/s, > 0 and at most 1000000");
-  }
-  return j.get<double>();
-}
-
 json Number(double value) {
   if (std::trunc(value) == value && std::abs(value) < 9.0e15) return static_cast<int64_t>(value);
   return value;
@@ -143,4 +111,4 @@ StatusOr<json> ReadJsonFile(const std::string& path, std::string_view context) {
   }
 }
 
-}  // namespace xpu::api::internal
+}  // namespace xpu::api::codec

@@ -1,10 +1,10 @@
-#include "api/internal/codec.h"
+#include "api/codec/codec.h"
 
 #include <algorithm>
 #include <cctype>
 #include <limits>
 
-namespace xpu::api::internal {
+namespace xpu::api::codec {
 
 using nlohmann::json;
 
@@ -60,15 +60,15 @@ std::string MapKeyPath(const Field& f, const std::string& key) {
   return f.path + "[\"" + key + "\"]";
 }
 
-StatusOr<ObjectReader> ObjectReader::Open(const Field& f) {
+StatusOr<ObjectReader> ObjectReader::Open(const Field& f, bool null_is_unset) {
   if (!f.value->is_object()) return Expected(f, "an object");
-  return ObjectReader(f);
+  return ObjectReader(f, null_is_unset);
 }
 
 Field ObjectReader::Take(std::string_view key) {
   known_.push_back(key);
   Field m = field_.Member(key);
-  if (m.value != nullptr && m.value->is_null()) m.value = nullptr;
+  if (null_is_unset_ && m.value != nullptr && m.value->is_null()) m.value = nullptr;
   return m;
 }
 
@@ -91,4 +91,45 @@ json ObjectWriter::Finish(const json& unknown) && {
   return std::move(out_);
 }
 
-}  // namespace xpu::api::internal
+json Enum(const std::vector<std::string>& values) { return {{"enum", values}}; }
+json Minimum(int64_t min) { return {{"minimum", min}}; }
+json Maximum(int64_t max) { return {{"maximum", max}}; }
+json ExclusiveMinimum(double min) { return {{"minimum", Number(min)}, {"exclusiveMinimum", true}}; }
+json MinLength(int64_t min) { return {{"minLength", min}}; }
+json MaxLength(int64_t max) { return {{"maxLength", max}}; }
+json Pattern(std::string_view regex) { return {{"pattern", std::string(regex)}}; }
+json MinItems(int64_t min) { return {{"minItems", min}}; }
+json MaxItems(int64_t max) { return {{"maxItems", max}}; }
+json MaxProperties(int64_t max) { return {{"maxProperties", max}}; }
+json Items(json keywords) { return {{"items", std::move(keywords)}}; }
+json ListMap(const std::vector<std::string>& keys) {
+  return {{"x-kubernetes-list-type", "map"}, {"x-kubernetes-list-map-keys", keys}};
+}
+json ListSet() { return {{"x-kubernetes-list-type", "set"}}; }
+json ListAtomic() { return {{"x-kubernetes-list-type", "atomic"}}; }
+
+json SchemaFor(Tag<std::string>) { return {{"type", "string"}}; }
+json SchemaFor(Tag<int64_t>) { return {{"type", "integer"}, {"format", "int64"}}; }
+json SchemaFor(Tag<bool>) { return {{"type", "boolean"}}; }
+json SchemaFor(Tag<double>) { return {{"type", "number"}}; }
+
+void MergeSchema(json* schema, const json& extra) {
+  for (const auto& [key, value] : extra.items()) {
+    if (key == "items") {
+      // Items(...) of a list, or of the values of a map.
+      json* inner =
+          schema->contains("items") ? &(*schema)["items"] : &(*schema)["additionalProperties"];
+      MergeSchema(inner, value);
+    } else {
+      (*schema)[key] = value;
+    }
+  }
+}
+
+json FieldSchema::Finish() && {
+  json out = {{"type", "object"}, {"properties", std::move(properties_)}};
+  if (!required_.empty()) out["required"] = required_;
+  return out;
+}
+
+}  // namespace xpu::api::codec
