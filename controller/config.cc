@@ -1,5 +1,6 @@
 #include "controller/config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -13,10 +14,12 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <utility>
 
 #include "api/quantity.h"
 #include "api/validation.h"
+#include "base/enum_names.h"
 
 namespace xpu::controller {
 namespace {
@@ -181,22 +184,52 @@ class YamlConverter {
   size_t nodes_ = 0;
 };
 
+// Parser events, dropped: ParseDocument counts documents without building them.
+class IgnoreEvents : public YAML::EventHandler {
+ public:
+  void OnDocumentStart(const YAML::Mark&) override {}
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
+};
+
 StatusOr<Json> ParseDocument(std::string_view text) {
-  std::vector<YAML::Node> docs;
+  // Documents are counted first, up to a bound, and only a single one is built: for some input
+  // ("{a},", a flow collection and a comma) yaml-cpp 0.7 reports empty documents without end,
+  // which YAML::LoadAll would collect until memory runs out.
+  constexpr int kMaxDocuments = 64;
+  int documents = 0;
+  YAML::Node doc;
   try {
-    docs = YAML::LoadAll(std::string(text));
+    std::istringstream stream{std::string(text)};
+    YAML::Parser parser(stream);
+    IgnoreEvents ignore;
+    while (documents <= kMaxDocuments && parser.HandleNextDocument(ignore)) ++documents;
+    if (documents == 1) doc = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
     const std::string where = MarkText(e.mark);
     return InvalidArgumentError("invalid YAML" + (where.empty() ? "" : " at " + where) + ": " +
                                 e.msg);
   }
-  if (docs.size() > 1) {
-    return InvalidArgumentError("expected one document, got " + std::to_string(docs.size()));
+  if (documents > kMaxDocuments) {
+    return InvalidArgumentError("expected one document, got more than " +
+                                std::to_string(kMaxDocuments));
   }
-  if (docs.empty()) return Json::object();
+  if (documents > 1) {
+    return InvalidArgumentError("expected one document, got " + std::to_string(documents));
+  }
+  if (documents == 0) return Json::object();
   try {
     YamlConverter converter;
-    ASSIGN_OR_RETURN(Json root, converter.Convert(docs[0], "", 0));
+    ASSIGN_OR_RETURN(Json root, converter.Convert(doc, "", 0));
     if (root.is_null()) return Json::object();  // an empty file: every member absent
     return root;
   } catch (const YAML::Exception& e) {
@@ -728,13 +761,9 @@ std::optional<std::string> AttributeVersion(const api::InventoryDevice& device,
 }  // namespace
 
 std::string_view PublishModeName(PublishMode mode) {
-  switch (mode) {
-    case PublishMode::kAttributes:
-      return "attributes";
-    case PublishMode::kGroups:
-      return "groups";
-  }
-  return "attributes";
+  static constexpr std::string_view kNames[] = {"attributes", "groups"};
+  static_assert(NamesCover(kNames, PublishMode::kGroups));
+  return NameAt(kNames, mode).value_or("attributes");
 }
 
 std::optional<PublishMode> ParsePublishMode(std::string_view name) {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "controller/testing/config_examples.h"
+
 namespace xpu::controller {
 namespace {
 
@@ -72,15 +74,7 @@ Config FullConfig() {
   want.group_sizes = {2, 4, 8, 16};
   want.unhealthy_effect = "NoExecute";
   want.vendor_classes = false;
-  CapabilityClass large;
-  large.name = "training-large-memory";
-  large.vendors = {"nvidia", "huawei"};
-  large.min_memory = "64Gi";
-  large.precisions = {"bf16"};
-  large.families = {"hopper", "ascend910b"};
-  large.images = {{"nvidia", "nvcr.io/nvidia/pytorch:24.05-py3"},
-                  {"huawei", "ascendhub.huawei.com/pytorch:8.0"}};
-  large.extended_resource_name = "example.com/training-large-memory";
+  CapabilityClass large = testing::TrainingLargeMemoryClass();
   CapabilityClass inference;
   inference.name = "inference";
   inference.min_memory = "16Gi";

@@ -17,6 +17,7 @@
 #include "api/resource_validation.h"
 #include "base/log.h"
 #include "base/metrics/metrics.h"
+#include "base/testing/require_ok.h"
 #include "controller/device_classes.h"
 #include "controller/testing/cluster.h"
 #include "e2e/client/child_process.h"
@@ -35,17 +36,13 @@ const std::string kDriver = "xpu.dra.dev";
 
 struct Cluster {
   explicit Cluster(const std::vector<std::string>& flags = {}) {
-    auto started = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY, flags);
-    INFO(started.status().ToString());
-    REQUIRE(started.ok());
-    sim = std::move(started).value();
     kc::ClientOptions options;
     options.qps = 0;
-    auto connected = testing::Connect(*sim, options);
-    REQUIRE(connected.ok());
-    client = std::move(connected).value();
-    REQUIRE(testing::MakeNamespace(*client, "xpu-dra").ok());
-    REQUIRE(testing::MakeNamespace(*client, "default").ok());
+    auto started =
+        testing::StartCluster(XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"}, options);
+    REQUIRE_OK(started);
+    sim = std::move(started->sim);
+    client = std::move(started->client);
   }
   // A node whose plugin is live: Node, the fixture host's inventory, a fresh Lease.
   std::string AddNode(const std::string& name, const std::string& host,

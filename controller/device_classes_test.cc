@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "api/resource_validation.h"
+#include "controller/testing/config_examples.h"
 
 namespace xpu::controller {
 namespace {
@@ -63,16 +64,9 @@ void CheckGuarded(const std::string& expression, std::string_view driver) {
 
 Config FullConfig() {
   Config config;
-  CapabilityClass large;
-  large.name = "training-large-memory";
-  large.vendors = {"nvidia", "huawei"};
-  large.min_memory = "64Gi";
-  large.precisions = {"bf16", "fp8"};
-  large.families = {"hopper", "ascend910b"};
+  CapabilityClass large = testing::TrainingLargeMemoryClass();
+  large.precisions.emplace_back("fp8");
   large.models = {"H200", "Ascend910B3"};
-  large.images = {{"nvidia", "nvcr.io/nvidia/pytorch:24.05-py3"},
-                  {"huawei", "ascendhub.huawei.com/pytorch:8.0"}};
-  large.extended_resource_name = "example.com/training-large-memory";
   CapabilityClass any;
   any.name = "any-accelerator";
   CapabilityClass small;

@@ -7,13 +7,17 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "api/testing/generator.h"
 #include "controller/slice_goldens.h"
 
 int main(int argc, char** argv) {
   namespace fs = std::filesystem;
-  if (argc != 2) {
-    std::cerr << "usage: gen-slice-goldens <source dir>\n";
-    return 2;
+  if (auto exit = xpu::api::testing::CheckGeneratorArgs(
+          argc, argv, 1, "usage: gen-slice-goldens SOURCE_DIR\n",
+          "Writes SOURCE_DIR/e2e/fixtures/slices-expected/<host>.{groups,attributes}.json, the\n"
+          "slices the controller publishes for each SOURCE_DIR/e2e/fixtures/hosts-expected/\n"
+          "<host>.json inventory, in both publishing modes.\n")) {
+    return *exit;
   }
   const fs::path root = argv[1];
   const fs::path out_dir = root / "e2e/fixtures/slices-expected";

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "api/core.h"
+#include "base/testing/require_ok.h"
 #include "base/time.h"
 #include "controller/testing/cluster.h"
 
@@ -54,14 +55,12 @@ TEST_CASE("leader options need retry < renew deadline < lease duration", "[leade
 }
 
 TEST_CASE("one of two replicas leads, the standby takes over when it stops", "[leader]") {
-  auto sim = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
-  REQUIRE(sim.ok());
-  auto client = testing::Connect(**sim);
-  REQUIRE(client.ok());
-  REQUIRE(testing::MakeNamespace(**client, "xpu-dra").ok());
+  auto cluster = testing::StartCluster(XPU_KUBE_SIM_BINARY, {}, {"xpu-dra"});
+  REQUIRE_OK(cluster);
+  auto& client = cluster->client;
 
-  Replica a(client->get(), "replica-a");
-  Replica b(client->get(), "replica-b");
+  Replica a(client.get(), "replica-a");
+  Replica b(client.get(), "replica-b");
   a.Start();
   REQUIRE(testing::Eventually([&] { return a.elector.IsLeader(); }, milliseconds(10'000)));
   b.Start();
@@ -77,7 +76,7 @@ TEST_CASE("one of two replicas leads, the standby takes over when it stops", "[l
   REQUIRE(testing::Eventually([&] { return b.elector.IsLeader(); }, milliseconds(10'000)));
   // Released: the standby does not wait out the lease duration.
   CHECK(std::chrono::steady_clock::now() - stopped < milliseconds(1500));
-  auto lease = (*client)->Get(kc::Leases(), "xpu-dra", "xpu-dra-controller");
+  auto lease = client->Get(kc::Leases(), "xpu-dra", "xpu-dra-controller");
   REQUIRE(lease.ok());
   CHECK((*lease)["spec"]["holderIdentity"] == "replica-b");
   CHECK((*lease)["spec"]["leaseTransitions"].get<int>() >= 1);
@@ -85,31 +84,29 @@ TEST_CASE("one of two replicas leads, the standby takes over when it stops", "[l
 }
 
 TEST_CASE("a leader whose lease another replica took steps down", "[leader]") {
-  auto sim = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
-  REQUIRE(sim.ok());
-  auto client = testing::Connect(**sim);
-  REQUIRE(client.ok());
-  REQUIRE(testing::MakeNamespace(**client, "xpu-dra").ok());
-  Replica a(client->get(), "replica-a");
+  auto cluster = testing::StartCluster(XPU_KUBE_SIM_BINARY, {}, {"xpu-dra"});
+  REQUIRE_OK(cluster);
+  auto& client = cluster->client;
+  Replica a(client.get(), "replica-a");
   a.Start();
   REQUIRE(testing::Eventually([&] { return a.elector.IsLeader(); }, milliseconds(10'000)));
   // Someone else writes the lease (as a replica that thought it expired would).
   REQUIRE(testing::Eventually([&] {
-    auto got = (*client)->Get(kc::Leases(), "xpu-dra", "xpu-dra-controller");
+    auto got = client->Get(kc::Leases(), "xpu-dra", "xpu-dra-controller");
     if (!got.ok()) return false;
     auto lease = api::FromJson<api::core::Lease>(*got);
     if (!lease.ok()) return false;
     lease->spec.holder_identity = "intruder";
     lease->spec.lease_duration_seconds = 60;
     lease->spec.renew_time = FormatMicroTime(std::chrono::system_clock::now());
-    return (*client)->Update(kc::Leases(), "xpu-dra", api::core::ToJson(*lease)).ok();
+    return client->Update(kc::Leases(), "xpu-dra", api::core::ToJson(*lease)).ok();
   }));
   REQUIRE(testing::Eventually([&] { return !a.elector.IsLeader(); }, milliseconds(5'000)));
   CHECK(a.stops == 1);
   CHECK(a.elector.ObservedHolder() == "intruder");
   a.Join();
   // A replica that is not the leader does not release someone else's lease.
-  auto got = (*client)->Get(kc::Leases(), "xpu-dra", "xpu-dra-controller");
+  auto got = client->Get(kc::Leases(), "xpu-dra", "xpu-dra-controller");
   REQUIRE(got.ok());
   CHECK((*got)["spec"]["holderIdentity"] == "intruder");
 }

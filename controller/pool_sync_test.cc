@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/resource_validation.h"
+#include "base/testing/require_ok.h"
 #include "controller/testing/cluster.h"
 
 namespace xpu::controller {
@@ -20,19 +21,19 @@ using api::resource::ResourceSliceSpec;
 
 const std::string kDriver = "xpu.dra.dev";
 
-std::unique_ptr<e2e::KubeSimProcess> StartSim(const std::vector<std::string>& flags = {}) {
-  auto sim = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY, flags);
-  INFO(sim.status().ToString());
-  REQUIRE(sim.ok());
-  return std::move(sim).value();
-}
-
-std::unique_ptr<kc::Client> ClientOf(const e2e::KubeSimProcess& sim) {
-  auto client = testing::Connect(sim);
-  INFO(client.status().ToString());
-  REQUIRE(client.ok());
-  return std::move(client).value();
-}
+// kube-sim started with `flags`, a client to it and the Node n1 whose pool the tests sync.
+struct NodeN1 {
+  explicit NodeN1(const std::vector<std::string>& flags = {}) {
+    auto started = testing::StartCluster(XPU_KUBE_SIM_BINARY, flags);
+    REQUIRE_OK(started);
+    cluster = std::move(started).value();
+    auto uid = testing::MakeNode(*cluster.client, "n1");
+    REQUIRE(uid.ok());
+    node = {"n1", *uid, {}};
+  }
+  testing::SimCluster cluster;
+  NodeFacts node;
+};
 
 ResourceSliceSpec SliceOf(const std::string& node, int first, int count,
                           const std::string& model = "H200") {
@@ -81,11 +82,9 @@ struct Writes {
 };
 
 TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[pool_sync]") {
-  auto sim = StartSim();
-  auto client = ClientOf(*sim);
-  auto uid = testing::MakeNode(*client, "n1");
-  REQUIRE(uid.ok());
-  NodeFacts node{"n1", *uid, {}};
+  NodeN1 n1;
+  auto& client = n1.cluster.client;
+  const NodeFacts& node = n1.node;
   DesiredPool pool;
   pool.name = "n1";
   pool.slices = {SliceOf("n1", 0, 4), SliceOf("n1", 4, 4)};
@@ -104,7 +103,7 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
     CHECK(s->metadata.generate_name == "n1-xpu.dra.dev-");
     REQUIRE(s->metadata.owner_references.size() == 1);
     CHECK(s->metadata.owner_references[0].kind == "Node");
-    CHECK(s->metadata.owner_references[0].uid == *uid);
+    CHECK(s->metadata.owner_references[0].uid == node.uid);
     CHECK(api::ValidateResourceSlice(*s, api::KubeVersion::k1_34).ok());
   }
 
@@ -179,11 +178,9 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
 }
 
 TEST_CASE("pool sync keeps taint timestamps the server set", "[pool_sync]") {
-  auto sim = StartSim();
-  auto client = ClientOf(*sim);
-  auto uid = testing::MakeNode(*client, "n1");
-  REQUIRE(uid.ok());
-  NodeFacts node{"n1", *uid, {}};
+  NodeN1 n1;
+  auto& client = n1.cluster.client;
+  const NodeFacts& node = n1.node;
   DesiredPool pool = TaintedPool(1);
   REQUIRE(SyncPool(*client, kDriver, "n1", pool, node, {}).status.ok());
   auto now = Current(*client);
@@ -196,11 +193,9 @@ TEST_CASE("pool sync keeps taint timestamps the server set", "[pool_sync]") {
 }
 
 TEST_CASE("pool sync reports fields the server dropped", "[pool_sync]") {
-  auto sim = StartSim({"--feature-gates", "DRADeviceTaints=false,DRAPartitionableDevices=false"});
-  auto client = ClientOf(*sim);
-  auto uid = testing::MakeNode(*client, "n1");
-  REQUIRE(uid.ok());
-  NodeFacts node{"n1", *uid, {}};
+  NodeN1 n1({"--feature-gates", "DRADeviceTaints=false,DRAPartitionableDevices=false"});
+  auto& client = n1.cluster.client;
+  const NodeFacts& node = n1.node;
   DesiredPool pool = TaintedPool(0);
   api::resource::CounterSet set;
   set.name = "gpu-members";

@@ -47,6 +47,15 @@ StatusOr<api::KubeVersion> DetectVersion(kc::Client& client, const std::string& 
   return n >= 35 ? api::KubeVersion::k1_35 : api::KubeVersion::k1_34;
 }
 
+// The leader election part of the options.
+LeaderOptions LeaderOptionsOf(const ControllerOptions& o) {
+  return {.ns = o.ns,
+          .identity = o.identity,
+          .lease_duration = o.lease_duration,
+          .renew_deadline = o.renew_deadline,
+          .retry_period = o.retry_period};
+}
+
 }  // namespace
 
 Status ControllerOptions::Validate() const {
@@ -59,99 +68,77 @@ Status ControllerOptions::Validate() const {
     return InvalidArgumentError("--kubernetes-version: want 1.34 or 1.35, got " +
                                 kubernetes_version);
   }
-  if (!Logger::IsLevel(log_level)) {
-    return InvalidArgumentError("--log-level: \"" + log_level +
-                                "\" is not error, warning, info or debug");
-  }
-  LeaderOptions leader;
-  leader.identity = identity.empty() ? "x" : identity;
-  leader.lease_duration = lease_duration;
-  leader.renew_deadline = renew_deadline;
-  leader.retry_period = retry_period;
+  RETURN_IF_ERROR(Logger::CheckLevelFlag(log_level));
+  LeaderOptions leader = LeaderOptionsOf(*this);
+  if (leader.identity.empty()) leader.identity = "x";  // ParseFlags fills in the default
   return leader.Validate();
 }
 
+namespace {
+
+std::vector<Flag> ControllerFlags(ControllerOptions* o) {
+  return {
+      {"--kubeconfig", "FILE",
+       "API access (default: in-cluster service account, then\n"
+       "$KUBECONFIG)",
+       StringFlag(&o->kubeconfig)},
+      {"--driver-name", "NAME", "DRA driver name (default xpu.dra.dev)",
+       StringFlag(&o->driver_name)},
+      {"--namespace", "NS", "plugin Leases, the leader Lease and Events (default xpu-dra)",
+       StringFlag(&o->ns)},
+      {"--config", "FILE",
+       "capability classes, support matrix, publishing mode (YAML or\n"
+       "JSON; reloaded on change; default: built-in defaults)",
+       StringFlag(&o->config_path)},
+      {"--qps", "N", "client-side API rate limit (default 50; 0 disables)",
+       IntFlag(&o->qps, 0, 100'000)},
+      {"--burst", "N", "API burst (default 100)", IntFlag(&o->burst, 1, 100'000)},
+      {"--leader-elect", "BOOL", "elect one leader among replicas (default true)",
+       BoolFlag(&o->leader_elect)},
+      {"--identity", "NAME",
+       "this replica's leader-election identity (default\n"
+       "hostname_pid)",
+       StringFlag(&o->identity)},
+      {"--metrics-addr", "ADDR", "/metrics, /healthz, /readyz (default :9401; \"\" disables)",
+       StringFlag(&o->metrics_addr)},
+      {"--kubernetes-version", "V",
+       "slice shapes for 1.34 or 1.35 (default: the server's\n"
+       "/version; 1.36 and later publish like 1.35)",
+       StringFlag(&o->kubernetes_version)},
+      {"--workers", "N", "pools synced in parallel (default 4)", IntFlag(&o->workers, 1, 64)},
+      {"--config-poll", "DURATION", "how often the config file is checked (default 2s)",
+       DurationFlag(&o->config_poll)},
+      {"--claim-debounce", "DURATION",
+       "wait after an allocation change before reordering\n"
+       "(default 1s)",
+       DurationFlag(&o->claim_debounce)},
+      {"--lease-duration", "DURATION", "leader Lease duration (default 12s)",
+       DurationFlag(&o->lease_duration)},
+      {"--renew-deadline", "DURATION",
+       "the leader steps down after failing to renew this long\n"
+       "(default 8s)",
+       DurationFlag(&o->renew_deadline)},
+      {"--retry-period", "DURATION", "leader election retry and renewal period (default 2s)",
+       DurationFlag(&o->retry_period)},
+      {"--log-level", "LEVEL", "error, warning, info or debug (default info)",
+       StringFlag(&o->log_level)},
+  };
+}
+
+}  // namespace
+
 std::string Usage() {
+  ControllerOptions unused;
   return "usage: xpu-dra-controller [flags]\n"
          "The xpu-dra controller: publishes the ResourceSlices of every node whose plugin is\n"
          "live, applies health and support-matrix taints, and keeps the DeviceClasses of the\n"
-         "config in the cluster. Run two replicas with --leader-elect.\n"
-         "  --kubeconfig FILE       API access (default: in-cluster service account, then\n"
-         "                          $KUBECONFIG)\n"
-         "  --driver-name NAME      DRA driver name (default xpu.dra.dev)\n"
-         "  --namespace NS          plugin Leases, the leader Lease and Events (default xpu-dra)\n"
-         "  --config FILE           capability classes, support matrix, publishing mode (YAML or\n"
-         "                          JSON; reloaded on change; default: built-in defaults)\n"
-         "  --qps N                 client-side API rate limit (default 50; 0 disables)\n"
-         "  --burst N               API burst (default 100)\n"
-         "  --leader-elect BOOL     elect one leader among replicas (default true)\n"
-         "  --identity NAME         this replica's leader-election identity (default\n"
-         "                          hostname_pid)\n"
-         "  --metrics-addr ADDR     /metrics, /healthz, /readyz (default :9401; \"\" disables)\n"
-         "  --kubernetes-version V  slice shapes for 1.34 or 1.35 (default: the server's\n"
-         "                          /version; 1.36 and later publish like 1.35)\n"
-         "  --workers N             pools synced in parallel (default 4)\n"
-         "  --config-poll DURATION  how often the config file is checked (default 2s)\n"
-         "  --claim-debounce DURATION  wait after an allocation change before reordering\n"
-         "                          (default 1s)\n"
-         "  --lease-duration DURATION  leader Lease duration (default 12s)\n"
-         "  --renew-deadline DURATION  the leader steps down after failing to renew this long\n"
-         "                          (default 8s)\n"
-         "  --retry-period DURATION leader election retry and renewal period (default 2s)\n"
-         "  --log-level LEVEL       error, warning, info or debug (default info)\n"
-         "  --help                  print this help\n";
+         "config in the cluster. Run two replicas with --leader-elect.\n" +
+         FlagTableUsage(ControllerFlags(&unused), 24);
 }
 
 StatusOr<ControllerOptions> ParseFlags(const std::vector<std::string>& args, bool* help) {
   ControllerOptions o;
-  FlagReader flags(args);
-  while (flags.Next()) {
-    if (flags.Is("--kubeconfig")) {
-      ASSIGN_OR_RETURN(o.kubeconfig, flags.Value());
-    } else if (flags.Is("--driver-name")) {
-      ASSIGN_OR_RETURN(o.driver_name, flags.Value());
-    } else if (flags.Is("--namespace")) {
-      ASSIGN_OR_RETURN(o.ns, flags.Value());
-    } else if (flags.Is("--config")) {
-      ASSIGN_OR_RETURN(o.config_path, flags.Value());
-    } else if (flags.Is("--qps")) {
-      ASSIGN_OR_RETURN(const int64_t qps, flags.Int(0, 100'000));
-      o.qps = static_cast<double>(qps);
-    } else if (flags.Is("--burst")) {
-      ASSIGN_OR_RETURN(const int64_t burst, flags.Int(1, 100'000));
-      o.burst = static_cast<int>(burst);
-    } else if (flags.Is("--leader-elect")) {
-      ASSIGN_OR_RETURN(const std::string v, flags.Value());
-      if (v != "true" && v != "false") {
-        return InvalidArgumentError("parse flag --leader-elect: want true or false, got " + v);
-      }
-      o.leader_elect = v == "true";
-    } else if (flags.Is("--identity")) {
-      ASSIGN_OR_RETURN(o.identity, flags.Value());
-    } else if (flags.Is("--metrics-addr")) {
-      ASSIGN_OR_RETURN(o.metrics_addr, flags.Value());
-    } else if (flags.Is("--kubernetes-version")) {
-      ASSIGN_OR_RETURN(o.kubernetes_version, flags.Value());
-    } else if (flags.Is("--workers")) {
-      ASSIGN_OR_RETURN(const int64_t w, flags.Int(1, 64));
-      o.workers = static_cast<int>(w);
-    } else if (flags.Is("--config-poll")) {
-      ASSIGN_OR_RETURN(o.config_poll, flags.Duration());
-    } else if (flags.Is("--claim-debounce")) {
-      ASSIGN_OR_RETURN(o.claim_debounce, flags.Duration());
-    } else if (flags.Is("--lease-duration")) {
-      ASSIGN_OR_RETURN(o.lease_duration, flags.Duration());
-    } else if (flags.Is("--renew-deadline")) {
-      ASSIGN_OR_RETURN(o.renew_deadline, flags.Duration());
-    } else if (flags.Is("--retry-period")) {
-      ASSIGN_OR_RETURN(o.retry_period, flags.Duration());
-    } else if (flags.Is("--log-level")) {
-      ASSIGN_OR_RETURN(o.log_level, flags.Value());
-    } else {
-      return flags.Unknown();
-    }
-  }
-  *help = flags.help();
+  ASSIGN_OR_RETURN(*help, ParseFlagTable(args, ControllerFlags(&o)));
   if (o.identity.empty()) o.identity = DefaultIdentity();
   return o;
 }
@@ -220,30 +207,20 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
   core.identity = options.identity;
   Controller controller(client->get(), core, config, &m, &log);
 
-  LeaderOptions leader_options;
-  leader_options.ns = options.ns;
-  leader_options.identity = options.identity;
-  leader_options.lease_duration = options.lease_duration;
-  leader_options.renew_deadline = options.renew_deadline;
-  leader_options.retry_period = options.retry_period;
-  LeaderElector elector(client->get(), leader_options);
+  LeaderElector elector(client->get(), LeaderOptionsOf(options));
   if (options.leader_elect) controller.SetCanWrite([&elector] { return elector.IsLeader(); });
 
-  std::unique_ptr<metrics::HttpServer> http;
-  if (!options.metrics_addr.empty()) {
-    metrics::HttpServerOptions http_options;
-    http_options.address = options.metrics_addr;
-    http_options.metrics = [&registry] { return registry.Render(); };
-    http_options.readyz = [&controller]() -> Status {
-      if (!controller.synced()) return UnavailableError("informers have not listed yet");
-      return OkStatus();
-    };
-    http = std::make_unique<metrics::HttpServer>(http_options);
-    if (Status s = http->Start(); !s.ok()) {
-      log.Error(s.message());
-      return 1;
-    }
-    log.Info("metrics on " + options.metrics_addr + " (port " + std::to_string(http->port()) + ")");
+  metrics::HttpServerOptions endpoint;
+  endpoint.address = options.metrics_addr;
+  endpoint.metrics = [&registry] { return registry.Render(); };
+  endpoint.readyz = [&controller]() -> Status {
+    if (!controller.synced()) return UnavailableError("informers have not listed yet");
+    return OkStatus();
+  };
+  auto http = metrics::StartHttpServer(std::move(endpoint), log);
+  if (!http.ok()) {
+    log.Error(http.status().message());
+    return 1;
   }
 
   if (Status s = controller.Start(); !s.ok()) log.Warning(s.message());

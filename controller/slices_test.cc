@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -316,26 +317,26 @@ TEST_CASE("devices outside the support matrix get the unsupported taint", "[slic
 
 TEST_CASE("fabric tiers come from the node labels, else the inventory", "[slices]") {
   api::NodeInventory inventory = Host("gb200-tray");
-  SECTION("xpu labels") {
+  // The fabricDomain, leaf and spine of the first device on a node with `labels`.
+  auto tiers = [&inventory](std::map<std::string, std::string> labels) {
     NodeFacts node = Facts();
-    node.labels = {{"topology.xpu.dra.dev/superpod", "sp-1"},
-                   {"topology.xpu.dra.dev/leaf", "leaf-7"},
-                   {"topology.xpu.dra.dev/spine", "spine-2"},
-                   {"nvidia.com/gpu.clique", "other"}};
+    node.labels = std::move(labels);
     const Device d = AllDevices(Build(inventory, Config{}, PublishOptions{}, {}, node)).front();
-    CHECK(StringAttribute(d, "fabricDomain") == "sp-1");
-    CHECK(StringAttribute(d, "leaf") == "leaf-7");
-    CHECK(StringAttribute(d, "spine") == "spine-2");
+    return std::vector<std::string>{StringAttribute(d, "fabricDomain"), StringAttribute(d, "leaf"),
+                                    StringAttribute(d, "spine")};
+  };
+  SECTION("xpu labels") {
+    CHECK(tiers({{"topology.xpu.dra.dev/superpod", "sp-1"},
+                 {"topology.xpu.dra.dev/leaf", "leaf-7"},
+                 {"topology.xpu.dra.dev/spine", "spine-2"},
+                 {"nvidia.com/gpu.clique", "other"}}) ==
+          std::vector<std::string>{"sp-1", "leaf-7", "spine-2"});
   }
   SECTION("other providers' labels") {
-    NodeFacts node = Facts();
-    node.labels = {{"nvidia.com/gpu.clique", "uuid.1"},
-                   {"cloud.google.com/gce-topology-subblock", "sb"},
-                   {"topology.k8s.aws/network-node-layer-2", "nn-2"}};
-    const Device d = AllDevices(Build(inventory, Config{}, PublishOptions{}, {}, node)).front();
-    CHECK(StringAttribute(d, "fabricDomain") == "uuid.1");
-    CHECK(StringAttribute(d, "leaf") == "sb");
-    CHECK(StringAttribute(d, "spine") == "nn-2");
+    CHECK(tiers({{"nvidia.com/gpu.clique", "uuid.1"},
+                 {"cloud.google.com/gce-topology-subblock", "sb"},
+                 {"topology.k8s.aws/network-node-layer-2", "nn-2"}}) ==
+          std::vector<std::string>{"uuid.1", "sb", "nn-2"});
   }
   SECTION("the inventory's fabric") {
     api::InventoryFabric fabric;

@@ -17,6 +17,16 @@ StatusOr<std::unique_ptr<kc::Client>> Connect(const e2e::KubeSimProcess& sim,
   return kc::Client::Create(config, std::move(options));
 }
 
+StatusOr<SimCluster> StartCluster(const std::string& binary, const std::vector<std::string>& flags,
+                                  const std::vector<std::string>& namespaces,
+                                  kc::ClientOptions options) {
+  SimCluster cluster;
+  ASSIGN_OR_RETURN(cluster.sim, e2e::KubeSimProcess::Start(binary, flags));
+  ASSIGN_OR_RETURN(cluster.client, Connect(*cluster.sim, std::move(options)));
+  for (const std::string& ns : namespaces) RETURN_IF_ERROR(MakeNamespace(*cluster.client, ns));
+  return cluster;
+}
+
 Status MakeNamespace(kc::Client& client, const std::string& name) {
   nlohmann::json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
   auto created = client.Create(kc::Namespaces(), "", ns);

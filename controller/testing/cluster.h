@@ -26,6 +26,17 @@ using e2e::Eventually;
 StatusOr<std::unique_ptr<api::client::Client>> Connect(const e2e::KubeSimProcess& sim,
                                                        api::client::ClientOptions options = {});
 
+// A kube-sim process and a client to it.
+struct SimCluster {
+  std::unique_ptr<e2e::KubeSimProcess> sim;
+  std::unique_ptr<api::client::Client> client;
+};
+// Starts the kube-sim `binary` with `flags`, connects with `options` and creates `namespaces`.
+StatusOr<SimCluster> StartCluster(const std::string& binary,
+                                  const std::vector<std::string>& flags = {},
+                                  const std::vector<std::string>& namespaces = {},
+                                  api::client::ClientOptions options = {});
+
 // Creates the namespace (ok if it exists).
 Status MakeNamespace(api::client::Client& client, const std::string& name);
 // Creates a Node with these labels; returns its uid.

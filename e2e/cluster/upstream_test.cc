@@ -642,6 +642,24 @@ TEST_CASE("upstream: a device failing under a running pod evicts it (NoExecute)"
   CHECK(agent->Stop() == 0);
 }
 
+// The controller counts a fallback for the dropped `field`, and publishes the `devices` devices of
+// `node` without `member`.
+void CheckFallback(DriverHarness& harness, const std::string& field, const std::string& node,
+                   size_t devices, const std::string& member) {
+  INFO(harness.controller()->Log());
+  int port = 0;
+  REQUIRE(WaitFor([&] { return (port = MetricsPort(*harness.controller())) > 0; }));
+  CHECK(WaitFor([&] {
+    return Metric(port, "xpu_dra_controller_fallbacks_total{field=\"" + field + "\"}") >= 1;
+  }));
+  CHECK(WaitFor([&] {
+    auto published = harness.PublishedDevices(node);
+    if (!published.ok() || published->size() != devices) return false;
+    return std::none_of(published->begin(), published->end(),
+                        [&](const json& d) { return d.contains(member); });
+  }));
+}
+
 TEST_CASE("upstream: with DRADeviceTaints off, tainted devices are left out of the slices",
           "[fallback]") {
   ClusterOptions options;
@@ -662,19 +680,9 @@ TEST_CASE("upstream: with DRADeviceTaints off, tainted devices are left out of t
   REQUIRE_OK((*harness)->AddNode(node, "hgx-h200-unhealthy", {},
                                  {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR}));
   ::unsetenv("XPU_FAKE_NVML_JSON");
-  int port = 0;
-  REQUIRE(WaitFor([&] { return (port = MetricsPort(*(*harness)->controller())) > 0; }));
   // The server drops the taint; the controller sees that, counts it, and leaves the device out:
   // a scheduler that does not read taints cannot hand it out.
-  CHECK(WaitFor(
-      [&] { return Metric(port, "xpu_dra_controller_fallbacks_total{field=\"taints\"}") >= 1; }));
-  CHECK(WaitFor([&] {
-    auto devices = (*harness)->PublishedDevices(node);
-    if (!devices.ok() || devices->size() != 7) return false;
-    return std::none_of(devices->begin(), devices->end(),
-                        [](const json& d) { return d.contains("taints"); });
-  }));
-  INFO((*harness)->controller()->Log());
+  CheckFallback(**harness, "taints", node, 7, "taints");
 }
 
 // groups mode: a request for `size` devices is one group device.
@@ -897,18 +905,8 @@ TEST_CASE("upstream: with DRAPartitionableDevices off, groups mode falls back to
   const std::string node = "fb-atlas800-9000";
   REQUIRE_OK((*harness)->AddNode(node, "atlas800-9000"));
   REQUIRE_OK((*harness)->WaitPublished(node, 8));
-  int port = 0;
-  REQUIRE(WaitFor([&] { return (port = MetricsPort(*(*harness)->controller())) > 0; }));
-  CHECK(WaitFor(
-      [&] { return Metric(port, "xpu_dra_controller_fallbacks_total{field=\"counters\"}") >= 1; }));
   // Then every device is a single one again, with no counters.
-  CHECK(WaitFor([&] {
-    auto devices = (*harness)->PublishedDevices(node);
-    if (!devices.ok() || devices->size() != 8) return false;
-    return std::none_of(devices->begin(), devices->end(),
-                        [](const json& d) { return d.contains("consumesCounters"); });
-  }));
-  INFO((*harness)->controller()->Log());
+  CheckFallback(**harness, "counters", node, 8, "consumesCounters");
 }
 
 // ---- End to end: pods through node agents --------------------------------------------------

@@ -54,17 +54,31 @@ KubeletDevice DeviceFromProto(const ProtoDevice& device) {
   return out;
 }
 
-template <typename Api>
-StatusOr<std::map<std::string, KubeletPrepareResult>> PrepareOver(
-    const std::string& socket, const std::vector<KubeletClaim>& claims) {
-  auto stub = Api::DRAPlugin::NewStub(Dial(socket));
-  typename Api::NodePrepareResourcesRequest request;
-  typename Api::NodePrepareResourcesResponse response;
+// One batch call to the plugin at `socket`: `rpc` with a request naming `claims`, within
+// kCallTimeout.
+template <typename Stub, typename Request, typename Response>
+StatusOr<Response> CallWithClaims(const std::string& socket,
+                                  ::grpc::Status (Stub::*rpc)(::grpc::ClientContext*,
+                                                              const Request&, Response*),
+                                  const std::string& name,
+                                  const std::vector<KubeletClaim>& claims) {
+  Stub stub(Dial(socket));
+  Request request;
   FillClaims(claims, &request);
+  Response response;
   ::grpc::ClientContext context;
   SetDeadline(&context, KubeletStandIn::kCallTimeout);
-  RETURN_IF_ERROR(FromGrpc(stub->NodePrepareResources(&context, request, &response),
-                           "NodePrepareResources on " + socket));
+  RETURN_IF_ERROR(FromGrpc((stub.*rpc)(&context, request, &response), name + " on " + socket));
+  return response;
+}
+
+// DRAPlugin: the generated service of one API version.
+template <typename DRAPlugin>
+StatusOr<std::map<std::string, KubeletPrepareResult>> PrepareOver(
+    const std::string& socket, const std::vector<KubeletClaim>& claims) {
+  ASSIGN_OR_RETURN(const auto response,
+                   CallWithClaims(socket, &DRAPlugin::Stub::NodePrepareResources,
+                                  "NodePrepareResources", claims));
   std::map<std::string, KubeletPrepareResult> out;
   for (const auto& [uid, result] : response.claims()) {
     KubeletPrepareResult& entry = out[uid];
@@ -74,37 +88,16 @@ StatusOr<std::map<std::string, KubeletPrepareResult>> PrepareOver(
   return out;
 }
 
-template <typename Api>
+template <typename DRAPlugin>
 StatusOr<std::map<std::string, std::string>> UnprepareOver(
     const std::string& socket, const std::vector<KubeletClaim>& claims) {
-  auto stub = Api::DRAPlugin::NewStub(Dial(socket));
-  typename Api::NodeUnprepareResourcesRequest request;
-  typename Api::NodeUnprepareResourcesResponse response;
-  FillClaims(claims, &request);
-  ::grpc::ClientContext context;
-  SetDeadline(&context, KubeletStandIn::kCallTimeout);
-  RETURN_IF_ERROR(FromGrpc(stub->NodeUnprepareResources(&context, request, &response),
-                           "NodeUnprepareResources on " + socket));
+  ASSIGN_OR_RETURN(const auto response,
+                   CallWithClaims(socket, &DRAPlugin::Stub::NodeUnprepareResources,
+                                  "NodeUnprepareResources", claims));
   std::map<std::string, std::string> out;
   for (const auto& [uid, result] : response.claims()) out[uid] = result.error();
   return out;
 }
-
-// The generated namespaces as template arguments.
-struct V1 {
-  using DRAPlugin = drav1::DRAPlugin;
-  using NodePrepareResourcesRequest = drav1::NodePrepareResourcesRequest;
-  using NodePrepareResourcesResponse = drav1::NodePrepareResourcesResponse;
-  using NodeUnprepareResourcesRequest = drav1::NodeUnprepareResourcesRequest;
-  using NodeUnprepareResourcesResponse = drav1::NodeUnprepareResourcesResponse;
-};
-struct V1beta1 {
-  using DRAPlugin = drav1beta1::DRAPlugin;
-  using NodePrepareResourcesRequest = drav1beta1::NodePrepareResourcesRequest;
-  using NodePrepareResourcesResponse = drav1beta1::NodePrepareResourcesResponse;
-  using NodeUnprepareResourcesRequest = drav1beta1::NodeUnprepareResourcesRequest;
-  using NodeUnprepareResourcesResponse = drav1beta1::NodeUnprepareResourcesResponse;
-};
 
 Status UnknownApi(const std::string& api) {
   return InvalidArgumentError("DRA api \"" + api + "\": want v1 or v1beta1");
@@ -160,16 +153,16 @@ StatusOr<PluginInfo> KubeletStandIn::Register(const std::string& registration_so
 StatusOr<std::map<std::string, KubeletPrepareResult>> KubeletStandIn::Prepare(
     const std::string& dra_socket, const std::string& api,
     const std::vector<KubeletClaim>& claims) {
-  if (api == "v1") return PrepareOver<V1>(dra_socket, claims);
-  if (api == "v1beta1") return PrepareOver<V1beta1>(dra_socket, claims);
+  if (api == "v1") return PrepareOver<drav1::DRAPlugin>(dra_socket, claims);
+  if (api == "v1beta1") return PrepareOver<drav1beta1::DRAPlugin>(dra_socket, claims);
   return UnknownApi(api);
 }
 
 StatusOr<std::map<std::string, std::string>> KubeletStandIn::Unprepare(
     const std::string& dra_socket, const std::string& api,
     const std::vector<KubeletClaim>& claims) {
-  if (api == "v1") return UnprepareOver<V1>(dra_socket, claims);
-  if (api == "v1beta1") return UnprepareOver<V1beta1>(dra_socket, claims);
+  if (api == "v1") return UnprepareOver<drav1::DRAPlugin>(dra_socket, claims);
+  if (api == "v1beta1") return UnprepareOver<drav1beta1::DRAPlugin>(dra_socket, claims);
   return UnknownApi(api);
 }
 

@@ -185,40 +185,11 @@ Status NodeAgentOptions::Validate() const {
     return InvalidArgumentError("--state-dir: must be an absolute path, got \"" + state_dir + "\"");
   }
   if (wipe_after.count() <= 0) return InvalidArgumentError("--wipe-after: must be positive");
-  if (!Logger::IsLevel(log_level)) {
-    return InvalidArgumentError("--log-level: \"" + log_level +
-                                "\" is not error, warning, info or debug");
-  }
-  return OkStatus();
+  return Logger::CheckLevelFlag(log_level);
 }
 
 std::string NodeAgentOptions::StateDir() const {
   return state_dir.empty() ? "/var/lib/xpu-node-agent/" + node_name : state_dir;
-}
-
-std::string NodeAgentUsage() {
-  return "usage: xpu-node-agent --node-name NAME [flags]\n"
-         "A test node agent (not a kubelet): registers a Node and keeps its Lease, registers\n"
-         "DRA plugins from the plugin registry, prepares the claims of pods bound to the node\n"
-         "and marks them Running, unprepares and deletes them on deletion, and wipes the\n"
-         "node's ResourceSlices of a plugin that stays unreachable.\n"
-         "  --kubeconfig FILE       API access (default: $KUBECONFIG)\n"
-         "  --node-name NAME        this node, a DNS subdomain (required)\n"
-         "  --node-labels K=V,...   Node labels besides kubernetes.io/hostname\n"
-         "  --cpu QUANTITY          cpu capacity and allocatable (default 64)\n"
-         "  --memory QUANTITY       memory capacity and allocatable (default 512Gi)\n"
-         "  --pods N                pods capacity and allocatable (default 110)\n"
-         "  --host-ip IP            the node's InternalIP and the pods' hostIP (default\n"
-         "                          127.0.0.1)\n"
-         "  --heartbeat DURATION    node Lease and Ready heartbeat period (default 10s)\n"
-         "  --plugin-registry-dir DIR  where plugins put registration sockets, DIR/*.sock\n"
-         "                          (default /var/lib/kubelet/plugins_registry)\n"
-         "  --state-dir DIR         pod records, DIR/pods/<namespace>_<name>.json with the CDI\n"
-         "                          device ids (default /var/lib/xpu-node-agent/<node-name>)\n"
-         "  --wipe-after DURATION   delete the node's ResourceSlices of a driver whose plugin\n"
-         "                          has been unreachable this long (default 30s)\n"
-         "  --log-level LEVEL       error, warning, info or debug (default info)\n"
-         "  --help                  print this help\n";
 }
 
 StatusOr<std::map<std::string, std::string>> ParseNodeLabels(const std::string& text) {
@@ -245,40 +216,60 @@ StatusOr<std::map<std::string, std::string>> ParseNodeLabels(const std::string& 
   return labels;
 }
 
+namespace {
+
+std::vector<Flag> NodeAgentFlags(NodeAgentOptions* o) {
+  return {
+      {"--kubeconfig", "FILE", "API access (default: $KUBECONFIG)", StringFlag(&o->kubeconfig)},
+      {"--node-name", "NAME", "this node, a DNS subdomain (required)", StringFlag(&o->node_name)},
+      {"--node-labels", "K=V,...", "Node labels besides kubernetes.io/hostname",
+       ValueFlag([o](const std::string& text) -> Status {
+         ASSIGN_OR_RETURN(o->node_labels, ParseNodeLabels(text));
+         return OkStatus();
+       })},
+      {"--cpu", "QUANTITY", "cpu capacity and allocatable (default 64)", StringFlag(&o->cpu)},
+      {"--memory", "QUANTITY", "memory capacity and allocatable (default 512Gi)",
+       StringFlag(&o->memory)},
+      {"--pods", "N", "pods capacity and allocatable (default 110)",
+       IntFlag(&o->pods, 1, 1'000'000)},
+      {"--host-ip", "IP",
+       "the node's InternalIP and the pods' hostIP (default\n"
+       "127.0.0.1)",
+       StringFlag(&o->host_ip)},
+      {"--heartbeat", "DURATION", "node Lease and Ready heartbeat period (default 10s)",
+       DurationFlag(&o->heartbeat)},
+      {"--plugin-registry-dir", "DIR",
+       "where plugins put registration sockets, DIR/*.sock\n"
+       "(default /var/lib/kubelet/plugins_registry)",
+       StringFlag(&o->plugin_registry_dir)},
+      {"--state-dir", "DIR",
+       "pod records, DIR/pods/<namespace>_<name>.json with the CDI\n"
+       "device ids (default /var/lib/xpu-node-agent/<node-name>)",
+       StringFlag(&o->state_dir)},
+      {"--wipe-after", "DURATION",
+       "delete the node's ResourceSlices of a driver whose plugin\n"
+       "has been unreachable this long (default 30s)",
+       DurationFlag(&o->wipe_after)},
+      {"--log-level", "LEVEL", "error, warning, info or debug (default info)",
+       StringFlag(&o->log_level)},
+  };
+}
+
+}  // namespace
+
+std::string NodeAgentUsage() {
+  NodeAgentOptions unused;
+  return "usage: xpu-node-agent --node-name NAME [flags]\n"
+         "A test node agent (not a kubelet): registers a Node and keeps its Lease, registers\n"
+         "DRA plugins from the plugin registry, prepares the claims of pods bound to the node\n"
+         "and marks them Running, unprepares and deletes them on deletion, and wipes the\n"
+         "node's ResourceSlices of a plugin that stays unreachable.\n" +
+         FlagTableUsage(NodeAgentFlags(&unused), 24);
+}
+
 StatusOr<NodeAgentOptions> ParseNodeAgentFlags(const std::vector<std::string>& args, bool* help) {
   NodeAgentOptions o;
-  FlagReader flags(args);
-  while (flags.Next()) {
-    if (flags.Is("--kubeconfig")) {
-      ASSIGN_OR_RETURN(o.kubeconfig, flags.Value());
-    } else if (flags.Is("--node-name")) {
-      ASSIGN_OR_RETURN(o.node_name, flags.Value());
-    } else if (flags.Is("--node-labels")) {
-      ASSIGN_OR_RETURN(const std::string text, flags.Value());
-      ASSIGN_OR_RETURN(o.node_labels, ParseNodeLabels(text));
-    } else if (flags.Is("--cpu")) {
-      ASSIGN_OR_RETURN(o.cpu, flags.Value());
-    } else if (flags.Is("--memory")) {
-      ASSIGN_OR_RETURN(o.memory, flags.Value());
-    } else if (flags.Is("--pods")) {
-      ASSIGN_OR_RETURN(o.pods, flags.Int(1, 1'000'000));
-    } else if (flags.Is("--host-ip")) {
-      ASSIGN_OR_RETURN(o.host_ip, flags.Value());
-    } else if (flags.Is("--heartbeat")) {
-      ASSIGN_OR_RETURN(o.heartbeat, flags.Duration());
-    } else if (flags.Is("--plugin-registry-dir")) {
-      ASSIGN_OR_RETURN(o.plugin_registry_dir, flags.Value());
-    } else if (flags.Is("--state-dir")) {
-      ASSIGN_OR_RETURN(o.state_dir, flags.Value());
-    } else if (flags.Is("--wipe-after")) {
-      ASSIGN_OR_RETURN(o.wipe_after, flags.Duration());
-    } else if (flags.Is("--log-level")) {
-      ASSIGN_OR_RETURN(o.log_level, flags.Value());
-    } else {
-      return flags.Unknown();
-    }
-  }
-  *help = flags.help();
+  ASSIGN_OR_RETURN(*help, ParseFlagTable(args, NodeAgentFlags(&o)));
   return o;
 }
 

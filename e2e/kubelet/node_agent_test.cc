@@ -83,24 +83,20 @@ TEST_CASE("node agent flags", "[node_agent]") {
   CHECK(help);
 
   help = false;
-  auto unknown = ParseNodeAgentFlags({"--node-name", "n1", "--gpus", "8"}, &help);
-  REQUIRE_FALSE(unknown.ok());
-  CHECK(unknown.status().message() == "unknown flag --gpus");
-  auto pods = ParseNodeAgentFlags({"--pods", "many"}, &help);
-  REQUIRE_FALSE(pods.ok());
-  CHECK(pods.status().message().find("--pods") != std::string::npos);
-  auto zero_pods = ParseNodeAgentFlags({"--pods", "0"}, &help);
-  REQUIRE_FALSE(zero_pods.ok());
-  CHECK(zero_pods.status().message().find("--pods") != std::string::npos);
-  auto heartbeat = ParseNodeAgentFlags({"--heartbeat", "soon"}, &help);
-  REQUIRE_FALSE(heartbeat.ok());
-  CHECK(heartbeat.status().message().find("--heartbeat") != std::string::npos);
-  auto labels = ParseNodeAgentFlags({"--node-labels", "a=b,c"}, &help);
-  REQUIRE_FALSE(labels.ok());
-  CHECK(labels.status().message().find("--node-labels") != std::string::npos);
-  auto missing = ParseNodeAgentFlags({"--node-name"}, &help);
-  REQUIRE_FALSE(missing.ok());
-  CHECK(missing.status().message().find("--node-name: needs a value") != std::string::npos);
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--node-name", "n1", "--gpus", "8"}, "unknown flag --gpus"},
+      {{"--pods", "many"}, "--pods"},
+      {{"--pods", "0"}, "--pods"},
+      {{"--heartbeat", "soon"}, "--heartbeat"},
+      {{"--node-labels", "a=b,c"}, "--node-labels"},
+      {{"--node-name"}, "--node-name: needs a value"},
+  };
+  for (const auto& [args, expect] : bad) {
+    INFO(expect);
+    auto parsed = ParseNodeAgentFlags(args, &help);
+    REQUIRE_FALSE(parsed.ok());
+    CHECK(parsed.status().message().find(expect) != std::string::npos);
+  }
 }
 
 TEST_CASE("node agent options validation names the flag", "[node_agent]") {

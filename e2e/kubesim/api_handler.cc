@@ -5,6 +5,7 @@
 #include <set>
 #include <thread>
 
+#include "base/enum_names.h"
 #include "e2e/kubesim/convert.h"
 
 namespace xpu::kubesim {
@@ -18,33 +19,31 @@ struct StatusReason {
   const char* reason;
 };
 
+// The HTTP code and reason of an error, by StatusCode value; 500 InternalError for the codes
+// the API server has no answer of its own for.
+constexpr StatusReason kReasons[] = {
+    {500, "InternalError"},       // kOk
+    {500, "InternalError"},       // kCancelled
+    {500, "InternalError"},       // kUnknown
+    {422, "Invalid"},             // kInvalidArgument
+    {504, "Timeout"},             // kDeadlineExceeded
+    {404, "NotFound"},            // kNotFound
+    {409, "AlreadyExists"},       // kAlreadyExists
+    {500, "InternalError"},       // kPermissionDenied
+    {429, "TooManyRequests"},     // kResourceExhausted
+    {400, "BadRequest"},          // kFailedPrecondition
+    {409, "Conflict"},            // kAborted
+    {410, "Expired"},             // kOutOfRange
+    {405, "MethodNotAllowed"},    // kUnimplemented
+    {500, "InternalError"},       // kInternal
+    {503, "ServiceUnavailable"},  // kUnavailable
+    {500, "InternalError"},       // kDataLoss
+    {401, "Unauthorized"},        // kUnauthenticated
+};
+static_assert(NamesCover(kReasons, StatusCode::kUnauthenticated));
+
 StatusReason ReasonFor(StatusCode code) {
-  switch (code) {
-    case StatusCode::kNotFound:
-      return {404, "NotFound"};
-    case StatusCode::kAlreadyExists:
-      return {409, "AlreadyExists"};
-    case StatusCode::kAborted:
-      return {409, "Conflict"};
-    case StatusCode::kOutOfRange:
-      return {410, "Expired"};
-    case StatusCode::kInvalidArgument:
-      return {422, "Invalid"};
-    case StatusCode::kFailedPrecondition:
-      return {400, "BadRequest"};
-    case StatusCode::kUnauthenticated:
-      return {401, "Unauthorized"};
-    case StatusCode::kUnimplemented:
-      return {405, "MethodNotAllowed"};
-    case StatusCode::kResourceExhausted:
-      return {429, "TooManyRequests"};
-    case StatusCode::kUnavailable:
-      return {503, "ServiceUnavailable"};
-    case StatusCode::kDeadlineExceeded:
-      return {504, "Timeout"};
-    default:
-      return {500, "InternalError"};
-  }
+  return NameAt(kReasons, code).value_or(StatusReason{500, "InternalError"});
 }
 
 constexpr std::string_view kTooLargePrefix = "Too large resource version";
@@ -79,7 +78,33 @@ json StatusObject(const Status& status, const std::string& name, const ResourceT
   return out;
 }
 
-HttpResponse JsonResponse(int code, const json& body) { return {code, body.dump(), {}}; }
+// Replace, not throw: error messages echo the request's path and (percent-decoded) query, which
+// need not be UTF-8.
+HttpResponse JsonResponse(int code, const json& body) {
+  return {code, body.dump(-1, ' ', false, json::error_handler_t::replace), {}};
+}
+
+// A <Kind>List of stored objects in the requested version.
+json ListDocument(const ResourceType& type, const std::string& version, std::vector<json> items,
+                  const json& meta) {
+  json list = json::array();
+  for (auto& item : items) list.push_back(FromStorage(type, version, std::move(item)));
+  return {{"kind", type.kind + "List"},
+          {"apiVersion", type.ApiVersion(version)},
+          {"metadata", meta},
+          {"items", std::move(list)}};
+}
+
+// The labelSelector and fieldSelector of a list, a watch or a collection delete.
+Status ReadSelectors(const std::map<std::string, std::string>& query, ListOptions* list) {
+  if (auto it = query.find("labelSelector"); it != query.end()) {
+    ASSIGN_OR_RETURN(list->labels, Selector::ParseLabels(it->second));
+  }
+  if (auto it = query.find("fieldSelector"); it != query.end()) {
+    ASSIGN_OR_RETURN(list->fields, Selector::ParseFields(it->second));
+  }
+  return OkStatus();
+}
 
 int HexDigit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -370,8 +395,7 @@ ApiHandler::ApiHandler(Store* store, HandlerOptions options)
     : store_(store),
       options_(std::move(options)),
       fault_random_(options_.seed),
-      faults_{options_.fault_rate,        options_.fault_codes,          options_.drop_rate,
-              options_.watch_close_after, options_.watch_close_after_ms, options_.latency_ms},
+      faults_(options_.faults),
       feature_gates_(options_.feature_gates) {}
 
 FeatureGates ApiHandler::feature_gates() const {
@@ -564,16 +588,7 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
 
   if (request.method == "GET" && t.name.empty()) {
     ListOptions list;
-    if (auto it = query.find("labelSelector"); it != query.end()) {
-      auto sel = Selector::ParseLabels(it->second);
-      if (!sel.ok()) return error(sel.status());
-      list.labels = std::move(*sel);
-    }
-    if (auto it = query.find("fieldSelector"); it != query.end()) {
-      auto sel = Selector::ParseFields(it->second);
-      if (!sel.ok()) return error(sel.status());
-      list.fields = std::move(*sel);
-    }
+    if (Status s = ReadSelectors(query, &list); !s.ok()) return error(s);
     if (watch) {
       WatchStream::Params p;
       p.type = type;
@@ -631,42 +646,20 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
     }
     auto result = store_->List(t.type_index, t.ns, list);
     if (!result.ok()) return error(result.status());
-    json items = json::array();
-    for (auto& item : result->items) {
-      json obj = FromStorage(type, t.version, std::move(item));
-      items.push_back(std::move(obj));
-    }
     json meta = {{"resourceVersion", std::to_string(result->resource_version)}};
     if (!result->continue_token.empty()) meta["continue"] = result->continue_token;
-    return JsonResponse(200, {{"kind", type.kind + "List"},
-                              {"apiVersion", type.ApiVersion(t.version)},
-                              {"metadata", meta},
-                              {"items", items}});
+    return JsonResponse(200, ListDocument(type, t.version, std::move(result->items), meta));
   }
   if (watch) return error(Status(StatusCode::kFailedPrecondition, "watch needs a collection path"));
   if (request.method == "DELETE" && t.name.empty()) {
     HttpResponse fault;
     if (InjectFault(&fault)) return fault;
     ListOptions list;
-    if (auto it = query.find("labelSelector"); it != query.end()) {
-      auto sel = Selector::ParseLabels(it->second);
-      if (!sel.ok()) return error(sel.status());
-      list.labels = std::move(*sel);
-    }
-    if (auto it = query.find("fieldSelector"); it != query.end()) {
-      auto sel = Selector::ParseFields(it->second);
-      if (!sel.ok()) return error(sel.status());
-      list.fields = std::move(*sel);
-    }
+    if (Status s = ReadSelectors(query, &list); !s.ok()) return error(s);
     auto deleted = store_->DeleteCollection(t.type_index, t.ns, list);
     if (!deleted.ok()) return error(deleted.status());
-    json items = json::array();
-    for (auto& item : *deleted) items.push_back(FromStorage(type, t.version, std::move(item)));
-    return JsonResponse(
-        200, {{"kind", type.kind + "List"},
-              {"apiVersion", type.ApiVersion(t.version)},
-              {"metadata", {{"resourceVersion", std::to_string(store_->ResourceVersion())}}},
-              {"items", items}});
+    const json meta = {{"resourceVersion", std::to_string(store_->ResourceVersion())}};
+    return JsonResponse(200, ListDocument(type, t.version, std::move(*deleted), meta));
   }
   HttpResponse fault;
   if (InjectFault(&fault)) return fault;

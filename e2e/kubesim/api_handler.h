@@ -48,23 +48,10 @@ struct HttpResponse {
   bool drop_connection = false;
 };
 
-// What the fault generator does; see HandlerOptions for the members.
+// What the fault generator does.
 struct FaultSettings {
-  double rate = 0;
-  std::vector<int> codes = {500};
-  double drop_rate = 0;
-  int64_t watch_close_after = 0;
-  int64_t watch_close_after_ms = 0;
-  int64_t latency_ms = 0;
-};
-
-struct HandlerOptions {
-  std::string token;                     // the bearer token every request must carry
-  double fault_rate = 0;                 // share of non-watch resource requests that fail
-  std::vector<int> fault_codes = {500};  // picked from in turn by the fault generator
-  uint64_t seed = 1;                     // makes the fault sequence reproducible
-  std::chrono::milliseconds bookmark_interval{1000};
-  std::chrono::seconds default_watch_timeout{1800};
+  double rate = 0;                 // share of non-watch resource requests that fail
+  std::vector<int> codes = {500};  // picked from in turn by the fault generator
   // Share of resource requests (watches included) answered by closing the connection.
   double drop_rate = 0;
   // Watches end (cleanly, as on a server timeout) after this many events (0 = never) ...
@@ -73,6 +60,14 @@ struct HandlerOptions {
   int64_t watch_close_after_ms = 0;
   // Added to every resource request before it is handled.
   int64_t latency_ms = 0;
+};
+
+struct HandlerOptions {
+  std::string token;     // the bearer token every request must carry
+  FaultSettings faults;  // at start; POST /kube-sim/faults changes them
+  uint64_t seed = 1;     // makes the fault sequence reproducible
+  std::chrono::milliseconds bookmark_interval{1000};
+  std::chrono::seconds default_watch_timeout{1800};
   // "1.34" or "1.35": the release /version reports (validation limits are the store's).
   std::string kube_version = "1.35";
   // The API server feature gates whose disabled fields writes drop (see feature_gates.h).

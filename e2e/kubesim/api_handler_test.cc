@@ -189,8 +189,8 @@ TEST_CASE("watch streams initial state, changes and bookmarks, too old gets an E
 TEST_CASE("faults are deterministic for a seed and 429 carries Retry-After") {
   auto codes = [](uint64_t seed) {
     HandlerOptions o = Fixture::Options();
-    o.fault_rate = 0.5;
-    o.fault_codes = {409, 429, 500};
+    o.faults.rate = 0.5;
+    o.faults.codes = {409, 429, 500};
     o.seed = seed;
     Store store(StoreOptions{BuiltinResources(), 100, 1});
     ApiHandler handler(&store, o);

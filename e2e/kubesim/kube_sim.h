@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "e2e/kubesim/api_handler.h"
 #include "e2e/kubesim/feature_gates.h"
 
 namespace xpu::kubesim {
@@ -20,12 +21,7 @@ struct Options {
   std::string token;                   // bearer token; empty = random
   int64_t history = 1000;              // watch event history
   uint64_t seed = 0;                   // uids, generated names and faults; 0 = random
-  double fault_rate = 0;               // share of non-watch resource requests that fail
-  std::vector<int> fault_codes = {409, 429, 500};
-  double drop_rate = 0;               // share of resource requests whose connection is dropped
-  int64_t watch_close_after = 0;      // end watches after N events (0 = never)
-  int64_t watch_close_after_ms = 0;   // end watches after M ms (0 = never)
-  int64_t latency_ms = 0;             // added to every resource request
+  FaultSettings faults = {.codes = {409, 429, 500}};
   std::string kube_version = "1.35";  // "1.34" or "1.35": validation limits and /version
   // When set, a second kubeconfig (0600, atomically) authenticating with a client certificate
   // (CN xpu-dra-test, O system:masters) issued by kube-sim's CA instead of the token.

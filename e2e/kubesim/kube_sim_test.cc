@@ -20,7 +20,7 @@ TEST_CASE("the flags other tools rely on keep parsing") {
   REQUIRE(o.ok());
   CHECK(o->token == "T");
   CHECK(o->seed == 5);
-  CHECK(o->fault_codes == std::vector<int>{429, 503});
+  CHECK(o->faults.codes == std::vector<int>{429, 503});
   CHECK(o->history == 7);
   CHECK(o->kube_version == "1.35");
 }
@@ -30,10 +30,10 @@ TEST_CASE("fault, version and client-certificate flags") {
       Parse({"--drop-rate=0.1", "--watch-close-after", "3", "--watch-close-after-ms", "250",
              "--latency-ms", "20", "--kube-version", "v1.34", "--client-kubeconfig-out", "/tmp/c"});
   REQUIRE(o.ok());
-  CHECK(o->drop_rate == 0.1);
-  CHECK(o->watch_close_after == 3);
-  CHECK(o->watch_close_after_ms == 250);
-  CHECK(o->latency_ms == 20);
+  CHECK(o->faults.drop_rate == 0.1);
+  CHECK(o->faults.watch_close_after == 3);
+  CHECK(o->faults.watch_close_after_ms == 250);
+  CHECK(o->faults.latency_ms == 20);
   CHECK(o->kube_version == "1.34");
   CHECK(o->client_kubeconfig_out == "/tmp/c");
 

@@ -1,20 +1,13 @@
 // kube-sim: a local Kubernetes API server over HTTPS. See e2e/README.md.
 #include <iostream>
-#include <string>
-#include <vector>
 
+#include "base/daemon.h"
 #include "e2e/kubesim/kube_sim.h"
 
 int main(int argc, char** argv) {
+  namespace k = xpu::kubesim;
   bool help = false;
-  auto options = xpu::kubesim::ParseFlags(std::vector<std::string>(argv + 1, argv + argc), &help);
-  if (help) {
-    std::cout << xpu::kubesim::Usage();
-    return 0;
-  }
-  if (!options.ok()) {
-    std::cerr << "kube-sim: " << options.status().message() << "\n" << xpu::kubesim::Usage();
-    return 2;
-  }
-  return xpu::kubesim::Run(*options, std::cout, std::cerr);
+  auto options = k::ParseFlags(xpu::Args(argc, argv), &help);
+  if (auto code = xpu::FlagsExitCode("kube-sim", options, help, k::Usage())) return *code;
+  return k::Run(*options, std::cout, std::cerr);  // stops on SIGTERM and SIGINT itself
 }

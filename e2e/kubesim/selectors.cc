@@ -120,18 +120,14 @@ bool Matches(const Requirement& r, const std::string* value) {
 
 StatusOr<Selector> Selector::ParseLabels(std::string_view text) {
   std::vector<Requirement> reqs;
-  RETURN_IF_ERROR(Parse(text, false, &reqs));
-  Selector s;
-  s.requirements_ = std::move(reqs);
-  return s;
+  RETURN_IF_ERROR(Parse(text, /*fields=*/false, &reqs));
+  return Selector(std::move(reqs));
 }
 
 StatusOr<Selector> Selector::ParseFields(std::string_view text) {
   std::vector<Requirement> reqs;
-  RETURN_IF_ERROR(Parse(text, true, &reqs));
-  Selector s;
-  s.requirements_ = std::move(reqs);
-  return s;
+  RETURN_IF_ERROR(Parse(text, /*fields=*/true, &reqs));
+  return Selector(std::move(reqs));
 }
 
 bool Selector::MatchesLabels(const nlohmann::json& obj) const {

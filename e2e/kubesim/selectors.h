@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -22,6 +23,7 @@ struct Requirement {
 // A conjunction of requirements; the empty selector matches everything. Value type.
 class Selector {
  public:
+  Selector() = default;  // matches everything
   // Label selector syntax (all operators above).
   static StatusOr<Selector> ParseLabels(std::string_view text);
   // Field selector syntax (=, ==, != only) over the fields list/watch may filter on:
@@ -34,6 +36,9 @@ class Selector {
   bool empty() const { return requirements_.empty(); }
 
  private:
+  explicit Selector(std::vector<Requirement> requirements)
+      : requirements_(std::move(requirements)) {}
+
   std::vector<Requirement> requirements_;
 };
 

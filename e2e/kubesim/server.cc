@@ -249,13 +249,8 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
   Store store(store_options);
   HandlerOptions handler_options;
   handler_options.token = token;
-  handler_options.fault_rate = options.fault_rate;
-  handler_options.fault_codes = options.fault_codes;
+  handler_options.faults = options.faults;
   handler_options.seed = options.seed;
-  handler_options.drop_rate = options.drop_rate;
-  handler_options.watch_close_after = options.watch_close_after;
-  handler_options.watch_close_after_ms = options.watch_close_after_ms;
-  handler_options.latency_ms = options.latency_ms;
   handler_options.kube_version = options.kube_version;
   handler_options.feature_gates = options.feature_gates;
   ApiHandler handler(&store, handler_options);

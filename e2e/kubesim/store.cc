@@ -3,6 +3,7 @@
 #include <ctime>
 #include <utility>
 
+#include "base/text.h"
 #include "e2e/kubesim/validate.h"
 
 namespace xpu::kubesim {
@@ -22,33 +23,6 @@ std::string Now() {
 std::string NameOf(const json& obj) {
   const auto& meta = obj.value("metadata", json::object());
   return meta.is_object() ? meta.value("name", "") : "";
-}
-
-std::string Hex(const std::string& s) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
-}
-
-std::optional<std::string> Unhex(const std::string& s) {
-  if (s.size() % 2 != 0) return std::nullopt;
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    return -1;
-  };
-  std::string out;
-  for (size_t i = 0; i < s.size(); i += 2) {
-    const int hi = nibble(s[i]);
-    const int lo = nibble(s[i + 1]);
-    if (hi < 0 || lo < 0) return std::nullopt;
-    out += static_cast<char>(hi * 16 + lo);
-  }
-  return out;
 }
 
 json SpecOf(const json& obj) { return obj.contains("spec") ? obj["spec"] : json(); }
@@ -267,7 +241,7 @@ StatusOr<ListResult> Store::List(size_t type, const std::string& ns,
   std::string after;
   int64_t token_rv = 0;
   if (!options.continue_token.empty()) {
-    auto token = Unhex(options.continue_token);
+    auto token = HexDecode(options.continue_token);
     if (!token) return Status(StatusCode::kFailedPrecondition, "invalid continue token");
     // {"rv": N, "start": "ns/name"}; a bare key (older tokens) continues at the current state.
     json parsed = json::parse(*token, nullptr, false);
@@ -343,7 +317,7 @@ StatusOr<ListResult> Store::List(size_t type, const std::string& ns,
     if (!MatchesFilter(filter, it->second)) continue;
     if (options.limit > 0 && static_cast<int64_t>(result.items.size()) == options.limit) {
       result.continue_token =
-          Hex(json{{"rv", result.resource_version}, {"start", std::prev(it)->first}}.dump());
+          HexEncode(json{{"rv", result.resource_version}, {"start", std::prev(it)->first}}.dump());
       break;
     }
     result.items.push_back(it->second);

@@ -9,7 +9,10 @@
 #include <openssl/x509v3.h>
 
 #include <memory>
+#include <string_view>
 #include <vector>
+
+#include "base/text.h"
 
 namespace xpu::kubesim {
 namespace {
@@ -155,13 +158,7 @@ std::string Base64(const std::string& data) {
 StatusOr<std::string> RandomHex(int bytes) {
   std::vector<unsigned char> buf(static_cast<size_t>(bytes));
   if (RAND_bytes(buf.data(), bytes) != 1) return InternalError("generate random token: RAND_bytes");
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : buf) {
-    out += kDigits[c >> 4];
-    out += kDigits[c & 15];
-  }
-  return out;
+  return HexEncode(std::string_view(reinterpret_cast<const char*>(buf.data()), buf.size()));
 }
 
 }  // namespace xpu::kubesim

@@ -219,6 +219,25 @@ class ObjectReader {
     }
     return OkStatus();
   }
+  // An array of objects: each is read into a new element of `out` by `read`, which Gets its
+  // members (Check and Finish are done here).
+  template <typename T, typename Read>
+  Status GetObjects(std::string_view key, std::vector<T>& out, bool required, Read read) {
+    const Json* v = Take(key);
+    if (v == nullptr) {
+      return required ? InvalidArgumentError(Field(key) + ": missing") : OkStatus();
+    }
+    if (!v->is_array()) return InvalidArgumentError(Field(key) + ": expected an array");
+    for (size_t i = 0; i < v->size(); ++i) {
+      ObjectReader item((*v)[i], Field(key) + "[" + std::to_string(i) + "]");
+      RETURN_IF_ERROR(item.Check());
+      T value;
+      RETURN_IF_ERROR(read(item, value));
+      RETURN_IF_ERROR(item.Finish());
+      out.push_back(std::move(value));
+    }
+    return OkStatus();
+  }
   Status Finish() const {
     for (const auto& [key, value] : j_.items()) {
       if (!taken_.contains(key)) return InvalidArgumentError(Field(key) + ": unknown field");
@@ -236,35 +255,19 @@ Status EditsFromJson(const Json& j, const std::string& field, ContainerEdits& ou
   ObjectReader r(j, field);
   RETURN_IF_ERROR(r.Check());
   RETURN_IF_ERROR(r.GetStrings("env", out.env));
-  if (const Json* nodes = r.Take("deviceNodes")) {
-    if (!nodes->is_array()) {
-      return InvalidArgumentError(r.Field("deviceNodes") + ": expected an array");
-    }
-    for (size_t i = 0; i < nodes->size(); ++i) {
-      ObjectReader n((*nodes)[i], r.Field("deviceNodes") + "[" + std::to_string(i) + "]");
-      RETURN_IF_ERROR(n.Check());
-      DeviceNode node;
-      RETURN_IF_ERROR(n.GetString("path", node.path, true));
-      RETURN_IF_ERROR(n.GetString("hostPath", node.host_path, false));
-      RETURN_IF_ERROR(n.GetString("permissions", node.permissions, false));
-      RETURN_IF_ERROR(n.Finish());
-      out.device_nodes.push_back(std::move(node));
-    }
-  }
-  if (const Json* mounts = r.Take("mounts")) {
-    if (!mounts->is_array()) return InvalidArgumentError(r.Field("mounts") + ": expected an array");
-    for (size_t i = 0; i < mounts->size(); ++i) {
-      ObjectReader m((*mounts)[i], r.Field("mounts") + "[" + std::to_string(i) + "]");
-      RETURN_IF_ERROR(m.Check());
-      Mount mount;
-      RETURN_IF_ERROR(m.GetString("hostPath", mount.host_path, true));
-      RETURN_IF_ERROR(m.GetString("containerPath", mount.container_path, true));
-      RETURN_IF_ERROR(m.GetStrings("options", mount.options));
-      RETURN_IF_ERROR(m.GetString("type", mount.type, false));
-      RETURN_IF_ERROR(m.Finish());
-      out.mounts.push_back(std::move(mount));
-    }
-  }
+  const auto read_node = [](ObjectReader& n, DeviceNode& node) -> Status {
+    RETURN_IF_ERROR(n.GetString("path", node.path, true));
+    RETURN_IF_ERROR(n.GetString("hostPath", node.host_path, false));
+    return n.GetString("permissions", node.permissions, false);
+  };
+  const auto read_mount = [](ObjectReader& m, Mount& mount) -> Status {
+    RETURN_IF_ERROR(m.GetString("hostPath", mount.host_path, true));
+    RETURN_IF_ERROR(m.GetString("containerPath", mount.container_path, true));
+    RETURN_IF_ERROR(m.GetStrings("options", mount.options));
+    return m.GetString("type", mount.type, false);
+  };
+  RETURN_IF_ERROR(r.GetObjects("deviceNodes", out.device_nodes, false, read_node));
+  RETURN_IF_ERROR(r.GetObjects("mounts", out.mounts, false, read_mount));
   return r.Finish();
 }
 
@@ -278,21 +281,14 @@ StatusOr<Spec> SpecFromJson(const Json& j) {
     return InvalidArgumentError("cdiVersion: unknown version \"" + version + "\"");
   }
   RETURN_IF_ERROR(r.GetString("kind", spec.kind, true));
-  const Json* devices = r.Take("devices");
-  if (devices == nullptr) return InvalidArgumentError("devices: missing");
-  if (!devices->is_array()) return InvalidArgumentError("devices: expected an array");
-  for (size_t i = 0; i < devices->size(); ++i) {
-    const std::string at = "devices[" + std::to_string(i) + "]";
-    ObjectReader d((*devices)[i], at);
-    RETURN_IF_ERROR(d.Check());
-    Device device;
+  const auto read_device = [](ObjectReader& d, Device& device) -> Status {
     RETURN_IF_ERROR(d.GetString("name", device.name, true));
     if (const Json* edits = d.Take("containerEdits")) {
-      RETURN_IF_ERROR(EditsFromJson(*edits, at + ".containerEdits", device.edits));
+      RETURN_IF_ERROR(EditsFromJson(*edits, d.Field("containerEdits"), device.edits));
     }
-    RETURN_IF_ERROR(d.Finish());
-    spec.devices.push_back(std::move(device));
-  }
+    return OkStatus();
+  };
+  RETURN_IF_ERROR(r.GetObjects("devices", spec.devices, true, read_device));
   if (const Json* edits = r.Take("containerEdits")) {
     RETURN_IF_ERROR(EditsFromJson(*edits, "containerEdits", spec.edits));
   }

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/temp_dir.h"
+
 namespace xpu::cdi {
 namespace {
 
@@ -34,25 +36,7 @@ Spec GoodSpec() {
   return spec;
 }
 
-// A fresh directory under the system temp dir, removed at scope end.
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "cdi_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 std::vector<std::string> Names(const std::string& dir) {
   std::vector<std::string> names;

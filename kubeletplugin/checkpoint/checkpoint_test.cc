@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 
+#include "base/testing/temp_dir.h"
+
 namespace xpu::checkpoint {
 namespace {
 
@@ -36,24 +38,7 @@ Checkpoint Sample() {
   return cp;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "checkpoint_test.XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 std::string ReadText(const std::string& path) {
   std::ifstream in(path);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "kubeletplugin/discovery/internal/dcmi_types.h"
 #include "kubeletplugin/discovery/internal/dl_library.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
@@ -23,52 +24,30 @@ constexpr int kMaxDevicesPerCard = 8;  // A3 has 2 NPUs (+ the MCU, not counted)
 constexpr uint32_t kHealthAbsent = 0xFFFFFFFF;
 
 std::string_view DcmiErrorName(int rc) {
-  switch (rc) {
-    case 0:
-      return "ok";
-    case -8001:
-      return "invalid parameter";
-    case -8002:
-      return "operation not permitted";
-    case -8003:
-      return "memory operation failed";
-    case -8004:
-      return "secure function failed";
-    case -8005:
-      return "inner error";
-    case -8006:
-      return "timeout";
-    case -8007:
-      return "invalid device id";
-    case -8008:
-      return "device does not exist";
-    case -8009:
-      return "ioctl failed";
-    case -8010:
-      return "send message failed";
-    case -8011:
-      return "receive message failed";
-    case -8012:
-      return "not ready";
-    case -8013:
-      return "not supported in container";
-    case -8014:
-      return "file operation failed";
-    case -8015:
-      return "reset failed";
-    case -8016:
-      return "operation aborted";
-    case -8017:
-      return "upgrading";
-    case -8020:
-      return "resource occupied";
-    case -8022:
-      return "partition not right";
-    case -8255:
-      return "not supported";
-    default:
-      return "unknown error";
-  }
+  static constexpr CodeName kNames[] = {
+      {0, "ok"},
+      {-8001, "invalid parameter"},
+      {-8002, "operation not permitted"},
+      {-8003, "memory operation failed"},
+      {-8004, "secure function failed"},
+      {-8005, "inner error"},
+      {-8006, "timeout"},
+      {-8007, "invalid device id"},
+      {-8008, "device does not exist"},
+      {-8009, "ioctl failed"},
+      {-8010, "send message failed"},
+      {-8011, "receive message failed"},
+      {-8012, "not ready"},
+      {-8013, "not supported in container"},
+      {-8014, "file operation failed"},
+      {-8015, "reset failed"},
+      {-8016, "operation aborted"},
+      {-8017, "upgrading"},
+      {-8020, "resource occupied"},
+      {-8022, "partition not right"},
+      {-8255, "not supported"},
+  };
+  return NameOf(kNames, rc).value_or("unknown error");
 }
 
 std::string CallError(std::string_view fn, int rc) {
@@ -86,53 +65,20 @@ std::string CString(const unsigned char (&buf)[N]) {
 std::string CString(const char* buf, size_t cap) { return std::string(buf, strnlen(buf, cap)); }
 
 std::string NetworkHealthName(int result) {
-  switch (result) {
-    case dc::kDetectOk:
-      return "ok";
-    case dc::kDetectSockFail:
-      return "socket-failure";
-    case dc::kDetectRecvTimeout:
-      return "receive-timeout";
-    case dc::kDetectUnreach:
-      return "unreachable";
-    case dc::kDetectTimeExceeded:
-      return "time-exceeded";
-    case dc::kDetectFault:
-      return "fault";
-    case dc::kDetectInit:
-      return "initialising";
-    case dc::kDetectThreadErr:
-      return "thread-error";
-    case dc::kDetectIpSet:
-      return "ip-not-set";
-    default:
-      return "unknown-" + std::to_string(result);
-  }
+  static constexpr std::string_view kNames[] = {
+      "ok",    "socket-failure", "receive-timeout", "unreachable", "time-exceeded",
+      "fault", "initialising",   "thread-error",    "ip-not-set",
+  };
+  static_assert(NamesCover(kNames, dc::kDetectIpSet));  // dc::kDetect* in value order
+  if (auto name = NameAt(kNames, result)) return std::string(*name);
+  return "unknown-" + std::to_string(result);
 }
 
 std::string TopoTypeName(int type) {
-  switch (type) {
-    case dc::kTopoSelf:
-      return "self";
-    case dc::kTopoSys:
-      return "sys";
-    case dc::kTopoPhb:
-      return "phb";
-    case dc::kTopoHccs:
-      return "hccs";
-    case dc::kTopoPxb:
-      return "pxb";
-    case dc::kTopoPix:
-      return "pix";
-    case dc::kTopoSio:
-      return "sio";
-    case dc::kTopoHccsSw:
-      return "hccs-sw";
-    case dc::kTopoUb:
-      return "ub";
-    default:
-      return "";  // BUTT: the library does not know
-  }
+  static constexpr std::string_view kNames[] = {"self", "sys", "phb",     "hccs", "pxb",
+                                                "pix",  "sio", "hccs-sw", "ub"};
+  static_assert(NamesCover(kNames, dc::kTopoUb));         // dc::kTopo* in value order
+  return std::string(NameAt(kNames, type).value_or(""));  // "": BUTT, the library does not know
 }
 
 struct DcmiApi {

@@ -682,8 +682,14 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
     }
     d.sources["health"] = "sysfs";
     const auto& roles = versions_of[d.vendor];
-    if (auto it = roles.find("driver"); it != roles.end()) d.driver_version = it->second;
-    if (auto it = roles.find("firmware"); it != roles.end()) d.firmware_version = it->second;
+    // A device's version fields hold at most 64 bytes; a longer raw version (files may give up
+    // to 128) stays in status.versions only.
+    for (auto [role, field] :
+         {std::pair{"driver", &d.driver_version}, std::pair{"firmware", &d.firmware_version}}) {
+      if (auto it = roles.find(role); it != roles.end() && it->second.size() <= 64) {
+        *field = it->second;
+      }
+    }
     d.attributes["vendor"] = StringAttr(d.vendor);
     d.attributes["family"] = StringAttr(std::string(x.model.family));
     d.attributes["model"] = StringAttr(d.model);
@@ -734,6 +740,8 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
   std::map<std::string, std::string> name_of_bdf;
   for (const Found& x : found) name_of_bdf[x.pci->bdf] = x.device.name;
   std::vector<api::InventoryLink> kfd_links;
+  // A pair once: KFD may list a peer twice, or two nodes may claim one PCI address.
+  std::set<std::pair<std::string, std::string>> linked;
   std::map<std::string, std::vector<std::string>> hives;
   for (const auto& [id, node] : kfd) {
     auto a = name_of_bdf.find(node.bdf);
@@ -744,6 +752,7 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
       if (peer == kfd.end()) continue;
       auto b = name_of_bdf.find(peer->second.bdf);
       if (b == name_of_bdf.end() || !(a->second < b->second)) continue;
+      if (!linked.emplace(a->second, b->second).second) continue;
       api::InventoryLink link;
       link.a = a->second;
       link.b = b->second;

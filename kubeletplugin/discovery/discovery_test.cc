@@ -377,17 +377,24 @@ TEST_CASE("a garbage numa_node and a missing /dev node are conditions, every dev
   CHECK(inv.status.health == "Degraded");
 }
 
+// Discovers `root`: `devices` devices and a HostFiles condition whose message has `problem`.
+api::NodeInventory ExpectHostFilesProblem(const std::string& root, size_t devices,
+                                          const std::string& problem) {
+  api::NodeInventory inv = DiscoverHost(root);
+  CHECK(inv.status.devices.size() == devices);
+  const api::Condition* files = FindCondition(inv, "HostFiles");
+  REQUIRE(files != nullptr);
+  CHECK_THAT(files->message, Catch::Contains(problem));
+  return inv;
+}
+
 TEST_CASE("an unreadable file is a condition naming it, the other devices still appear") {
   TempHost host("atlas800t-a2");
   SECTION("a file replaced by a directory") {
     const std::string vendor = host.PciDir("0000:14:00.0") + "/vendor";
     fs::remove(vendor);
     fs::create_directory(vendor);
-    const api::NodeInventory inv = DiscoverHost(host.root());
-    CHECK(inv.status.devices.size() == 7);
-    const api::Condition* files = FindCondition(inv, "HostFiles");
-    REQUIRE(files != nullptr);
-    CHECK_THAT(files->message, Catch::Contains("0000:14:00.0/vendor: is a directory"));
+    ExpectHostFilesProblem(host.root(), 7, "0000:14:00.0/vendor: is a directory");
   }
   SECTION("a file without read permission") {
     if (::geteuid() == 0) {
@@ -396,22 +403,15 @@ TEST_CASE("an unreadable file is a condition naming it, the other devices still 
     }
     const std::string numa = host.PciDir("0000:14:00.0") + "/numa_node";
     fs::permissions(numa, fs::perms::none);
-    const api::NodeInventory inv = DiscoverHost(host.root());
-    CHECK(inv.status.devices.size() == 8);
-    const api::Condition* files = FindCondition(inv, "HostFiles");
-    REQUIRE(files != nullptr);
-    CHECK_THAT(files->message, Catch::Contains("0000:14:00.0/numa_node: permission denied"));
+    ExpectHostFilesProblem(host.root(), 8, "0000:14:00.0/numa_node: permission denied");
   }
   SECTION("a broken symlink") {
     const std::string link = host.Path("sys/bus/pci/devices/0000:17:00.0");
     fs::remove(link);
     fs::create_symlink("../../../devices/pci0000:10/gone", link);
-    const api::NodeInventory inv = DiscoverHost(host.root());
-    CHECK(inv.status.devices.size() == 7);
+    const api::NodeInventory inv =
+        ExpectHostFilesProblem(host.root(), 7, "/sys/devices/pci0000:10/gone");
     CHECK(FindDevice(inv, "npu-6") != nullptr);
-    const api::Condition* files = FindCondition(inv, "HostFiles");
-    REQUIRE(files != nullptr);
-    CHECK_THAT(files->message, Catch::Contains("/sys/devices/pci0000:10/gone"));
   }
 }
 

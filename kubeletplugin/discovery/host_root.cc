@@ -33,6 +33,18 @@ std::string Join(const std::vector<std::string>& parts) {
   return out;
 }
 
+// Walks one component of a path: "." stays, ".." goes up (false above the root), a name goes
+// down.
+bool Walk(std::string_view part, std::vector<std::string>* parts) {
+  if (part == "..") {
+    if (parts->empty()) return false;
+    parts->pop_back();
+  } else if (part != ".") {
+    parts->emplace_back(part);
+  }
+  return true;
+}
+
 Status ErrnoStatus(std::string_view verb, std::string_view rel, int err) {
   std::string cause = std::strerror(err);
   if (!cause.empty()) {
@@ -54,16 +66,10 @@ std::string_view Trim(std::string_view text) {
 
 StatusOr<std::string> CleanRelative(std::string_view path) {
   std::vector<std::string> out;
-  for (std::string& part : Split(path)) {
-    if (part == ".") continue;
-    if (part == "..") {
-      if (out.empty()) {
-        return InvalidArgumentError("path " + std::string(path) + " escapes the host root");
-      }
-      out.pop_back();
-      continue;
+  for (const std::string& part : Split(path)) {
+    if (!Walk(part, &out)) {
+      return InvalidArgumentError("path " + std::string(path) + " escapes the host root");
     }
-    out.push_back(std::move(part));
   }
   return Join(out);
 }
@@ -84,17 +90,12 @@ StatusOr<std::string> HostRoot::Resolve(std::string_view rel) const {
   std::reverse(todo.begin(), todo.end());
   int links = 0;
   while (!todo.empty()) {
-    std::string part = std::move(todo.back());
+    const std::string part = std::move(todo.back());
     todo.pop_back();
-    if (part == ".") continue;
-    if (part == "..") {
-      if (done.empty()) {
-        return InvalidArgumentError("resolve /" + std::string(rel) + ": escapes the host root");
-      }
-      done.pop_back();
-      continue;
+    if (!Walk(part, &done)) {
+      return InvalidArgumentError("resolve /" + std::string(rel) + ": escapes the host root");
     }
-    done.push_back(std::move(part));
+    if (part == "." || part == "..") continue;
     const std::string real = Real(Join(done));
     struct stat st {};
     if (::lstat(real.c_str(), &st) != 0) return ErrnoStatus("resolve", Join(done), errno);

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "kubeletplugin/discovery/internal/dl_library.h"
 #include "kubeletplugin/discovery/internal/nvml_types.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
@@ -26,70 +27,39 @@ constexpr unsigned long long kApplicationXids[] = {13, 31, 43, 45, 68, 109};
 
 // nvmlErrorString's text, lower case, for the codes NVML defines.
 std::string_view NvmlErrorName(nv::nvmlReturn_t rc) {
-  switch (rc) {
-    case 0:
-      return "success";
-    case 1:
-      return "uninitialized";
-    case 2:
-      return "invalid argument";
-    case 3:
-      return "not supported";
-    case 4:
-      return "insufficient permissions";
-    case 5:
-      return "already initialized";
-    case 6:
-      return "not found";
-    case 7:
-      return "insufficient size";
-    case 8:
-      return "insufficient external power";
-    case 9:
-      return "driver not loaded";
-    case 10:
-      return "timeout";
-    case 11:
-      return "interrupt request issue";
-    case 12:
-      return "nvml shared library not found";
-    case 13:
-      return "function not found";
-    case 14:
-      return "corrupted inforom";
-    case 15:
-      return "gpu is lost";
-    case 16:
-      return "gpu requires restart";
-    case 17:
-      return "the operating system has blocked the request";
-    case 18:
-      return "rm has detected an nvml/rm version mismatch";
-    case 19:
-      return "in use by another client";
-    case 20:
-      return "insufficient memory";
-    case 21:
-      return "no data";
-    case 22:
-      return "vgpu ecc not supported";
-    case 23:
-      return "insufficient resources";
-    case 24:
-      return "frequency not supported";
-    case 25:
-      return "argument version mismatch";
-    case 26:
-      return "deprecated";
-    case 27:
-      return "not ready";
-    case 28:
-      return "gpu not found";
-    case 29:
-      return "invalid state";
-    default:
-      return "unknown error";
-  }
+  static constexpr std::string_view kNames[] = {
+      "success",
+      "uninitialized",
+      "invalid argument",
+      "not supported",
+      "insufficient permissions",
+      "already initialized",
+      "not found",
+      "insufficient size",
+      "insufficient external power",
+      "driver not loaded",
+      "timeout",
+      "interrupt request issue",
+      "nvml shared library not found",
+      "function not found",
+      "corrupted inforom",
+      "gpu is lost",
+      "gpu requires restart",
+      "the operating system has blocked the request",
+      "rm has detected an nvml/rm version mismatch",
+      "in use by another client",
+      "insufficient memory",
+      "no data",
+      "vgpu ecc not supported",
+      "insufficient resources",
+      "frequency not supported",
+      "argument version mismatch",
+      "deprecated",
+      "not ready",
+      "gpu not found",
+      "invalid state",
+  };
+  return NameAt(kNames, rc).value_or("unknown error");
 }
 
 std::string CallError(std::string_view fn, nv::nvmlReturn_t rc) {
@@ -127,31 +97,15 @@ std::string FormatUuid(const unsigned char (&uuid)[16]) {
 }
 
 std::string FabricStateName(nv::nvmlGpuFabricState_t state) {
-  switch (state) {
-    case nv::kFabricStateNotSupported:
-      return "not-supported";
-    case nv::kFabricStateNotStarted:
-      return "not-started";
-    case nv::kFabricStateInProgress:
-      return "in-progress";
-    case nv::kFabricStateCompleted:
-      return "completed";
-    default:
-      return "unknown";
-  }
+  static constexpr std::string_view kNames[] = {"not-supported", "not-started", "in-progress",
+                                                "completed"};
+  static_assert(NamesCover(kNames, nv::kFabricStateCompleted));  // nv::kFabricState* in order
+  return std::string(NameAt(kNames, state).value_or("unknown"));
 }
 
 std::string RemoteTypeName(nv::nvmlIntNvLinkDeviceType_t type) {
-  switch (type) {
-    case 0:
-      return "gpu";
-    case 1:
-      return "ibmnpu";
-    case 2:
-      return "switch";
-    default:
-      return "unknown";
-  }
+  static constexpr std::string_view kNames[] = {"gpu", "ibmnpu", "switch"};
+  return std::string(NameAt(kNames, type).value_or("unknown"));
 }
 
 struct NvmlApi {

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/temp_dir.h"
+
 namespace xpu::discovery {
 namespace {
 
@@ -31,30 +33,47 @@ DcmiFacts Dcmi(const std::string& host) {
   return ProbeDcmi({kFakeDir});
 }
 
-// A folder with nothing in it, removed at the end of the test.
-struct TempDir {
-  TempDir() {
-    char tmpl[] = "/tmp/xpu-vendor-libs-test-XXXXXX";
-    path = mkdtemp(tmpl);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::string path;
-};
+using testing::TempDir;
 
-bool OnLoaderPath(const char* file) {
+// True, with a warning, when a real `file` is on the loader path: then "no library anywhere"
+// cannot be tested.
+bool RealLibraryOnLoaderPath(const char* file) {
   void* h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
-  if (h != nullptr) dlclose(h);
-  return h != nullptr;
+  if (h == nullptr) return false;
+  dlclose(h);
+  WARN("a real " << file << " is on the loader path; skipped");
+  return true;
+}
+
+// The fake library's fixture `fixture` with the member `key` set to the JSON `value`, written to
+// `dir`; its path.
+std::string FixtureWith(const std::string& fixture, const std::string& key,
+                        const std::string& value, const TempDir& dir) {
+  std::ifstream in(fixture);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t at = text.find("\"" + key + "\": ");
+  REQUIRE(at != std::string::npos);
+  const size_t start = at + key.size() + 4;
+  const size_t end = text.find_first_of(",\n}", start);
+  text.replace(start, end - start, value);
+  std::string path = dir.path() + "/" + key + ".json";
+  std::ofstream(path) << text;
+  return path;
+}
+
+// `library` loaded from `path` with every symbol and no error.
+void RequireLoaded(const LibraryStatus& library, const std::string& name, const std::string& path) {
+  INFO(library.error);
+  REQUIRE(library.loaded);
+  CHECK(library.name == name);
+  CHECK(library.path == path);
+  CHECK(library.error.empty());
+  CHECK(library.missing_symbols.empty());
 }
 
 TEST_CASE("nvml: hgx-h200 reports 8 H200 with normalised bus ids and NVLinks to switches") {
   NvmlFacts f = Nvml("hgx-h200");
-  INFO(f.library.error);
-  REQUIRE(f.library.loaded);
-  CHECK(f.library.name == "nvml");
-  CHECK(f.library.path == kFakeDir + "/libnvidia-ml.so.1");
-  CHECK(f.library.error.empty());
-  CHECK(f.library.missing_symbols.empty());
+  RequireLoaded(f.library, "nvml", kFakeDir + "/libnvidia-ml.so.1");
   CHECK(f.driver_version == "570.158.01");
   CHECK(f.cuda_driver_version == 12080);
   REQUIRE(f.devices.size() == 8);
@@ -146,14 +165,9 @@ TEST_CASE("nvml: hgx-h200-unhealthy reports XID 79 on GPU 3 and NVLink 7 of GPU 
 }
 
 TEST_CASE("nvml: a lost GPU is unhealthy with its error, the others are read") {
-  std::ifstream in(kHosts + "hgx-h200/fake-vendor/nvml.json");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::string key = "\"deviceGone\": []";
-  REQUIRE(text.find(key) != std::string::npos);
-  text.replace(text.find(key), key.size(), "\"deviceGone\": [2]");
   TempDir dir;
-  std::string path = dir.path + "/nvml.json";
-  std::ofstream(path) << text;
+  const std::string path =
+      FixtureWith(kHosts + "hgx-h200/fake-vendor/nvml.json", "deviceGone", "[2]", dir);
   setenv("XPU_FAKE_NVML_JSON", path.c_str(), 1);
   NvmlFacts f = ProbeNvml({kFakeDir});
   REQUIRE(f.library.loaded);
@@ -173,15 +187,12 @@ TEST_CASE("nvml: a missing fixture makes init fail, not the probe") {
 }
 
 TEST_CASE("nvml: no library anywhere") {
-  if (OnLoaderPath("libnvidia-ml.so.1")) {
-    WARN("a real libnvidia-ml.so.1 is on the loader path; skipped");
-    return;
-  }
+  if (RealLibraryOnLoaderPath("libnvidia-ml.so.1")) return;
   TempDir empty;
-  NvmlFacts f = ProbeNvml({empty.path, "/nonexistent/xpu"});
+  NvmlFacts f = ProbeNvml({empty.path(), "/nonexistent/xpu"});
   CHECK_FALSE(f.library.loaded);
   CHECK(f.library.path.empty());
-  CHECK(f.library.error.find("load libnvidia-ml.so.1: not found in " + empty.path +
+  CHECK(f.library.error.find("load libnvidia-ml.so.1: not found in " + empty.path() +
                              ", /nonexistent/xpu or the loader path") == 0);
 }
 
@@ -226,12 +237,7 @@ std::map<std::string, int> CountTypes(const DcmiFacts& f) {
 
 TEST_CASE("dcmi: atlas800t-a2 reports 8 910B3 in one HCCS domain") {
   DcmiFacts f = Dcmi("atlas800t-a2");
-  INFO(f.library.error);
-  REQUIRE(f.library.loaded);
-  CHECK(f.library.name == "dcmi");
-  CHECK(f.library.path == kFakeDir + "/libdcmi.so");
-  CHECK(f.library.error.empty());
-  CHECK(f.library.missing_symbols.empty());
+  RequireLoaded(f.library, "dcmi", kFakeDir + "/libdcmi.so");
   CHECK(f.dcmi_version == "7.0.0");
   CHECK(f.driver_version == "24.1.rc3");
   CHECK(f.product_type == "Atlas 800T A2");
@@ -329,18 +335,10 @@ TEST_CASE("dcmi: atlas800t-a2-dcmi-broken fails one chip's HBM call, the rest is
 }
 
 TEST_CASE("dcmi: faults deviceGone, unhealthy and init") {
-  std::ifstream in(kHosts + "atlas800t-a2/fake-vendor/dcmi.json");
-  std::string base((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   TempDir dir;
   auto with = [&](const std::string& key, const std::string& value) {
-    std::string text = base;
-    size_t at = text.find("\"" + key + "\": ");
-    REQUIRE(at != std::string::npos);
-    size_t start = at + key.size() + 4;
-    size_t end = text.find_first_of(",\n}", start);
-    text.replace(start, end - start, value);
-    std::string path = dir.path + "/" + key + ".json";
-    std::ofstream(path) << text;
+    const std::string path =
+        FixtureWith(kHosts + "atlas800t-a2/fake-vendor/dcmi.json", key, value, dir);
     setenv("XPU_FAKE_DCMI_JSON", path.c_str(), 1);
     return ProbeDcmi({kFakeDir});
   };
@@ -362,14 +360,11 @@ TEST_CASE("dcmi: faults deviceGone, unhealthy and init") {
 }
 
 TEST_CASE("dcmi: no library anywhere") {
-  if (OnLoaderPath("libdcmi.so")) {
-    WARN("a real libdcmi.so is on the loader path; skipped");
-    return;
-  }
+  if (RealLibraryOnLoaderPath("libdcmi.so")) return;
   TempDir empty;
-  DcmiFacts f = ProbeDcmi({empty.path});
+  DcmiFacts f = ProbeDcmi({empty.path()});
   CHECK_FALSE(f.library.loaded);
-  CHECK(f.library.error.find("load libdcmi.so: not found in " + empty.path) == 0);
+  CHECK(f.library.error.find("load libdcmi.so: not found in " + empty.path()) == 0);
   CHECK(f.chips.empty());
 }
 

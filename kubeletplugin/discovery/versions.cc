@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "api/validation.h"
+
 namespace xpu::discovery {
 namespace {
 
@@ -78,6 +80,9 @@ std::string NormalizeSemver(std::string_view raw) {
     start = dot + 1;
   }
   if (!pre.empty()) out += "-" + pre;
+  // Only what the API takes as a version attribute (at most 64 bytes, numbers within 64 bits):
+  // anything else would make the inventory and the slices invalid, so it is no version at all.
+  if (!api::ValidateVersionAttribute(out, "version").ok()) return "";
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "api/core.h"
 #include "api/testing/inventory_examples.h"
 #include "e2e/client/kube_sim_process.h"
+#include "e2e/client/wait.h"
 
 namespace xpu::plugin {
 namespace {
@@ -48,15 +49,7 @@ PublisherOptions Options(const std::string& node) {
   return o;
 }
 
-template <typename F>
-bool Eventually(F done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
+using e2e::Eventually;
 
 TEST_CASE("publisher writes the inventory once, owned by the Node, and only again on change",
           "[plugin][publisher]") {

@@ -90,6 +90,31 @@ int FindChip(State& s, int card, int device, const char* fn, const nlohmann::jso
   return dc::kErrInvalidDeviceId;
 }
 
+// What every function but dcmi_init does first: under the lock, kErrInvalidParameter unless
+// `args_ok` (the caller's pointers are set), kErrNotReady before dcmi_init. `answer` gives the
+// code after that.
+template <typename Answer>
+int WithState(bool args_ok, Answer answer) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!args_ok) return dc::kErrInvalidParameter;
+  if (!s.initialized) return dc::kErrNotReady;
+  return answer(s);
+}
+
+// What every per-chip function does first: under the lock, kErrInvalidParameter unless
+// `args_ok` (the caller's pointers are set), then the chip at (card, device) for `fn`, after the
+// faults. `answer` gives the code for a chip that answers.
+template <typename Answer>
+int WithChip(int card, int device, const char* fn, bool args_ok, Answer answer) {
+  State& s = S();
+  std::lock_guard<std::mutex> lock(s.mu);
+  if (!args_ok) return dc::kErrInvalidParameter;
+  const nlohmann::json* chip = nullptr;
+  if (const int rc = FindChip(s, card, device, fn, &chip); rc != dc::kOk) return rc;
+  return answer(s, *chip);
+}
+
 int CopyString(const std::string& value, char* buf, long long len) {
   if (buf == nullptr || len <= 0) return dc::kErrInvalidParameter;
   if (static_cast<long long>(value.size()) + 1 > len) return dc::kErrInvalidParameter;
@@ -114,29 +139,24 @@ XPU_FAKE_EXPORT int dcmi_init() {
 }
 
 XPU_FAKE_EXPORT int dcmi_get_dcmi_version(char* dcmi_ver, unsigned int len) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (!s.initialized) return dc::kErrNotReady;
-  return CopyString(s.doc.value("dcmiVersion", ""), dcmi_ver, len);
+  return WithState(
+      true, [&](State& s) { return CopyString(s.doc.value("dcmiVersion", ""), dcmi_ver, len); });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_driver_version(char* driver_ver, unsigned int len) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (!s.initialized) return dc::kErrNotReady;
-  return CopyString(s.doc.value("driverVersion", ""), driver_ver, len);
+  return WithState(true, [&](State& s) {
+    return CopyString(s.doc.value("driverVersion", ""), driver_ver, len);
+  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_card_list(int* card_num, int* card_list, int list_len) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (card_num == nullptr || card_list == nullptr) return dc::kErrInvalidParameter;
-  if (!s.initialized) return dc::kErrNotReady;
-  const nlohmann::json& cards = s.doc.at("cards");
-  if (static_cast<int>(cards.size()) > list_len) return dc::kErrInvalidParameter;
-  *card_num = 0;
-  for (const nlohmann::json& c : cards) card_list[(*card_num)++] = c.at("cardId").get<int>();
-  return dc::kOk;
+  return WithState(card_num != nullptr && card_list != nullptr, [&](State& s) {
+    const nlohmann::json& cards = s.doc.at("cards");
+    if (static_cast<int>(cards.size()) > list_len) return dc::kErrInvalidParameter;
+    *card_num = 0;
+    for (const nlohmann::json& c : cards) card_list[(*card_num)++] = c.at("cardId").get<int>();
+    return dc::kOk;
+  });
 }
 
 namespace {
@@ -149,179 +169,149 @@ const nlohmann::json* FindCard(State& s, int card_id) {
 }  // namespace
 
 XPU_FAKE_EXPORT int dcmi_get_device_num_in_card(int card_id, int* device_num) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (device_num == nullptr) return dc::kErrInvalidParameter;
-  if (!s.initialized) return dc::kErrNotReady;
-  const nlohmann::json* card = FindCard(s, card_id);
-  if (card == nullptr) return dc::kErrInvalidDeviceId;
-  *device_num = static_cast<int>(card->at("npuDeviceIds").size());
-  return dc::kOk;
+  return WithState(device_num != nullptr, [&](State& s) {
+    const nlohmann::json* card = FindCard(s, card_id);
+    if (card == nullptr) return dc::kErrInvalidDeviceId;
+    *device_num = static_cast<int>(card->at("npuDeviceIds").size());
+    return dc::kOk;
+  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_id_in_card(int card_id, int* device_id_max, int* mcu_id,
                                                int* cpu_id) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (device_id_max == nullptr || mcu_id == nullptr || cpu_id == nullptr) {
-    return dc::kErrInvalidParameter;
-  }
-  if (!s.initialized) return dc::kErrNotReady;
-  const nlohmann::json* card = FindCard(s, card_id);
-  if (card == nullptr) return dc::kErrInvalidDeviceId;
-  *device_id_max = static_cast<int>(card->at("npuDeviceIds").size());
-  *mcu_id = card->value("mcuDeviceId", -1);
-  *cpu_id = -1;
-  return dc::kOk;
+  return WithState(device_id_max != nullptr && mcu_id != nullptr && cpu_id != nullptr,
+                   [&](State& s) {
+                     const nlohmann::json* card = FindCard(s, card_id);
+                     if (card == nullptr) return dc::kErrInvalidDeviceId;
+                     *device_id_max = static_cast<int>(card->at("npuDeviceIds").size());
+                     *mcu_id = card->value("mcuDeviceId", -1);
+                     *cpu_id = -1;
+                     return dc::kOk;
+                   });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_logic_id(int* device_logic_id, int card_id, int device_id) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (device_logic_id == nullptr) return dc::kErrInvalidParameter;
-  const nlohmann::json* chip = nullptr;
-  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_logic_id", &chip);
-  if (rc == dc::kOk) *device_logic_id = chip->at("logicId").get<int>();
-  return rc;
+  return WithChip(card_id, device_id, __func__, device_logic_id != nullptr,
+                  [&](State&, const nlohmann::json& chip) {
+                    *device_logic_id = chip.at("logicId").get<int>();
+                    return dc::kOk;
+                  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int* phyid) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (phyid == nullptr) return dc::kErrInvalidParameter;
-  if (!s.initialized) return dc::kErrNotReady;
-  for (const nlohmann::json& c : s.doc.at("chips")) {
-    if (c.at("logicId").get<unsigned>() != logicid) continue;
-    auto it = s.call_errors.find({static_cast<int>(logicid), "dcmi_get_device_phyid_from_logicid"});
-    if (it != s.call_errors.end()) return it->second;
-    if (s.gone.count(static_cast<int>(logicid)) != 0) return dc::kErrDeviceNotExist;
-    *phyid = c.at("phyId").get<unsigned>();
-    return dc::kOk;
-  }
-  return dc::kErrInvalidDeviceId;
+  return WithState(phyid != nullptr, [&](State& s) {
+    for (const nlohmann::json& c : s.doc.at("chips")) {
+      if (c.at("logicId").get<unsigned>() != logicid) continue;
+      auto it =
+          s.call_errors.find({static_cast<int>(logicid), "dcmi_get_device_phyid_from_logicid"});
+      if (it != s.call_errors.end()) return it->second;
+      if (s.gone.count(static_cast<int>(logicid)) != 0) return dc::kErrDeviceNotExist;
+      *phyid = c.at("phyId").get<unsigned>();
+      return dc::kOk;
+    }
+    return dc::kErrInvalidDeviceId;
+  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_logicid_from_phyid(unsigned int phyid, unsigned int* logicid) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (logicid == nullptr) return dc::kErrInvalidParameter;
-  if (!s.initialized) return dc::kErrNotReady;
-  for (const nlohmann::json& c : s.doc.at("chips")) {
-    if (c.at("phyId").get<unsigned>() != phyid) continue;
-    *logicid = c.at("logicId").get<unsigned>();
-    return dc::kOk;
-  }
-  return dc::kErrInvalidDeviceId;
+  return WithState(logicid != nullptr, [&](State& s) {
+    for (const nlohmann::json& c : s.doc.at("chips")) {
+      if (c.at("phyId").get<unsigned>() != phyid) continue;
+      *logicid = c.at("logicId").get<unsigned>();
+      return dc::kOk;
+    }
+    return dc::kErrInvalidDeviceId;
+  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_chip_info(int card_id, int device_id,
                                               dc::dcmi_chip_info* chip_info) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (chip_info == nullptr) return dc::kErrInvalidParameter;
-  const nlohmann::json* chip = nullptr;
-  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_chip_info", &chip);
-  if (rc != dc::kOk) return rc;
-  CopyField(chip->value("chipType", ""), chip_info->chip_type);
-  CopyField(chip->value("chipName", ""), chip_info->chip_name);
-  CopyField(chip->value("chipVer", ""), chip_info->chip_ver);
-  chip_info->aicore_cnt = chip->value("aicoreCount", 0U);
-  return dc::kOk;
+  return WithChip(card_id, device_id, __func__, chip_info != nullptr,
+                  [&](State&, const nlohmann::json& chip) {
+                    CopyField(chip.value("chipType", ""), chip_info->chip_type);
+                    CopyField(chip.value("chipName", ""), chip_info->chip_name);
+                    CopyField(chip.value("chipVer", ""), chip_info->chip_ver);
+                    chip_info->aicore_cnt = chip.value("aicoreCount", 0U);
+                    return dc::kOk;
+                  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_pcie_info_v2(int card_id, int device_id,
                                                  dc::dcmi_pcie_info_all* pcie_info) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (pcie_info == nullptr) return dc::kErrInvalidParameter;
-  const nlohmann::json* chip = nullptr;
-  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_pcie_info_v2", &chip);
-  if (rc != dc::kOk) return rc;
-  *pcie_info = dc::dcmi_pcie_info_all{};
-  unsigned domain = 0, bus = 0, slot = 0, function = 0;
-  if (std::sscanf(chip->value("pciBusId", "").c_str(), "%x:%x:%x.%x", &domain, &bus, &slot,
-                  &function) != 4) {
-    return dc::kErrNotSupport;
-  }
-  pcie_info->venderid = 0x19e5;
-  pcie_info->deviceid = chip->value("pciDeviceId", 0U);
-  pcie_info->domain = static_cast<int>(domain);
-  pcie_info->bdf_busid = bus;
-  pcie_info->bdf_deviceid = slot;
-  pcie_info->bdf_funcid = function;
-  return dc::kOk;
+  return WithChip(card_id, device_id, __func__, pcie_info != nullptr,
+                  [&](State&, const nlohmann::json& chip) {
+                    *pcie_info = dc::dcmi_pcie_info_all{};
+                    unsigned domain = 0, bus = 0, slot = 0, function = 0;
+                    if (std::sscanf(chip.value("pciBusId", "").c_str(), "%x:%x:%x.%x", &domain,
+                                    &bus, &slot, &function) != 4) {
+                      return dc::kErrNotSupport;
+                    }
+                    pcie_info->venderid = 0x19e5;
+                    pcie_info->deviceid = chip.value("pciDeviceId", 0U);
+                    pcie_info->domain = static_cast<int>(domain);
+                    pcie_info->bdf_busid = bus;
+                    pcie_info->bdf_deviceid = slot;
+                    pcie_info->bdf_funcid = function;
+                    return dc::kOk;
+                  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_hbm_info(int card_id, int device_id,
                                              dc::dcmi_hbm_info* hbm_info) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (hbm_info == nullptr) return dc::kErrInvalidParameter;
-  const nlohmann::json* chip = nullptr;
-  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_hbm_info", &chip);
-  if (rc != dc::kOk) return rc;
-  const nlohmann::json hbm = chip->value("hbm", nlohmann::json::object());
-  *hbm_info = dc::dcmi_hbm_info{};
-  hbm_info->memory_size = hbm.value("totalMB", 0ULL);
-  hbm_info->memory_usage = hbm.value("usedMB", 0ULL);
-  return dc::kOk;
+  return WithChip(card_id, device_id, __func__, hbm_info != nullptr,
+                  [&](State&, const nlohmann::json& chip) {
+                    const nlohmann::json hbm = chip.value("hbm", nlohmann::json::object());
+                    *hbm_info = dc::dcmi_hbm_info{};
+                    hbm_info->memory_size = hbm.value("totalMB", 0ULL);
+                    hbm_info->memory_usage = hbm.value("usedMB", 0ULL);
+                    return dc::kOk;
+                  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_health(int card_id, int device_id, unsigned int* health) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (health == nullptr) return dc::kErrInvalidParameter;
-  const nlohmann::json* chip = nullptr;
-  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_health", &chip);
-  if (rc != dc::kOk) return rc;
-  *health = chip->value("health", 0U);
-  if (s.unhealthy.count(chip->at("logicId").get<int>()) != 0 && *health < 2) *health = 2;
-  return dc::kOk;
+  return WithChip(card_id, device_id, __func__, health != nullptr,
+                  [&](State& s, const nlohmann::json& chip) {
+                    *health = chip.value("health", 0U);
+                    if (s.unhealthy.count(chip.at("logicId").get<int>()) != 0 && *health < 2) {
+                      *health = 2;
+                    }
+                    return dc::kOk;
+                  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_ip(int card_id, int device_id,
                                        enum dc::dcmi_port_type input_type, int port_id,
                                        dc::dcmi_ip_addr* ip, dc::dcmi_ip_addr* mask) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (ip == nullptr || mask == nullptr || input_type >= dc::DCMI_INVALID_PORT || port_id != 0) {
-    return dc::kErrInvalidParameter;
-  }
-  const nlohmann::json* chip = nullptr;
-  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_ip", &chip);
-  if (rc != dc::kOk) return rc;
-  std::string text = chip->value("deviceIp", "");
-  if (input_type != dc::DCMI_ROCE_PORT || text.empty()) return dc::kErrNotSupport;
-  *ip = dc::dcmi_ip_addr{};
-  *mask = dc::dcmi_ip_addr{};
-  if (inet_pton(AF_INET, text.c_str(), ip->u_addr.ip4) != 1) return dc::kErrInnerErr;
-  ip->ip_type = dc::DCMI_IPADDR_TYPE_V4;
-  mask->ip_type = dc::DCMI_IPADDR_TYPE_V4;
-  std::memset(mask->u_addr.ip4, 0xff, 3);
-  return dc::kOk;
+  const bool args_ok =
+      ip != nullptr && mask != nullptr && input_type < dc::DCMI_INVALID_PORT && port_id == 0;
+  return WithChip(card_id, device_id, __func__, args_ok, [&](State&, const nlohmann::json& chip) {
+    std::string text = chip.value("deviceIp", "");
+    if (input_type != dc::DCMI_ROCE_PORT || text.empty()) return dc::kErrNotSupport;
+    *ip = dc::dcmi_ip_addr{};
+    *mask = dc::dcmi_ip_addr{};
+    if (inet_pton(AF_INET, text.c_str(), ip->u_addr.ip4) != 1) return dc::kErrInnerErr;
+    ip->ip_type = dc::DCMI_IPADDR_TYPE_V4;
+    mask->ip_type = dc::DCMI_IPADDR_TYPE_V4;
+    std::memset(mask->u_addr.ip4, 0xff, 3);
+    return dc::kOk;
+  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_network_health(int card_id, int device_id, int* result) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (result == nullptr) return dc::kErrInvalidParameter;
-  const nlohmann::json* chip = nullptr;
-  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_network_health", &chip);
-  if (rc != dc::kOk) return rc;
-  *result = s.links_down.count(chip->at("logicId").get<int>()) != 0
-                ? dc::kDetectUnreach
-                : chip->value("networkHealth", 0);
-  return dc::kOk;
+  return WithChip(card_id, device_id, __func__, result != nullptr,
+                  [&](State& s, const nlohmann::json& chip) {
+                    *result = s.links_down.count(chip.at("logicId").get<int>()) != 0
+                                  ? dc::kDetectUnreach
+                                  : chip.value("networkHealth", 0);
+                    return dc::kOk;
+                  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_product_type(int card_id, int device_id, char* product_type_str,
                                           int buf_size) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  const nlohmann::json* chip = nullptr;
-  int rc = FindChip(s, card_id, device_id, "dcmi_get_product_type", &chip);
-  if (rc != dc::kOk) return rc;
-  return CopyString(s.doc.value("productType", ""), product_type_str, buf_size);
+  return WithChip(card_id, device_id, __func__, true, [&](State& s, const nlohmann::json&) {
+    return CopyString(s.doc.value("productType", ""), product_type_str, buf_size);
+  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_topo_info_by_device_id(int card_id1, int device_id1, int card_id2,
@@ -345,27 +335,25 @@ XPU_FAKE_EXPORT int dcmi_get_topo_info_by_device_id(int card_id1, int device_id1
 // without an "hccs" member (a PCIe card) answers "not supported" too.
 XPU_FAKE_EXPORT int dcmi_get_device_info(int card_id, int device_id, int main_cmd,
                                          unsigned int sub_cmd, void* buf, unsigned int* size) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (buf == nullptr || size == nullptr) return dc::kErrInvalidParameter;
-  const nlohmann::json* chip = nullptr;
-  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_info", &chip);
-  if (rc != dc::kOk) return rc;
-  if (main_cmd != dc::kMainCmdHccs || sub_cmd != dc::kHccsCmdGetStatus || !chip->contains("hccs")) {
-    return dc::kErrNotSupport;
-  }
-  if (*size < sizeof(dc::dcmi_hccs_statues)) return dc::kErrInvalidParameter;
-  dc::dcmi_hccs_statues st{};
-  const nlohmann::json& hccs = chip->at("hccs");
-  st.pcs_status = hccs.value("pcsStatus", 0U);
-  st.hdlc_status = hccs.value("hdlcStatus", dc::kHdlcStatusOk);
-  if (s.hccs_down.count(chip->at("logicId").get<int>()) != 0) {
-    st.pcs_status = 1;
-    st.hdlc_status = 0;
-  }
-  std::memcpy(buf, &st, sizeof st);
-  *size = sizeof st;
-  return dc::kOk;
+  return WithChip(card_id, device_id, __func__, buf != nullptr && size != nullptr,
+                  [&](State& s, const nlohmann::json& chip) {
+                    if (main_cmd != dc::kMainCmdHccs || sub_cmd != dc::kHccsCmdGetStatus ||
+                        !chip.contains("hccs")) {
+                      return dc::kErrNotSupport;
+                    }
+                    if (*size < sizeof(dc::dcmi_hccs_statues)) return dc::kErrInvalidParameter;
+                    dc::dcmi_hccs_statues st{};
+                    const nlohmann::json& hccs = chip.at("hccs");
+                    st.pcs_status = hccs.value("pcsStatus", 0U);
+                    st.hdlc_status = hccs.value("hdlcStatus", dc::kHdlcStatusOk);
+                    if (s.hccs_down.count(chip.at("logicId").get<int>()) != 0) {
+                      st.pcs_status = 1;
+                      st.hdlc_status = 0;
+                    }
+                    std::memcpy(buf, &st, sizeof st);
+                    *size = sizeof st;
+                    return dc::kOk;
+                  });
 }
 
 // Components by the names the fixture uses ("NVE", "XLOADER", "IMU", "HILINK", ...); one the
@@ -374,19 +362,17 @@ XPU_FAKE_EXPORT int dcmi_get_device_component_static_version(int card_id, int de
                                                              int component_type,
                                                              unsigned char* version_str,
                                                              unsigned int len) {
-  State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (version_str == nullptr) return dc::kErrInvalidParameter;
-  const nlohmann::json* chip = nullptr;
-  int rc = FindChip(s, card_id, device_id, "dcmi_get_device_component_static_version", &chip);
-  if (rc != dc::kOk) return rc;
-  const char* name = component_type == dc::kComponentNve       ? "NVE"
-                     : component_type == dc::kComponentXloader ? "XLOADER"
-                     : component_type == dc::kComponentImu     ? "IMU"
-                     : component_type == dc::kComponentHilink  ? "HILINK"
-                                                               : "";
-  const nlohmann::json firmware = chip->value("firmware", nlohmann::json::object());
-  if (!firmware.contains(name)) return dc::kErrNotSupport;
-  return CopyString(firmware.at(name).get<std::string>(), reinterpret_cast<char*>(version_str),
-                    len);
+  return WithChip(card_id, device_id, __func__, version_str != nullptr,
+                  [&](State&, const nlohmann::json& chip) {
+                    const char* name = component_type == dc::kComponentNve       ? "NVE"
+                                       : component_type == dc::kComponentXloader ? "XLOADER"
+                                       : component_type == dc::kComponentImu     ? "IMU"
+                                       : component_type == dc::kComponentHilink  ? "HILINK"
+                                                                                 : "";
+                    const nlohmann::json firmware =
+                        chip.value("firmware", nlohmann::json::object());
+                    if (!firmware.contains(name)) return dc::kErrNotSupport;
+                    return CopyString(firmware.at(name).get<std::string>(),
+                                      reinterpret_cast<char*>(version_str), len);
+                  });
 }
