@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "api/resource.h"
+#include "api/validation.h"
 #include "base/text.h"
 #include "kubeletplugin/cdi/profiles.h"
 #include "kubeletplugin/discovery/discovery.h"
@@ -30,6 +31,25 @@ namespace res = api::resource;
 // the batch held.
 constexpr size_t kEchoedInput = 128;
 constexpr size_t kMaxError = 2048;
+
+// How much of a bounded call is kept back for writing and answering: a fifth of the time the call
+// had when it came in, at least 0.5 s and at most 5 s. Unbounded calls keep nothing back.
+CallBounds::Clock::duration Reserve(const CallBounds& bounds) {
+  using std::chrono::milliseconds;
+  if (bounds.deadline == CallBounds::Clock::time_point::max()) {
+    return CallBounds::Clock::duration::zero();
+  }
+  const auto fifth = (bounds.deadline - CallBounds::Clock::now()) / 5;
+  return std::clamp<CallBounds::Clock::duration>(fifth, milliseconds(500), milliseconds(5000));
+}
+
+// The error of a claim a bounded call did not reach.
+std::string NotReached(const CallBounds& bounds, const char* verb) {
+  return std::string("not ") + verb +
+         (bounds.Cancelled() ? ": the caller cancelled the call"
+                             : ": the call's deadline is near, the rest of the batch is left") +
+         "; retry";
+}
 
 // Empty when unreadable.
 std::string ReadBootId(const std::string& host_root) {
@@ -183,7 +203,9 @@ Driver::Fetched Driver::Fetch(const ClaimRef& ref) {
   return f;
 }
 
-std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>& claims) {
+std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>& claims,
+                                                     const CallBounds& bounds) {
+  const CallBounds::Clock::duration reserve = Reserve(bounds);
   std::map<std::string, PrepareResult> out;
   // Claims already prepared are answered from the checkpoint, without a GET.
   std::vector<const ClaimRef*> todo;
@@ -202,6 +224,13 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
             "claim uid \"" + Abbreviate(ref.uid, kEchoedInput) + "\" is not a UUID";
         continue;
       }
+      // The names go into the API path: checked before they get there.
+      if (!api::IsDnsLabel(ref.ns) || !api::IsDnsSubdomain(ref.name)) {
+        out[ref.uid].error = "claim " + Abbreviate(ref.ns, kEchoedInput) + "/" +
+                             Abbreviate(ref.name, kEchoedInput) +
+                             ": not a valid namespace (DNS label) and name (DNS subdomain)";
+        continue;
+      }
       auto it = checkpoint_.claims.find(ref.uid);
       if (it != checkpoint_.claims.end()) {
         if (Status s = EnsureSpecLocked(it->second); !s.ok()) {
@@ -214,10 +243,16 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
       todo.push_back(&ref);
     }
   }
-  // Fetch concurrently, at most fetch_parallelism at a time.
+  // Fetch concurrently, at most fetch_parallelism at a time, while the call is live.
   std::vector<Fetched> fetched(todo.size());
   for (size_t start = 0; start < todo.size();
        start += static_cast<size_t>(options_.fetch_parallelism)) {
+    if (!bounds.Live(reserve)) {
+      for (size_t i = start; i < todo.size(); ++i) {
+        fetched[i].status = UnavailableError(NotReached(bounds, "prepared"));
+      }
+      break;
+    }
     const size_t end =
         std::min(todo.size(), start + static_cast<size_t>(options_.fetch_parallelism));
     if (end - start == 1) {
@@ -239,6 +274,10 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
     const ClaimRef& ref = *todo[i];
     if (!fetched[i].status.ok()) {
       out[ref.uid].error = fetched[i].status.message();
+      continue;
+    }
+    if (!bounds.Live(reserve / 2)) {
+      out[ref.uid].error = NotReached(bounds, "prepared");
       continue;
     }
     out[ref.uid] = PrepareLocked(ref, fetched[i], &batch);
@@ -416,7 +455,9 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
   return result;
 }
 
-std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<ClaimRef>& claims) {
+std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<ClaimRef>& claims,
+                                                         const CallBounds& bounds) {
+  const CallBounds::Clock::duration reserve = Reserve(bounds) / 2;
   std::map<std::string, UnprepareResult> out;
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<std::string> removed;
@@ -433,6 +474,10 @@ std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<Claim
       continue;
     }
     if (!checkpoint_.claims.contains(ref.uid)) continue;  // not prepared: nothing to undo
+    if (!bounds.Live(reserve)) {
+      out[ref.uid].error = NotReached(bounds, "unprepared");
+      continue;
+    }
     if (Status s = specs_.Remove(ref.uid); !s.ok()) {
       out[ref.uid].error = s.message();
       continue;

@@ -14,6 +14,12 @@
 // Unprepare works from the checkpoint alone (the claim may be gone from the API): remove the
 // spec, then the entry; an unknown uid succeeds.
 //
+// A call is bounded by its caller (CallBounds): no GET is started once the caller went away or
+// less than a reserve (a fifth of the call's time, 0.5 to 5 s) is left, and no claim is written
+// once half of that reserve is left; the claims not reached answer with a retryable error. So a
+// batch larger than the API's rate allows answers in time with what it did, and an abandoned call
+// stops early and frees the next one.
+//
 // Start reconciles the disk with the checkpoint before anything is served: a corrupt checkpoint
 // is a data-loss error (the plugin refuses to run rather than forget claims); a new boot id, or a
 // spec that went missing, gets the recorded specs rewritten; our specs without an entry are
@@ -77,8 +83,17 @@ class Driver : public NodeService {
   // leave the entries for the next pass. Called by Start and periodically.
   Status CollectDeletedClaims();
 
-  std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims) override;
-  std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims) override;
+  std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
+                                               const CallBounds& bounds) override;
+  std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims,
+                                                   const CallBounds& bounds) override;
+  // Unbounded calls (tests, tools).
+  std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims) {
+    return Prepare(claims, CallBounds{});
+  }
+  std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims) {
+    return Unprepare(claims, CallBounds{});
+  }
 
   DriverStats stats() const;
   // The current checkpoint (for tests and xpuctl-style inspection).

@@ -10,6 +10,7 @@
 #include <future>
 #include <sstream>
 
+#include "base/testing/temp_dir.h"
 #include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
 #include "kubeletplugin/discovery/discovery.h"
@@ -24,22 +25,7 @@ namespace kc = api::client;
 
 const std::string kHosts = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts";
 
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/xpu-driver-test.XXXXXX";
-    REQUIRE(::mkdtemp(tmpl) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 // kube-sim, a copy of a fixture host (so the boot id can change), and the driver's directories.
 struct Node {
@@ -253,6 +239,47 @@ TEST_CASE("errors do not echo oversized input in full") {
   CHECK(out.at(good).error.empty());  // the good claim of the batch is still prepared
   auto undone = driver->Unprepare({{"default", "x", huge_uid}});
   CHECK(undone.at(huge_uid).error.size() < 512);
+}
+
+TEST_CASE("a bounded batch answers in time: claims it cannot reach get a retryable error") {
+  Node node;
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const std::string known = node.Claim("known", {"npu-0"});
+  const std::string late = node.Claim("late", {"npu-1"});
+  REQUIRE(driver->Prepare({{"default", "known", known}}).at(known).error.empty());
+
+  SECTION("a deadline too near to fetch: no GET, nothing written, the known claim still answered") {
+    CallBounds near;
+    near.deadline = CallBounds::Clock::now() + std::chrono::milliseconds(100);
+    auto out = driver->Prepare({{"default", "known", known}, {"default", "late", late}}, near);
+    REQUIRE(out.size() == 2);
+    CHECK(out.at(known).error.empty());
+    CHECK(out.at(known).devices.size() == 1);
+    CHECK(out.at(late).error.find("deadline is near") != std::string::npos);
+    CHECK(out.at(late).error.find("retry") != std::string::npos);
+    CHECK(node.CdiFiles() == 1);
+    CHECK(driver->Snapshot().claims.size() == 1);
+  }
+  SECTION("a caller that went away: the rest is left, and the next call prepares it") {
+    CallBounds gone;
+    gone.cancelled = [] { return true; };
+    auto out = driver->Prepare({{"default", "late", late}}, gone);
+    CHECK(out.at(late).error.find("cancelled") != std::string::npos);
+    CHECK(node.CdiFiles() == 1);
+    auto undone = driver->Unprepare({{"default", "known", known}}, gone);
+    CHECK(undone.at(known).error.find("not unprepared: the caller cancelled") != std::string::npos);
+    CHECK(node.CdiFiles() == 1);  // still prepared: the answer matches the disk
+    CHECK(driver->Prepare({{"default", "late", late}}).at(late).error.empty());
+    CHECK(node.CdiFiles() == 2);
+  }
+  SECTION("a far deadline changes nothing") {
+    CallBounds far;
+    far.deadline = CallBounds::Clock::now() + std::chrono::seconds(45);
+    auto out = driver->Prepare({{"default", "late", late}}, far);
+    CHECK(out.at(late).error.empty());
+    CHECK(node.CdiFiles() == 2);
+  }
 }
 
 TEST_CASE("a device never goes to two claims") {

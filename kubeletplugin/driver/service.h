@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,13 +43,32 @@ struct UnprepareResult {
   friend bool operator==(const UnprepareResult&, const UnprepareResult&) = default;
 };
 
+// What bounds one call: the caller's deadline (the kubelet gives each call 45 s) and whether the
+// caller went away. Work is only started while the call is live; the claims it leaves answer
+// with a retryable error, so the kubelet gets an answer in time and asks again for the rest.
+struct CallBounds {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point deadline = Clock::time_point::max();
+  std::function<bool()> cancelled;  // empty: never cancelled
+
+  bool Cancelled() const { return cancelled && cancelled(); }
+  // False once the caller went away or less than `reserve` is left before the deadline.
+  bool Live(Clock::duration reserve = Clock::duration::zero(),
+            Clock::time_point now = Clock::now()) const {
+    if (Cancelled()) return false;
+    return deadline == Clock::time_point::max() || now + reserve < deadline;
+  }
+};
+
 // Prepare and unprepare a batch. Every uid of the batch is a key of the answer (a claim that
 // fails has its error there); an error of the whole call is reserved for a broken plugin.
 class NodeService {
  public:
   virtual ~NodeService() = default;
-  virtual std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims) = 0;
-  virtual std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims) = 0;
+  virtual std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
+                                                       const CallBounds& bounds) = 0;
+  virtual std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims,
+                                                           const CallBounds& bounds) = 0;
 };
 
 enum class HealthState { kUnknown = 0, kHealthy = 1, kUnhealthy = 2 };  // the wire enum's values

@@ -36,6 +36,8 @@ constexpr mode_t kDirMode = 0750;
 constexpr mode_t kSocketMode = 0600;
 // A health stream checks this often whether its client left or the server is stopping.
 constexpr std::chrono::milliseconds kHealthPoll{100};
+// A call waiting behind another checks this often whether its own caller is still there.
+constexpr std::chrono::milliseconds kCallPoll{20};
 // In-flight calls get this long to finish when the server stops.
 constexpr std::chrono::milliseconds kShutdownGrace{1000};
 // sun_path holds 108 bytes including the terminating NUL.
@@ -122,6 +124,19 @@ bool SameSocket(const std::string& path, const SocketIdentity& id) {
   return ::lstat(path.c_str(), &st) == 0 && S_ISSOCK(st.st_mode) && st.st_dev == id.dev &&
          st.st_ino == id.ino && st.st_ctim.tv_sec == id.ctime.tv_sec &&
          st.st_ctim.tv_nsec == id.ctime.tv_nsec;
+}
+
+// The caller's deadline and cancellation, for the driver. gRPC gives the deadline on the system
+// clock; one further away than a day is taken as none.
+CallBounds BoundsOf(::grpc::ServerContext* context) {
+  CallBounds bounds;
+  const auto left = context->deadline() - std::chrono::system_clock::now();
+  if (left < std::chrono::hours(24)) {
+    bounds.deadline =
+        CallBounds::Clock::now() + std::chrono::duration_cast<CallBounds::Clock::duration>(left);
+  }
+  bounds.cancelled = [context] { return context->IsCancelled(); };
+  return bounds;
 }
 
 // Holds the cross-instance lock file for the duration of one Prepare / Unprepare.
@@ -211,11 +226,20 @@ struct KubeletServer::Impl {
   }
 
   // Runs one Prepare / Unprepare under the in-process mutex and, in rolling-update mode, the
-  // lock file shared with the other instances. An exception from the driver (a bug: none should
-  // cross the seam) fails the call instead of ending the process on a gRPC thread.
+  // lock file shared with the other instances. A call waits for the mutex only while its caller
+  // is still there (an abandoned call ahead of it stops early: see CallBounds). An exception from
+  // the driver (a bug: none should cross the seam) fails the call instead of ending the process on
+  // a gRPC thread.
   template <typename Fn>
-  ::grpc::Status Serialised(const char* call, Fn fn) {
-    std::lock_guard<std::mutex> lock(call_mu);
+  ::grpc::Status Serialised(const char* call, const CallBounds& bounds, Fn fn) {
+    std::unique_lock<std::timed_mutex> lock(call_mu, std::defer_lock);
+    while (!lock.try_lock_for(kCallPoll)) {
+      if (bounds.Cancelled()) return {::grpc::StatusCode::CANCELLED, "the caller went away"};
+      if (!bounds.Live()) {
+        return {::grpc::StatusCode::DEADLINE_EXCEEDED,
+                call + std::string(": the deadline passed while an earlier call ran")};
+      }
+    }
     std::optional<FileLock> file_lock;
     if (!options.rolling_update_uid.empty()) {
       file_lock.emplace(options.PluginDir() + "/serialize.lock");
@@ -238,18 +262,22 @@ struct KubeletServer::Impl {
   }
 
   template <typename Request, typename Response>
-  ::grpc::Status Prepare(const Request& request, Response* response) {
+  ::grpc::Status Prepare(::grpc::ServerContext* context, const Request& request,
+                         Response* response) {
     std::vector<ClaimRef> claims = internal::ClaimsFromProto(request);
-    return Serialised("prepare", [&] {
-      LogNotes(internal::PrepareToProto(claims, service->Prepare(claims), response));
+    const CallBounds bounds = BoundsOf(context);
+    return Serialised("prepare", bounds, [&] {
+      LogNotes(internal::PrepareToProto(claims, service->Prepare(claims, bounds), response));
     });
   }
 
   template <typename Request, typename Response>
-  ::grpc::Status Unprepare(const Request& request, Response* response) {
+  ::grpc::Status Unprepare(::grpc::ServerContext* context, const Request& request,
+                           Response* response) {
     std::vector<ClaimRef> claims = internal::ClaimsFromProto(request);
-    return Serialised("unprepare", [&] {
-      LogNotes(internal::UnprepareToProto(claims, service->Unprepare(claims), response));
+    const CallBounds bounds = BoundsOf(context);
+    return Serialised("unprepare", bounds, [&] {
+      LogNotes(internal::UnprepareToProto(claims, service->Unprepare(claims, bounds), response));
     });
   }
 
@@ -277,42 +305,33 @@ struct KubeletServer::Impl {
     }
   }
 
-  class DraV1 final : public drav1::DRAPlugin::Service {
+  // One DRA service per wire version; both call the same Prepare / Unprepare.
+  template <typename Service, typename PrepareRequest, typename PrepareResponse,
+            typename UnprepareRequest, typename UnprepareResponse>
+  class Dra final : public Service {
    public:
-    explicit DraV1(Impl* impl) : impl_(impl) {}
-    ::grpc::Status NodePrepareResources(::grpc::ServerContext* /*context*/,
-                                        const drav1::NodePrepareResourcesRequest* request,
-                                        drav1::NodePrepareResourcesResponse* response) override {
-      return impl_->Prepare(*request, response);
+    explicit Dra(Impl* impl) : impl_(impl) {}
+    ::grpc::Status NodePrepareResources(::grpc::ServerContext* context,
+                                        const PrepareRequest* request,
+                                        PrepareResponse* response) override {
+      return impl_->Prepare(context, *request, response);
     }
-    ::grpc::Status NodeUnprepareResources(
-        ::grpc::ServerContext* /*context*/, const drav1::NodeUnprepareResourcesRequest* request,
-        drav1::NodeUnprepareResourcesResponse* response) override {
-      return impl_->Unprepare(*request, response);
+    ::grpc::Status NodeUnprepareResources(::grpc::ServerContext* context,
+                                          const UnprepareRequest* request,
+                                          UnprepareResponse* response) override {
+      return impl_->Unprepare(context, *request, response);
     }
 
    private:
     Impl* impl_;
   };
-
-  class DraV1beta1 final : public drav1beta1::DRAPlugin::Service {
-   public:
-    explicit DraV1beta1(Impl* impl) : impl_(impl) {}
-    ::grpc::Status NodePrepareResources(
-        ::grpc::ServerContext* /*context*/, const drav1beta1::NodePrepareResourcesRequest* request,
-        drav1beta1::NodePrepareResourcesResponse* response) override {
-      return impl_->Prepare(*request, response);
-    }
-    ::grpc::Status NodeUnprepareResources(
-        ::grpc::ServerContext* /*context*/,
-        const drav1beta1::NodeUnprepareResourcesRequest* request,
-        drav1beta1::NodeUnprepareResourcesResponse* response) override {
-      return impl_->Unprepare(*request, response);
-    }
-
-   private:
-    Impl* impl_;
-  };
+  using DraV1 = Dra<drav1::DRAPlugin::Service, drav1::NodePrepareResourcesRequest,
+                    drav1::NodePrepareResourcesResponse, drav1::NodeUnprepareResourcesRequest,
+                    drav1::NodeUnprepareResourcesResponse>;
+  using DraV1beta1 =
+      Dra<drav1beta1::DRAPlugin::Service, drav1beta1::NodePrepareResourcesRequest,
+          drav1beta1::NodePrepareResourcesResponse, drav1beta1::NodeUnprepareResourcesRequest,
+          drav1beta1::NodeUnprepareResourcesResponse>;
 
   class Health final : public healthv1alpha1::DRAResourceHealth::Service {
    public:
@@ -405,7 +424,7 @@ struct KubeletServer::Impl {
   HealthSource* health = nullptr;
   std::atomic<bool> registered{false};
   std::atomic<bool> stopping{false};
-  std::mutex call_mu;  // serialises Prepare and Unprepare
+  std::timed_mutex call_mu;  // serialises Prepare and Unprepare
 
   DraV1 dra_v1{this};
   DraV1beta1 dra_v1beta1{this};

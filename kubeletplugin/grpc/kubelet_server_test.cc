@@ -1,5 +1,6 @@
 #include "kubeletplugin/grpc/kubelet_server.h"
 
+#include <grpcpp/grpcpp.h>
 #include <stdlib.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
@@ -19,7 +20,10 @@
 #include <stdexcept>
 #include <thread>
 
+#include "base/testing/temp_dir.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
+#include "kubeletplugin/grpc/internal/translate.h"
+#include "proto/dra_v1.grpc.pb.h"
 
 namespace xpu::plugin {
 namespace {
@@ -27,27 +31,11 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
+namespace drav1 = internal::drav1;
 
 constexpr char kDriver[] = "xpu.dra.dev";
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = "/tmp/xpu-grpc-XXXXXX";
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testing::TempDir;
 
 // Polls `condition` until it holds or `timeout` passes.
 bool WaitFor(const std::function<bool()>& condition, milliseconds timeout = milliseconds(5000)) {
@@ -105,7 +93,17 @@ class OverlapDetector {
 // A driver that prepares one device per claim: gpu-0 of pool node-1, shared under `share_id`.
 class FakeService : public NodeService {
  public:
-  std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims) override {
+  std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
+                                               const CallBounds& bounds) override {
+    if (!claims.empty() && claims[0].uid == hang_uid) {
+      // Works until its caller is gone (at most a minute), like a batch the API holds up.
+      const auto limit = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+      while (bounds.Live() && std::chrono::steady_clock::now() < limit) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      saw_caller_leave = !bounds.Live();
+      return {};
+    }
     if (overlap != nullptr) overlap->Enter();
     if (throw_in_prepare) throw std::runtime_error("driver bug");
     std::lock_guard<std::mutex> lock(mu_);
@@ -124,7 +122,8 @@ class FakeService : public NodeService {
     if (!forget_uid.empty()) out["unasked-uid"] = PrepareResult{};
     return out;
   }
-  std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims) override {
+  std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims,
+                                                   const CallBounds& /*bounds*/) override {
     if (overlap != nullptr) overlap->Enter();
     std::lock_guard<std::mutex> lock(mu_);
     unprepared.push_back(claims);
@@ -139,6 +138,8 @@ class FakeService : public NodeService {
   std::string forget_uid;  // left out of the answers
   std::string fail_uid;    // answered with an error
   bool throw_in_prepare = false;
+  std::string hang_uid;  // a batch that starts with it works until its caller is gone
+  std::atomic<bool> saw_caller_leave{false};
   OverlapDetector* overlap = nullptr;
   std::vector<std::vector<ClaimRef>> prepared;
   std::vector<std::vector<ClaimRef>> unprepared;
@@ -466,6 +467,36 @@ TEST_CASE("kubelet server: a driver that throws fails the call, not the plugin")
   CHECK(log.Contains("ERROR prepare: the driver threw: driver bug"));
   service.throw_in_prepare = false;
   CHECK(e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1", Claims({"uid-1"})).ok());
+}
+
+TEST_CASE("kubelet server: a call whose caller gave up stops, and the next call is answered") {
+  TempDir dir;
+  FakeService service;
+  service.hang_uid = "uid-hang";
+  KubeletServer server(Options(dir));
+  REQUIRE(server.Start(&service, nullptr).ok());
+
+  // A caller that gives up after 200 ms, while the driver still works on its batch.
+  auto stub = drav1::DRAPlugin::NewStub(
+      ::grpc::CreateChannel("unix://" + server.dra_socket(), ::grpc::InsecureChannelCredentials()));
+  ::grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(200));
+  drav1::NodePrepareResourcesRequest request;
+  drav1::Claim* claim = request.add_claims();
+  claim->set_namespace_("default");
+  claim->set_name("hang");
+  claim->set_uid("uid-hang");
+  drav1::NodePrepareResourcesResponse response;
+  CHECK(stub->NodePrepareResources(&context, request, &response).error_code() ==
+        ::grpc::StatusCode::DEADLINE_EXCEEDED);
+
+  // The abandoned call noticed, stopped and freed the lock: the next one (with the kubelet's
+  // 45 s deadline) gets its answer; without that it would wait for the abandoned one's minute.
+  auto next = e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1", Claims({"uid-1"}));
+  INFO(next.status().ToString());
+  REQUIRE(next.ok());
+  CHECK(next->at("uid-1").error.empty());
+  CHECK(service.saw_caller_leave);
 }
 
 TEST_CASE("kubelet server: the health stream sends the snapshot at once and a change promptly") {

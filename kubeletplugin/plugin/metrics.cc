@@ -1,5 +1,7 @@
 #include "kubeletplugin/plugin/metrics.h"
 
+#include <functional>
+
 namespace xpu::plugin {
 
 PluginMetrics::PluginMetrics(metrics::Registry& r)
@@ -55,28 +57,33 @@ void PluginMetrics::SetHealth(const std::vector<DeviceHealth>& health) {
   }
 }
 
-std::map<std::string, PrepareResult> InstrumentedService::Prepare(
-    const std::vector<ClaimRef>& claims) {
-  metrics::ScopeTimer timer(metrics_->prepare_seconds, {"ok"});
-  auto out = inner_->Prepare(claims);
+namespace {
+
+// Times one call (labelled "error" when any claim failed) and counts its claims by result.
+template <typename Result>
+std::map<std::string, Result> Measured(metrics::Histogram& seconds, metrics::Counter& claims,
+                                       const std::function<std::map<std::string, Result>()>& call) {
+  metrics::ScopeTimer timer(seconds, {"ok"});
+  auto out = call();
   for (const auto& [uid, r] : out) {
-    const char* result = r.error.empty() ? "ok" : "error";
-    metrics_->prepare_claims.Inc({result});
+    claims.Inc({r.error.empty() ? "ok" : "error"});
     if (!r.error.empty()) timer.SetLabels({"error"});
   }
   return out;
 }
 
+}  // namespace
+
+std::map<std::string, PrepareResult> InstrumentedService::Prepare(
+    const std::vector<ClaimRef>& claims, const CallBounds& bounds) {
+  return Measured<PrepareResult>(metrics_->prepare_seconds, metrics_->prepare_claims,
+                                 [&] { return inner_->Prepare(claims, bounds); });
+}
+
 std::map<std::string, UnprepareResult> InstrumentedService::Unprepare(
-    const std::vector<ClaimRef>& claims) {
-  metrics::ScopeTimer timer(metrics_->unprepare_seconds, {"ok"});
-  auto out = inner_->Unprepare(claims);
-  for (const auto& [uid, r] : out) {
-    const char* result = r.error.empty() ? "ok" : "error";
-    metrics_->unprepare_claims.Inc({result});
-    if (!r.error.empty()) timer.SetLabels({"error"});
-  }
-  return out;
+    const std::vector<ClaimRef>& claims, const CallBounds& bounds) {
+  return Measured<UnprepareResult>(metrics_->unprepare_seconds, metrics_->unprepare_claims,
+                                   [&] { return inner_->Unprepare(claims, bounds); });
 }
 
 }  // namespace xpu::plugin

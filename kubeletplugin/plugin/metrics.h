@@ -60,8 +60,10 @@ class InstrumentedService : public NodeService {
  public:
   InstrumentedService(NodeService* inner, PluginMetrics* metrics)
       : inner_(inner), metrics_(metrics) {}
-  std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims) override;
-  std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims) override;
+  std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
+                                               const CallBounds& bounds) override;
+  std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims,
+                                                   const CallBounds& bounds) override;
 
  private:
   NodeService* const inner_;

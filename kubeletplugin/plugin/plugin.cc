@@ -89,96 +89,85 @@ Status PluginOptions::Validate() const {
     return InvalidArgumentError(
         "--health-resend must be shorter than the kubelet's 30 s health timeout");
   }
-  if (log_level != "error" && log_level != "warning" && log_level != "info" &&
-      log_level != "debug") {
-    return InvalidArgumentError("--log-level: \"" + log_level +
-                                "\" is not error, warning, info or debug");
-  }
-  return OkStatus();
+  return Logger::CheckLevelFlag(log_level);
 }
 
+namespace {
+
+std::vector<Flag> PluginFlags(PluginOptions* o) {
+  return {
+      {"--node-name", "NAME", "this node (default: $NODE_NAME)", StringFlag(&o->node_name)},
+      {"--kubeconfig", "FILE",
+       "API access (default: in-cluster service account, then\n"
+       "$KUBECONFIG)",
+       StringFlag(&o->kubeconfig)},
+      {"--driver-name", "NAME", "DRA driver name (default xpu.dra.dev)",
+       StringFlag(&o->driver_name)},
+      {"--host-root", "DIR", "where the host's /sys, /dev, /proc and /etc are (default /)",
+       StringFlag(&o->host_root)},
+      {"--vendor-lib-dir", "DIR",
+       "searched first for libnvidia-ml.so.1 and libdcmi.so\n"
+       "(repeatable)",
+       ValueFlag([o](const std::string& dir) {
+         o->vendor_lib_dirs.push_back(dir);
+         return OkStatus();
+       })},
+      {"--namespace", "NS", "the driver's namespace, for the Lease (default xpu-dra)",
+       StringFlag(&o->ns)},
+      {"--rediscover", "DURATION", "rediscovery period (default 60s; also on /dev changes)",
+       DurationFlag(&o->rediscover)},
+      {"--lease-renew", "DURATION", "Lease renewal period (default 5s)",
+       DurationFlag(&o->lease_renew)},
+      {"--lease-duration", "SECS", "Lease duration (default 15)",
+       [o](FlagReader& flags) -> Status {
+         ASSIGN_OR_RETURN(const auto d, flags.Duration());
+         o->lease_duration = std::chrono::duration_cast<std::chrono::seconds>(d);
+         return OkStatus();
+       }},
+      {"--plugin-dir", "DIR",
+       "the DRA socket's directory (default\n"
+       "/var/lib/kubelet/plugins/<driver>)",
+       StringFlag(&o->plugin_dir)},
+      {"--plugin-registry-dir", "DIR",
+       "the kubelet's plugin registry (default\n"
+       "/var/lib/kubelet/plugins_registry)",
+       StringFlag(&o->registry_dir)},
+      {"--cdi-dir", "DIR", "where CDI specs of prepared claims go (default /var/run/cdi)",
+       StringFlag(&o->cdi_dir)},
+      {"--state-dir", "DIR", "the checkpoint's directory (default /var/lib/xpu-dra)",
+       StringFlag(&o->state_dir)},
+      {"--metrics-addr", "ADDR", "/metrics, /healthz, /readyz (default :9400; \"\" disables)",
+       StringFlag(&o->metrics_addr)},
+      {"--rolling-update-uid", "UID",
+       "the pod's uid: per-pod socket names for a rolling update\n"
+       "(kubelet >= 1.33), prepares serialised across instances",
+       StringFlag(&o->rolling_update_uid)},
+      {"--health-interval", "DURATION", "device health probe period (default 5s)",
+       DurationFlag(&o->health_interval)},
+      {"--health-resend", "DURATION", "health stream resend period (default 10s)",
+       DurationFlag(&o->health_resend)},
+      {"--claim-gc", "DURATION", "unprepare claims deleted from the API (default 60s)",
+       DurationFlag(&o->claim_gc)},
+      {"--log-level", "LEVEL", "error, warning, info or debug (default info)",
+       StringFlag(&o->log_level)},
+  };
+}
+
+}  // namespace
+
 std::string Usage() {
+  PluginOptions unused;
   return "usage: xpu-dra-plugin [flags]\n"
          "The xpu-dra node plugin: discovers the node's accelerators, publishes its\n"
-         "NodeInventory (xpu.dra.dev/v1alpha1) and renews the plugin Lease.\n"
-         "  --node-name NAME        this node (default: $NODE_NAME)\n"
-         "  --kubeconfig FILE       API access (default: in-cluster service account, then\n"
-         "                          $KUBECONFIG)\n"
-         "  --driver-name NAME      DRA driver name (default xpu.dra.dev)\n"
-         "  --host-root DIR         where the host's /sys, /dev, /proc and /etc are (default /)\n"
-         "  --vendor-lib-dir DIR    searched first for libnvidia-ml.so.1 and libdcmi.so\n"
-         "                          (repeatable)\n"
-         "  --namespace NS          the driver's namespace, for the Lease (default xpu-dra)\n"
-         "  --rediscover DURATION   rediscovery period (default 60s; also on /dev changes)\n"
-         "  --lease-renew DURATION  Lease renewal period (default 5s)\n"
-         "  --lease-duration SECS   Lease duration (default 15)\n"
-         "  --plugin-dir DIR        the DRA socket's directory (default\n"
-         "                          /var/lib/kubelet/plugins/<driver>)\n"
-         "  --plugin-registry-dir DIR  the kubelet's plugin registry (default\n"
-         "                          /var/lib/kubelet/plugins_registry)\n"
-         "  --cdi-dir DIR           where CDI specs of prepared claims go (default /var/run/cdi)\n"
-         "  --state-dir DIR         the checkpoint's directory (default /var/lib/xpu-dra)\n"
-         "  --metrics-addr ADDR     /metrics, /healthz, /readyz (default :9400; \"\" disables)\n"
-         "  --rolling-update-uid UID  the pod's uid: per-pod socket names for a rolling update\n"
-         "                          (kubelet >= 1.33), prepares serialised across instances\n"
-         "  --health-interval DURATION  device health probe period (default 5s)\n"
-         "  --health-resend DURATION    health stream resend period (default 10s)\n"
-         "  --claim-gc DURATION     unprepare claims deleted from the API (default 60s)\n"
-         "  --log-level LEVEL       error, warning, info or debug (default info)\n"
-         "  --help                  print this help\n";
+         "NodeInventory (xpu.dra.dev/v1alpha1) and renews the plugin Lease.\n" +
+         FlagTableUsage(PluginFlags(&unused), 24);
 }
 
 StatusOr<PluginOptions> ParseFlags(const std::vector<std::string>& args,
                                    const std::string& node_name_env, bool* help) {
   PluginOptions o;
   o.node_name = node_name_env;
-  FlagReader flags(args);
-  while (flags.Next()) {
-    if (flags.Is("--node-name")) {
-      ASSIGN_OR_RETURN(o.node_name, flags.Value());
-    } else if (flags.Is("--kubeconfig")) {
-      ASSIGN_OR_RETURN(o.kubeconfig, flags.Value());
-    } else if (flags.Is("--driver-name")) {
-      ASSIGN_OR_RETURN(o.driver_name, flags.Value());
-    } else if (flags.Is("--host-root")) {
-      ASSIGN_OR_RETURN(o.host_root, flags.Value());
-    } else if (flags.Is("--vendor-lib-dir")) {
-      ASSIGN_OR_RETURN(auto dir, flags.Value());
-      o.vendor_lib_dirs.push_back(dir);
-    } else if (flags.Is("--namespace")) {
-      ASSIGN_OR_RETURN(o.ns, flags.Value());
-    } else if (flags.Is("--rediscover")) {
-      ASSIGN_OR_RETURN(o.rediscover, flags.Duration());
-    } else if (flags.Is("--lease-renew")) {
-      ASSIGN_OR_RETURN(o.lease_renew, flags.Duration());
-    } else if (flags.Is("--plugin-dir")) {
-      ASSIGN_OR_RETURN(o.plugin_dir, flags.Value());
-    } else if (flags.Is("--plugin-registry-dir")) {
-      ASSIGN_OR_RETURN(o.registry_dir, flags.Value());
-    } else if (flags.Is("--cdi-dir")) {
-      ASSIGN_OR_RETURN(o.cdi_dir, flags.Value());
-    } else if (flags.Is("--state-dir")) {
-      ASSIGN_OR_RETURN(o.state_dir, flags.Value());
-    } else if (flags.Is("--metrics-addr")) {
-      ASSIGN_OR_RETURN(o.metrics_addr, flags.Value());
-    } else if (flags.Is("--rolling-update-uid")) {
-      ASSIGN_OR_RETURN(o.rolling_update_uid, flags.Value());
-    } else if (flags.Is("--health-interval")) {
-      ASSIGN_OR_RETURN(o.health_interval, flags.Duration());
-    } else if (flags.Is("--health-resend")) {
-      ASSIGN_OR_RETURN(o.health_resend, flags.Duration());
-    } else if (flags.Is("--claim-gc")) {
-      ASSIGN_OR_RETURN(o.claim_gc, flags.Duration());
-    } else if (flags.Is("--log-level")) {
-      ASSIGN_OR_RETURN(o.log_level, flags.Value());
-    } else if (flags.Is("--lease-duration")) {
-      ASSIGN_OR_RETURN(const auto d, flags.Duration());
-      o.lease_duration = std::chrono::duration_cast<std::chrono::seconds>(d);
-    } else {
-      return flags.Unknown();
-    }
-  }
-  *help = flags.help();
+  ASSIGN_OR_RETURN(*help, ParseFlagTable(args, PluginFlags(&o)));
   return o;
 }
 
@@ -284,25 +273,21 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
 
   // Metrics, liveness and readiness.
   std::atomic<bool> serving{false};
-  std::unique_ptr<metrics::HttpServer> http;
-  if (!options.metrics_addr.empty()) {
-    metrics::HttpServerOptions http_options;
-    http_options.address = options.metrics_addr;
-    http_options.metrics = [&] {
-      m.Collect(driver.stats());
-      return registry.Render();
-    };
-    http_options.readyz = [&]() -> Status {
-      if (!serving) return UnavailableError("the kubelet sockets are not served yet");
-      if (inventory.Get() == nullptr) return UnavailableError("no successful discovery yet");
-      return OkStatus();
-    };
-    http = std::make_unique<metrics::HttpServer>(http_options);
-    if (Status s = http->Start(); !s.ok()) {
-      log.Error(s.message());
-      return 1;
-    }
-    log.Info("metrics on " + options.metrics_addr + " (port " + std::to_string(http->port()) + ")");
+  metrics::HttpServerOptions endpoint;
+  endpoint.address = options.metrics_addr;
+  endpoint.metrics = [&] {
+    m.Collect(driver.stats());
+    return registry.Render();
+  };
+  endpoint.readyz = [&]() -> Status {
+    if (!serving) return UnavailableError("the kubelet sockets are not served yet");
+    if (inventory.Get() == nullptr) return UnavailableError("no successful discovery yet");
+    return OkStatus();
+  };
+  auto http = metrics::StartHttpServer(std::move(endpoint), log);
+  if (!http.ok()) {
+    log.Error(http.status().message());
+    return 1;
   }
 
   // The kubelet's sockets: DRA first, then registration.
@@ -369,7 +354,7 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   done = true;
   health_thread.join();
   server.Stop();
-  if (http) http->Stop();
+  if (*http) (*http)->Stop();
   log.Info("stopped after " + std::to_string(publisher.stats().inventory_writes) +
            " inventory writes");
   return 0;

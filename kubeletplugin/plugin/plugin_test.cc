@@ -6,12 +6,15 @@
 #include <spawn.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 #include <thread>
 
@@ -20,6 +23,7 @@
 #include "e2e/client/child_process.h"
 #include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
+#include "e2e/client/wait.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
 #include "kubeletplugin/checkpoint/checkpoint.h"
 
@@ -65,15 +69,7 @@ TEST_CASE("plugin flags", "[plugin]") {
   CHECK(Usage().find("--vendor-lib-dir") != std::string::npos);
 }
 
-template <typename F>
-bool Eventually(F done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
-}
+using e2e::Eventually;
 
 // The plugin binary as a child process, stopped with SIGTERM. `env` entries ("K=V") are added
 // to the test's environment.
@@ -462,6 +458,86 @@ TEST_CASE("a corrupt checkpoint stops the plugin before it serves", "[plugin][e2
   CHECK(rig.WaitPlugin() == 3);
   CHECK_FALSE(fs::exists(rig.RegSocket()));
   CHECK_FALSE(fs::exists(rig.DraSocket()));
+}
+
+TEST_CASE("hostile input on the sockets gets per-claim errors and the plugin keeps serving",
+          "[plugin][e2e][hostile]") {
+  Rig rig;
+  rig.StartPlugin();
+  REQUIRE(rig.WaitForSockets());
+  e2e::KubeletStandIn kubelet;
+  const std::string good = rig.Claim("good", {"npu-0"});
+  const std::string other = rig.Claim("other", {"npu-1"});
+
+  // Garbage bytes on the DRA socket: the connection fails, the server does not.
+  {
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, rig.DraSocket().c_str(), sizeof addr.sun_path - 1);
+    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    std::string garbage(64 * 1024, '\0');
+    for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>((i * 7919) % 251);
+    CHECK(::write(fd, garbage.data(), garbage.size()) > 0);
+    ::close(fd);
+  }
+
+  // One batch: empty and path-like uids, megabyte-long strings, an unknown claim, and 10,000
+  // claims whose uids are not UUIDs; the good claim among them is prepared.
+  const std::string megabyte(1 << 20, 'm');
+  const std::string unknown = "00000000-0000-4000-8000-0000000000bb";
+  std::vector<e2e::KubeletClaim> batch = {
+      {"default", "empty", ""},       {"default", "dots", "../../etc/passwd"},
+      {"default", "slash", "a/b"},    {"default", "long-uid", megabyte},
+      {"default", megabyte, unknown}, {"default", "good", good}};
+  for (int i = 0; i < 10'000; ++i) batch.push_back({"default", "many", "x" + std::to_string(i)});
+  auto answer = kubelet.Prepare(rig.DraSocket(), "v1", batch);
+  INFO(answer.status().ToString());
+  REQUIRE(answer.ok());
+  CHECK(answer->size() == 10'006);  // one entry per uid, the empty one included
+  CHECK(answer->at("").error.find("is not a UUID") != std::string::npos);
+  CHECK(answer->at("../../etc/passwd").error.find("is not a UUID") != std::string::npos);
+  CHECK(answer->at("x9999").error.find("is not a UUID") != std::string::npos);
+  CHECK(answer->at(megabyte).error.size() < 512);  // echoed input is cut
+  CHECK(answer->at(unknown).error.find("not a valid namespace (DNS label) and name") !=
+        std::string::npos);
+  CHECK(answer->at(unknown).error.size() < 512);
+  CHECK(answer->at(good).error.empty());
+  CHECK(answer->at(good).devices.size() == 1);
+  // Nothing outside the CDI directory, and only the good claim on disk.
+  CHECK(rig.CdiClaims() == std::set<std::string>{good});
+  CHECK(rig.CheckpointClaims() == std::set<std::string>{good});
+
+  // Concurrent prepares of one claim: the same answer each time, one spec.
+  std::vector<std::future<StatusOr<std::map<std::string, e2e::KubeletPrepareResult>>>> calls;
+  for (int i = 0; i < 8; ++i) {
+    calls.push_back(std::async(std::launch::async, [&] {
+      return e2e::KubeletStandIn().Prepare(rig.DraSocket(), "v1", {{"default", "other", other}});
+    }));
+  }
+  std::set<std::vector<std::string>> ids;
+  for (auto& call : calls) {
+    auto r = call.get();
+    REQUIRE(r.ok());
+    REQUIRE(r->at(other).error.empty());
+    REQUIRE(r->at(other).devices.size() == 1);
+    ids.insert(r->at(other).devices[0].cdi_device_ids);
+  }
+  CHECK(ids.size() == 1);
+  CHECK(rig.CdiClaims() == std::set<std::string>{good, other});
+
+  // Still serving, and the unprepare of hostile uids is as safe.
+  auto undone = kubelet.Unprepare(rig.DraSocket(), "v1",
+                                  {{"default", "dots", "../../etc/passwd"},
+                                   {"default", "good", good},
+                                   {"default", "other", other}});
+  REQUIRE(undone.ok());
+  CHECK(undone->at("../../etc/passwd").find("is not a UUID") != std::string::npos);
+  CHECK(undone->at(good).empty());
+  CHECK(rig.CdiClaims().empty());
+  CHECK(rig.CheckpointClaims().empty());
+  CHECK(rig.StopPlugin() == 0);
 }
 
 }  // namespace
