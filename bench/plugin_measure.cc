@@ -3,6 +3,7 @@
 //   - NodePrepareResources, 1 claim x 8 devices, incl. the claim GET over TLS and both fsyncs
 //     (budget p50 5 ms): prepared and unprepared --claims times over the real sockets
 //   - resident memory with 100 prepared claims (budget 20 MB): VmRSS of the plugin
+//   - one NodePrepareResources call for batches of 1, 10, 100 and 1,000 new claims
 // Uses the atlas800t-a2 fixture host (8 NPUs) and the kubelet stand-in.
 #include <signal.h>
 #include <spawn.h>
@@ -50,8 +51,9 @@ int main(int argc, char** argv) {
     if (a == "--help" || a == "-h") {
       std::cout << "usage: plugin_measure [--claims N]\n"
                    "Measures xpu-dra-plugin against kube-sim: start to registration socket,\n"
-                   "NodePrepareResources of 1 claim x 8 devices (N times, default 200), and the\n"
-                   "plugin's resident memory with 100 prepared claims.\n";
+                   "NodePrepareResources of 1 claim x 8 devices (N times, default 200), the\n"
+                   "plugin's resident memory with 100 prepared claims, and one prepare call\n"
+                   "for batches of 1, 10, 100 and 1,000 new claims.\n";
       return 0;
     }
     if (a == "--claims" && i + 1 < argc) {
@@ -159,6 +161,36 @@ int main(int argc, char** argv) {
   const double rss = StatusMb(pid, "VmRSS");
   const double anon = StatusMb(pid, "RssAnon");
   const double file = StatusMb(pid, "RssFile");
+
+  // One NodePrepareResources call per batch of new claims (each GET under the plugin's client
+  // rate limit), then one NodeUnprepareResources of the batch.
+  struct Batch {
+    int size;
+    double prepare_ms;
+    double unprepare_ms;
+    int errors;
+  };
+  std::vector<Batch> batches;
+  for (const int size : {1, 10, 100, 1000}) {
+    std::vector<xpu::e2e::KubeletClaim> batch;
+    for (int i = 0; i < size; ++i) {
+      const std::string name = "b" + std::to_string(size) + "-" + std::to_string(i);
+      const std::string uid = make_claim(name, 1, true);
+      if (uid.empty()) return Fail("create claim " + name);
+      batch.push_back({"default", name, uid});
+    }
+    auto t0 = Clock::now();
+    auto p = kubelet.Prepare(dra, "v1", batch);
+    const double prepared = Ms(Clock::now() - t0);
+    if (!p.ok())
+      return Fail("prepare a batch of " + std::to_string(size) + ": " + p.status().message());
+    int errors = 0;
+    for (const auto& [uid, r] : *p) errors += !r.error.empty();
+    t0 = Clock::now();
+    auto u = kubelet.Unprepare(dra, "v1", batch);
+    if (!u.ok()) return Fail("unprepare a batch of " + std::to_string(size));
+    batches.push_back({size, prepared, Ms(Clock::now() - t0), errors});
+  }
   ::kill(pid, SIGTERM);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -182,6 +214,12 @@ int main(int argc, char** argv) {
       "  resident memory with 100 prepared claims          %8.1f MB  (budget 20 MB): "
       "%.1f MB anonymous, %.1f MB file-backed (shared libraries)\n",
       rss, anon, file);
+  for (const Batch& b : batches) {
+    std::printf(
+        "  one call, a batch of %4d new claims: prepare %8.1f ms (%d answered with an error), "
+        "unprepare %6.1f ms\n",
+        b.size, b.prepare_ms, b.errors, b.unprepare_ms);
+  }
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0
                                                        : Fail("the plugin did not exit cleanly");
 }
