@@ -182,8 +182,9 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     auto p = kubelet.Prepare(dra, "v1", batch);
     const double prepared = Ms(Clock::now() - t0);
-    if (!p.ok())
+    if (!p.ok()) {
       return Fail("prepare a batch of " + std::to_string(size) + ": " + p.status().message());
+    }
     int errors = 0;
     for (const auto& [uid, r] : *p) errors += !r.error.empty();
     t0 = Clock::now();

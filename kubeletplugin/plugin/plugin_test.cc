@@ -477,7 +477,7 @@ TEST_CASE("hostile input on the sockets gets per-claim errors and the plugin kee
     addr.sun_family = AF_UNIX;
     std::strncpy(addr.sun_path, rig.DraSocket().c_str(), sizeof addr.sun_path - 1);
     REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    std::string garbage(64 * 1024, '\0');
+    std::string garbage(size_t{64} << 10, '\0');
     for (size_t i = 0; i < garbage.size(); ++i) garbage[i] = static_cast<char>((i * 7919) % 251);
     CHECK(::write(fd, garbage.data(), garbage.size()) > 0);
     ::close(fd);
