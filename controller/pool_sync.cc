@@ -72,32 +72,20 @@ std::string_view WriteResult(const Status& s) {
   }
 }
 
-PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::string& pool_name,
-                        const std::optional<DesiredPool>& desired, const NodeFacts& node,
-                        const std::vector<SlicePtr>& existing, const SyncOptions& options) {
-  const WriteObserver& observe = options.observe;
-  const std::function<bool()>& can_write = options.can_write;
-  PoolSyncResult result;
-  auto note = [&](std::string_view verb, const Status& s) {
-    if (observe) observe(verb, WriteResult(s));
-  };
-  auto allowed = [&]() -> bool {
-    if (!can_write || can_write()) return true;
-    result.status = Status(StatusCode::kCancelled,
-                           "sync pool " + pool_name + ": not the leader, stopped writing");
-    return false;
-  };
-
+PoolSyncPlan PlanPoolSync(std::string_view driver, const std::string& pool_name,
+                          const std::optional<DesiredPool>& desired, const NodeFacts& node,
+                          const std::vector<SlicePtr>& existing, bool bump_on_change) {
+  PoolSyncPlan plan;
+  plan.pool = pool_name;
   int64_t generation = 0;
   for (const SlicePtr& s : existing) generation = std::max(generation, s->spec.pool.generation);
 
   std::vector<SlicePtr> current;
-  std::vector<SlicePtr> obsolete;
   for (const SlicePtr& s : existing) {
     if (desired && s->spec.pool.generation == generation) {
       current.push_back(s);
     } else {
-      obsolete.push_back(s);
+      plan.deletes.push_back(s);
     }
   }
 
@@ -115,9 +103,9 @@ PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::
       match[i] = it->second;
       by_key.erase(it);
     }
-    for (auto& [key, s] : by_key) obsolete.push_back(s);
+    for (auto& [key, s] : by_key) plan.deletes.push_back(s);
   } else {
-    obsolete.insert(obsolete.end(), current.begin(), current.end());
+    plan.deletes.insert(plan.deletes.end(), current.begin(), current.end());
   }
 
   // Desired specs with the pool fields, first at the current generation.
@@ -144,82 +132,114 @@ PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::
       ++changed;
     }
   }
-  if (fresh > 0 || changed > 1 || (options.bump_on_change && changed > 0)) {
+  if (fresh > 0 || changed > 1 || (bump_on_change && changed > 0)) {
     ++generation;
     build(generation);
   }
-  result.generation = generation;
+  plan.generation = generation;
+
+  for (size_t i = 0; i < want; ++i) {
+    if (!match[i] || specs[i] == match[i]->spec) continue;
+    ResourceSlice updated = *match[i];
+    updated.spec = specs[i];
+    plan.updates.push_back(std::move(updated));
+  }
+  if (fresh > 0) {
+    DesiredPool with_pool = *desired;
+    with_pool.slices = specs;
+    std::vector<ResourceSlice> objects = SliceObjects(with_pool, node, driver, generation);
+    for (size_t i = 0; i < want; ++i) {
+      if (!match[i]) plan.creates.push_back(std::move(objects[i]));
+    }
+  }
+  return plan;
+}
+
+StatusOr<nlohmann::json> ClientSliceWriter::Create(const nlohmann::json& slice) {
+  return client_.Create(kc::ResourceSlices(), "", slice);
+}
+StatusOr<nlohmann::json> ClientSliceWriter::Update(const nlohmann::json& slice) {
+  return client_.Update(kc::ResourceSlices(), "", slice);
+}
+Status ClientSliceWriter::Delete(const std::string& name, const kc::DeleteOptions& pre) {
+  return client_.Delete(kc::ResourceSlices(), "", name, pre);
+}
+
+PoolSyncResult ApplyPoolSync(const PoolSyncPlan& plan, SliceWriter& writer,
+                             const SyncOptions& options) {
+  PoolSyncResult result;
+  result.generation = plan.generation;
+  const std::string context = "sync pool " + plan.pool;
+  auto note = [&](std::string_view verb, const Status& s) {
+    if (options.observe) options.observe(verb, WriteResult(s));
+  };
+  auto allowed = [&]() -> bool {
+    if (!options.can_write || options.can_write()) return true;
+    result.status = Status(StatusCode::kCancelled, context + ": not the leader, stopped writing");
+    return false;
+  };
 
   // 1. Obsolete slices first.
-  for (const SlicePtr& s : obsolete) {
+  for (const SlicePtr& s : plan.deletes) {
     if (!allowed()) return result;
     kc::DeleteOptions pre;
     pre.uid = s->metadata.uid;
     pre.resource_version = s->metadata.resource_version;
-    Status st = client.Delete(kc::ResourceSlices(), "", s->metadata.name, pre);
+    Status st = writer.Delete(s->metadata.name, pre);
     note("delete", st);
     if (st.ok() || st.code() == StatusCode::kNotFound) {
       ++result.deleted;
       result.deleted_names.push_back(s->metadata.name);
       continue;
     }
-    result.status = st.WithContext("sync pool " + pool_name);
+    result.status = st.WithContext(context);
     return result;
   }
 
-  auto check_drops = [&](const ResourceSliceSpec& sent, const ResourceSliceSpec& got) {
-    if (HasTaints(sent) && !HasTaints(got)) result.dropped_taints = true;
-    if (HasCounters(sent) && !HasCounters(got)) result.dropped_counters = true;
-  };
   // Counts an update or create, keeps what the server stored and compares it with what was
   // sent; false (with result.status set) when the write or reading its answer failed.
   auto wrote = [&](std::string_view verb, StatusOr<nlohmann::json> answer,
                    const ResourceSliceSpec& sent, int& counter) -> bool {
     note(verb, answer.status());
     if (!answer.ok()) {
-      result.status = answer.status().WithContext("sync pool " + pool_name);
+      result.status = answer.status().WithContext(context);
       return false;
     }
     ++counter;
     auto obj = api::FromJson<ResourceSlice>(*answer);
     if (!obj.ok()) {
-      result.status =
-          obj.status().WithContext("read written slice").WithContext("sync pool " + pool_name);
+      result.status = obj.status().WithContext("read written slice").WithContext(context);
       return false;
     }
-    check_drops(sent, obj->spec);
+    if (HasTaints(sent) && !HasTaints(obj->spec)) result.dropped_taints = true;
+    if (HasCounters(sent) && !HasCounters(obj->spec)) result.dropped_counters = true;
     result.written.push_back(std::make_shared<const ResourceSlice>(std::move(obj).value()));
     return true;
   };
 
-  // 2. Updates of matched slices that changed.
-  for (size_t i = 0; i < want; ++i) {
-    if (!match[i] || specs[i] == match[i]->spec) continue;
+  // 2. Updates of matched slices that changed, 3. creates.
+  for (const ResourceSlice& slice : plan.updates) {
     if (!allowed()) return result;
-    ResourceSlice updated = *match[i];
-    updated.spec = specs[i];
-    if (!wrote("update", client.Update(kc::ResourceSlices(), "", api::resource::ToJson(updated)),
-               specs[i], result.updated)) {
+    if (!wrote("update", writer.Update(api::resource::ToJson(slice)), slice.spec, result.updated)) {
       return result;
     }
   }
-
-  // 3. Creates.
-  if (fresh > 0) {
-    DesiredPool with_pool = *desired;
-    with_pool.slices = specs;
-    std::vector<ResourceSlice> objects = SliceObjects(with_pool, node, driver, generation);
-    for (size_t i = 0; i < want; ++i) {
-      if (match[i]) continue;
-      if (!allowed()) return result;
-      if (!wrote("create",
-                 client.Create(kc::ResourceSlices(), "", api::resource::ToJson(objects[i])),
-                 specs[i], result.created)) {
-        return result;
-      }
+  for (const ResourceSlice& slice : plan.creates) {
+    if (!allowed()) return result;
+    if (!wrote("create", writer.Create(api::resource::ToJson(slice)), slice.spec, result.created)) {
+      return result;
     }
   }
   return result;
+}
+
+PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::string& pool_name,
+                        const std::optional<DesiredPool>& desired, const NodeFacts& node,
+                        const std::vector<SlicePtr>& existing, const SyncOptions& options) {
+  ClientSliceWriter writer(client);
+  return ApplyPoolSync(
+      PlanPoolSync(driver, pool_name, desired, node, existing, options.bump_on_change), writer,
+      options);
 }
 
 }  // namespace xpu::controller

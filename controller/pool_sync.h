@@ -17,15 +17,19 @@
 //      (a feature gate is off) are reported so the caller can fall back instead of looping.
 // Taint timeAdded values are kept from the existing slice (the server sets them).
 //
-// Writes go through a SliceWriter (the Kubernetes client in production) and are reported to
-// `observe` (verb, result) for the metrics. Every written object is also handed back in the
-// result so the caller's cache can hold it until its informer catches up (a mutation cache:
-// without it a second sync before the watch event arrives would create duplicates).
+// Compute, then act: PlanPoolSync decides every write from the desired pool and the slices that
+// exist, without I/O (rules 1-4 and 6); ApplyPoolSync carries a plan out through a SliceWriter
+// (rules 5 and 7): the Kubernetes client in production, a recording fake in the tests. Writes
+// are reported to `observe` (verb, result) for the metrics. Every written object is also handed
+// back in the result so the caller's cache can hold it until its informer catches up (a mutation
+// cache: without it a second sync before the watch event arrives would create duplicates).
 #ifndef XPU_CONTROLLER_POOL_SYNC_H_
 #define XPU_CONTROLLER_POOL_SYNC_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,14 +65,58 @@ std::string_view WriteResult(const Status& status);
 // "verb" is create, update or delete; "result" as WriteResult says.
 using WriteObserver = std::function<void(std::string_view verb, std::string_view result)>;
 
+// The writes of one pool sync, in the order they are made.
+struct PoolSyncPlan {
+  std::string pool;
+  int64_t generation = 0;         // of the pool after the sync
+  std::vector<SlicePtr> deletes;  // obsolete slices (deleted with preconditions)
+  std::vector<api::resource::ResourceSlice> updates;  // matched slices with their new spec
+  std::vector<api::resource::ResourceSlice> creates;  // new slices (generateName, owner Node)
+  bool Empty() const { return deletes.empty() && updates.empty() && creates.empty(); }
+};
+
 // `existing`: every slice of this driver whose pool is `pool_name` (any generation). `desired`:
-// nullopt withdraws the pool. `can_write` is asked before each write; when it says no (the
-// leader lost its lease) the sync stops with kCancelled.
+// nullopt withdraws the pool. `bump_on_change`: any change bumps the generation. Pure.
+PoolSyncPlan PlanPoolSync(std::string_view driver, const std::string& pool_name,
+                          const std::optional<DesiredPool>& desired, const NodeFacts& node,
+                          const std::vector<SlicePtr>& existing, bool bump_on_change = false);
+
+// The narrow interface ApplyPoolSync writes through (cluster-scoped ResourceSlices). Answers are
+// the objects the server stored.
+class SliceWriter {
+ public:
+  virtual ~SliceWriter() = default;
+  virtual StatusOr<nlohmann::json> Create(const nlohmann::json& slice) = 0;
+  virtual StatusOr<nlohmann::json> Update(const nlohmann::json& slice) = 0;
+  virtual Status Delete(const std::string& name, const api::client::DeleteOptions& pre) = 0;
+};
+
+// The Kubernetes client as a SliceWriter.
+class ClientSliceWriter final : public SliceWriter {
+ public:
+  explicit ClientSliceWriter(api::client::Client& client) : client_(client) {}
+  StatusOr<nlohmann::json> Create(const nlohmann::json& slice) override;
+  StatusOr<nlohmann::json> Update(const nlohmann::json& slice) override;
+  Status Delete(const std::string& name, const api::client::DeleteOptions& pre) override;
+
+ private:
+  api::client::Client& client_;
+};
+
+// `can_write` is asked before each write; when it says no (the leader lost its lease) the sync
+// stops with kCancelled.
 struct SyncOptions {
-  bool bump_on_change = false;
+  bool bump_on_change = false;  // for SyncPool's plan
   WriteObserver observe;
   std::function<bool()> can_write;
 };
+
+// Makes the plan's writes: deletes (NotFound counts as done), then updates, then creates; stops
+// at the first failure, with the writes before it listed in the result.
+PoolSyncResult ApplyPoolSync(const PoolSyncPlan& plan, SliceWriter& writer,
+                             const SyncOptions& options = {});
+
+// PlanPoolSync, then ApplyPoolSync through the client.
 PoolSyncResult SyncPool(api::client::Client& client, std::string_view driver,
                         const std::string& pool_name, const std::optional<DesiredPool>& desired,
                         const NodeFacts& node, const std::vector<SlicePtr>& existing,
