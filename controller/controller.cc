@@ -554,16 +554,39 @@ void Controller::Worker() {
     Status s = classes ? SyncClasses() : SyncPoolKey(key->substr(kPoolKeyPrefix.size()));
     if (s.ok()) {
       queue_.Forget(*key);
+      terminal_.Clear(*key);
     } else {
       timer.SetLabel("result", "error");
-      if (s.code() != StatusCode::kCancelled) {
-        queue_.AddRateLimited(*key);
-        log_->Log(s.code() == StatusCode::kAborted ? "debug" : "warning",
-                  s.message() + " (retry " + std::to_string(queue_.Failures(*key)) + ")");
+      switch (ClassifySyncError(s)) {
+        case SyncFailure::kStop:
+          break;
+        case SyncFailure::kRetry:
+          queue_.AddRateLimited(*key);
+          log_->Log(s.code() == StatusCode::kAborted ? "debug" : "warning",
+                    s.message() + " (retry " + std::to_string(queue_.Failures(*key)) + ")");
+          break;
+        case SyncFailure::kTerminal:
+          queue_.Forget(*key);
+          ReportTerminal(*key, classes, s);
+          break;
       }
     }
     queue_.Done(*key);
   }
+}
+
+void Controller::ReportTerminal(const std::string& key, bool classes, const Status& s) {
+  const std::string msg =
+      s.message() + " (not retried: synced again when its inputs change, or at the resync)";
+  if (!terminal_.Record(key, s)) {
+    log_->Debug(msg);
+    return;
+  }
+  log_->Error(msg);
+  metrics_->terminal_errors.Inc(
+      {classes ? "classes" : "pool", std::string(StatusCodeName(s.code()))});
+  RecordEvent("Warning", "SyncFailed", msg,
+              classes ? std::string() : key.substr(kPoolKeyPrefix.size()));
 }
 
 void Controller::Periodic() {

@@ -41,6 +41,7 @@
 #include "controller/metrics.h"
 #include "controller/pool_sync.h"
 #include "controller/slices.h"
+#include "controller/sync_errors.h"
 #include "controller/work_queue.h"
 
 namespace xpu::controller {
@@ -130,6 +131,8 @@ class Controller {
   std::optional<std::chrono::system_clock::time_point> LeaseExpiry(
       const api::core::Lease& lease) const;
   void Worker();
+  // A terminal sync error (sync_errors.h): logged, counted and an Event, once per key and error.
+  void ReportTerminal(const std::string& key, bool classes, const Status& s);
   Status SyncPoolKey(const std::string& node);
   Status SyncClasses();
   std::vector<SlicePtr> ExistingSlices(const std::string& pool);
@@ -155,6 +158,7 @@ class Controller {
   api::client::TypedInformer<StoredClaim> claims_;
   api::client::TypedInformer<api::resource::DeviceClass> classes_;
   WorkQueue queue_;
+  TerminalErrors terminal_;
 
   std::atomic<bool> taints_ok_{true};
   std::atomic<bool> counters_ok_{true};

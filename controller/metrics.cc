@@ -32,6 +32,11 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
       api_requests(r.AddCounter("xpu_dra_controller_api_requests_total",
                                 "Kubernetes API request attempts by verb and HTTP status code "
                                 "(0: no answer).",
-                                {"verb", "code"})) {}
+                                {"verb", "code"})),
+      terminal_errors(r.AddCounter("xpu_dra_controller_sync_terminal_errors_total",
+                                   "Syncs that failed with an error retrying cannot fix (a 4xx "
+                                   "other than 409 and 429), counted once per key and error; the "
+                                   "key is not requeued.",
+                                   {"kind", "code"})) {}
 
 }  // namespace xpu::controller

@@ -38,6 +38,7 @@ struct ControllerMetrics {
   metrics::Gauge& config_valid;
   metrics::Counter& fallbacks;
   metrics::Counter& api_requests;
+  metrics::Counter& terminal_errors;
 };
 
 }  // namespace xpu::controller
