@@ -143,4 +143,20 @@ std::string FlagTableUsage(const std::vector<Flag>& flags, size_t column) {
   return out;
 }
 
+Flag LogLevelFlag(std::string* level) {
+  return {"--log-level", "LEVEL", "error, warning, info or debug (default info)",
+          StringFlag(level)};
+}
+
+Flag KubeconfigFlag(std::string* file) {
+  return {"--kubeconfig", "FILE",
+          "API access (default: in-cluster service account, then\n"
+          "$KUBECONFIG)",
+          StringFlag(file)};
+}
+
+Flag DriverNameFlag(std::string* name) {
+  return {"--driver-name", "NAME", "DRA driver name (default xpu.dra.dev)", StringFlag(name)};
+}
+
 }  // namespace xpu

@@ -81,6 +81,11 @@ FlagSetter IntFlag(T* out, int64_t min, int64_t max) {
 // Hands the value to `set`, which stores it or says why it cannot.
 FlagSetter ValueFlag(std::function<Status(const std::string& value)> set);
 
+// Rows the daemons share, with the same text in every --help.
+Flag LogLevelFlag(std::string* level);   // --log-level LEVEL
+Flag KubeconfigFlag(std::string* file);  // --kubeconfig FILE (in-cluster, then $KUBECONFIG)
+Flag DriverNameFlag(std::string* name);  // --driver-name NAME
+
 // Reads `args` (argv without the program name) with the table's setters; a flag not in the table
 // is "unknown flag --x". Returns true for --help, after which nothing more is read.
 StatusOr<bool> ParseFlagTable(const std::vector<std::string>& args, const std::vector<Flag>& flags);

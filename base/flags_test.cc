@@ -1,6 +1,8 @@
 #include "base/flags.h"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <vector>
 
 namespace xpu {
 namespace {
@@ -108,6 +110,24 @@ TEST_CASE("flag table: usage lines align the help, continuation lines under it")
         "  --a-rather-long-count N  how many\n"
         "  --item X              repeatable\n"
         "  --help                print this help\n");
+}
+
+TEST_CASE("flag table: the shared daemon rows parse into their fields") {
+  std::string level;
+  std::string kubeconfig;
+  std::string driver;
+  const std::vector<Flag> table = {LogLevelFlag(&level), KubeconfigFlag(&kubeconfig),
+                                   DriverNameFlag(&driver)};
+  auto help = ParseFlagTable(
+      {"--log-level", "debug", "--kubeconfig=/etc/kc", "--driver-name", "gpu.example.com"}, table);
+  REQUIRE(help.ok());
+  CHECK_FALSE(*help);
+  CHECK(level == "debug");
+  CHECK(kubeconfig == "/etc/kc");
+  CHECK(driver == "gpu.example.com");
+  const std::string usage = FlagTableUsage(table, 24);
+  CHECK(usage.find("--kubeconfig FILE") != std::string::npos);
+  CHECK(usage.find("$KUBECONFIG") != std::string::npos);
 }
 
 }  // namespace

@@ -78,12 +78,8 @@ namespace {
 
 std::vector<Flag> ControllerFlags(ControllerOptions* o) {
   return {
-      {"--kubeconfig", "FILE",
-       "API access (default: in-cluster service account, then\n"
-       "$KUBECONFIG)",
-       StringFlag(&o->kubeconfig)},
-      {"--driver-name", "NAME", "DRA driver name (default xpu.dra.dev)",
-       StringFlag(&o->driver_name)},
+      KubeconfigFlag(&o->kubeconfig),
+      DriverNameFlag(&o->driver_name),
       {"--namespace", "NS", "plugin Leases, the leader Lease and Events (default xpu-dra)",
        StringFlag(&o->ns)},
       {"--config", "FILE",
@@ -120,8 +116,7 @@ std::vector<Flag> ControllerFlags(ControllerOptions* o) {
        DurationFlag(&o->renew_deadline)},
       {"--retry-period", "DURATION", "leader election retry and renewal period (default 2s)",
        DurationFlag(&o->retry_period)},
-      {"--log-level", "LEVEL", "error, warning, info or debug (default info)",
-       StringFlag(&o->log_level)},
+      LogLevelFlag(&o->log_level),
   };
 }
 

@@ -250,8 +250,7 @@ std::vector<Flag> NodeAgentFlags(NodeAgentOptions* o) {
        "delete the node's ResourceSlices of a driver whose plugin\n"
        "has been unreachable this long (default 30s)",
        DurationFlag(&o->wipe_after)},
-      {"--log-level", "LEVEL", "error, warning, info or debug (default info)",
-       StringFlag(&o->log_level)},
+      LogLevelFlag(&o->log_level),
   };
 }
 

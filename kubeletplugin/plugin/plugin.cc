@@ -97,12 +97,8 @@ namespace {
 std::vector<Flag> PluginFlags(PluginOptions* o) {
   return {
       {"--node-name", "NAME", "this node (default: $NODE_NAME)", StringFlag(&o->node_name)},
-      {"--kubeconfig", "FILE",
-       "API access (default: in-cluster service account, then\n"
-       "$KUBECONFIG)",
-       StringFlag(&o->kubeconfig)},
-      {"--driver-name", "NAME", "DRA driver name (default xpu.dra.dev)",
-       StringFlag(&o->driver_name)},
+      KubeconfigFlag(&o->kubeconfig),
+      DriverNameFlag(&o->driver_name),
       {"--host-root", "DIR", "where the host's /sys, /dev, /proc and /etc are (default /)",
        StringFlag(&o->host_root)},
       {"--vendor-lib-dir", "DIR",
@@ -148,8 +144,7 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        DurationFlag(&o->health_resend)},
       {"--claim-gc", "DURATION", "unprepare claims deleted from the API (default 60s)",
        DurationFlag(&o->claim_gc)},
-      {"--log-level", "LEVEL", "error, warning, info or debug (default info)",
-       StringFlag(&o->log_level)},
+      LogLevelFlag(&o->log_level),
   };
 }
 
