@@ -18,6 +18,7 @@
 #include "base/log.h"
 #include "base/metrics/metrics.h"
 #include "base/testing/require_ok.h"
+#include "base/testing/sanitizers.h"
 #include "controller/device_classes.h"
 #include "controller/testing/cluster.h"
 #include "e2e/client/child_process.h"
@@ -381,10 +382,12 @@ TEST_CASE("a standby controller takes over when the leader dies", "[controller][
   CHECK(second->Stop() == 0);
 }
 
-TEST_CASE("1,000 nodes under 10% injected 409/429/500 converge to exactly the desired slices",
-          "[controller][e2e][scale]") {
+TEST_CASE(
+    "1,000 nodes (250 under the sanitizers) under 10% injected 409/429/500 converge to exactly "
+    "the desired slices",
+    "[controller][e2e][scale]") {
   Cluster c({"--fault-codes", "409,429,500"});
-  constexpr int kNodes = 1000;
+  constexpr int kNodes = xpu::testing::SizeFor(1000, 250);
   const std::vector<std::string> hosts = {"hgx-h200", "atlas800-9000", "atlas800t-a2",
                                           "cambricon-mlu370-x8"};
   std::map<std::string, api::NodeInventory> fixtures;
