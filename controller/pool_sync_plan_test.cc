@@ -9,12 +9,12 @@
 #include <vector>
 
 #include "controller/pool_sync.h"
+#include "controller/testing/slice_examples.h"
 
 namespace xpu::controller {
 namespace {
 
 using api::resource::CounterSet;
-using api::resource::Device;
 using api::resource::DeviceTaint;
 using api::resource::ResourceSlice;
 using api::resource::ResourceSliceSpec;
@@ -23,18 +23,7 @@ const std::string kDriver = "xpu.dra.dev";
 const NodeFacts kNode{"n1", "uid-n1", {}};
 
 ResourceSliceSpec SliceOf(int first, int count, const std::string& model = "H200") {
-  ResourceSliceSpec spec;
-  spec.driver = kDriver;
-  spec.pool.name = "n1";
-  spec.node_name = "n1";
-  for (int i = first; i < first + count; ++i) {
-    Device d;
-    d.name = "gpu-" + std::to_string(i);
-    d.attributes["index"].int_value = i;
-    d.attributes["model"].string_value = model;
-    spec.devices.push_back(d);
-  }
-  return spec;
+  return testing::GpuSlice("n1", first, count, model);
 }
 
 DesiredPool PoolOf(std::vector<ResourceSliceSpec> slices) {

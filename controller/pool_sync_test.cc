@@ -9,12 +9,12 @@
 #include "api/resource_validation.h"
 #include "base/testing/require_ok.h"
 #include "controller/testing/cluster.h"
+#include "controller/testing/slice_examples.h"
 
 namespace xpu::controller {
 namespace {
 
 namespace kc = api::client;
-using api::resource::Device;
 using api::resource::DeviceTaint;
 using api::resource::ResourceSlice;
 using api::resource::ResourceSliceSpec;
@@ -37,18 +37,7 @@ struct NodeN1 {
 
 ResourceSliceSpec SliceOf(const std::string& node, int first, int count,
                           const std::string& model = "H200") {
-  ResourceSliceSpec spec;
-  spec.driver = kDriver;
-  spec.pool.name = node;
-  spec.node_name = node;
-  for (int i = first; i < first + count; ++i) {
-    Device d;
-    d.name = "gpu-" + std::to_string(i);
-    d.attributes["index"].int_value = i;
-    d.attributes["model"].string_value = model;
-    spec.devices.push_back(d);
-  }
-  return spec;
+  return testing::GpuSlice(node, first, count, model);
 }
 
 std::vector<SlicePtr> Current(kc::Client& client) {
