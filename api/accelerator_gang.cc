@@ -18,8 +18,6 @@ namespace {
 using internal::ElementPath;
 using nlohmann::json;
 
-constexpr std::string_view kDnsLabelPattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
-
 }  // namespace
 
 // ---- Field lists (codec and schema) ----

@@ -24,7 +24,7 @@ struct NodeEntry {
 };
 
 // The whole file.
-struct Document {
+struct FabricDocument {
   std::string api_version;
   std::string kind;
   std::string name;
@@ -105,7 +105,7 @@ struct NodeFields {
   }
 };
 
-struct DocumentFields {
+struct FabricDocumentFields {
   template <typename V, typename S>
   void operator()(V& v, S& doc) const {
     v.Optional("apiVersion", doc.api_version, internal::Constant{kFabricDescriptionApiVersion});
@@ -121,8 +121,8 @@ struct DocumentFields {
 }  // namespace
 
 StatusOr<FabricSpec> ParseFabricDescription(const json& doc, std::vector<int>* free_devices) {
-  Document read;
-  RETURN_IF_ERROR(codec::ReadFields(Field{&doc, ""}, &read, DocumentFields{}));
+  FabricDocument read;
+  RETURN_IF_ERROR(codec::ReadFields(Field{&doc, ""}, &read, FabricDocumentFields{}));
   FabricSpec spec{std::move(read.tiers), std::move(read.domains), {}};
   std::vector<int> free;
   free.reserve(read.nodes.size());
@@ -145,11 +145,11 @@ StatusOr<FabricSpec> ReadFabricDescriptionFile(const std::string& path,
 
 json FabricDescriptionToJson(const FabricSpec& spec, std::span<const int> free_devices,
                              std::string_view name) {
-  Document doc{"", "", std::string(name), spec.tiers, spec.domains, {}};
+  FabricDocument doc{"", "", std::string(name), spec.tiers, spec.domains, {}};
   for (size_t i = 0; i < spec.nodes.size(); ++i) {
     doc.nodes.push_back({spec.nodes[i], i < free_devices.size() ? free_devices[i] : 0});
   }
-  return codec::WriteFields(doc, DocumentFields{});
+  return codec::WriteFields(doc, FabricDocumentFields{});
 }
 
 }  // namespace xpu::api

@@ -152,13 +152,13 @@ struct GroupFields {
 };
 
 // The whole file: apiVersion and kind, then the node.
-struct Document {
+struct NodeDocument {
   std::string api_version;
   std::string kind;
   NodeSpec spec;
 };
 
-struct DocumentFields {
+struct NodeDocumentFields {
   template <typename V, typename S>
   void operator()(V& v, S& doc) const {
     auto& spec = doc.spec;
@@ -178,8 +178,8 @@ struct DocumentFields {
 }  // namespace
 
 StatusOr<NodeSpec> ParseNodeDescription(const json& doc) {
-  Document out;
-  RETURN_IF_ERROR(codec::ReadFields(Field{&doc, ""}, &out, DocumentFields{}));
+  NodeDocument out;
+  RETURN_IF_ERROR(codec::ReadFields(Field{&doc, ""}, &out, NodeDocumentFields{}));
   return std::move(out.spec);
 }
 
@@ -202,7 +202,7 @@ StatusOr<NodeSpec> ReadNodeDescriptionFile(const std::string& path) {
 }
 
 json NodeDescriptionToJson(const NodeSpec& spec) {
-  return codec::WriteFields(Document{"", "", spec}, DocumentFields{});
+  return codec::WriteFields(NodeDocument{"", "", spec}, NodeDocumentFields{});
 }
 
 }  // namespace xpu::api

@@ -21,7 +21,7 @@ using nlohmann::json;
 using topology::NodeSpec;
 
 // A small valid description that uses every field.
-json ValidDoc() {
+json ValidNodeDoc() {
   return json::parse(R"({
     "apiVersion": "xpu.dra.dev/v1alpha1",
     "kind": "NodeDescription",
@@ -42,7 +42,7 @@ json ValidDoc() {
 using testing::TempFile;
 
 TEST_CASE("ParseNodeDescription reads every field") {
-  StatusOr<NodeSpec> spec = ParseNodeDescription(ValidDoc());
+  StatusOr<NodeSpec> spec = ParseNodeDescription(ValidNodeDoc());
   REQUIRE(spec.ok());
   CHECK(spec->name == "test-node");
   CHECK(spec->model == "two MLUs on a card");
@@ -72,7 +72,7 @@ TEST_CASE("ParseNodeDescription reads every field") {
 }
 
 TEST_CASE("NodeDescriptionToJson writes the documented shape and leaves out empty fields") {
-  CHECK(NodeDescriptionToJson(*ParseNodeDescription(ValidDoc())) == ValidDoc());
+  CHECK(NodeDescriptionToJson(*ParseNodeDescription(ValidNodeDoc())) == ValidNodeDoc());
 
   NodeSpec minimal;
   minimal.name = "one";
@@ -191,12 +191,12 @@ TEST_CASE("Malformed descriptions are rejected naming the field") {
        "pcieBandwidthGBps.nvme: unknown field; expected one of pcieSwitch, hostBridge, numa, "
        "crossNuma"},
   };
-  testing::CheckEditsFail(ValidDoc(), cases, ParseNodeDescription);
+  testing::CheckEditsFail(ValidNodeDoc(), cases, ParseNodeDescription);
 }
 
 TEST_CASE("ReadNodeDescriptionFile names the file in every error") {
   SECTION("a valid file") {
-    TempFile file(ValidDoc().dump(2));
+    TempFile file(ValidNodeDoc().dump(2));
     StatusOr<NodeSpec> spec = ReadNodeDescriptionFile(file.path());
     REQUIRE(spec.ok());
     CHECK(spec->name == "test-node");
@@ -208,7 +208,7 @@ TEST_CASE("ReadNodeDescriptionFile names the file in every error") {
           "read topology /nonexistent/x.json: no such file or directory");
   }
   SECTION("a bad field") {
-    json doc = ValidDoc();
+    json doc = ValidNodeDoc();
     doc["devices"][1]["index"] = "one";
     TempFile file(doc.dump());
     StatusOr<NodeSpec> spec = ReadNodeDescriptionFile(file.path());

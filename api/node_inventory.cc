@@ -21,7 +21,6 @@ using nlohmann::json;
 
 // Patterns shared by the schema and the messages.
 constexpr int64_t kMaxInt = 2147483647;
-constexpr std::string_view kDnsLabelPattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 constexpr std::string_view kPciAddressPattern = R"(^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$)";
 constexpr std::string_view kPcieRootPattern = "^pci[0-9a-f]{4}:[0-9a-f]{2}$";
 constexpr std::string_view kQuantityPattern =

@@ -6,6 +6,8 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 
+#include "base/text.h"
+
 namespace xpu::api {
 namespace {
 
@@ -56,11 +58,9 @@ std::string_view SuffixName(Format format, int exponent) {
   return it == kSuffixes.end() ? std::string_view() : it->name;
 }
 
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-
 size_t CountDigits(std::string_view text, size_t pos) {
   size_t n = 0;
-  while (pos + n < text.size() && IsDigit(text[pos + n])) ++n;
+  while (pos + n < text.size() && IsAsciiDigit(text[pos + n])) ++n;
   return n;
 }
 
@@ -349,7 +349,7 @@ StatusOr<int64_t> ParseQuantityBytes(std::string_view text) {
   const std::string_view suffix = text.substr(digits);
   if (suffix.starts_with('.')) return invalid("fractions are not supported; use a smaller unit");
   if (suffix.size() > 1 && (suffix[0] == 'e' || suffix[0] == 'E') &&
-      (IsDigit(suffix[1]) || suffix[1] == '+' || suffix[1] == '-')) {
+      (IsAsciiDigit(suffix[1]) || suffix[1] == '+' || suffix[1] == '-')) {
     return invalid("exponents are not supported; use a suffix such as G or Gi");
   }
   if (!suffix.empty()) {

@@ -276,9 +276,9 @@ TEST_CASE("Quantity JSON is a string, integers and null are accepted on input") 
       {uint64_t{10'000'000'000'000'000'000U}, "10E"},
       {nullptr, "0"},
   };
-  for (const auto& [json, canonical] : ok) {
-    INFO(json.dump());
-    StatusOr<Quantity> q = QuantityFromJson(json);
+  for (const auto& [value, canonical] : ok) {
+    INFO(value.dump());
+    StatusOr<Quantity> q = QuantityFromJson(value);
     REQUIRE(q.ok());
     CHECK(q->String() == canonical);
   }
@@ -290,9 +290,9 @@ TEST_CASE("Quantity JSON is a string, integers and null are accepted on input") 
       {nlohmann::json::object(), "got object {}"},
       {uint64_t{18'446'744'073'709'551'615U}, "out of range"},
   };
-  for (const auto& [json, why] : bad) {
-    INFO(json.dump());
-    StatusOr<Quantity> q = QuantityFromJson(json);
+  for (const auto& [value, why] : bad) {
+    INFO(value.dump());
+    StatusOr<Quantity> q = QuantityFromJson(value);
     REQUIRE_FALSE(q.ok());
     CHECK(q.status().code() == StatusCode::kInvalidArgument);
     CHECK_THAT(q.status().message(), Contains(why));

@@ -108,14 +108,14 @@ TEST_CASE("ValidateResourceSlice accepts a valid slice in both versions") {
   }
 }
 
-struct Case {
+struct SliceRuleCase {
   const char* rule;
   std::function<void(ResourceSlice&)> mutate;
   std::string prefix;
 };
 
 TEST_CASE("ValidateResourceSlice names the first broken rule") {
-  const std::vector<Case> cases = {
+  const std::vector<SliceRuleCase> cases = {
       {"metadata.name subdomain", [](auto& s) { s.metadata.name = "Bad_Name"; }, "metadata.name: "},
       {"name or generateName", [](auto& s) { s.metadata.name.clear(); },
        "metadata.name: Required value"},
@@ -258,7 +258,7 @@ TEST_CASE("ValidateResourceSlice names the first broken rule") {
        [](auto& s) { s.spec.devices[0].consumes_counters = {Consumption("Mem")}; },
        "spec.devices[0].consumesCounters[0].counters[\"Mem\"]: "},
   };
-  for (const Case& c : cases) {
+  for (const SliceRuleCase& c : cases) {
     SECTION(c.rule) {
       ResourceSlice slice = ValidSlice();
       c.mutate(slice);
@@ -388,9 +388,9 @@ TEST_CASE("ResourceSliceErrors checks node selectors, request policies, binding 
     s.spec.node_name.reset();
     s.spec.node_selector = selector(terms);
   };
-  auto policy = [](ResourceSlice& s, const char* json) {
+  auto policy = [](ResourceSlice& s, const char* text) {
     s.spec.devices[0].allow_multiple_allocations = true;
-    s.spec.devices[0].capacity["memory"].request_policy = nlohmann::json::parse(json);
+    s.spec.devices[0].capacity["memory"].request_policy = nlohmann::json::parse(text);
   };
   const std::string term = "spec.nodeSelector.nodeSelectorTerms[0]";
   const std::string mem = "spec.devices[0].capacity[\"memory\"].requestPolicy";

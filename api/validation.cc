@@ -5,16 +5,16 @@
 #include <string>
 
 #include "base/enum_names.h"
+#include "base/text.h"
 
 namespace xpu::api {
 namespace {
 
 bool IsLower(char c) { return c >= 'a' && c <= 'z'; }
 bool IsUpper(char c) { return c >= 'A' && c <= 'Z'; }
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
-bool IsLowerAlnum(char c) { return IsLower(c) || IsDigit(c); }
-bool IsAlnum(char c) { return IsLower(c) || IsUpper(c) || IsDigit(c); }
-bool IsHex(char c) { return IsDigit(c) || (c >= 'a' && c <= 'f'); }
+bool IsLowerAlnum(char c) { return IsLower(c) || IsAsciiDigit(c); }
+bool IsAlnum(char c) { return IsLower(c) || IsUpper(c) || IsAsciiDigit(c); }
+bool IsHex(char c) { return IsAsciiDigit(c) || (c >= 'a' && c <= 'f'); }
 
 // Whether `v` is not empty and each of its characters is of the `kind` or one of `extra`.
 bool Consists(std::string_view v, bool (*kind)(char), std::string_view extra) {
@@ -156,7 +156,7 @@ bool IsLabelNameShape(std::string_view v) {
 }
 
 // Whole digits without a leading zero.
-bool IsNumericIdentifier(std::string_view v) { return Consists(v, IsDigit, ""); }
+bool IsNumericIdentifier(std::string_view v) { return Consists(v, IsAsciiDigit, ""); }
 
 bool IsSemverIdentifierChars(std::string_view v) { return Consists(v, IsAlnum, "-"); }
 
@@ -239,7 +239,7 @@ bool IsDnsLabel(std::string_view value) { return DnsLabelProblem(value).empty();
 bool IsDnsSubdomain(std::string_view value) { return DnsSubdomainProblem(value).empty(); }
 
 bool IsCIdentifier(std::string_view value) {
-  return Consists(value, IsAlnum, "_") && !IsDigit(value.front());
+  return Consists(value, IsAlnum, "_") && !IsAsciiDigit(value.front());
 }
 
 Status ValidateDnsLabel(std::string_view value, std::string_view field) {
@@ -345,7 +345,7 @@ Status ValidateTimestamp(std::string_view value, std::string_view field) {
   auto digits = [&](size_t at, size_t n) {
     if (at + n > value.size()) return false;
     for (size_t i = at; i < at + n; ++i) {
-      if (!IsDigit(value[i])) return false;
+      if (!IsAsciiDigit(value[i])) return false;
     }
     return true;
   };
@@ -357,7 +357,7 @@ Status ValidateTimestamp(std::string_view value, std::string_view field) {
   if (ok && at(i, '.')) {
     ++i;
     const size_t start = i;
-    while (i < value.size() && IsDigit(value[i])) ++i;
+    while (i < value.size() && IsAsciiDigit(value[i])) ++i;
     ok = i > start;
   }
   if (ok) {

@@ -59,6 +59,8 @@ std::string JoinFieldErrors(const FieldErrors& errors);
 FieldError FieldErrorFromStatus(const Status& status, const std::string& field);
 
 inline constexpr int kMaxDnsLabelLength = 63;
+// The RFC 1123 label as a JSON-schema pattern (the length limit is apart: kMaxDnsLabelLength).
+inline constexpr std::string_view kDnsLabelPattern = "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$";
 inline constexpr int kMaxDnsSubdomainLength = 253;
 inline constexpr int kMaxLabelValueLength = 63;
 inline constexpr int kMaxDriverNameLength = 63;      // DriverNameMaxLength

@@ -16,7 +16,7 @@ using Catch::Matchers::StartsWith;
 using Validator = Status (*)(std::string_view, std::string_view);
 
 // A validator, values it accepts, and values it rejects with a part of the message.
-struct Case {
+struct ValidatorCase {
   const char* validator_name;
   Validator validator;
   std::vector<std::string> valid;
@@ -53,7 +53,7 @@ TEST_CASE("Subdomain helper builds the boundary lengths") {
 
 TEST_CASE("validators accept valid values and name field, value and rule otherwise") {
   const std::string kRule = "must consist of";
-  const std::vector<Case> cases = {
+  const std::vector<ValidatorCase> cases = {
       // DNS label.
       {V(ValidateDnsLabel),
        {"gpu-0", "a", "0", Repeat('a', 63)},
@@ -193,7 +193,7 @@ TEST_CASE("validators accept valid values and name field, value and rule otherwi
            {"", "must be a lower-case UUID"},
        }},
   };
-  for (const Case& c : cases) {
+  for (const ValidatorCase& c : cases) {
     for (const std::string& value : c.valid) {
       INFO(c.validator_name << "(\"" << value << "\")");
       const Status status = c.validator(value, "spec.x");

@@ -1,5 +1,7 @@
 #include "base/text.h"
 
+#include <cstring>
+
 namespace xpu {
 
 std::string Abbreviate(std::string_view text, size_t max) {
@@ -9,6 +11,15 @@ std::string Abbreviate(std::string_view text, size_t max) {
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0U) == 0x80U) --cut;
   return std::string(text.substr(0, cut)) + " ... (" + std::to_string(text.size()) + " bytes)";
 }
+
+std::string_view Trim(std::string_view text) {
+  const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
+  while (!text.empty() && space(text.front())) text.remove_prefix(1);
+  while (!text.empty() && space(text.back())) text.remove_suffix(1);
+  return text;
+}
+
+std::string BoundedCString(const char* buf, size_t cap) { return {buf, strnlen(buf, cap)}; }
 
 std::string HexEncode(std::string_view bytes) {
   static constexpr char kDigits[] = "0123456789abcdef";

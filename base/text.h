@@ -14,6 +14,16 @@ namespace xpu {
 // N being the whole length. Cuts at a byte boundary, never inside a UTF-8 sequence.
 std::string Abbreviate(std::string_view text, size_t max);
 
+// `text` without its leading and trailing whitespace (space, tab, CR, LF), as Go's
+// strings.TrimSpace for ASCII.
+std::string_view Trim(std::string_view text);
+
+// Whether `c` is an ASCII decimal digit (std::isdigit depends on the locale and takes an int).
+constexpr bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
+// The characters of a fixed-size C string field: those before the first NUL, at most `cap`.
+std::string BoundedCString(const char* buf, size_t cap);
+
 // Two lower-case hex digits per byte: "\x01\xab" -> "01ab".
 std::string HexEncode(std::string_view bytes);
 // The inverse of HexEncode; nullopt for an odd length or a character other than 0-9 and a-f.

@@ -28,5 +28,29 @@ TEST_CASE("hex: two lower-case digits a byte, decoding refuses anything else") {
   CHECK(HexDecode("0g") == std::nullopt);
 }
 
+TEST_CASE("Trim drops ASCII whitespace at both ends only") {
+  CHECK(Trim(" \t a b \r\n") == "a b");
+  CHECK(Trim("").empty());
+  CHECK(Trim(" \n\t").empty());
+  CHECK(Trim("x") == "x");
+}
+
+TEST_CASE("IsAsciiDigit accepts 0-9 and nothing else") {
+  CHECK(IsAsciiDigit('0'));
+  CHECK(IsAsciiDigit('9'));
+  CHECK_FALSE(IsAsciiDigit('a'));
+  CHECK_FALSE(IsAsciiDigit('/'));
+  CHECK_FALSE(IsAsciiDigit(':'));
+  CHECK_FALSE(IsAsciiDigit('\xd9'));  // a Latin-1 digit-like byte
+}
+
+TEST_CASE("BoundedCString stops at the first NUL or at the field's size") {
+  const char filled[4] = {'a', 'b', 'c', 'd'};  // no NUL: the whole field
+  CHECK(BoundedCString(filled, sizeof filled) == "abcd");
+  const char short_value[8] = "ab";
+  CHECK(BoundedCString(short_value, sizeof short_value) == "ab");
+  CHECK(BoundedCString(short_value, 1) == "a");
+}
+
 }  // namespace
 }  // namespace xpu

@@ -68,7 +68,7 @@ supportMatrix:
   firmware: ">=7.1.0"
 )";
 
-Config FullConfig() {
+Config FullYamlConfig() {
   Config want;
   want.mode = PublishMode::kGroups;
   want.group_sizes = {2, 4, 8, 16};
@@ -88,7 +88,7 @@ Config FullConfig() {
 }
 
 TEST_CASE("ParseConfig reads every field of a YAML document") {
-  CHECK(MustParse(kFullYaml) == FullConfig());
+  CHECK(MustParse(kFullYaml) == FullYamlConfig());
 }
 
 TEST_CASE("ParseConfig reads the same document written as JSON") {
@@ -108,7 +108,7 @@ TEST_CASE("ParseConfig reads the same document written as JSON") {
        "toolkit": ">=12.2.0"},
       {"vendor": "huawei", "firmware": ">=7.1.0"}]
   })";
-  CHECK(MustParse(json) == FullConfig());
+  CHECK(MustParse(json) == FullYamlConfig());
 }
 
 TEST_CASE("ParseConfig keeps images in file order") {
@@ -565,7 +565,7 @@ TEST_CASE("LoadConfigFile reads a file and prefixes its errors") {
   TempFile good(kFullYaml);
   StatusOr<Config> config = LoadConfigFile(good.path());
   REQUIRE(config.ok());
-  CHECK(*config == FullConfig());
+  CHECK(*config == FullYamlConfig());
 
   TempFile bad("capabilityClasses: [{name: x, minMemory: 64GB}]\n");
   config = LoadConfigFile(bad.path());

@@ -21,6 +21,7 @@
 #include "base/testing/sanitizers.h"
 #include "controller/device_classes.h"
 #include "controller/testing/cluster.h"
+#include "controller/testing/slice_examples.h"
 #include "e2e/client/child_process.h"
 #include "e2e/client/claims.h"
 
@@ -33,7 +34,7 @@ using api::resource::ResourceSlice;
 using std::chrono::milliseconds;
 using testing::Eventually;
 
-const std::string kDriver = "xpu.dra.dev";
+using testing::kDriver;
 
 struct Cluster {
   explicit Cluster(const std::vector<std::string>& flags = {}) {

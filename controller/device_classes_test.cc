@@ -9,13 +9,14 @@
 
 #include "api/resource_validation.h"
 #include "controller/testing/config_examples.h"
+#include "controller/testing/slice_examples.h"
 
 namespace xpu::controller {
 namespace {
 
 using Catch::Matchers::Contains;
 
-constexpr std::string_view kDriver = "xpu.dra.dev";
+using testing::kDriver;
 
 std::map<std::string, api::resource::DeviceClass> ByName(
     const std::vector<api::resource::DeviceClass>& classes) {
@@ -62,7 +63,7 @@ void CheckGuarded(const std::string& expression, std::string_view driver) {
   }
 }
 
-Config FullConfig() {
+Config ClassesConfig() {
   Config config;
   CapabilityClass large = testing::TrainingLargeMemoryClass();
   large.precisions.emplace_back("fp8");
@@ -159,7 +160,7 @@ TEST_CASE("DesiredDeviceClasses of the default config") {
 }
 
 TEST_CASE("DesiredDeviceClasses of a full config") {
-  const Config config = FullConfig();
+  const Config config = ClassesConfig();
   const auto classes = DesiredDeviceClasses(config, kDriver);
   const auto names = Names(classes);
   CHECK(std::is_sorted(names.begin(), names.end()));
@@ -221,7 +222,7 @@ TEST_CASE("DesiredDeviceClasses of a full config") {
 }
 
 TEST_CASE("DesiredDeviceClasses without vendor classes, for another driver name") {
-  Config config = FullConfig();
+  Config config = ClassesConfig();
   config.vendor_classes = false;
   const std::string driver = "accel.example.com";
   const auto classes = DesiredDeviceClasses(config, driver);
@@ -264,7 +265,7 @@ TEST_CASE("The largest selector a valid config allows stays below 10 KiB") {
 }
 
 TEST_CASE("DesiredDeviceClasses is deterministic") {
-  const Config config = FullConfig();
+  const Config config = ClassesConfig();
   CHECK(DesiredDeviceClasses(config, kDriver) == DesiredDeviceClasses(config, kDriver));
 }
 

@@ -19,7 +19,7 @@ using api::resource::DeviceTaint;
 using api::resource::ResourceSlice;
 using api::resource::ResourceSliceSpec;
 
-const std::string kDriver = "xpu.dra.dev";
+using testing::kDriver;
 const NodeFacts kNode{"n1", "uid-n1", {}};
 
 ResourceSliceSpec SliceOf(int first, int count, const std::string& model = "H200") {

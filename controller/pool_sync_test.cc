@@ -19,7 +19,7 @@ using api::resource::DeviceTaint;
 using api::resource::ResourceSlice;
 using api::resource::ResourceSliceSpec;
 
-const std::string kDriver = "xpu.dra.dev";
+using testing::kDriver;
 
 // kube-sim started with `flags`, a client to it and the Node n1 whose pool the tests sync.
 struct NodeN1 {

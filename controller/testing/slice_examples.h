@@ -1,6 +1,6 @@
-// Slices for the pool sync tests: node `node`'s GPUs gpu-<first> .. gpu-<first+count-1> with
-// index and model attributes, driver xpu.dra.dev, pool and nodeName set (as BuildPool leaves
-// them).
+// The driver name of the controller tests, and slices for the pool sync tests: node `node`'s
+// GPUs gpu-<first> .. gpu-<first+count-1> with index and model attributes, driver xpu.dra.dev,
+// pool and nodeName set (as BuildPool leaves them).
 #ifndef XPU_CONTROLLER_TESTING_SLICE_EXAMPLES_H_
 #define XPU_CONTROLLER_TESTING_SLICE_EXAMPLES_H_
 
@@ -10,10 +10,13 @@
 
 namespace xpu::controller::testing {
 
+// The driver name the controller tests publish under.
+inline const std::string kDriver = "xpu.dra.dev";
+
 inline api::resource::ResourceSliceSpec GpuSlice(const std::string& node, int first, int count,
                                                  const std::string& model = "H200") {
   api::resource::ResourceSliceSpec spec;
-  spec.driver = "xpu.dra.dev";
+  spec.driver = kDriver;
   spec.pool.name = node;
   spec.node_name = node;
   for (int i = first; i < first + count; ++i) {

@@ -2,6 +2,8 @@
 
 #include <optional>
 
+#include "base/text.h"
+
 namespace xpu::kubesim {
 namespace {
 
@@ -18,12 +20,6 @@ constexpr Gate kGates[] = {
     {"DRAConsumableCapacity", &FeatureGates::dra_consumable_capacity},
     {"DRADeviceBindingConditions", &FeatureGates::dra_device_binding_conditions},
 };
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 // Go's strconv.ParseBool.
 std::optional<bool> ParseBool(std::string_view s) {

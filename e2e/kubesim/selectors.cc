@@ -3,15 +3,10 @@
 #include <algorithm>
 #include <array>
 
+#include "base/text.h"
+
 namespace xpu::kubesim {
 namespace {
-
-std::string Trim(std::string_view s) {
-  const auto begin = s.find_first_not_of(" \t");
-  if (begin == std::string_view::npos) return "";
-  const auto end = s.find_last_not_of(" \t");
-  return std::string(s.substr(begin, end - begin + 1));
-}
 
 // Splits on commas that are not inside parentheses (the value lists of in/notin).
 std::vector<std::string> SplitTerms(std::string_view text) {
@@ -22,13 +17,13 @@ std::vector<std::string> SplitTerms(std::string_view text) {
     if (c == '(') ++depth;
     if (c == ')') --depth;
     if (c == ',' && depth == 0) {
-      out.push_back(Trim(cur));
+      out.emplace_back(Trim(cur));
       cur.clear();
     } else {
       cur += c;
     }
   }
-  out.push_back(Trim(cur));
+  out.emplace_back(Trim(cur));
   return out;
 }
 
@@ -57,15 +52,15 @@ StatusOr<Requirement> ParseTerm(const std::string& term, bool fields) {
   if (auto pos = term.find("!="); pos != std::string::npos) {
     r.key = Trim(std::string_view{term}.substr(0, pos));
     r.op = Requirement::Op::kNotIn;
-    r.values = {Trim(std::string_view{term}.substr(pos + 2))};
+    r.values = {std::string(Trim(std::string_view{term}.substr(pos + 2)))};
   } else if (pos = term.find("=="); pos != std::string::npos) {
     r.key = Trim(std::string_view{term}.substr(0, pos));
     r.op = Requirement::Op::kIn;
-    r.values = {Trim(std::string_view{term}.substr(pos + 2))};
+    r.values = {std::string(Trim(std::string_view{term}.substr(pos + 2)))};
   } else if (pos = term.find('='); pos != std::string::npos) {
     r.key = Trim(std::string_view{term}.substr(0, pos));
     r.op = Requirement::Op::kIn;
-    r.values = {Trim(std::string_view{term}.substr(pos + 1))};
+    r.values = {std::string(Trim(std::string_view{term}.substr(pos + 1)))};
   } else if (fields) {
     return BadSelector(term, "a field selector needs =, == or !=");
   } else if (pos = term.find(" notin "); pos != std::string::npos) {

@@ -13,8 +13,9 @@ namespace {
 using nlohmann::json;
 using std::chrono::steady_clock;
 
-struct Fixture {
-  explicit Fixture(size_t history = 1000) : store(StoreOptions{BuiltinResources(), history, 7}) {
+struct StoreFixture {
+  explicit StoreFixture(size_t history = 1000)
+      : store(StoreOptions{BuiltinResources(), history, 7}) {
     REQUIRE(store.Create(Type("", "namespaces"), "", {{"metadata", {{"name", "ns"}}}}).ok());
   }
   size_t Type(const char* group, const char* resource) {
@@ -43,7 +44,7 @@ json Slice(const std::string& name, int devices) {
 const auto kSoon = [] { return steady_clock::now(); };
 
 TEST_CASE("create sets server fields and refuses duplicates") {
-  Fixture f;
+  StoreFixture f;
   const size_t nodes = f.Type("", "nodes");
   auto n = f.store.Create(nodes, "", Named("n1"));
   REQUIRE(n.ok());
@@ -66,7 +67,7 @@ TEST_CASE("create sets server fields and refuses duplicates") {
 }
 
 TEST_CASE("a create that carries a resourceVersion is refused, as by the real server") {
-  Fixture f;
+  StoreFixture f;
   json node = Named("n1");
   node["metadata"]["resourceVersion"] = "5";
   const Status s = f.store.Create(f.Type("", "nodes"), "", node).status();
@@ -75,7 +76,7 @@ TEST_CASE("a create that carries a resourceVersion is refused, as by the real se
 }
 
 TEST_CASE("admin access to devices needs the namespace label") {
-  Fixture f;
+  StoreFixture f;
   const size_t namespaces = f.Type("", "namespaces");
   REQUIRE(f.store
               .Create(namespaces, "",
@@ -106,7 +107,7 @@ TEST_CASE("admin access to devices needs the namespace label") {
 }
 
 TEST_CASE("namespaced objects need their namespace") {
-  Fixture f;
+  StoreFixture f;
   const size_t leases = f.Type("coordination.k8s.io", "leases");
   CHECK(f.store.Create(leases, "missing", Named("l")).status().code() == StatusCode::kNotFound);
   auto l = f.store.Create(leases, "ns", Named("l"));
@@ -117,7 +118,7 @@ TEST_CASE("namespaced objects need their namespace") {
 }
 
 TEST_CASE("update checks the resourceVersion and bumps generation on spec changes") {
-  Fixture f;
+  StoreFixture f;
   const size_t nodes = f.Type("", "nodes");
   auto n = f.store.Create(nodes, "", Named("n1"));
   REQUIRE(n.ok());
@@ -147,7 +148,7 @@ TEST_CASE("update checks the resourceVersion and bumps generation on spec change
 }
 
 TEST_CASE("the status subresource and the main resource each keep the other's part") {
-  Fixture f;
+  StoreFixture f;
   // A type with a status subresource and a mutable spec (a ResourceClaim's spec is immutable).
   const size_t gangs = f.Type("xpu.dra.dev", "acceleratorgangs");
   json gang = Named("g");
@@ -176,7 +177,7 @@ TEST_CASE("the status subresource and the main resource each keep the other's pa
 }
 
 TEST_CASE("custom resources are pruned to their CRD schema and validated against it") {
-  Fixture f;
+  StoreFixture f;
   const size_t inventories = f.Type("xpu.dra.dev", "nodeinventories");
   const size_t gangs = f.Type("xpu.dra.dev", "acceleratorgangs");
   // Unknown members go, as the API server prunes them; declared ones stay.
@@ -207,7 +208,7 @@ TEST_CASE("custom resources are pruned to their CRD schema and validated against
 }
 
 TEST_CASE("delete honours preconditions and finalizers") {
-  Fixture f;
+  StoreFixture f;
   const size_t nodes = f.Type("", "nodes");
   auto n = f.store.Create(nodes, "", Named("n1"));
   REQUIRE(n.ok());
@@ -234,7 +235,7 @@ TEST_CASE("delete honours preconditions and finalizers") {
 }
 
 TEST_CASE("deleting a node garbage-collects what it owns, a namespace takes its contents") {
-  Fixture f;
+  StoreFixture f;
   const size_t nodes = f.Type("", "nodes");
   const size_t slices = f.Type("resource.k8s.io", "resourceslices");
   const size_t leases = f.Type("coordination.k8s.io", "leases");
@@ -254,7 +255,7 @@ TEST_CASE("deleting a node garbage-collects what it owns, a namespace takes its 
 }
 
 TEST_CASE("list filters by namespace and selectors and pages with continue") {
-  Fixture f;
+  StoreFixture f;
   const size_t leases = f.Type("coordination.k8s.io", "leases");
   REQUIRE(f.store.Create(f.Type("", "namespaces"), "", Named("other")).ok());
   for (const char* name : {"a", "b", "c", "d", "e"}) {
@@ -286,7 +287,7 @@ TEST_CASE("list filters by namespace and selectors and pages with continue") {
 }
 
 TEST_CASE("watch events come from the history in resourceVersion order, 410 past it") {
-  Fixture f(4);
+  StoreFixture f(4);
   const size_t nodes = f.Type("", "nodes");
   const int64_t start = f.store.ResourceVersion();
   auto n = f.store.Create(nodes, "", Named("n1"));
@@ -316,7 +317,7 @@ TEST_CASE("watch events come from the history in resourceVersion order, 410 past
 }
 
 TEST_CASE("a waiting watch wakes on a write from another thread and on shutdown") {
-  Fixture f;
+  StoreFixture f;
   const size_t nodes = f.Type("", "nodes");
   const int64_t start = f.store.ResourceVersion();
   WatchFilter filter{nodes, "", {}, {}};
@@ -334,7 +335,7 @@ TEST_CASE("a waiting watch wakes on a write from another thread and on shutdown"
 }
 
 TEST_CASE("ResourceSlices are validated on create and update") {
-  Fixture f;
+  StoreFixture f;
   const size_t slices = f.Type("resource.k8s.io", "resourceslices");
   CHECK(f.store.Create(slices, "", Slice("ok", 128)).ok());
   auto too_many = f.store.Create(slices, "", Slice("big", 129));
@@ -401,7 +402,7 @@ TEST_CASE("v1beta1 ResourceSlices and claims convert to and from the v1 storage 
 }
 
 TEST_CASE("a watch with a selector sees ADDED and DELETED when an update changes the match") {
-  Fixture f;
+  StoreFixture f;
   const size_t nodes = f.Type("", "nodes");
   const int64_t start = f.store.ResourceVersion();
   auto n = f.store.Create(nodes, "", Named("n1", {{"pool", "b"}}));
@@ -441,7 +442,7 @@ TEST_CASE("a watch with a selector sees ADDED and DELETED when an update changes
 }
 
 TEST_CASE("list resourceVersion, resourceVersionMatch and expired continue tokens") {
-  Fixture f(6);
+  StoreFixture f(6);
   const size_t nodes = f.Type("", "nodes");
   REQUIRE(f.store.Create(nodes, "", Named("a")).ok());
   const int64_t one = f.store.ResourceVersion();
@@ -512,7 +513,7 @@ TEST_CASE("list resourceVersion, resourceVersionMatch and expired continue token
 }
 
 TEST_CASE("DeleteCollection deletes what the selectors match") {
-  Fixture f;
+  StoreFixture f;
   const size_t leases = f.Type("coordination.k8s.io", "leases");
   for (const char* name : {"a", "b", "c"}) {
     REQUIRE(
@@ -530,7 +531,7 @@ TEST_CASE("DeleteCollection deletes what the selectors match") {
 }
 
 TEST_CASE("claims, classes, templates and slice updates are validated with all causes") {
-  Fixture f;
+  StoreFixture f;
   const size_t classes = f.Type("resource.k8s.io", "deviceclasses");
   const size_t claims = f.Type("resource.k8s.io", "resourceclaims");
   const size_t templates = f.Type("resource.k8s.io", "resourceclaimtemplates");
@@ -598,7 +599,7 @@ TEST_CASE("the store applies the limits of its Kubernetes release") {
 }
 
 TEST_CASE("writes drop the fields of disabled feature gates unless the stored object uses them") {
-  Fixture f;
+  StoreFixture f;
   const size_t slices = f.Type("resource.k8s.io", "resourceslices");
   FeatureGates off;
   off.dra_device_taints = false;

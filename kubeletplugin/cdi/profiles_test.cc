@@ -17,7 +17,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kHosts = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts";
-const std::string kUid = "3f6c0a4e-0000-4000-8000-000000000001";
+const std::string kProfileClaimUid = "3f6c0a4e-0000-4000-8000-000000000001";
 
 DeviceFacts Facts(std::string vendor, std::string kind, int64_t index, std::string node,
                   std::string uuid = "") {
@@ -67,7 +67,7 @@ Spec SpecFor(const std::vector<DeviceFacts>& facts, const ClaimEdits& edits) {
   Spec spec;
   spec.kind = "k8s.xpu.dra.dev/device";
   for (size_t i = 0; i < facts.size(); ++i) {
-    spec.devices.push_back({kUid + "-" + facts[i].name, edits.per_device[i]});
+    spec.devices.push_back({kProfileClaimUid + "-" + facts[i].name, edits.per_device[i]});
   }
   spec.edits = edits.common;
   return spec;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/enum_names.h"
+#include "base/text.h"
 #include "kubeletplugin/discovery/internal/dcmi_types.h"
 #include "kubeletplugin/discovery/internal/dl_library.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
@@ -50,7 +51,7 @@ std::string_view DcmiErrorName(int rc) {
   return NameOf(kNames, rc).value_or("unknown error");
 }
 
-std::string CallError(std::string_view fn, int rc) {
+std::string DcmiCallError(std::string_view fn, int rc) {
   std::string out(fn);
   out += ": " + std::to_string(rc) + " ";
   out += DcmiErrorName(rc);
@@ -62,7 +63,6 @@ std::string CString(const unsigned char (&buf)[N]) {
   const char* p = reinterpret_cast<const char*>(buf);  // NOLINT(google-readability-casting)
   return std::string(p, strnlen(p, N));
 }
-std::string CString(const char* buf, size_t cap) { return std::string(buf, strnlen(buf, cap)); }
 
 std::string NetworkHealthName(int result) {
   static constexpr std::string_view kNames[] = {
@@ -191,7 +191,7 @@ class ChipProbe {
   bool Ok(std::string_view fn, int rc) {
     if (rc == dc::kOk) return true;
     if (!out_->error.empty()) out_->error += "; ";
-    out_->error += CallError(fn, rc);
+    out_->error += DcmiCallError(fn, rc);
     if (rc == dc::kErrDeviceNotExist) {
       gone_ = true;
       out_->health = kHealthAbsent;
@@ -272,18 +272,18 @@ DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
     return facts;
   }
   if (int rc = api.init(); rc != dc::kOk) {
-    status.error = CallError("dcmi_init", rc);
+    status.error = DcmiCallError("dcmi_init", rc);
     return facts;
   }
   status.loaded = true;
   auto library_error = [&](std::string_view fn, int rc) {
-    if (status.error.empty()) status.error = CallError(fn, rc);
+    if (status.error.empty()) status.error = DcmiCallError(fn, rc);
   };
 
   char version[dc::kMaxVerLen + 1] = {};
   if (api.get_dcmi_version != nullptr) {
     if (int rc = api.get_dcmi_version(version, sizeof version); rc == dc::kOk) {
-      facts.dcmi_version = CString(version, sizeof version);
+      facts.dcmi_version = BoundedCString(version, sizeof version);
     } else {
       library_error("dcmi_get_dcmi_version", rc);
     }
@@ -291,7 +291,7 @@ DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
   if (api.get_driver_version != nullptr) {
     std::memset(version, 0, sizeof version);
     if (int rc = api.get_driver_version(version, sizeof version); rc == dc::kOk) {
-      facts.driver_version = CString(version, sizeof version);
+      facts.driver_version = BoundedCString(version, sizeof version);
     } else {
       library_error("dcmi_get_driver_version", rc);
     }
@@ -325,7 +325,7 @@ DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
     for (const DcmiChip& chip : facts.chips) {
       char product[dc::kProductTypeLen] = {};
       if (api.get_product_type(chip.card_id, chip.device_id, product, sizeof product) == dc::kOk) {
-        facts.product_type = CString(product, sizeof product);
+        facts.product_type = BoundedCString(product, sizeof product);
         break;
       }
     }

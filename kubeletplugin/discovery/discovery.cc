@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "api/validation.h"
+#include "base/text.h"
 #include "kubeletplugin/discovery/host_root.h"
 #include "kubeletplugin/discovery/nics.h"
 #include "kubeletplugin/discovery/pci.h"
@@ -23,8 +24,6 @@
 namespace xpu::discovery {
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
-constexpr int64_t kGiB = int64_t{1} << 30;
 constexpr uint16_t kNvidia = 0x10de;
 constexpr uint16_t kOtherBridge = 0x0680;  // how NVSwitch shows up (hw §0, fixtures)
 

@@ -57,13 +57,6 @@ Status ErrnoStatus(std::string_view verb, std::string_view rel, int err) {
 
 }  // namespace
 
-std::string_view Trim(std::string_view text) {
-  const auto space = [](char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; };
-  while (!text.empty() && space(text.front())) text.remove_prefix(1);
-  while (!text.empty() && space(text.back())) text.remove_suffix(1);
-  return text;
-}
-
 StatusOr<std::string> CleanRelative(std::string_view path) {
   std::vector<std::string> out;
   for (const std::string& part : Split(path)) {

@@ -47,8 +47,6 @@ class HostRoot {
 
 // "a/b/../c" -> "a/c"; fails on a ".." above the start.
 StatusOr<std::string> CleanRelative(std::string_view path);
-// Removes leading and trailing whitespace.
-std::string_view Trim(std::string_view text);
 
 }  // namespace xpu::discovery
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/enum_names.h"
+#include "base/text.h"
 #include "kubeletplugin/discovery/internal/dl_library.h"
 #include "kubeletplugin/discovery/internal/nvml_types.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
@@ -62,18 +63,16 @@ std::string_view NvmlErrorName(nv::nvmlReturn_t rc) {
   return NameAt(kNames, rc).value_or("unknown error");
 }
 
-std::string CallError(std::string_view fn, nv::nvmlReturn_t rc) {
+std::string NvmlCallError(std::string_view fn, nv::nvmlReturn_t rc) {
   std::string out(fn);
   out += ": " + std::to_string(rc) + " ";
   out += NvmlErrorName(rc);
   return out;
 }
 
-std::string CString(const char* buf, size_t cap) { return std::string(buf, strnlen(buf, cap)); }
-
 // NVML spells the domain with 8 hex digits ("00000000:13:00.0"), sysfs with 4, in lower case.
 std::string NormaliseBusId(const char* bus_id, size_t cap) {
-  std::string raw = CString(bus_id, cap);
+  std::string raw = BoundedCString(bus_id, cap);
   unsigned domain = 0, bus = 0, slot = 0, function = 0;
   if (std::sscanf(raw.c_str(), "%x:%x:%x.%x", &domain, &bus, &slot, &function) != 4) return raw;
   char out[32];
@@ -175,9 +174,9 @@ class DeviceProbe {
   void Run() {
     char buf[nv::kDeviceUuidV2BufferSize] = {};
     if (!Ok("nvmlDeviceGetUUID", api_.device_get_uuid(handle_, buf, sizeof buf))) return;
-    out_->uuid = CString(buf, sizeof buf);
+    out_->uuid = BoundedCString(buf, sizeof buf);
     if (!Ok("nvmlDeviceGetName", api_.device_get_name(handle_, buf, sizeof buf))) return;
-    out_->name = CString(buf, sizeof buf);
+    out_->name = BoundedCString(buf, sizeof buf);
     nv::nvmlPciInfo_t pci{};
     if (!Ok("nvmlDeviceGetPciInfo_v3", api_.device_get_pci_info(handle_, &pci))) return;
     out_->pci_bus_id = NormaliseBusId(pci.busId, sizeof pci.busId);
@@ -200,7 +199,7 @@ class DeviceProbe {
   bool Ok(std::string_view fn, nv::nvmlReturn_t rc) {
     if (rc == nv::kSuccess) return true;
     if (!out_->error.empty()) out_->error += "; ";
-    out_->error += CallError(fn, rc);
+    out_->error += NvmlCallError(fn, rc);
     if (rc == nv::kErrorGpuIsLost) {
       lost_ = true;
       out_->healthy = false;
@@ -366,18 +365,18 @@ NvmlFacts ProbeNvml(const std::vector<std::string>& lib_dirs) {
     return facts;
   }
   if (nv::nvmlReturn_t rc = api.init(); rc != nv::kSuccess) {
-    status.error = CallError("nvmlInit_v2", rc);
+    status.error = NvmlCallError("nvmlInit_v2", rc);
     return facts;
   }
   status.loaded = true;
   auto library_error = [&](std::string_view fn, nv::nvmlReturn_t rc) {
-    if (status.error.empty()) status.error = CallError(fn, rc);
+    if (status.error.empty()) status.error = NvmlCallError(fn, rc);
   };
 
   char version[nv::kSystemDriverVersionBufferSize] = {};
   if (nv::nvmlReturn_t rc = api.system_get_driver_version(version, sizeof version);
       rc == nv::kSuccess) {
-    facts.driver_version = CString(version, sizeof version);
+    facts.driver_version = BoundedCString(version, sizeof version);
   } else {
     library_error("nvmlSystemGetDriverVersion", rc);
   }
@@ -408,7 +407,7 @@ NvmlFacts ProbeNvml(const std::vector<std::string>& lib_dirs) {
       nv::nvmlReturn_t rc = api.device_get_handle_by_index(i, &handles[i]);
       if (rc != nv::kSuccess) {
         handles[i] = nullptr;
-        d.error = CallError("nvmlDeviceGetHandleByIndex_v2", rc);
+        d.error = NvmlCallError("nvmlDeviceGetHandleByIndex_v2", rc);
         d.healthy = rc != nv::kErrorGpuIsLost;
         continue;
       }

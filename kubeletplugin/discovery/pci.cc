@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 
+#include "base/text.h"
+
 namespace xpu::discovery {
 namespace {
 

@@ -5,9 +5,6 @@
 namespace xpu::discovery {
 namespace {
 
-constexpr int64_t kMiB = int64_t{1} << 20;
-constexpr int64_t kGiB = int64_t{1} << 30;
-
 constexpr uint16_t kDisplayVga = 0x0300;
 constexpr uint16_t k3dController = 0x0302;
 constexpr uint16_t kDisplayOther = 0x0380;

@@ -13,6 +13,10 @@
 
 namespace xpu::discovery {
 
+// Binary byte units, as vendor libraries and the model table count memory.
+inline constexpr int64_t kMiB = int64_t{1} << 20;
+inline constexpr int64_t kGiB = int64_t{1} << 30;
+
 struct AcceleratorModel {
   uint16_t device_id = 0;
   std::string_view model;    // "Ascend910B", "H200"

@@ -25,6 +25,15 @@
 #include "proto/registration.grpc.pb.h"
 
 namespace xpu::plugin {
+
+// What tells our socket from one another instance put at the same path later. Outside the
+// anonymous namespace: KubeletServer::Impl, declared in the header, holds it.
+struct SocketIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  timespec ctime{};
+};
+
 namespace {
 
 namespace drav1 = internal::drav1;
@@ -111,13 +120,6 @@ Status RemoveStaleSocket(const std::string& path) {
   }
   return OkStatus();
 }
-
-// What tells our socket from one another instance put at the same path later.
-struct SocketIdentity {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  timespec ctime{};
-};
 
 bool SameSocket(const std::string& path, const SocketIdentity& id) {
   struct stat st {};
