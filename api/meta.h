@@ -101,8 +101,9 @@ struct List {
 
 template <typename T>
 StatusOr<List<T>> ListFromJson(const nlohmann::json& json) {
-  if (!json.is_object())
+  if (!json.is_object()) {
     return InvalidArgumentError("expected an object, got " + std::string(json.type_name()));
+  }
   List<T> list;
   ASSIGN_OR_RETURN(list.type, FromJson<TypeMeta>(json));
   if (auto it = json.find("metadata"); it != json.end() && !it->is_null()) {

@@ -110,9 +110,12 @@ class [[nodiscard]] StatusOr {
 // `ASSIGN_OR_RETURN(auto x, F());` declares x from F()'s value or returns its error.
 #define ASSIGN_OR_RETURN(lhs, expr) \
   XPU_ASSIGN_OR_RETURN_IMPL_(XPU_STATUS_CONCAT_(xpu_statusor_, __LINE__), lhs, expr)
+// `tmp` and `lhs` name and declare variables, which parentheses would break.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define XPU_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                               \
   if (!tmp.ok()) return tmp.status();              \
   lhs = std::move(tmp).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif  // XPU_BASE_STATUS_H_

@@ -21,8 +21,9 @@ inline constexpr std::string_view kGoldenNodeUid = "00000000-0000-4000-8000-0000
 // {"apiVersion": "v1", "kind": "List", "items": [the slice objects]}.
 inline nlohmann::json SliceList(const std::vector<api::resource::ResourceSlice>& slices) {
   nlohmann::json items = nlohmann::json::array();
-  for (const api::resource::ResourceSlice& slice : slices)
+  for (const api::resource::ResourceSlice& slice : slices) {
     items.push_back(api::resource::ToJson(slice));
+  }
   return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", std::move(items)}};
 }
 

@@ -143,8 +143,9 @@ class TypedInformer {
         f(Cast(o), Cast(n));
       };
     }
-    if (h.on_delete)
+    if (h.on_delete) {
       core.on_delete = [f = h.on_delete](const InformerCore::Item& i) { f(Cast(i)); };
+    }
     core_.AddHandlers(std::move(core));
   }
   // Start after Stop resumes the watch from the cached resourceVersion (relisting if the server

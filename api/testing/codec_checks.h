@@ -30,7 +30,7 @@ T CheckJsonRoundTrip(const nlohmann::json& doc) {
 // Writes `value` and checks that the JSON reads back as an equal value; returns the JSON.
 template <typename T>
 nlohmann::json CheckObjectRoundTrip(const T& value) {
-  const nlohmann::json doc = ToJson(value);
+  nlohmann::json doc = ToJson(value);
   CHECK(CheckJsonRoundTrip<T>(doc) == value);
   return doc;
 }
