@@ -13,7 +13,7 @@ namespace kc = api::client;
 using api::resource::DeviceClass;
 using api::resource::ResourceClaim;
 using api::resource::ResourceSlice;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 constexpr std::string_view kPluginLeasePrefix = "xpu-dra-plugin-";
 constexpr std::string_view kPoolKeyPrefix = "pool/";
@@ -168,10 +168,11 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
   slices_.Start();
   claims_.Start();
   classes_.Start();
-  const auto deadline = Clock::now() + sync_timeout;
+  const auto deadline = SteadyClock::now() + sync_timeout;
   auto left = [&] {
-    return std::max(std::chrono::milliseconds(1),
-                    std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+    return std::max(
+        std::chrono::milliseconds(1),
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - SteadyClock::now()));
   };
   const bool ok = inventories_.WaitForSync(left()) && nodes_.WaitForSync(left()) &&
                   leases_.WaitForSync(left()) && slices_.WaitForSync(left()) &&
@@ -230,7 +231,7 @@ void Controller::OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
     // The watch has caught up with a write of ours once it shows that version (or a later
     // one) or the slice's deletion: the mutation cache entry has done its job.
     const std::string& name = new_slice ? new_slice->name : old_slice->name;
-    if (!new_slice) seen_deleted_[name] = Clock::now() + kMutationCacheTtl;
+    if (!new_slice) seen_deleted_[name] = SteadyClock::now() + kMutationCacheTtl;
     if (auto it = written_.find(name); it != written_.end()) {
       if (!new_slice || (it->second.slice &&
                          kc::CompareResourceVersions(new_slice->resource_version,
@@ -285,7 +286,7 @@ std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
     }
   }
   std::vector<SlicePtr> out;
-  const auto now = Clock::now();
+  const auto now = SteadyClock::now();
   std::vector<std::shared_ptr<const StoredSlice>> stored;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -313,7 +314,7 @@ std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
 }
 
 void Controller::RememberWrites(const PoolSyncResult& result) {
-  const auto expires = Clock::now() + kMutationCacheTtl;
+  const auto expires = SteadyClock::now() + kMutationCacheTtl;
   std::lock_guard<std::mutex> lock(mu_);
   for (const SlicePtr& s : result.written) {
     // The watch may already have shown this version, or even the slice's deletion, before the
@@ -590,13 +591,13 @@ void Controller::ReportTerminal(const std::string& key, bool classes, const Stat
 }
 
 void Controller::Periodic() {
-  auto last_resync = Clock::now();
+  auto last_resync = SteadyClock::now();
   while (!stop_) {
     for (int i = 0; i < 20 && !stop_; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     UpdateGauges();
-    const auto now = Clock::now();
+    const auto now = SteadyClock::now();
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto it = written_.begin(); it != written_.end();) {

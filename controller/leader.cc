@@ -1,6 +1,6 @@
 #include "controller/leader.h"
 
-#include <thread>
+#include <algorithm>
 #include <utility>
 
 #include "api/core.h"
@@ -10,12 +10,16 @@ namespace xpu::controller {
 namespace {
 
 namespace kc = api::client;
-using Clock = std::chrono::steady_clock;
 
 // What identifies one renewal: a change of it restarts the candidate's expiry clock.
 std::string RecordOf(const api::core::Lease& lease) {
   return lease.spec.holder_identity.value_or("") + "|" + lease.spec.renew_time.value_or("") + "|" +
          std::to_string(lease.spec.lease_transitions.value_or(0));
+}
+
+int64_t DurationSeconds(const LeaderOptions& options) {
+  return std::max<int64_t>(
+      1, std::chrono::duration_cast<std::chrono::seconds>(options.lease_duration).count());
 }
 
 }  // namespace
@@ -32,36 +36,96 @@ Status LeaderOptions::Validate() const {
   return OkStatus();
 }
 
-LeaderElector::LeaderElector(kc::Client* client, LeaderOptions options)
-    : client_(client), options_(std::move(options)) {}
+LeaseStep DecideLease(const std::optional<api::core::Lease>& lease, const LeaderOptions& options,
+                      Clock::SteadyTime now, LeaseObservation* seen) {
+  if (!lease) return LeaseStep::kCreate;
+  const std::string record = RecordOf(*lease);
+  if (record != seen->record) {
+    seen->record = record;
+    seen->seen_at = now;
+  }
+  seen->holder = lease->spec.holder_identity.value_or("");
+  if (seen->holder == options.identity) return LeaseStep::kRenew;
+  const auto their_duration =
+      std::chrono::seconds(lease->spec.lease_duration_seconds.value_or(DurationSeconds(options)));
+  if (seen->holder.empty() || now - seen->seen_at > their_duration) return LeaseStep::kTakeOver;
+  return LeaseStep::kStandBy;
+}
+
+api::core::Lease LeaseToWrite(LeaseStep step, const std::optional<api::core::Lease>& current,
+                              const LeaderOptions& options, Clock::WallTime wall_now) {
+  const std::string now = FormatMicroTime(wall_now);
+  api::core::Lease lease;
+  if (step == LeaseStep::kCreate || !current) {
+    lease.metadata.name = options.name;
+    lease.metadata.namespace_name = options.ns;
+    lease.spec.acquire_time = now;
+    lease.spec.lease_transitions = 0;
+  } else {
+    lease = *current;
+    if (step == LeaseStep::kTakeOver) {
+      lease.spec.lease_transitions = lease.spec.lease_transitions.value_or(0) + 1;
+      lease.spec.acquire_time = now;
+    }
+  }
+  lease.spec.holder_identity = options.identity;
+  lease.spec.lease_duration_seconds = DurationSeconds(options);
+  lease.spec.renew_time = now;
+  return lease;
+}
+
+LeaderTransition NextTransition(bool leading, const StatusOr<bool>& held, Clock::SteadyTime now,
+                                Clock::SteadyTime last_renew,
+                                std::chrono::milliseconds renew_deadline) {
+  if (held.ok() && *held) return leading ? LeaderTransition::kNone : LeaderTransition::kStarted;
+  if (!leading) return LeaderTransition::kNone;
+  if (held.ok()) return LeaderTransition::kLost;  // someone else holds it now
+  return now - last_renew > renew_deadline ? LeaderTransition::kDeadlineMissed
+                                           : LeaderTransition::kNone;
+}
+
+LeaderElector::LeaderElector(kc::Client* client, LeaderOptions options, Clock* clock)
+    : client_(client),
+      options_(std::move(options)),
+      clock_(clock != nullptr ? clock : &RealClock()) {}
 
 std::string LeaderElector::ObservedHolder() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return observed_holder_;
+  return seen_.holder;
+}
+
+int64_t LeaderElector::ObservedRenewals() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return renewals_;
 }
 
 bool LeaderElector::Held(const api::core::Lease& lease) {
   std::lock_guard<std::mutex> lock(mu_);
-  observed_holder_ = options_.identity;
-  observed_record_ = RecordOf(lease);
-  observed_at_ = Clock::now();
+  seen_.holder = options_.identity;
+  seen_.record = RecordOf(lease);
+  seen_.seen_at = clock_->Now();
   return true;
 }
 
 StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
-  const auto wall_now = std::chrono::system_clock::now();
-  const int64_t duration_s = std::max<int64_t>(
-      1, std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
-  auto current = client_->Get(kc::Leases(), options_.ns, options_.name);
-  if (!current.ok() && current.status().code() == StatusCode::kNotFound) {
-    api::core::Lease lease;
-    lease.metadata.name = options_.name;
-    lease.metadata.namespace_name = options_.ns;
-    lease.spec.holder_identity = options_.identity;
-    lease.spec.lease_duration_seconds = duration_s;
-    lease.spec.acquire_time = FormatMicroTime(wall_now);
-    lease.spec.renew_time = FormatMicroTime(wall_now);
-    lease.spec.lease_transitions = 0;
+  std::optional<api::core::Lease> current;
+  auto got = client_->Get(kc::Leases(), options_.ns, options_.name);
+  if (got.ok()) {
+    ASSIGN_OR_RETURN(current, api::FromJson<api::core::Lease>(*got));
+  } else if (got.status().code() != StatusCode::kNotFound) {
+    return got.status();
+  }
+  LeaseStep step;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string before = seen_.record;
+    step = DecideLease(current, options_, clock_->Now(), &seen_);
+    if (seen_.record != before) ++renewals_;
+  }
+  if (step == LeaseStep::kStandBy) return false;
+
+  const api::core::Lease lease = LeaseToWrite(step, current, options_, clock_->WallNow());
+  if (step == LeaseStep::kCreate) {
     auto created = client_->Create(kc::Leases(), options_.ns, api::core::ToJson(lease));
     if (!created.ok()) {
       if (created.status().code() == StatusCode::kAlreadyExists) return false;
@@ -69,34 +133,6 @@ StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
     }
     return Held(lease);
   }
-  if (!current.ok()) return current.status();
-  ASSIGN_OR_RETURN(api::core::Lease lease, api::FromJson<api::core::Lease>(*current));
-
-  const std::string holder = lease.spec.holder_identity.value_or("");
-  const std::string record = RecordOf(lease);
-  Clock::time_point seen_at;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (record != observed_record_) {
-      observed_record_ = record;
-      observed_at_ = Clock::now();
-    }
-    observed_holder_ = holder;
-    seen_at = observed_at_;
-  }
-  const auto their_duration =
-      std::chrono::seconds(lease.spec.lease_duration_seconds.value_or(duration_s));
-  const bool mine = holder == options_.identity;
-  const bool expired = holder.empty() || Clock::now() - seen_at > their_duration;
-  if (!mine && !expired) return false;
-
-  if (!mine) {
-    lease.spec.lease_transitions = lease.spec.lease_transitions.value_or(0) + 1;
-    lease.spec.acquire_time = FormatMicroTime(wall_now);
-  }
-  lease.spec.holder_identity = options_.identity;
-  lease.spec.lease_duration_seconds = duration_s;
-  lease.spec.renew_time = FormatMicroTime(wall_now);
   auto updated = client_->Update(kc::Leases(), options_.ns, api::core::ToJson(lease));
   if (!updated.ok()) {
     if (updated.status().code() == StatusCode::kAborted) return false;  // someone else won
@@ -112,7 +148,7 @@ Status LeaderElector::Release() {
   if (lease.spec.holder_identity.value_or("") != options_.identity) return OkStatus();
   lease.spec.holder_identity = "";
   lease.spec.lease_duration_seconds = 1;
-  lease.spec.renew_time = FormatMicroTime(std::chrono::system_clock::now());
+  lease.spec.renew_time = FormatMicroTime(clock_->WallNow());
   return client_->Update(kc::Leases(), options_.ns, api::core::ToJson(lease)).status();
 }
 
@@ -122,36 +158,32 @@ void LeaderElector::Run(const std::atomic<bool>& stop, const std::function<void(
   auto say = [&](const std::string& msg) {
     if (log) log(msg);
   };
-  auto sleep = [&](std::chrono::milliseconds d) {
-    const auto until = Clock::now() + d;
-    while (!stop && Clock::now() < until) {
-      std::this_thread::sleep_for(
-          std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(50)));
-    }
-  };
-  Clock::time_point last_renew = Clock::now();
+  Clock::SteadyTime last_renew = clock_->Now();
   while (!stop) {
-    auto held = TryAcquireOrRenew();
-    const auto now = Clock::now();
-    if (held.ok() && *held) {
-      last_renew = now;
-      if (!leader_.exchange(true)) {
+    const StatusOr<bool> held = TryAcquireOrRenew();
+    const Clock::SteadyTime now = clock_->Now();
+    if (held.ok() && *held) last_renew = now;
+    switch (NextTransition(leader_, held, now, last_renew, options_.renew_deadline)) {
+      case LeaderTransition::kStarted:
+        leader_ = true;
         say("became leader (lease " + options_.ns + "/" + options_.name + ")");
         if (on_started) on_started();
-      }
-    } else if (leader_) {
-      const bool lost = held.ok();  // someone else holds it now
-      if (lost || now - last_renew > options_.renew_deadline) {
+        break;
+      case LeaderTransition::kLost:
         leader_ = false;
-        say(lost ? "lost the lease to " + ObservedHolder()
-                 : "could not renew the lease within the renew deadline: " +
-                       held.status().message());
+        say("lost the lease to " + ObservedHolder());
         if (on_stopped) on_stopped();
-      }
-    } else if (!held.ok()) {
-      say("leader election: " + held.status().message());
+        break;
+      case LeaderTransition::kDeadlineMissed:
+        leader_ = false;
+        say("could not renew the lease within the renew deadline: " + held.status().message());
+        if (on_stopped) on_stopped();
+        break;
+      case LeaderTransition::kNone:
+        if (!held.ok() && !leader_) say("leader election: " + held.status().message());
+        break;
     }
-    sleep(options_.retry_period);
+    clock_->Sleep(options_.retry_period, stop);
   }
   if (leader_.exchange(false)) {
     if (Status s = Release(); !s.ok()) say("release lease: " + s.message());

@@ -5,10 +5,10 @@
 
 namespace xpu::controller {
 
-WorkQueue::WorkQueue(WorkQueueOptions options) : options_(std::move(options)) {}
+WorkQueue::WorkQueue(WorkQueueOptions options) : options_(options) {}
 
 std::chrono::steady_clock::time_point WorkQueue::Now() const {
-  return options_.now ? options_.now() : std::chrono::steady_clock::now();
+  return (options_.clock != nullptr ? *options_.clock : RealClock()).Now();
 }
 
 void WorkQueue::AddLocked(const std::string& key) {

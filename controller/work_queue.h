@@ -9,7 +9,7 @@
 //     queue.Done(*key);
 //   }
 //
-// Thread-safe. The clock is injectable for tests.
+// Thread-safe. The clock is injectable (a FakeClock in tests).
 #ifndef XPU_CONTROLLER_WORK_QUEUE_H_
 #define XPU_CONTROLLER_WORK_QUEUE_H_
 
@@ -17,19 +17,21 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "base/clock.h"
+
 namespace xpu::controller {
 
 struct WorkQueueOptions {
   std::chrono::milliseconds base_delay{100};  // first retry
   std::chrono::milliseconds max_delay{30'000};
-  std::function<std::chrono::steady_clock::time_point()> now;  // default: steady_clock
+  // When keys fall due (delays and backoff); default RealClock(). Get's own timeout is real time.
+  const Clock* clock = nullptr;
 };
 
 class WorkQueue {

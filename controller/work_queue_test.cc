@@ -37,45 +37,43 @@ TEST_CASE("work queue hands a processing key out again only after Done", "[work_
 }
 
 TEST_CASE("work queue delays with an injected clock, earliest delay winning", "[work_queue]") {
-  auto now = std::chrono::steady_clock::now();
-  std::atomic<int64_t> offset_ms{0};
+  FakeClock clock;
   WorkQueueOptions o;
-  o.now = [&] { return now + milliseconds(offset_ms.load()); };
+  o.clock = &clock;
   WorkQueue q(o);
   q.AddAfter("a", milliseconds(10'000));
   q.AddAfter("a", milliseconds(5'000));
   CHECK(q.Delayed() == 1);
   CHECK(q.Get(milliseconds(0)) == std::nullopt);
-  offset_ms = 4'999;
+  clock.Advance(milliseconds(4999));  // at 4999 ms
   CHECK(q.Get(milliseconds(0)) == std::nullopt);
-  offset_ms = 5'000;
+  clock.Advance(milliseconds(1));  // at 5000 ms
   CHECK(q.Get(milliseconds(100)) == "a");
   CHECK(q.Delayed() == 0);
 }
 
 TEST_CASE("work queue backs off per key until Forget", "[work_queue]") {
-  auto now = std::chrono::steady_clock::now();
-  std::atomic<int64_t> offset_ms{0};
+  FakeClock clock;
   WorkQueueOptions o;
   o.base_delay = milliseconds(100);
   o.max_delay = milliseconds(350);
-  o.now = [&] { return now + milliseconds(offset_ms.load()); };
+  o.clock = &clock;
   WorkQueue q(o);
   q.AddRateLimited("a");  // 100 ms
   CHECK(q.Failures("a") == 1);
-  offset_ms = 99;
+  clock.Advance(milliseconds(99));  // at 99 ms
   CHECK(q.Get(milliseconds(0)) == std::nullopt);
-  offset_ms = 100;
+  clock.Advance(milliseconds(1));  // at 100 ms
   REQUIRE(q.Get(milliseconds(100)) == "a");
   q.Done("a");
-  q.AddRateLimited("a");  // 200 ms
-  offset_ms = 299;
+  q.AddRateLimited("a");             // 200 ms
+  clock.Advance(milliseconds(199));  // at 299 ms
   CHECK(q.Get(milliseconds(0)) == std::nullopt);
-  offset_ms = 300;
+  clock.Advance(milliseconds(1));  // at 300 ms
   REQUIRE(q.Get(milliseconds(100)) == "a");
   q.Done("a");
-  q.AddRateLimited("a");  // 400 ms, capped at 350
-  offset_ms = 650;
+  q.AddRateLimited("a");             // 400 ms, capped at 350
+  clock.Advance(milliseconds(350));  // at 650 ms
   REQUIRE(q.Get(milliseconds(100)) == "a");
   q.Done("a");
   CHECK(q.Failures("a") == 3);

@@ -1,0 +1,50 @@
+#include "base/clock.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace xpu {
+namespace {
+
+constexpr std::chrono::hours kFakeSteadyStart{1};
+
+class SystemClocks final : public Clock {
+ public:
+  SteadyTime Now() const override { return std::chrono::steady_clock::now(); }
+  WallTime WallNow() const override { return std::chrono::system_clock::now(); }
+  void Sleep(std::chrono::nanoseconds d, const std::atomic<bool>& stop) override {
+    const SteadyTime until = Now() + d;
+    for (SteadyTime now = Now(); !stop && now < until; now = Now()) {
+      std::this_thread::sleep_for(
+          std::min<std::chrono::nanoseconds>(until - now, std::chrono::milliseconds(50)));
+    }
+  }
+};
+
+}  // namespace
+
+Clock& RealClock() {
+  static SystemClocks clocks;
+  return clocks;
+}
+
+FakeClock::FakeClock(WallTime wall_start) : wall_start_(wall_start) {}
+
+Clock::SteadyTime FakeClock::Now() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return SteadyTime(kFakeSteadyStart) + elapsed_;
+}
+
+Clock::WallTime FakeClock::WallNow() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return wall_start_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(elapsed_);
+}
+
+void FakeClock::Sleep(std::chrono::nanoseconds d, const std::atomic<bool>& /*stop*/) { Advance(d); }
+
+void FakeClock::Advance(std::chrono::nanoseconds d) {
+  std::lock_guard<std::mutex> lock(mu_);
+  elapsed_ += std::max(d, std::chrono::nanoseconds::zero());
+}
+
+}  // namespace xpu

@@ -1,0 +1,56 @@
+// Time as the daemons read it, behind one small interface, so that what depends on it (lease
+// expiry, backoff, delayed re-checks) is tested by moving a fake clock instead of sleeping.
+//
+//   Clock& clock = RealClock();          // production: steady_clock and system_clock
+//   FakeClock fake;                      // tests: moves only when told
+//   fake.Advance(std::chrono::seconds(13));
+//
+// Now() is monotonic (for durations and deadlines); WallNow() is the calendar time written into
+// objects (a Lease's renewTime). Sleep on a FakeClock advances it at once and returns.
+#ifndef XPU_BASE_CLOCK_H_
+#define XPU_BASE_CLOCK_H_
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
+namespace xpu {
+
+class Clock {
+ public:
+  using SteadyTime = std::chrono::steady_clock::time_point;
+  using WallTime = std::chrono::system_clock::time_point;
+
+  virtual ~Clock() = default;
+  virtual SteadyTime Now() const = 0;
+  virtual WallTime WallNow() const = 0;
+  // Waits `d`, or less once `stop` is set (the real clock looks at it every 50 ms at most).
+  virtual void Sleep(std::chrono::nanoseconds d, const std::atomic<bool>& stop) = 0;
+};
+
+// The process's clocks. Thread-safe; lives as long as the process.
+Clock& RealClock();
+
+// A clock that moves only by Advance or Sleep. Thread-safe. It starts one hour after the steady
+// epoch, so a default-constructed SteadyTime reads as long ago, and at `wall_start` on the
+// calendar.
+class FakeClock final : public Clock {
+ public:
+  explicit FakeClock(WallTime wall_start = WallTime(std::chrono::seconds(1'767'225'600)));
+
+  SteadyTime Now() const override;
+  WallTime WallNow() const override;
+  // Advances by `d` and returns at once, stopped or not.
+  void Sleep(std::chrono::nanoseconds d, const std::atomic<bool>& stop) override;
+
+  void Advance(std::chrono::nanoseconds d);
+
+ private:
+  const WallTime wall_start_;
+  mutable std::mutex mu_;
+  std::chrono::nanoseconds elapsed_{0};  // GUARDED_BY(mu_)
+};
+
+}  // namespace xpu
+
+#endif  // XPU_BASE_CLOCK_H_

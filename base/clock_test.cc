@@ -1,0 +1,49 @@
+#include "base/clock.h"
+
+#include <catch2/catch.hpp>
+
+namespace xpu {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+TEST_CASE("a fake clock moves only when told, steady and wall time together") {
+  FakeClock clock;
+  const Clock::SteadyTime t0 = clock.Now();
+  const Clock::WallTime w0 = clock.WallNow();
+  CHECK(clock.Now() == t0);
+  CHECK(t0 > Clock::SteadyTime{});  // "never" reads as long ago
+  clock.Advance(seconds(13));
+  CHECK(clock.Now() - t0 == seconds(13));
+  CHECK(clock.WallNow() - w0 == seconds(13));
+  clock.Advance(milliseconds(-5));  // time never runs backwards
+  CHECK(clock.Now() - t0 == seconds(13));
+}
+
+TEST_CASE("sleeping on a fake clock advances it at once, stopped or not") {
+  FakeClock clock;
+  const Clock::SteadyTime t0 = clock.Now();
+  std::atomic<bool> stop{false};
+  clock.Sleep(seconds(3600), stop);
+  CHECK(clock.Now() - t0 == seconds(3600));
+  stop = true;
+  clock.Sleep(seconds(1), stop);
+  CHECK(clock.Now() - t0 == seconds(3601));
+}
+
+TEST_CASE("the real clock's sleep returns early once stopped") {
+  Clock& clock = RealClock();
+  std::atomic<bool> stop{true};
+  const Clock::SteadyTime t0 = clock.Now();
+  clock.Sleep(seconds(3600), stop);  // stopped: returns without waiting out the hour
+  CHECK(clock.Now() - t0 < seconds(60));
+  stop = false;
+  const Clock::SteadyTime t1 = clock.Now();
+  clock.Sleep(milliseconds(20), stop);
+  CHECK(clock.Now() - t1 >= milliseconds(20));
+  CHECK(clock.WallNow().time_since_epoch() > seconds(1'700'000'000));  // after 2023: a calendar
+}
+
+}  // namespace
+}  // namespace xpu
