@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/clock.h"
 #include "base/time.h"
 #include "controller/device_classes.h"
 
@@ -593,9 +594,7 @@ void Controller::ReportTerminal(const std::string& key, bool classes, const Stat
 void Controller::Periodic() {
   auto last_resync = SteadyClock::now();
   while (!stop_) {
-    for (int i = 0; i < 20 && !stop_; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    RealClock().Sleep(std::chrono::seconds(1), stop_);
     UpdateGauges();
     const auto now = SteadyClock::now();
     {

@@ -30,7 +30,6 @@ namespace {
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
 
-constexpr const char* kPluginDriver = DriverHarness::kDriver;
 constexpr const char* kNode = "n1";
 // Never prepared: an unprepare of it answers once the plugin's start-up reconciliation is done.
 constexpr const char* kProbeUid = "00000000-0000-4000-8000-00000000c0de";
@@ -72,7 +71,7 @@ class PluginTrials {
 
   std::string Dir(const char* sub) const { return options_.plan.work_dir + "/" + sub; }
   std::string RegistrationSocket() const {
-    return Dir("registry") + "/" + std::string(kPluginDriver) + "-reg.sock";
+    return Dir("registry") + "/" + std::string(DriverHarness::kDriver) + "-reg.sock";
   }
   std::string DraSocket() const { return Dir("plugins") + "/dra.sock"; }
 
@@ -226,7 +225,8 @@ std::vector<size_t> PluginTrials::Call(KubeletStandIn& kubelet, const Batch& bat
     last_error_.erase(i);
     prepared_[i] = batch.prepare;
     if (!batch.prepare) continue;
-    for (std::string& v : CheckAnswer(c, answers.at(c.uid).devices, kNode, kPluginDriver)) {
+    for (std::string& v :
+         CheckAnswer(c, answers.at(c.uid).devices, kNode, DriverHarness::kDriver)) {
       violations_.push_back(std::move(v));
     }
   }
@@ -397,7 +397,8 @@ Status PluginTrials::CheckDisk() {
       },
       options_.plan.bound, milliseconds(5));
   if (!started) return Violation("the plugin does not answer unprepare of an unknown claim");
-  ASSIGN_OR_RETURN(PluginDisk disk, ReadPluginDisk(Dir("state"), Dir("cdi"), kPluginDriver));
+  ASSIGN_OR_RETURN(PluginDisk disk,
+                   ReadPluginDisk(Dir("state"), Dir("cdi"), DriverHarness::kDriver));
   std::set<std::string> prepared;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -406,7 +407,7 @@ Status PluginTrials::CheckDisk() {
     }
   }
   const std::vector<std::string> broken =
-      CheckPluginDisk(claims_, prepared, disk, kNode, kPluginDriver);
+      CheckPluginDisk(claims_, prepared, disk, kNode, DriverHarness::kDriver);
   if (!broken.empty()) {
     std::string what = std::to_string(broken.size()) + " invariant(s) broken:";
     for (const std::string& b : broken) what += "\n  " + b;
