@@ -47,4 +47,22 @@ void FakeClock::Advance(std::chrono::nanoseconds d) {
   elapsed_ += std::max(d, std::chrono::nanoseconds::zero());
 }
 
+Ticker::Ticker(const Clock& clock, std::chrono::nanoseconds period, Start start)
+    : clock_(clock),
+      period_(period),
+      next_(start == kAtOnce ? clock.Now() : clock.Now() + period) {}
+
+bool Ticker::Due() {
+  const Clock::SteadyTime now = clock_.Now();
+  if (now < next_) return false;
+  next_ = now + period_;
+  return true;
+}
+
+void Ticker::DueIn(std::chrono::nanoseconds in) { next_ = clock_.Now() + in; }
+
+std::chrono::nanoseconds Ticker::Left() const {
+  return std::max<std::chrono::nanoseconds>(next_ - clock_.Now(), std::chrono::nanoseconds::zero());
+}
+
 }  // namespace xpu

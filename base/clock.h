@@ -51,6 +51,35 @@ class FakeClock final : public Clock {
   std::chrono::nanoseconds elapsed_{0};  // GUARDED_BY(mu_)
 };
 
+// A periodic timer read off a clock, for loops that do several things each on its own period:
+//
+//   Ticker probe(clock, 30s);                  // first due one period from now
+//   Ticker gc(clock, 5min, Ticker::kAtOnce);   // first due at once
+//   while (!stop) {
+//     if (probe.Due()) Probe();
+//     if (gc.Due()) Collect();
+//     clock.Sleep(std::min(probe.Left(), gc.Left()), stop);
+//   }
+//
+// Due() is true once the due time has come, and re-arms the timer one period after that call.
+// Not thread-safe: one loop owns it.
+class Ticker {
+ public:
+  enum Start { kAfterPeriod, kAtOnce };
+  Ticker(const Clock& clock, std::chrono::nanoseconds period, Start start = kAfterPeriod);
+
+  bool Due();
+  // Makes the next due time `in` from now (a loop's own schedule after an attempt, e.g. a retry).
+  void DueIn(std::chrono::nanoseconds in);
+  // How long until it is due (zero when it already is).
+  std::chrono::nanoseconds Left() const;
+
+ private:
+  const Clock& clock_;
+  const std::chrono::nanoseconds period_;
+  Clock::SteadyTime next_;
+};
+
 }  // namespace xpu
 
 #endif  // XPU_BASE_CLOCK_H_

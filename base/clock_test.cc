@@ -45,5 +45,42 @@ TEST_CASE("the real clock's sleep returns early once stopped") {
   CHECK(clock.WallNow().time_since_epoch() > seconds(1'700'000'000));  // after 2023: a calendar
 }
 
+TEST_CASE("a ticker is due once per period, first after a period or at once") {
+  FakeClock clock;
+  Ticker later(clock, std::chrono::seconds(10));
+  Ticker now(clock, std::chrono::seconds(10), Ticker::kAtOnce);
+  CHECK(now.Due());
+  CHECK_FALSE(now.Due());  // re-armed for 10 s from the call
+  CHECK_FALSE(later.Due());
+  CHECK(later.Left() == std::chrono::seconds(10));
+
+  clock.Advance(std::chrono::milliseconds(9'999));
+  CHECK_FALSE(later.Due());
+  CHECK(later.Left() == std::chrono::milliseconds(1));
+  clock.Advance(std::chrono::milliseconds(1));
+  CHECK(later.Due());
+  CHECK(now.Due());
+  CHECK(later.Left() == std::chrono::seconds(10));
+
+  // Late by 25 s: due once, not once per missed period.
+  clock.Advance(std::chrono::seconds(35));
+  CHECK(later.Left() == std::chrono::nanoseconds::zero());
+  CHECK(later.Due());
+  CHECK_FALSE(later.Due());
+}
+
+TEST_CASE("a ticker can be re-armed on its loop's own schedule") {
+  FakeClock clock;
+  Ticker retry(clock, std::chrono::minutes(1), Ticker::kAtOnce);
+  REQUIRE(retry.Due());
+  retry.DueIn(std::chrono::seconds(2));  // the attempt failed: retry sooner than the period
+  CHECK(retry.Left() == std::chrono::seconds(2));
+  clock.Advance(std::chrono::seconds(2));
+  CHECK(retry.Due());
+  CHECK(retry.Left() == std::chrono::minutes(1));  // back to the period
+  retry.DueIn(std::chrono::seconds(0));
+  CHECK(retry.Due());
+}
+
 }  // namespace
 }  // namespace xpu

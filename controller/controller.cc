@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "api/client/events.h"
 #include "base/clock.h"
 #include "base/time.h"
 #include "controller/device_classes.h"
@@ -88,6 +89,7 @@ Controller::Controller(kc::Client* client, CoreOptions options, Config config,
       claims_(client, kc::ResourceClaims()),
       classes_(client, kc::DeviceClasses(),
                Selected("", std::string(kManagedByLabel) + "=" + std::string(kManagedByValue), "")),
+      queue_(WorkQueueOptions{.clock = options_.clock}),
       config_(std::make_shared<const Config>(std::move(config))) {}
 
 Controller::~Controller() { Stop(); }
@@ -232,7 +234,7 @@ void Controller::OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
     // The watch has caught up with a write of ours once it shows that version (or a later
     // one) or the slice's deletion: the mutation cache entry has done its job.
     const std::string& name = new_slice ? new_slice->name : old_slice->name;
-    if (!new_slice) seen_deleted_[name] = SteadyClock::now() + kMutationCacheTtl;
+    if (!new_slice) seen_deleted_[name] = options_.clock->Now() + kMutationCacheTtl;
     if (auto it = written_.find(name); it != written_.end()) {
       if (!new_slice || (it->second.slice &&
                          kc::CompareResourceVersions(new_slice->resource_version,
@@ -287,7 +289,7 @@ std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
     }
   }
   std::vector<SlicePtr> out;
-  const auto now = SteadyClock::now();
+  const auto now = options_.clock->Now();
   std::vector<std::shared_ptr<const StoredSlice>> stored;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -315,7 +317,7 @@ std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
 }
 
 void Controller::RememberWrites(const PoolSyncResult& result) {
-  const auto expires = SteadyClock::now() + kMutationCacheTtl;
+  const auto expires = options_.clock->Now() + kMutationCacheTtl;
   std::lock_guard<std::mutex> lock(mu_);
   for (const SlicePtr& s : result.written) {
     // The watch may already have shown this version, or even the slice's deletion, before the
@@ -592,11 +594,12 @@ void Controller::ReportTerminal(const std::string& key, bool classes, const Stat
 }
 
 void Controller::Periodic() {
-  auto last_resync = SteadyClock::now();
+  Clock& clock = *options_.clock;
+  Ticker resync(clock, options_.resync);
   while (!stop_) {
-    RealClock().Sleep(std::chrono::seconds(1), stop_);
+    clock.Sleep(std::chrono::seconds(1), stop_);
     UpdateGauges();
-    const auto now = SteadyClock::now();
+    const auto now = clock.Now();
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto it = written_.begin(); it != written_.end();) {
@@ -606,10 +609,7 @@ void Controller::Periodic() {
         it = it->second <= now ? seen_deleted_.erase(it) : std::next(it);
       }
     }
-    if (now - last_resync >= options_.resync) {
-      last_resync = now;
-      ResyncAll();
-    }
+    if (resync.Due()) ResyncAll();
   }
 }
 
@@ -634,33 +634,19 @@ void Controller::UpdateGauges() {
 
 void Controller::RecordEvent(const std::string& type, const std::string& reason,
                              const std::string& message, const std::string& about_node) {
-  const std::string now = FormatTime(std::chrono::system_clock::now());
-  nlohmann::json involved;
-  std::string ns = options_.ns;
+  kc::EventInfo info;
   if (!about_node.empty()) {
-    involved = {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", about_node}};
-    ns = "default";  // events about cluster-scoped objects live there
+    info.about = {"v1", "Node", "", about_node, ""};
   } else {
-    involved = {{"apiVersion", "coordination.k8s.io/v1"},
-                {"kind", "Lease"},
-                {"namespace", options_.ns},
-                {"name", "xpu-dra-controller"}};
+    info.about = {"coordination.k8s.io/v1", "Lease", options_.ns, "xpu-dra-controller", ""};
   }
-  nlohmann::json event = {
-      {"apiVersion", "v1"},
-      {"kind", "Event"},
-      {"metadata", {{"generateName", "xpu-dra-controller."}, {"namespace", ns}}},
-      {"involvedObject", involved},
-      {"type", type},
-      {"reason", reason},
-      {"message", message.substr(0, 1024)},
-      {"source", {{"component", "xpu-dra-controller"}}},
-      {"reportingComponent", "xpu-dra-controller"},
-      {"reportingInstance", options_.identity},
-      {"firstTimestamp", now},
-      {"lastTimestamp", now},
-      {"count", 1}};
-  auto created = client_->Create(kc::Events(), ns, event);
+  info.type = type;
+  info.reason = reason;
+  info.message = message;
+  info.component = "xpu-dra-controller";
+  info.instance = options_.identity;
+  auto created = client_->Create(kc::Events(), kc::EventNamespace(info.about),
+                                 kc::MakeEvent(info, std::chrono::system_clock::now()));
   if (!created.ok()) log_->Debug("record event " + reason + ": " + created.status().message());
 }
 

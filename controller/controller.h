@@ -36,6 +36,7 @@
 #include "api/node_inventory.h"
 #include "api/resource.h"
 #include "api/validation.h"
+#include "base/clock.h"
 #include "base/log.h"
 #include "controller/config.h"
 #include "controller/metrics.h"
@@ -55,6 +56,8 @@ struct CoreOptions {
   std::chrono::seconds default_lease_duration{15};  // for a plugin Lease without one
   std::chrono::milliseconds resync{300'000};        // every pool again, as a safety net
   std::string identity;                             // reportingInstance of Events
+  // The resync timer, the mutation cache's expiry and the queue's delays; tests pass a FakeClock.
+  Clock* clock = &RealClock();
 };
 
 // What the controller keeps of the objects it watches between syncs: what its handlers and the

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <ostream>
 #include <thread>
@@ -9,6 +10,7 @@
 #include "api/client/client.h"
 #include "api/validation.h"
 #include "base/atomic_file.h"
+#include "base/clock.h"
 #include "base/flags.h"
 #include "base/log.h"
 #include "base/metrics/http_server.h"
@@ -187,7 +189,7 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
   auto version = DetectVersion(**client, options.kubernetes_version);
   while (!version.ok() && !stop) {
     log.Error("kubernetes version: " + version.status().message() + "; retrying");
-    std::this_thread::sleep_for(std::chrono::seconds(1));
+    RealClock().Sleep(std::chrono::seconds(1), stop);
     version = DetectVersion(**client, options.kubernetes_version);
   }
   if (stop) return 0;
@@ -236,14 +238,11 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
   }
 
   // Config reload: poll the file; a bad new file keeps the previous config.
-  auto last_check = std::chrono::steady_clock::now();
+  Ticker poll(RealClock(), options.config_poll);
   while (!stop) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (options.config_path.empty() ||
-        std::chrono::steady_clock::now() - last_check < options.config_poll) {
-      continue;
-    }
-    last_check = std::chrono::steady_clock::now();
+    RealClock().Sleep(
+        std::min<std::chrono::nanoseconds>(poll.Left(), std::chrono::milliseconds(50)), stop);
+    if (options.config_path.empty() || !poll.Due()) continue;
     auto text = ReadWholeFile(options.config_path);
     if (!text.ok() || *text == config_text) continue;
     config_text = *text;

@@ -1,20 +1,12 @@
 #include "controller/sync_errors.h"
 
+#include "api/client/events.h"
+
 namespace xpu::controller {
 
 SyncFailure ClassifySyncError(const Status& status) {
-  switch (status.code()) {
-    case StatusCode::kCancelled:
-      return SyncFailure::kStop;
-    case StatusCode::kInvalidArgument:   // 400, 422
-    case StatusCode::kUnauthenticated:   // 401
-    case StatusCode::kPermissionDenied:  // 403
-    case StatusCode::kNotFound:          // 404
-    case StatusCode::kOutOfRange:        // 410
-      return SyncFailure::kTerminal;
-    default:
-      return SyncFailure::kRetry;
-  }
+  if (status.code() == StatusCode::kCancelled) return SyncFailure::kStop;
+  return api::client::IsTerminalApiError(status) ? SyncFailure::kTerminal : SyncFailure::kRetry;
 }
 
 bool TerminalErrors::Record(const std::string& key, const Status& status) {

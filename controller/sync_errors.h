@@ -1,12 +1,12 @@
 // What a failed sync of a work-queue key leads to.
 //
-// A terminal error is one the API server answers for the request itself: invalid (400, 422),
-// unauthenticated (401), forbidden (403), not found (404) or gone (410) — every 4xx but 409
-// Conflict/AlreadyExists and 429 Too Many Requests. Retrying the same request with backoff cannot
-// succeed, so the key is not requeued: the error is recorded once (a Warning Event and
-// xpu_dra_controller_sync_terminal_errors_total), and the key is synced again when its inputs
-// change (a watch event) or at the periodic resync. Everything else (409, 429, 5xx, no answer,
-// our own errors) backs off and retries; kCancelled (this replica stopped leading) does neither.
+// A terminal error is one the API server answers for the request itself (api/client/events.h:
+// every 4xx but 409 Conflict/AlreadyExists and 429 Too Many Requests). Retrying the same request
+// with backoff cannot succeed, so the key is not requeued: the error is recorded once (a Warning
+// Event and xpu_dra_controller_sync_terminal_errors_total), and the key is synced again when its
+// inputs change (a watch event) or at the periodic resync. Everything else (409, 429, 5xx, no
+// answer, our own errors) backs off and retries; kCancelled (this replica stopped leading) does
+// neither.
 #ifndef XPU_CONTROLLER_SYNC_ERRORS_H_
 #define XPU_CONTROLLER_SYNC_ERRORS_H_
 

@@ -11,8 +11,8 @@ namespace xpu::api::client {
 RateLimiter::RateLimiter(double qps, int burst)
     : qps_(qps), burst_(std::max(1, burst)), tokens_(std::max(1, burst)) {}
 
-Clock::duration RateLimiter::Reserve(Clock::time_point now) {
-  if (qps_ <= 0) return Clock::duration::zero();
+PaceDuration RateLimiter::Reserve(PaceTime now) {
+  if (qps_ <= 0) return PaceDuration::zero();
   std::lock_guard<std::mutex> lock(mu_);
   if (!started_) {
     started_ = true;
@@ -24,29 +24,28 @@ Clock::duration RateLimiter::Reserve(Clock::time_point now) {
     last_ = now;
   }
   tokens_ -= 1;
-  if (tokens_ >= 0) return Clock::duration::zero();
-  return std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(-tokens_ / qps_));
+  if (tokens_ >= 0) return PaceDuration::zero();
+  return std::chrono::duration_cast<PaceDuration>(std::chrono::duration<double>(-tokens_ / qps_));
 }
 
 void RateLimiter::Wait() {
-  const auto delay = Reserve(Clock::now());
-  if (delay > Clock::duration::zero()) std::this_thread::sleep_for(delay);
+  const auto delay = Reserve(std::chrono::steady_clock::now());
+  if (delay > PaceDuration::zero()) std::this_thread::sleep_for(delay);
 }
 
 Backoff::Backoff(BackoffPolicy policy, uint64_t seed) : policy_(policy), random_(seed) {}
 
-std::optional<Clock::duration> Backoff::Next(std::optional<std::chrono::seconds> retry_after) {
+std::optional<PaceDuration> Backoff::Next(std::optional<std::chrono::seconds> retry_after) {
   if (attempts_ >= policy_.max_attempts) return std::nullopt;
   const double cap_ms = std::min(
       static_cast<double>(policy_.max.count()),
       static_cast<double>(policy_.initial.count()) * std::pow(policy_.multiplier, attempts_ - 1));
   ++attempts_;
   std::uniform_real_distribution<double> jitter(0, cap_ms);
-  auto delay = std::chrono::duration_cast<Clock::duration>(
+  auto delay = std::chrono::duration_cast<PaceDuration>(
       std::chrono::duration<double, std::milli>(jitter(random_)));
   if (retry_after) {
-    const auto server = std::min<Clock::duration>(*retry_after, policy_.max_retry_after);
+    const auto server = std::min<PaceDuration>(*retry_after, policy_.max_retry_after);
     delay = std::max(delay, server);
   }
   return delay;

@@ -13,7 +13,9 @@
 
 namespace xpu::api::client {
 
-using Clock = std::chrono::steady_clock;
+// The pacing's time: steady, and handed in by the caller.
+using PaceTime = std::chrono::steady_clock::time_point;
+using PaceDuration = std::chrono::steady_clock::duration;
 
 // Tokens refill at `qps` per second up to `burst`. Thread-safe.
 class RateLimiter {
@@ -22,7 +24,7 @@ class RateLimiter {
   RateLimiter(double qps, int burst);
   // Takes one token and returns how long the caller must wait before using it (zero when one
   // was available). Reservations queue: each later caller waits behind earlier ones.
-  Clock::duration Reserve(Clock::time_point now);
+  PaceDuration Reserve(PaceTime now);
   // Reserve(now) and sleep for it.
   void Wait();
 
@@ -30,9 +32,9 @@ class RateLimiter {
   const double qps_;
   const double burst_;
   std::mutex mu_;
-  double tokens_;             // GUARDED_BY(mu_); may go negative (queued reservations)
-  Clock::time_point last_{};  // GUARDED_BY(mu_)
-  bool started_ = false;      // GUARDED_BY(mu_)
+  double tokens_;         // GUARDED_BY(mu_); may go negative (queued reservations)
+  PaceTime last_{};       // GUARDED_BY(mu_)
+  bool started_ = false;  // GUARDED_BY(mu_)
 };
 
 struct BackoffPolicy {
@@ -50,7 +52,7 @@ class Backoff {
  public:
   Backoff(BackoffPolicy policy, uint64_t seed);
   // The delay before the next attempt; nullopt when attempts are used up.
-  std::optional<Clock::duration> Next(std::optional<std::chrono::seconds> retry_after = {});
+  std::optional<PaceDuration> Next(std::optional<std::chrono::seconds> retry_after = {});
   int attempts() const { return attempts_; }
 
  private:

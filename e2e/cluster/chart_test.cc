@@ -599,8 +599,8 @@ TEST_CASE("chart: SubjectAccessReviews show least privilege for both identities"
   CHECK(Allowed(ctl, "create", "", "events", kNs));
   CHECK(Allowed(ctl, "create", "", "events", "default"));
   CHECK_FALSE(Allowed(ctl, "create", "", "events", "kube-system"));
-  // The plugin: its claims at prepare, its Node, its inventory and Lease; no ResourceSlice at
-  // all (the controller is the only writer), no list of anything.
+  // The plugin: its claims at prepare, its Node, its inventory and Lease, Events beside the
+  // Lease; no ResourceSlice at all (the controller is the only writer), no list of anything.
   CHECK(Allowed(plugin, "get", "resource.k8s.io", "resourceclaims", "default"));
   CHECK_FALSE(Allowed(plugin, "list", "resource.k8s.io", "resourceclaims"));
   CHECK(Allowed(plugin, "get", "", "nodes"));
@@ -616,7 +616,11 @@ TEST_CASE("chart: SubjectAccessReviews show least privilege for both identities"
     CHECK_FALSE(Allowed(plugin, verb, "resource.k8s.io", "resourceslices"));
     CHECK_FALSE(Allowed(plugin, verb, "resource.k8s.io", "deviceclasses"));
   }
-  CHECK_FALSE(Allowed(plugin, "create", "", "events", kNs));
+  // Events: only beside its Lease (an inventory the API server refused), nowhere else.
+  CHECK(Allowed(plugin, "create", "", "events", kNs));
+  CHECK_FALSE(Allowed(plugin, "create", "", "events", "default"));
+  CHECK_FALSE(Allowed(plugin, "update", "", "events", kNs));
+  CHECK_FALSE(Allowed(plugin, "list", "", "events", kNs));
 }
 
 TEST_CASE("chart: the admission policies keep each identity to its own objects", "[chart]") {

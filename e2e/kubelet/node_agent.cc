@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "api/client/events.h"
 #include "api/client/kubeconfig.h"
 #include "api/quantity.h"
 #include "api/validation.h"
@@ -623,27 +624,15 @@ json RunningPodStatus(const json& pod, std::chrono::system_clock::time_point now
 json PodEvent(const json& pod, const std::string& reason, const std::string& message,
               const std::string& node_name, std::chrono::system_clock::time_point now) {
   const json& meta = Metadata(pod);
-  const std::string ns = StringAt(meta, "namespace");
-  const std::string name = StringAt(meta, "name");
-  const std::string t = FormatTime(now);
-  return {{"apiVersion", "v1"},
-          {"kind", "Event"},
-          {"metadata", {{"generateName", name + "."}, {"namespace", ns}}},
-          {"involvedObject",
-           {{"apiVersion", "v1"},
-            {"kind", "Pod"},
-            {"namespace", ns},
-            {"name", name},
-            {"uid", StringAt(meta, "uid")}}},
-          {"type", "Warning"},
-          {"reason", reason},
-          {"message", message.substr(0, 1024)},
-          {"source", {{"component", "xpu-node-agent"}, {"host", node_name}}},
-          {"reportingComponent", "xpu-node-agent"},
-          {"reportingInstance", node_name},
-          {"firstTimestamp", t},
-          {"lastTimestamp", t},
-          {"count", 1}};
+  kc::EventInfo info;
+  info.about = {"v1", "Pod", StringAt(meta, "namespace"), StringAt(meta, "name"),
+                StringAt(meta, "uid")};
+  info.reason = reason;
+  info.message = message;
+  info.component = "xpu-node-agent";
+  info.instance = node_name;
+  info.host = node_name;
+  return kc::MakeEvent(info, now);
 }
 
 // ---- The agent ----

@@ -34,7 +34,12 @@ PluginMetrics::PluginMetrics(metrics::Registry& r)
                                 "(0: no answer).",
                                 {"verb", "code"})),
       registered(r.AddGauge("xpu_dra_plugin_registered",
-                            "1 once the kubelet confirmed the plugin's registration.")) {}
+                            "1 once the kubelet confirmed the plugin's registration.")),
+      publish_errors(r.AddCounter("xpu_dra_plugin_publish_errors_total",
+                                  "Failed Lease renewals and inventory publishes (kind=error, each "
+                                  "time), and inventories the API server refused (kind=terminal, "
+                                  "each once).",
+                                  {"kind"})) {}
 
 void PluginMetrics::Collect(const DriverStats& stats) {
   prepared_claims.Set(static_cast<double>(stats.prepared_claims));
@@ -44,6 +49,19 @@ void PluginMetrics::Collect(const DriverStats& stats) {
     checkpoint_writes.Inc({},
                           static_cast<double>(stats.checkpoint_writes - checkpoint_writes_seen_));
     checkpoint_writes_seen_ = stats.checkpoint_writes;
+  }
+}
+
+void PluginMetrics::Collect(const PublisherStats& stats) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stats.errors > publish_errors_seen_) {
+    publish_errors.Inc({"error"}, static_cast<double>(stats.errors - publish_errors_seen_));
+    publish_errors_seen_ = stats.errors;
+  }
+  if (stats.terminal_errors > terminal_errors_seen_) {
+    publish_errors.Inc({"terminal"},
+                       static_cast<double>(stats.terminal_errors - terminal_errors_seen_));
+    terminal_errors_seen_ = stats.terminal_errors;
   }
 }
 

@@ -12,6 +12,10 @@
 //   xpu_dra_plugin_device_health{device,state}        1 for the device's current state
 //   xpu_dra_plugin_api_requests_total{verb,code}      Kubernetes API attempts (code 0: no answer)
 //   xpu_dra_plugin_registered                         1 once the kubelet confirmed registration
+//   xpu_dra_plugin_publish_errors_total{kind}         failed Lease renewals and inventory
+//   publishes:
+//                                                     kind "error" for each failure, "terminal"
+//                                                     once per inventory the API server refused
 //
 // `result` is "ok" or "error" (a call is "error" when any of its claims failed).
 #ifndef XPU_KUBELETPLUGIN_PLUGIN_METRICS_H_
@@ -26,6 +30,7 @@
 #include "base/metrics/metrics.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/service.h"
+#include "kubeletplugin/publisher/publisher.h"
 
 namespace xpu::plugin {
 
@@ -44,15 +49,20 @@ struct PluginMetrics {
   metrics::Gauge& device_health;
   metrics::Counter& api_requests;
   metrics::Gauge& registered;
+  metrics::Counter& publish_errors;
 
   // Brings the gauges and the checkpoint counter up to date with the driver's counts.
   void Collect(const DriverStats& stats);
+  // Brings the publish error counters up to date with the publisher's counts.
+  void Collect(const PublisherStats& stats);
   // Replaces the device health series with `health`.
   void SetHealth(const std::vector<DeviceHealth>& health);
 
  private:
   std::mutex mu_;
   uint64_t checkpoint_writes_seen_ = 0;  // GUARDED_BY(mu_)
+  uint64_t publish_errors_seen_ = 0;     // GUARDED_BY(mu_)
+  uint64_t terminal_errors_seen_ = 0;    // GUARDED_BY(mu_)
 };
 
 // A NodeService that times and counts the calls of another one.

@@ -12,6 +12,7 @@
 
 #include "api/client/client.h"
 #include "api/validation.h"
+#include "base/clock.h"
 #include "base/flags.h"
 #include "base/log.h"
 #include "base/metrics/http_server.h"
@@ -266,12 +267,26 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   m.Collect(driver.stats());
   InstrumentedService service(&driver, &m);
 
+  // The API side: the inventory and the Lease (Run below, once the sockets are served).
+  PublisherOptions publish;
+  publish.node_name = options.node_name;
+  publish.ns = options.ns;
+  publish.lease_renew = options.lease_renew;
+  publish.lease_duration = options.lease_duration;
+  publish.rediscover = options.rediscover;
+  if (Status s = publish.Validate(); !s.ok()) {
+    log.Error(s.message());
+    return 2;
+  }
+  InventoryPublisher publisher(client->get(), publish, discover_now);
+
   // Metrics, liveness and readiness.
   std::atomic<bool> serving{false};
   metrics::HttpServerOptions endpoint;
   endpoint.address = options.metrics_addr;
   endpoint.metrics = [&] {
     m.Collect(driver.stats());
+    m.Collect(publisher.stats());
     return registry.Render();
   };
   endpoint.readyz = [&]() -> Status {
@@ -304,17 +319,6 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   log.Info("serving DRA on " + server.dra_socket() + ", registration on " +
            server.registration_socket());
 
-  PublisherOptions publish;
-  publish.node_name = options.node_name;
-  publish.ns = options.ns;
-  publish.lease_renew = options.lease_renew;
-  publish.lease_duration = options.lease_duration;
-  publish.rediscover = options.rediscover;
-  if (Status s = publish.Validate(); !s.ok()) {
-    log.Error(s.message());
-    return 2;
-  }
-  InventoryPublisher publisher(client->get(), publish, discover_now);
   std::string dev = options.host_root;
   if (dev.empty() || dev.back() != '/') dev += "/";
   dev += "dev";
@@ -326,23 +330,22 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   // Health: probe on its period (and on /dev changes), and collect claims deleted from the API.
   std::atomic<bool> done{false};
   std::thread health_thread([&] {
-    auto next_probe = std::chrono::steady_clock::now() + options.health_interval;
-    auto next_gc = std::chrono::steady_clock::now();  // at once: claims deleted while we were down
+    Clock& clock = RealClock();
+    Ticker probe(clock, options.health_interval);
+    Ticker gc(clock, options.claim_gc, Ticker::kAtOnce);  // claims deleted while we were down
     while (!stop.load() && !done.load()) {
       if (watcher.Poll()) log.Info("device nodes changed under " + dev + ": rediscovering");
-      const auto now = std::chrono::steady_clock::now();
-      if (now >= next_probe) {
+      if (probe.Due()) {
         if (StatusOr<api::NodeInventory> inv = discover_now(); !inv.ok()) {
           log.Error("discover: " + inv.status().message());
         }
-        next_probe = now + options.health_interval;
       }
-      if (now >= next_gc) {
+      if (gc.Due()) {
         if (Status s = driver.CollectDeletedClaims(); !s.ok()) log.Error(s.message());
-        next_gc = now + options.claim_gc;
       }
       m.registered.Set(server.registered() ? 1 : 0);
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      // Short naps: the /dev watcher is polled, and done is seen promptly.
+      clock.Sleep(std::chrono::milliseconds(100), done);
     }
   });
   publisher.Run(stop, &wake, [&log](const std::string& line) { log.Info(line); });

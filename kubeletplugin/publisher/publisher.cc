@@ -4,9 +4,9 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
-#include <thread>
 #include <utility>
 
+#include "api/client/events.h"
 #include "api/core.h"
 #include "api/validation.h"
 #include "base/time.h"
@@ -101,6 +101,25 @@ StatusOr<bool> InventoryPublisher::PublishOnce() {
   owner.uid = uid;
   inventory.metadata.owner_references = {owner};
 
+  // What was refused for itself is not sent again unchanged.
+  std::string wire = api::ToJson(inventory).dump();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!refused_.empty() && refused_ == wire) return refused_status_;
+  }
+  StatusOr<bool> written = Write(inventory, uid);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (written.ok()) {
+    refused_.clear();
+  } else if (NextPublishStep(written.status(), options_).terminal) {
+    refused_ = std::move(wire);
+    refused_status_ = written.status();
+  }
+  return written;
+}
+
+StatusOr<bool> InventoryPublisher::Write(const api::NodeInventory& inventory,
+                                         const std::string& uid) {
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto stored_json = client_->Get(kc::NodeInventories(), "", options_.node_name);
     if (!stored_json.ok() && stored_json.status().code() != StatusCode::kNotFound) {
@@ -168,7 +187,7 @@ Status InventoryPublisher::RenewLease() {
   const std::string name = LeaseName(options_.node_name);
   const std::string holder =
       options_.holder_identity.empty() ? options_.node_name : options_.holder_identity;
-  const std::string now = MicroTime(std::chrono::system_clock::now());
+  const std::string now = MicroTime(options_.clock->WallNow());
   for (int attempt = 0; attempt < 2; ++attempt) {
     auto stored = client_->Get(kc::Leases(), options_.ns, name);
     if (!stored.ok() && stored.status().code() != StatusCode::kNotFound) return stored.status();
@@ -221,38 +240,69 @@ Status InventoryPublisher::RenewLease() {
                                           name + ": conflicts on every attempt");
 }
 
+PublishStep NextPublishStep(const Status& result, const PublisherOptions& options) {
+  if (result.ok()) return {options.rediscover, false};
+  // The Node not there yet (or the inventory deleted under us): worth another try soon.
+  if (result.code() == StatusCode::kNotFound) return {options.node_retry, false};
+  if (kc::IsTerminalApiError(result)) return {options.rediscover, true};
+  return {options.node_retry, false};
+}
+
+void InventoryPublisher::Report(const Status& status, bool terminal,
+                                const std::function<void(const std::string&)>& log) {
+  const std::string what = status.ToString();
+  const bool first = !terminal || what != last_reported_;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.errors;
+    if (terminal && first) ++stats_.terminal_errors;
+  }
+  if (!first) return;  // the same refusal again: reported when it was new
+  const auto now = options_.clock->WallNow();
+  std::string line = MicroTime(now) + " " + status.message();
+  if (!terminal) {
+    if (log) log(line);
+    return;
+  }
+  last_reported_ = what;
+  line += " (refused by the API server: not sent again until discovery finds something different)";
+  if (log) log(line);
+  kc::EventInfo event;
+  event.about = {"coordination.k8s.io/v1", "Lease", options_.ns, LeaseName(options_.node_name), ""};
+  event.reason = "InventoryRejected";
+  event.message = line.substr(line.find(' ') + 1);
+  event.component = "xpu-dra-plugin";
+  event.instance = options_.node_name;
+  event.host = options_.node_name;
+  auto created =
+      client_->Create(kc::Events(), kc::EventNamespace(event.about), kc::MakeEvent(event, now));
+  if (!created.ok() && log) log(MicroTime(now) + " record event: " + created.status().message());
+}
+
 void InventoryPublisher::Run(const std::atomic<bool>& stop, std::atomic<bool>* wake,
                              const std::function<void(const std::string&)>& log) {
-  using Clock = std::chrono::steady_clock;
-  auto report = [&](const Status& s) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      ++stats_.errors;
-    }
-    if (log) log(MicroTime(std::chrono::system_clock::now()) + " " + s.message());
-  };
-  auto next_lease = Clock::now();
-  auto next_publish = Clock::now();
+  Clock& clock = *options_.clock;
+  Ticker lease(clock, options_.lease_renew, Ticker::kAtOnce);
+  Ticker publish(clock, options_.rediscover, Ticker::kAtOnce);
   while (!stop.load()) {
-    const auto now = Clock::now();
-    if (now >= next_lease) {
-      if (Status s = RenewLease(); !s.ok()) report(s);
-      next_lease = now + options_.lease_renew;
+    if (lease.Due()) {
+      if (Status s = RenewLease(); !s.ok()) Report(s, false, log);
     }
     const bool woken = wake != nullptr && wake->exchange(false);
-    if (now >= next_publish || woken) {
-      auto published = PublishOnce();
+    if (publish.Due() || woken) {
+      const StatusOr<bool> published = PublishOnce();
+      const PublishStep step = NextPublishStep(published.status(), options_);
+      publish.DueIn(step.wait);
       if (!published.ok()) {
-        report(published.status());
-        next_publish = now + options_.node_retry;
+        Report(published.status(), step.terminal, log);
       } else {
-        next_publish = now + options_.rediscover;
+        last_reported_.clear();
       }
     }
-    const auto until = std::min(next_lease, next_publish);
     // Short naps so stop and wake are seen promptly.
-    std::this_thread::sleep_for(
-        std::min<Clock::duration>(until - Clock::now(), std::chrono::milliseconds(100)));
+    clock.Sleep(std::min<std::chrono::nanoseconds>(
+                    {lease.Left(), publish.Left(), std::chrono::milliseconds(100)}),
+                stop);
   }
 }
 

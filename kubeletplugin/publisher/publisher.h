@@ -6,6 +6,11 @@
 // which are carried over from the stored object while a condition's status stays the same). A
 // Node that does not exist yet is not an error of the plugin: PublishOnce says kNotFound and Run
 // waits and retries, as a DaemonSet pod can start before its Node object is visible.
+//
+// An inventory the API server refuses for itself (a terminal answer, api/client/events.h: 400,
+// 401, 403, 410, 422) is not sent again until discovery finds something different: the refusal
+// is logged and counted once and recorded as a Warning Event on the plugin's Lease, and each
+// later rediscovery that finds the same facts answers the same error without a request.
 #ifndef XPU_KUBELETPLUGIN_PUBLISHER_PUBLISHER_H_
 #define XPU_KUBELETPLUGIN_PUBLISHER_PUBLISHER_H_
 
@@ -18,6 +23,7 @@
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
+#include "base/clock.h"
 #include "base/status.h"
 
 namespace xpu::plugin {
@@ -29,7 +35,8 @@ struct PublisherOptions {
   std::chrono::milliseconds lease_renew{5000};
   std::chrono::seconds lease_duration{15};
   std::chrono::milliseconds rediscover{60'000};
-  std::chrono::milliseconds node_retry{2000};  // while the Node does not exist
+  std::chrono::milliseconds node_retry{2000};  // after an error worth retrying
+  Clock* clock = &RealClock();                 // Run's timers and naps; tests pass a FakeClock
 
   Status Validate() const;
 };
@@ -44,8 +51,16 @@ struct PublisherStats {
   uint64_t inventory_writes = 0;  // creates and status updates
   uint64_t unchanged = 0;         // discoveries that needed no write
   uint64_t lease_renewals = 0;
-  uint64_t errors = 0;
+  uint64_t errors = 0;           // failed renewals and publishes, each time
+  uint64_t terminal_errors = 0;  // inventories the API server refused, each once
 };
+
+// What the publish loop does after an attempt that ended with `result` (pure).
+struct PublishStep {
+  std::chrono::milliseconds wait;  // until the next attempt, unless woken first
+  bool terminal = false;           // refused for itself: not sent again until it changes
+};
+PublishStep NextPublishStep(const Status& result, const PublisherOptions& options);
 
 class InventoryPublisher {
  public:
@@ -56,13 +71,15 @@ class InventoryPublisher {
 
   // Discovers and writes the inventory if it changed: true when it wrote. kNotFound when the
   // Node does not exist; API errors as the client reports them (a 409 is retried once after a
-  // re-read).
+  // re-read). An inventory equal to one the server refused with a terminal error is not sent:
+  // that error again.
   StatusOr<bool> PublishOnce();
   // Creates or renews the Lease.
   Status RenewLease();
   // Renews the Lease every lease_renew and publishes every rediscover (and at once), until
-  // `stop`; errors are counted, logged to `log` and retried. `wake` (may be null) is polled so a
-  // caller can ask for an early rediscovery (a device change it saw).
+  // `stop`, on options.clock; errors are counted, logged to `log` and retried as NextPublishStep
+  // says (a terminal one is logged once, with a Warning Event). `wake` (may be null) is polled so
+  // a caller can ask for an early rediscovery (a device change it saw).
   void Run(const std::atomic<bool>& stop, std::atomic<bool>* wake = nullptr,
            const std::function<void(const std::string&)>& log = nullptr);
 
@@ -70,12 +87,20 @@ class InventoryPublisher {
 
  private:
   StatusOr<std::string> NodeUid();
+  StatusOr<bool> Write(const api::NodeInventory& inventory, const std::string& uid);
+  // Logs, counts and (when new and terminal) records an Event for a failed attempt.
+  void Report(const Status& status, bool terminal,
+              const std::function<void(const std::string&)>& log);
 
   api::client::Client* const client_;
   const PublisherOptions options_;
   const DiscoverFn discover_;
   mutable std::mutex mu_;
   PublisherStats stats_;  // GUARDED_BY(mu_)
+  // The last inventory refused with a terminal error (its JSON), and the error.
+  std::string refused_;        // GUARDED_BY(mu_)
+  Status refused_status_;      // GUARDED_BY(mu_)
+  std::string last_reported_;  // Run's thread only: the terminal error last reported
 };
 
 }  // namespace xpu::plugin

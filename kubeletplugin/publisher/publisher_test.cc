@@ -1,8 +1,12 @@
 #include "kubeletplugin/publisher/publisher.h"
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <map>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "api/core.h"
 #include "api/testing/inventory_examples.h"
@@ -127,6 +131,88 @@ TEST_CASE("publisher keeps the plugin Lease renewed", "[plugin][publisher]") {
   runner.join();
   CHECK(publisher.stats().lease_renewals >= 2);
   CHECK(publisher.stats().errors == 0);
+}
+
+TEST_CASE("an inventory the API server refuses is reported once and not sent again unchanged",
+          "[plugin][publisher]") {
+  Cluster c = Start();
+  REQUIRE(c.client->Create(kc::Nodes(), "", Node("n3")).ok());
+  // A client that counts the publisher's writes by verb.
+  std::mutex mu;
+  std::map<std::string, int> writes;
+  kc::ClientOptions counted;
+  counted.observe = [&](std::string_view verb, int /*code*/) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (verb != "get" && verb != "list") ++writes[std::string(verb)];
+  };
+  auto config = c.sim->Config();
+  REQUIRE(config.ok());
+  auto client = kc::Client::Create(*config, counted);
+  REQUIRE(client.ok());
+
+  api::NodeInventory found = api::testing::ExampleNodeInventory();
+  found.status.devices[0].name = "Not_A_DNS_Label";  // the CRD's schema refuses it: 422
+  std::vector<std::string> lines;
+  InventoryPublisher publisher(client->get(), Options("n3"), [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return found;
+  });
+  std::atomic<bool> stop{false};
+  std::thread runner([&] {
+    publisher.Run(stop, nullptr, [&](const std::string& line) {
+      std::lock_guard<std::mutex> lock(mu);
+      lines.push_back(line);
+    });
+  });
+  REQUIRE(Eventually([&] { return publisher.stats().terminal_errors == 1; }));
+  auto updates = [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    return writes["update"];
+  };
+  const int updates_before = updates();
+  const uint64_t renewals_before = publisher.stats().lease_renewals;
+  // Ten more rediscoveries of the same facts: no inventory write, no new report. The only
+  // updates are the Lease's renewals (one each; the count may straddle one in flight).
+  const uint64_t seen = publisher.stats().discoveries;
+  REQUIRE(Eventually([&] { return publisher.stats().discoveries >= seen + 10; }));
+  const uint64_t renewals = publisher.stats().lease_renewals - renewals_before;
+  const int new_updates = updates() - updates_before;
+  INFO("updates " << new_updates << ", renewals " << renewals);
+  CHECK(static_cast<uint64_t>(new_updates) <= renewals + 1);
+  CHECK(publisher.stats().terminal_errors == 1);
+  CHECK(publisher.stats().errors >= 10);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const auto refused = std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+      return l.find("refused by the API server") != std::string::npos;
+    });
+    CHECK(refused == 1);
+  }
+  auto events = c.client->ListAll(kc::Events(), "xpu-dra");
+  REQUIRE(events.ok());
+  int rejected = 0;
+  for (const json& e : events->items) {
+    if (e["reason"] != "InventoryRejected") continue;
+    ++rejected;
+    CHECK(e["involvedObject"]["name"] == "xpu-dra-plugin-n3");
+    CHECK(e["message"].get<std::string>().find("Not_A_DNS_Label") != std::string::npos);
+  }
+  CHECK(rejected == 1);
+
+  // Discovery finds something different: it is sent, and accepted.
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    found.status.devices[0].name = "npu-0";
+  }
+  CHECK(Eventually([&] {
+    auto stored = c.client->Get(kc::NodeInventories(), "", "n3");
+    if (!stored.ok()) return false;
+    auto typed = api::FromJson<api::NodeInventory>(*stored);
+    return typed.ok() && !typed->status.devices.empty() && typed->status.devices[0].name == "npu-0";
+  }));
+  stop = true;
+  runner.join();
+  CHECK(publisher.stats().terminal_errors == 1);
 }
 
 TEST_CASE("publisher options and helpers", "[plugin][publisher]") {
