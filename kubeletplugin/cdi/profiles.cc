@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <set>
 #include <string_view>
 #include <tuple>
@@ -167,7 +168,35 @@ std::string Join(const std::vector<std::string>& parts) {
 
 }  // namespace
 
+HostFiles HostFilesUnder(const std::string& host_root) {
+  return {[host_root](std::string_view path) { return ExistsUnder(host_root, path); },
+          [host_root](std::string_view dir, std::string_view prefix) {
+            return NamesWithPrefix(HostPath(host_root, dir), prefix);
+          }};
+}
+
+HostFiles FixedHostFiles(std::set<std::string> paths) {
+  auto shared = std::make_shared<const std::set<std::string>>(std::move(paths));
+  return {[shared](std::string_view path) { return shared->contains(std::string(path)); },
+          [shared](std::string_view dir, std::string_view prefix) {
+            std::vector<std::string> names;
+            const std::string parent = std::string(dir) + "/";
+            for (const std::string& p : *shared) {
+              if (!p.starts_with(parent)) continue;
+              const std::string_view rest = std::string_view(p).substr(parent.size());
+              if (rest.find('/') == std::string_view::npos && rest.starts_with(prefix)) {
+                names.emplace_back(rest);
+              }
+            }
+            return names;  // a set iterates in order: sorted
+          }};
+}
+
 ClaimEdits EditsForClaim(const std::vector<DeviceFacts>& devices, const std::string& host_root) {
+  return EditsForClaim(devices, HostFilesUnder(host_root));
+}
+
+ClaimEdits EditsForClaim(const std::vector<DeviceFacts>& devices, const HostFiles& host) {
   ClaimEdits out;
   out.per_device.resize(devices.size());
 
@@ -194,7 +223,7 @@ ClaimEdits EditsForClaim(const std::vector<DeviceFacts>& devices, const std::str
     if (profile == Profiles().end()) continue;
     for (const std::string_view format : profile->second.per_device_nodes) {
       const std::string path = WithIndex(format, d.index);
-      if (ExistsUnder(host_root, path)) AddNode(edits, path);
+      if (host.exists(path)) AddNode(edits, path);
     }
   }
 
@@ -204,13 +233,13 @@ ClaimEdits EditsForClaim(const std::vector<DeviceFacts>& devices, const std::str
     if (profile == Profiles().end()) continue;
     const Profile& p = profile->second;
     for (const std::string_view node : p.control_nodes) {
-      if (ExistsUnder(host_root, node)) AddNode(out.common, std::string(node));
+      if (host.exists(node)) AddNode(out.common, std::string(node));
     }
     for (const std::string_view mount : p.mounts) {
-      if (ExistsUnder(host_root, mount)) AddMount(out.common, std::string(mount));
+      if (host.exists(mount)) AddMount(out.common, std::string(mount));
     }
     for (const auto& [dir, prefix] : p.mount_globs) {
-      for (const std::string& name : NamesWithPrefix(HostPath(host_root, dir), prefix)) {
+      for (const std::string& name : host.names(dir, prefix)) {
         AddMount(out.common, std::string(dir) + "/" + name);
       }
     }

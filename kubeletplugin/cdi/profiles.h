@@ -1,12 +1,15 @@
-// Vendor profiles: what a container needs to use a set of devices of one vendor (hardware.md:
-// device files, control nodes, visibility environment variables, driver mounts). Pure: the
-// caller resolves each device's node from discovery; the profile adds the vendor's shared
-// nodes and variables.
+// Vendor profiles: what a container needs to use a set of devices of one vendor (device files,
+// control nodes, visibility environment variables, driver mounts). Pure: the caller resolves each
+// device's node from discovery, and says through HostFiles which optional host paths exist; the
+// profile adds the vendor's shared nodes and variables.
 #ifndef XPU_KUBELETPLUGIN_CDI_PROFILES_H_
 #define XPU_KUBELETPLUGIN_CDI_PROFILES_H_
 
 #include <cstdint>
+#include <functional>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kubeletplugin/cdi/cdi.h"
@@ -33,8 +36,22 @@ struct ClaimEdits {
   ContainerEdits common;
 };
 
-// `host_root` is where the host's /dev is seen by the plugin ("/" on a node, a fixture in tests):
-// optional control nodes are only added when they exist under it.
+// Which of the host's optional nodes and driver files exist: a spec names only those.
+struct HostFiles {
+  // True when the host path (e.g. "/dev/davinci_manager") exists.
+  std::function<bool(std::string_view path)> exists;
+  // The sorted names in the host directory `dir` that start with `prefix` (none when no such dir).
+  std::function<std::vector<std::string>(std::string_view dir, std::string_view prefix)> names;
+};
+
+// The files under `host_root`, where the plugin sees the host's / ("/" on a node, a fixture in
+// tests), read when asked.
+HostFiles HostFilesUnder(const std::string& host_root);
+// Exactly `paths` exist (absolute host paths); names() lists their entries. For tests.
+HostFiles FixedHostFiles(std::set<std::string> paths);
+
+ClaimEdits EditsForClaim(const std::vector<DeviceFacts>& devices, const HostFiles& host);
+// EditsForClaim(devices, HostFilesUnder(host_root)).
 ClaimEdits EditsForClaim(const std::vector<DeviceFacts>& devices, const std::string& host_root);
 
 }  // namespace xpu::cdi

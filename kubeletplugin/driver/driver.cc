@@ -20,6 +20,7 @@
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/discovery/host_root.h"
 #include "kubeletplugin/driver/config.h"
+#include "kubeletplugin/driver/prepare.h"
 
 namespace xpu::plugin {
 namespace {
@@ -58,14 +59,6 @@ std::string ReadBootId(const std::string& host_root) {
   return id.ok() ? *id : "";
 }
 
-PrepareResult AnswerOf(const checkpoint::Claim& claim) {
-  PrepareResult r;
-  for (const checkpoint::Device& d : claim.devices) {
-    r.devices.push_back({d.request_names, d.pool, d.device, d.cdi_device_ids, d.share_id});
-  }
-  return r;
-}
-
 }  // namespace
 
 void CrashPoint(const char* point) {
@@ -97,6 +90,7 @@ Driver::Driver(DriverOptions options, api::client::Client* client, InventoryFn i
       inventory_(std::move(inventory)),
       log_(std::move(log)),
       specs_(options_.cdi_dir, cdi::KindForDriver(options_.driver_name)),
+      host_(HostViewUnder(options_.host_root)),
       store_(options_.state_dir + "/checkpoint.json") {}
 
 Status Driver::Start() {
@@ -307,152 +301,29 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
 
 PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
                                     std::map<std::string, checkpoint::Claim>* batch) {
-  const res::AllocationResult& alloc = *fetched.claim.status.allocation;
-  const std::string what = "ResourceClaim " + ref.ns + "/" + ref.name;
-  std::vector<const res::DeviceRequestAllocationResult*> mine;
-  std::vector<std::string> requests;
-  for (const auto& r : alloc.devices.results) {
-    if (r.driver != options_.driver_name || r.pool != options_.node_name) continue;
-    mine.push_back(&r);
-    requests.push_back(r.request);
-  }
-  PrepareResult result;
-  checkpoint::Claim record;
-  record.uid = ref.uid;
-  record.ns = ref.ns;
-  record.name = ref.name;
-  if (mine.empty()) {
-    // Nothing of ours on this node (another driver's or node's results): nothing to do.
-    (*batch)[ref.uid] = record;
-    return result;
-  }
-  StatusOr<std::map<std::string, DeviceConfig>> config =
-      ConfigByRequest(alloc.devices.config, options_.driver_name, requests);
-  if (!config.ok()) return PrepareResult{{}, what + ": " + config.status().message()};
-
+  // Compute ...
   const std::shared_ptr<const api::NodeInventory> inventory = inventory_();
-  if (inventory == nullptr) {
-    return PrepareResult{{}, "the node's devices are not discovered yet; retry"};
-  }
-  // Devices taken by other prepared claims (or earlier claims of this batch).
-  std::map<std::string, std::string> taken;  // device -> claim uid
-  auto note = [&](const checkpoint::Claim& c) {
-    for (const checkpoint::Device& d : c.devices) {
-      if (!d.share_id.empty()) continue;
-      if (d.members.empty()) taken[d.device] = c.uid;
-      for (const std::string& m : d.members) taken[m] = c.uid;
+  PrepareInput in;
+  in.driver_name = options_.driver_name;
+  in.node_name = options_.node_name;
+  in.cdi_kind = specs_.kind();
+  in.ref = ref;
+  in.allocation = &*fetched.claim.status.allocation;
+  in.inventory = inventory.get();
+  for (const auto& [uid, c] : checkpoint_.claims) NoteTakenDevices(c, &in.taken);
+  for (const auto& [uid, c] : *batch) NoteTakenDevices(c, &in.taken);
+  StatusOr<PreparedClaim> prepared = ComputePreparedClaim(in, host_);
+  if (!prepared.ok()) return PrepareResult{{}, prepared.status().message()};
+  // ... then act: the spec first, the checkpoint entry (by the caller, for the whole batch) last.
+  if (prepared->spec) {
+    if (Status s = specs_.Write(ref.uid, *prepared->spec); !s.ok()) {
+      return PrepareResult{{}, "ResourceClaim " + ref.ns + "/" + ref.name + ": " + s.message()};
     }
-  };
-  for (const auto& [uid, c] : checkpoint_.claims) note(c);
-  for (const auto& [uid, c] : *batch) note(c);
-
-  // Each result is a device of the node or a group device (the `groups` publishing mode), which
-  // stands for its members: it gets their nodes and takes them all.
-  std::vector<cdi::DeviceFacts> facts;
-  std::vector<std::vector<std::string>> members(mine.size());  // per result, for groups
-  std::optional<std::vector<api::GroupDevice>> groups;         // computed when first needed
-  auto find_device = [&](const std::string& name) {
-    return std::find_if(inventory->status.devices.begin(), inventory->status.devices.end(),
-                        [&](const api::InventoryDevice& d) { return d.name == name; });
-  };
-  std::vector<std::pair<size_t, size_t>> fact_range(mine.size());  // [first, last) in facts
-  for (size_t i = 0; i < mine.size(); ++i) {
-    const auto* r = mine[i];
-    std::vector<std::string> names = {r->device};
-    if (find_device(r->device) == inventory->status.devices.end()) {
-      if (!groups) {
-        StatusOr<std::vector<api::GroupDevice>> all = api::GroupDevices(*inventory);
-        groups = all.ok() ? std::move(all).value() : std::vector<api::GroupDevice>{};
-      }
-      const auto g = std::find_if(groups->begin(), groups->end(),
-                                  [&](const api::GroupDevice& x) { return x.name == r->device; });
-      if (g == groups->end()) {
-        return PrepareResult{{},
-                             what + ": device " + r->device + " of request " + r->request +
-                                 " is not on node " + options_.node_name};
-      }
-      names = g->members;
-      members[i] = g->members;
-    }
-    const bool shared = r->share_id.has_value() || r->admin_access.value_or(false);
-    fact_range[i].first = facts.size();
-    for (const std::string& name : names) {
-      if (auto t = taken.find(name); !shared && t != taken.end() && t->second != ref.uid) {
-        std::string error = what;
-        error += ": device ";
-        error += name;
-        error += " is already prepared for claim ";
-        error += t->second;
-        return PrepareResult{{}, std::move(error)};
-      }
-      const auto dev = find_device(name);
-      cdi::DeviceFacts f;
-      f.name = dev->name;
-      f.vendor = dev->vendor;
-      f.kind = dev->kind;
-      f.index = dev->index;
-      f.uuid = dev->uuid;
-      f.pci_address = dev->pci_address;
-      f.device_node = discovery::DeviceNodePath(options_.host_root, *dev);
-      facts.push_back(std::move(f));
-    }
-    fact_range[i].second = facts.size();
+    prepared->record.cdi_spec = cdi::ToJson(*prepared->spec);
   }
-  const cdi::ClaimEdits edits = cdi::EditsForClaim(facts, options_.host_root);
-  cdi::Spec spec;
-  spec.kind = specs_.kind();
-  spec.edits = edits.common;
-  std::set<std::string> driver_env;
-  for (const std::string& e : edits.common.env) driver_env.insert(e.substr(0, e.find('=')));
-  for (size_t i = 0; i < mine.size(); ++i) {
-    const auto* r = mine[i];
-    cdi::Device device;
-    device.name = ref.uid + "-" + r->device;
-    for (size_t k = fact_range[i].first; k < fact_range[i].second; ++k) {
-      const cdi::ContainerEdits& e = edits.per_device[k];
-      device.edits.env.insert(device.edits.env.end(), e.env.begin(), e.env.end());
-      device.edits.device_nodes.insert(device.edits.device_nodes.end(), e.device_nodes.begin(),
-                                       e.device_nodes.end());
-      device.edits.mounts.insert(device.edits.mounts.end(), e.mounts.begin(), e.mounts.end());
-    }
-    for (const std::string& e : device.edits.env) driver_env.insert(e.substr(0, e.find('=')));
-    const DeviceConfig& cfg = config->at(BaseRequestName(r->request));
-    for (const auto& [name, value] : cfg.env) {
-      if (driver_env.contains(name)) {
-        std::string error = what;
-        error += ": opaque config env.";
-        error += name;
-        error += ": set by the driver, cannot be overridden";
-        return PrepareResult{{}, std::move(error)};
-      }
-      std::string entry = name;
-      entry += "=";
-      entry += value;
-      device.edits.env.push_back(std::move(entry));
-    }
-    // Every device names its claim, so the device edits are never empty.
-    device.edits.env.push_back("XPU_DRA_CLAIM_UID=" + ref.uid);
-    spec.devices.push_back(std::move(device));
-    checkpoint::Device rec;
-    rec.request_names = {BaseRequestName(r->request)};
-    rec.pool = r->pool;
-    rec.device = r->device;
-    rec.cdi_device_ids = {cdi::QualifiedName(spec.kind, spec.devices.back().name)};
-    rec.share_id = r->share_id.value_or("");
-    rec.members = members[i];
-    record.devices.push_back(rec);
-    result.devices.push_back(
-        {rec.request_names, rec.pool, rec.device, rec.cdi_device_ids, rec.share_id});
-  }
-  if (Status s = cdi::Validate(spec); !s.ok()) {
-    return PrepareResult{{}, what + ": CDI spec: " + s.message()};
-  }
-  if (Status s = specs_.Write(ref.uid, spec); !s.ok()) {
-    return PrepareResult{{}, what + ": " + s.message()};
-  }
-  record.cdi_spec = cdi::ToJson(spec);
-  (*batch)[ref.uid] = std::move(record);
-  return result;
+  PrepareResult answer = AnswerOf(prepared->record);
+  (*batch)[ref.uid] = std::move(prepared->record);
+  return answer;
 }
 
 std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<ClaimRef>& claims,

@@ -3,13 +3,14 @@
 // kubeletplugin/grpc/ calls it.
 //
 // Prepare, per claim: GET the ResourceClaim (claims of a batch are fetched concurrently), check
-// the uid and the allocation, take the results of this driver and this node's pool, build the
-// container edits from the vendor profile and the claim's opaque config (class configs, then
-// claim configs; later wins), write the claim's CDI spec and then record the claim in the
-// checkpoint. Compute, then act: a crash between the two leaves a spec without an entry, which
-// the next start removes; the kubelet, which got no answer, asks again. A claim already in the
-// checkpoint gets its recorded answer (its spec rewritten if it went missing). A device never
-// goes to two claims unless both results carry a share id or admin access.
+// the uid and the allocation, then compute (prepare.h: ComputePreparedClaim takes the results of
+// this driver and this node's pool and builds the container edits from the vendor profile and the
+// claim's opaque config, class configs then claim configs, later wins), write the claim's CDI
+// spec and then record the claim in the checkpoint. Compute, then act: a crash between the two
+// leaves a spec without an entry, which the next start removes; the kubelet, which got no answer,
+// asks again. A claim already in the checkpoint gets its recorded answer (its spec rewritten if it
+// went missing). A device never goes to two claims unless both results carry a share id or admin
+// access.
 //
 // Unprepare works from the checkpoint alone (the claim may be gone from the API): remove the
 // spec, then the entry; an unknown uid succeeds.
@@ -42,6 +43,7 @@
 #include "base/status.h"
 #include "kubeletplugin/cdi/cdi.h"
 #include "kubeletplugin/checkpoint/checkpoint.h"
+#include "kubeletplugin/driver/prepare.h"
 #include "kubeletplugin/driver/service.h"
 
 namespace xpu::plugin {
@@ -112,6 +114,7 @@ class Driver : public NodeService {
   const InventoryFn inventory_;
   const LogFn log_;
   cdi::SpecStore specs_;
+  const HostView host_;
   checkpoint::CheckpointStore store_;
 
   mutable std::mutex mu_;

@@ -1,0 +1,202 @@
+#include "kubeletplugin/driver/prepare.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/driver/config.h"
+
+namespace xpu::plugin {
+namespace {
+
+namespace res = api::resource;
+
+const api::InventoryDevice* FindDevice(const api::NodeInventory& inventory,
+                                       const std::string& name) {
+  const auto& devices = inventory.status.devices;
+  const auto it = std::find_if(devices.begin(), devices.end(),
+                               [&](const api::InventoryDevice& d) { return d.name == name; });
+  return it == devices.end() ? nullptr : &*it;
+}
+
+// One result of ours and the node devices it stands for: itself, or a group device's members
+// (the `groups` publishing mode).
+struct Resolved {
+  const res::DeviceRequestAllocationResult* result = nullptr;
+  std::vector<const api::InventoryDevice*> devices;
+  std::vector<std::string> members;  // a group's member names; empty for a single device
+};
+
+// The inventory's group devices, computed only when a result names a device that is not a node
+// device.
+class Groups {
+ public:
+  explicit Groups(const api::NodeInventory& inventory) : inventory_(inventory) {}
+  const api::GroupDevice* Find(const std::string& name) {
+    if (!all_) {
+      StatusOr<std::vector<api::GroupDevice>> groups = api::GroupDevices(inventory_);
+      all_ = groups.ok() ? std::move(groups).value() : std::vector<api::GroupDevice>{};
+    }
+    const auto it = std::find_if(all_->begin(), all_->end(),
+                                 [&](const api::GroupDevice& g) { return g.name == name; });
+    return it == all_->end() ? nullptr : &*it;
+  }
+
+ private:
+  const api::NodeInventory& inventory_;
+  std::optional<std::vector<api::GroupDevice>> all_;
+};
+
+StatusOr<std::vector<Resolved>> Resolve(
+    const PrepareInput& in, const std::vector<const res::DeviceRequestAllocationResult*>& mine,
+    const std::string& what) {
+  Groups groups(*in.inventory);
+  std::vector<Resolved> out;
+  for (const res::DeviceRequestAllocationResult* r : mine) {
+    Resolved resolved;
+    resolved.result = r;
+    std::vector<std::string> names = {r->device};
+    if (FindDevice(*in.inventory, r->device) == nullptr) {
+      const api::GroupDevice* group = groups.Find(r->device);
+      if (group == nullptr) {
+        return InvalidArgumentError(what + ": device " + r->device + " of request " + r->request +
+                                    " is not on node " + in.node_name);
+      }
+      names = group->members;
+      resolved.members = group->members;
+    }
+    const bool shared = r->share_id.has_value() || r->admin_access.value_or(false);
+    for (const std::string& name : names) {
+      if (auto t = in.taken.find(name); !shared && t != in.taken.end() && t->second != in.ref.uid) {
+        return FailedPreconditionError(what + ": device " + name +
+                                       " is already prepared for claim " + t->second);
+      }
+      const api::InventoryDevice* device = FindDevice(*in.inventory, name);
+      if (device == nullptr) {
+        return InvalidArgumentError(what + ": device " + name + " of group " + r->device +
+                                    " is not on node " + in.node_name);
+      }
+      resolved.devices.push_back(device);
+    }
+    out.push_back(std::move(resolved));
+  }
+  return out;
+}
+
+cdi::DeviceFacts FactsOf(const api::InventoryDevice& d, const HostView& host) {
+  cdi::DeviceFacts f;
+  f.name = d.name;
+  f.vendor = d.vendor;
+  f.kind = d.kind;
+  f.index = d.index;
+  f.uuid = d.uuid;
+  f.pci_address = d.pci_address;
+  f.device_node = host.device_node(d);
+  return f;
+}
+
+std::string VariableName(const std::string& entry) { return entry.substr(0, entry.find('=')); }
+
+}  // namespace
+
+HostView HostViewUnder(const std::string& host_root) {
+  return {[host_root](const api::InventoryDevice& d) {
+            return discovery::DeviceNodePath(host_root, d);
+          },
+          cdi::HostFilesUnder(host_root)};
+}
+
+void NoteTakenDevices(const checkpoint::Claim& claim, std::map<std::string, std::string>* taken) {
+  for (const checkpoint::Device& d : claim.devices) {
+    if (!d.share_id.empty()) continue;
+    if (d.members.empty()) (*taken)[d.device] = claim.uid;
+    for (const std::string& m : d.members) (*taken)[m] = claim.uid;
+  }
+}
+
+PrepareResult AnswerOf(const checkpoint::Claim& claim) {
+  PrepareResult r;
+  for (const checkpoint::Device& d : claim.devices) {
+    r.devices.push_back({d.request_names, d.pool, d.device, d.cdi_device_ids, d.share_id});
+  }
+  return r;
+}
+
+StatusOr<PreparedClaim> ComputePreparedClaim(const PrepareInput& in, const HostView& host) {
+  const std::string what = "ResourceClaim " + in.ref.ns + "/" + in.ref.name;
+  if (in.allocation == nullptr) return InvalidArgumentError(what + ": not allocated");
+  PreparedClaim out;
+  out.record.uid = in.ref.uid;
+  out.record.ns = in.ref.ns;
+  out.record.name = in.ref.name;
+
+  std::vector<const res::DeviceRequestAllocationResult*> mine;
+  std::vector<std::string> requests;
+  for (const res::DeviceRequestAllocationResult& r : in.allocation->devices.results) {
+    if (r.driver != in.driver_name || r.pool != in.node_name) continue;
+    mine.push_back(&r);
+    requests.push_back(r.request);
+  }
+  // Nothing of ours on this node (another driver's or node's results): nothing to hand over.
+  if (mine.empty()) return out;
+
+  StatusOr<std::map<std::string, DeviceConfig>> config =
+      ConfigByRequest(in.allocation->devices.config, in.driver_name, requests);
+  if (!config.ok()) return InvalidArgumentError(what + ": " + config.status().message());
+  if (in.inventory == nullptr) {
+    return UnavailableError("the node's devices are not discovered yet; retry");
+  }
+  ASSIGN_OR_RETURN(const std::vector<Resolved> resolved, Resolve(in, mine, what));
+
+  std::vector<cdi::DeviceFacts> facts;
+  for (const Resolved& r : resolved) {
+    for (const api::InventoryDevice* d : r.devices) facts.push_back(FactsOf(*d, host));
+  }
+  const cdi::ClaimEdits edits = cdi::EditsForClaim(facts, host.files);
+  cdi::Spec spec;
+  spec.kind = in.cdi_kind;
+  spec.edits = edits.common;
+  std::set<std::string> driver_env;
+  for (const std::string& e : edits.common.env) driver_env.insert(VariableName(e));
+  size_t next_fact = 0;
+  for (const Resolved& r : resolved) {
+    cdi::Device device;
+    device.name = in.ref.uid + "-" + r.result->device;
+    for (size_t k = 0; k < r.devices.size(); ++k, ++next_fact) {
+      const cdi::ContainerEdits& e = edits.per_device[next_fact];
+      device.edits.env.insert(device.edits.env.end(), e.env.begin(), e.env.end());
+      device.edits.device_nodes.insert(device.edits.device_nodes.end(), e.device_nodes.begin(),
+                                       e.device_nodes.end());
+      device.edits.mounts.insert(device.edits.mounts.end(), e.mounts.begin(), e.mounts.end());
+    }
+    for (const std::string& e : device.edits.env) driver_env.insert(VariableName(e));
+    const std::string request = BaseRequestName(r.result->request);
+    for (const auto& [name, value] : config->at(request).env) {
+      if (driver_env.contains(name)) {
+        return InvalidArgumentError(what + ": opaque config env." + name +
+                                    ": set by the driver, cannot be overridden");
+      }
+      device.edits.env.push_back(name + "=" + value);
+    }
+    // Every device names its claim, so the device edits are never empty.
+    device.edits.env.push_back("XPU_DRA_CLAIM_UID=" + in.ref.uid);
+    checkpoint::Device record;
+    record.request_names = {request};
+    record.pool = r.result->pool;
+    record.device = r.result->device;
+    record.cdi_device_ids = {cdi::QualifiedName(spec.kind, device.name)};
+    record.share_id = r.result->share_id.value_or("");
+    record.members = r.members;
+    spec.devices.push_back(std::move(device));
+    out.record.devices.push_back(std::move(record));
+  }
+  if (Status s = cdi::Validate(spec); !s.ok()) {
+    return InvalidArgumentError(what + ": CDI spec: " + s.message());
+  }
+  out.spec = std::move(spec);
+  return out;
+}
+
+}  // namespace xpu::plugin

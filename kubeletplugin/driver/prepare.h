@@ -1,0 +1,66 @@
+// Prepare, the deciding half: from a claim's allocation, the node's inventory and the devices
+// other claims hold, ComputePreparedClaim works out the CDI spec to write and the checkpoint
+// entry to record. It writes nothing and reads the host only through HostView, so every rule of
+// preparing (our results only, groups stand for their members, no device for two claims unless
+// shared, opaque config cannot override the driver's variables, a valid spec) is tested as a table
+// without a server or a disk. The driver then acts: write the spec, record the entry.
+#ifndef XPU_KUBELETPLUGIN_DRIVER_PREPARE_H_
+#define XPU_KUBELETPLUGIN_DRIVER_PREPARE_H_
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "api/node_inventory.h"
+#include "api/resource.h"
+#include "base/status.h"
+#include "kubeletplugin/cdi/cdi.h"
+#include "kubeletplugin/cdi/profiles.h"
+#include "kubeletplugin/checkpoint/checkpoint.h"
+#include "kubeletplugin/driver/service.h"
+
+namespace xpu::plugin {
+
+// What preparing reads of the host besides the inventory.
+struct HostView {
+  // The host path of a device's own node ("/dev/davinci3"); empty when none is known.
+  std::function<std::string(const api::InventoryDevice&)> device_node;
+  cdi::HostFiles files;
+};
+// The host as the plugin sees it under `host_root`, read when asked.
+HostView HostViewUnder(const std::string& host_root);
+
+struct PrepareInput {
+  std::string driver_name;
+  std::string node_name;  // the pool of this node's devices
+  std::string cdi_kind;   // "k8s.xpu.dra.dev/device"
+  ClaimRef ref;
+  const api::resource::AllocationResult* allocation = nullptr;  // required
+  const api::NodeInventory* inventory = nullptr;                // null: not discovered yet
+  // Devices prepared for other claims: device name -> claim uid (NoteTakenDevices).
+  std::map<std::string, std::string> taken;
+};
+
+// The claim as it is to be prepared. `spec` is empty when none of the allocation's results is
+// this driver's on this node (nothing to hand the container; the claim is still recorded).
+// record.state and record.cdi_spec are the caller's to set once the spec is written.
+struct PreparedClaim {
+  std::optional<cdi::Spec> spec;
+  checkpoint::Claim record;
+};
+
+// Errors name the claim ("ResourceClaim ns/name: device npu-9 of request r is not on node n1"):
+// kInvalidArgument for what the claim asks that cannot be given, kFailedPrecondition for a
+// device another claim holds, kUnavailable while the node's devices are not discovered yet.
+StatusOr<PreparedClaim> ComputePreparedClaim(const PrepareInput& in, const HostView& host);
+
+// Adds the devices `claim` holds for itself (not shared; a group's members) to `taken`.
+void NoteTakenDevices(const checkpoint::Claim& claim, std::map<std::string, std::string>* taken);
+
+// The kubelet's answer for a recorded claim.
+PrepareResult AnswerOf(const checkpoint::Claim& claim);
+
+}  // namespace xpu::plugin
+
+#endif  // XPU_KUBELETPLUGIN_DRIVER_PREPARE_H_

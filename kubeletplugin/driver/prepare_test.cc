@@ -1,0 +1,238 @@
+// The rules of preparing, as tables: no server, no disk (the host is a fixed set of paths).
+#include "kubeletplugin/driver/prepare.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+
+#include "api/testing/inventory_examples.h"
+
+namespace xpu::plugin {
+namespace {
+
+namespace res = api::resource;
+
+constexpr const char* kUid = "0b5f1c2e-7d3a-4e6b-9c8d-1a2b3c4d5e6f";
+constexpr const char* kOtherUid = "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b";
+
+res::DeviceRequestAllocationResult Result(const std::string& request, const std::string& device,
+                                          const std::string& driver = "xpu.dra.dev",
+                                          const std::string& pool = "node-a3-1") {
+  res::DeviceRequestAllocationResult r;
+  r.request = request;
+  r.driver = driver;
+  r.pool = pool;
+  r.device = device;
+  return r;
+}
+
+res::DeviceAllocationConfiguration Env(const std::string& name, const std::string& value) {
+  res::DeviceAllocationConfiguration c;
+  c.source = "FromClaim";
+  res::OpaqueDeviceConfiguration opaque;
+  opaque.driver = "xpu.dra.dev";
+  opaque.parameters = {
+      {"apiVersion", "xpu.dra.dev/v1alpha1"}, {"kind", "DeviceConfig"}, {"env", {{name, value}}}};
+  c.opaque = opaque;
+  return c;
+}
+
+// The example node (two Ascend 910C dies, node-a3-1), seen through a fixed host.
+struct Fixture {
+  api::NodeInventory inventory = api::testing::ExampleNodeInventory();
+  res::AllocationResult allocation;
+  HostView host{
+      [](const api::InventoryDevice& d) { return "/dev/davinci" + std::to_string(d.index); },
+      cdi::FixedHostFiles({"/dev/davinci_manager", "/dev/hisi_hdc"})};
+
+  PrepareInput Input() const {
+    PrepareInput in;
+    in.driver_name = "xpu.dra.dev";
+    in.node_name = "node-a3-1";
+    in.cdi_kind = "k8s.xpu.dra.dev/device";
+    in.ref = {"team-a", "train", kUid};
+    in.allocation = &allocation;
+    in.inventory = &inventory;
+    return in;
+  }
+};
+
+std::vector<std::string> NodePaths(const cdi::ContainerEdits& edits) {
+  std::vector<std::string> paths;
+  for (const cdi::DeviceNode& n : edits.device_nodes) paths.push_back(n.path);
+  return paths;
+}
+
+bool HasEnv(const cdi::ContainerEdits& edits, const std::string& entry) {
+  return std::find(edits.env.begin(), edits.env.end(), entry) != edits.env.end();
+}
+
+TEST_CASE("prepare: our results on this node become one spec and one checkpoint entry") {
+  Fixture f;
+  f.allocation.devices.results = {Result("npus", "npu-1"), Result("npus", "npu-0"),
+                                  Result("other", "gpu-0", "gpu.example.com"),
+                                  Result("npus", "npu-0", "xpu.dra.dev", "another-node")};
+  f.allocation.devices.config = {Env("HCCL_CONNECT_TIMEOUT", "600")};
+  StatusOr<PreparedClaim> p = ComputePreparedClaim(f.Input(), f.host);
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  REQUIRE(p->spec.has_value());
+  const cdi::Spec& spec = *p->spec;
+  CHECK(spec.kind == "k8s.xpu.dra.dev/device");
+  // The vendor's control nodes that exist on the host, and only those.
+  CHECK(NodePaths(spec.edits) == std::vector<std::string>{"/dev/davinci_manager", "/dev/hisi_hdc"});
+  CHECK(HasEnv(spec.edits, "ASCEND_VISIBLE_DEVICES=0,1"));
+  REQUIRE(spec.devices.size() == 2);
+  CHECK(spec.devices[0].name == std::string(kUid) + "-npu-1");
+  CHECK(NodePaths(spec.devices[0].edits) == std::vector<std::string>{"/dev/davinci1"});
+  CHECK(HasEnv(spec.devices[0].edits, "HCCL_CONNECT_TIMEOUT=600"));
+  CHECK(HasEnv(spec.devices[0].edits, std::string("XPU_DRA_CLAIM_UID=") + kUid));
+  CHECK(spec.devices[1].name == std::string(kUid) + "-npu-0");
+
+  const checkpoint::Claim& record = p->record;
+  CHECK(record.uid == kUid);
+  CHECK(record.ns == "team-a");
+  CHECK(record.name == "train");
+  REQUIRE(record.devices.size() == 2);
+  CHECK(record.devices[0].device == "npu-1");
+  CHECK(record.devices[0].pool == "node-a3-1");
+  CHECK(record.devices[0].request_names == std::vector<std::string>{"npus"});
+  CHECK(record.devices[0].cdi_device_ids ==
+        std::vector<std::string>{"k8s.xpu.dra.dev/device=" + std::string(kUid) + "-npu-1"});
+  CHECK(record.cdi_spec.empty());  // the caller's, once written
+
+  const PrepareResult answer = AnswerOf(record);
+  REQUIRE(answer.devices.size() == 2);
+  CHECK(answer.devices[1].device == "npu-0");
+  CHECK(answer.error.empty());
+
+  // The same input gives the same spec.
+  StatusOr<PreparedClaim> again = ComputePreparedClaim(f.Input(), f.host);
+  REQUIRE(again.ok());
+  CHECK(*again->spec == spec);
+}
+
+TEST_CASE("prepare: a claim with nothing of ours on this node is recorded with no spec") {
+  Fixture f;
+  f.allocation.devices.results = {Result("a", "gpu-0", "gpu.example.com"),
+                                  Result("b", "npu-0", "xpu.dra.dev", "another-node")};
+  PrepareInput in = f.Input();
+  in.inventory = nullptr;  // not even needed
+  StatusOr<PreparedClaim> p = ComputePreparedClaim(in, f.host);
+  REQUIRE(p.ok());
+  CHECK_FALSE(p->spec.has_value());
+  CHECK(p->record.uid == kUid);
+  CHECK(p->record.devices.empty());
+}
+
+TEST_CASE("prepare: what cannot be given is refused, naming the claim and the cause") {
+  struct Case {
+    const char* what;
+    std::function<void(Fixture&, PrepareInput&)> change;
+    StatusCode code;
+    const char* message;
+  };
+  const std::vector<Case> cases = {
+      {"a device the node does not have",
+       [](Fixture& f, PrepareInput&) { f.allocation.devices.results = {Result("npus", "npu-9")}; },
+       StatusCode::kInvalidArgument,
+       "ResourceClaim team-a/train: device npu-9 of request npus is not on node node-a3-1"},
+      {"a device another claim holds",
+       [](Fixture& f, PrepareInput& in) {
+         f.allocation.devices.results = {Result("npus", "npu-0")};
+         in.taken["npu-0"] = kOtherUid;
+       },
+       StatusCode::kFailedPrecondition,
+       "ResourceClaim team-a/train: device npu-0 is already prepared for claim "
+       "9e8d7c6b-5a4f-4e3d-8c2b-1a0f9e8d7c6b"},
+      {"the node's devices not discovered yet",
+       [](Fixture& f, PrepareInput& in) {
+         f.allocation.devices.results = {Result("npus", "npu-0")};
+         in.inventory = nullptr;
+       },
+       StatusCode::kUnavailable, "the node's devices are not discovered yet; retry"},
+      {"opaque config overriding the driver's variable",
+       [](Fixture& f, PrepareInput&) {
+         f.allocation.devices.results = {Result("npus", "npu-0")};
+         f.allocation.devices.config = {Env("ASCEND_VISIBLE_DEVICES", "7")};
+       },
+       StatusCode::kInvalidArgument,
+       "ResourceClaim team-a/train: opaque config env.ASCEND_VISIBLE_DEVICES: set by the driver, "
+       "cannot be overridden"},
+      {"opaque config the driver cannot read",
+       [](Fixture& f, PrepareInput&) {
+         f.allocation.devices.results = {Result("npus", "npu-0")};
+         f.allocation.devices.config = {Env("A", "1")};
+         f.allocation.devices.config[0].opaque->parameters["envv"] = nlohmann::json::object();
+       },
+       StatusCode::kInvalidArgument, "ResourceClaim team-a/train: "},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    Fixture f;
+    PrepareInput in = f.Input();
+    c.change(f, in);
+    StatusOr<PreparedClaim> p = ComputePreparedClaim(in, f.host);
+    REQUIRE_FALSE(p.ok());
+    CHECK(p.status().code() == c.code);
+    CHECK(p.status().message().starts_with(c.message));
+  }
+}
+
+TEST_CASE("prepare: shared results and the claim's own devices are not taken") {
+  Fixture f;
+  f.allocation.devices.results = {Result("npus", "npu-0"), Result("npus", "npu-1")};
+  f.allocation.devices.results[0].share_id = "5c0a9f7e-1d2b-4c3a-8e9f-0a1b2c3d4e5f";
+  f.allocation.devices.results[1].admin_access = true;
+  PrepareInput in = f.Input();
+  in.taken = {{"npu-0", kOtherUid}, {"npu-1", kOtherUid}};
+  StatusOr<PreparedClaim> p = ComputePreparedClaim(in, f.host);
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  CHECK(p->record.devices[0].share_id == "5c0a9f7e-1d2b-4c3a-8e9f-0a1b2c3d4e5f");
+
+  // Its own earlier record (a retry of the same claim) does not block it.
+  f.allocation.devices.results = {Result("npus", "npu-0")};
+  in.taken = {{"npu-0", kUid}};
+  CHECK(ComputePreparedClaim(in, f.host).ok());
+}
+
+TEST_CASE("prepare: a group device stands for its members and takes them all") {
+  Fixture f;
+  StatusOr<std::vector<api::GroupDevice>> groups = api::GroupDevices(f.inventory);
+  REQUIRE(groups.ok());
+  REQUIRE_FALSE(groups->empty());
+  const api::GroupDevice& group = groups->front();
+  f.allocation.devices.results = {Result("pair", group.name)};
+  StatusOr<PreparedClaim> p = ComputePreparedClaim(f.Input(), f.host);
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  REQUIRE(p->spec->devices.size() == 1);
+  CHECK(p->spec->devices[0].name == std::string(kUid) + "-" + group.name);
+  CHECK(NodePaths(p->spec->devices[0].edits).size() == group.members.size());
+  REQUIRE(p->record.devices.size() == 1);
+  CHECK(p->record.devices[0].members == group.members);
+
+  std::map<std::string, std::string> taken;
+  NoteTakenDevices(p->record, &taken);
+  for (const std::string& m : group.members) CHECK(taken[m] == kUid);
+  CHECK_FALSE(taken.contains(group.name));
+
+  // A member held by another claim blocks the group.
+  PrepareInput in = f.Input();
+  in.taken[group.members.back()] = kOtherUid;
+  StatusOr<PreparedClaim> blocked = ComputePreparedClaim(in, f.host);
+  CHECK(blocked.status().code() == StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("prepare: the fixed host lists directory entries by prefix, sorted") {
+  const cdi::HostFiles files = cdi::FixedHostFiles(
+      {"/usr/lib/x/libb.so", "/usr/lib/x/liba.so", "/usr/lib/x/sub/libc.so", "/usr/lib/y.so"});
+  CHECK(files.exists("/usr/lib/y.so"));
+  CHECK_FALSE(files.exists("/usr/lib/z.so"));
+  CHECK(files.names("/usr/lib/x", "lib") == std::vector<std::string>{"liba.so", "libb.so"});
+  CHECK(files.names("/usr/lib/x", "libb") == std::vector<std::string>{"libb.so"});
+  CHECK(files.names("/nowhere", "").empty());
+}
+
+}  // namespace
+}  // namespace xpu::plugin
