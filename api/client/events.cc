@@ -1,5 +1,6 @@
 #include "api/client/events.h"
 
+#include "api/client/client.h"
 #include "base/time.h"
 
 namespace xpu::api::client {
@@ -44,6 +45,22 @@ nlohmann::json MakeEvent(const EventInfo& info, std::chrono::system_clock::time_
           {"firstTimestamp", t},
           {"lastTimestamp", t},
           {"count", 1}};
+}
+
+Status ApiEventRecorder::Record(const EventInfo& info, std::chrono::system_clock::time_point now) {
+  return client_->Create(Events(), EventNamespace(info.about), MakeEvent(info, now)).status();
+}
+
+Status RecordedEvents::Record(const EventInfo& info,
+                              std::chrono::system_clock::time_point /*now*/) {
+  std::lock_guard<std::mutex> lock(mu_);
+  events_.push_back(info);
+  return OkStatus();
+}
+
+std::vector<EventInfo> RecordedEvents::events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return events_;
 }
 
 }  // namespace xpu::api::client

@@ -11,8 +11,10 @@
 #define XPU_API_CLIENT_EVENTS_H_
 
 #include <chrono>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 
@@ -47,6 +49,36 @@ std::string EventNamespace(const InvolvedObject& about);
 // A core/v1 Event (generateName "<about.name>.", as client-go names them; count 1; both
 // timestamps `now`).
 nlohmann::json MakeEvent(const EventInfo& info, std::chrono::system_clock::time_point now);
+
+// Where Events go: the API (ApiEventRecorder), or a list in tests (RecordedEvents).
+class EventRecorder {
+ public:
+  virtual ~EventRecorder() = default;
+  virtual Status Record(const EventInfo& info, std::chrono::system_clock::time_point now) = 0;
+};
+
+class Client;
+
+// Creates each Event through `client` (which must outlive it).
+class ApiEventRecorder final : public EventRecorder {
+ public:
+  explicit ApiEventRecorder(Client* client) : client_(client) {}
+  Status Record(const EventInfo& info, std::chrono::system_clock::time_point now) override;
+
+ private:
+  Client* const client_;
+};
+
+// Keeps what it is given. Thread-safe.
+class RecordedEvents final : public EventRecorder {
+ public:
+  Status Record(const EventInfo& info, std::chrono::system_clock::time_point now) override;
+  std::vector<EventInfo> events() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<EventInfo> events_;  // GUARDED_BY(mu_)
+};
 
 }  // namespace xpu::api::client
 

@@ -4,9 +4,11 @@
 #include <cstdio>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <utility>
 
 #include "api/client/events.h"
+#include "api/client/objects.h"
 #include "api/core.h"
 #include "api/validation.h"
 #include "base/time.h"
@@ -60,9 +62,23 @@ std::string LeaseName(const std::string& node_name) { return "xpu-dra-plugin-" +
 
 std::string MicroTime(std::chrono::system_clock::time_point t) { return FormatMicroTime(t); }
 
+PublisherApi PublisherApiOver(kc::Client* client) {
+  PublisherApi api;
+  api.nodes = std::make_shared<kc::ApiObjects<api::core::Node>>(client, kc::Nodes());
+  api.inventories =
+      std::make_shared<kc::ApiObjects<api::NodeInventory>>(client, kc::NodeInventories());
+  api.leases = std::make_shared<kc::ApiObjects<api::core::Lease>>(client, kc::Leases());
+  api.events = std::make_shared<kc::ApiEventRecorder>(client);
+  return api;
+}
+
 InventoryPublisher::InventoryPublisher(kc::Client* client, PublisherOptions options,
                                        DiscoverFn discover)
-    : client_(client), options_(std::move(options)), discover_(std::move(discover)) {}
+    : InventoryPublisher(PublisherApiOver(client), std::move(options), std::move(discover)) {}
+
+InventoryPublisher::InventoryPublisher(PublisherApi api, PublisherOptions options,
+                                       DiscoverFn discover)
+    : api_(std::move(api)), options_(std::move(options)), discover_(std::move(discover)) {}
 
 PublisherStats InventoryPublisher::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -70,18 +86,17 @@ PublisherStats InventoryPublisher::stats() const {
 }
 
 StatusOr<std::string> InventoryPublisher::NodeUid() {
-  auto node = client_->Get(kc::Nodes(), "", options_.node_name);
+  StatusOr<api::core::Node> node = api_.nodes->Get("", options_.node_name);
   if (!node.ok()) {
     if (node.status().code() == StatusCode::kNotFound) {
       return NotFoundError("node " + options_.node_name + " does not exist (yet)");
     }
     return node.status();
   }
-  const auto meta = node->find("metadata");
-  if (meta == node->end() || !meta->contains("uid")) {
+  if (node->metadata.uid.empty()) {
     return DataLossError("get nodes " + options_.node_name + ": no metadata.uid");
   }
-  return (*meta)["uid"].get<std::string>();
+  return node->metadata.uid;
 }
 
 StatusOr<bool> InventoryPublisher::PublishOnce() {
@@ -121,11 +136,9 @@ StatusOr<bool> InventoryPublisher::PublishOnce() {
 StatusOr<bool> InventoryPublisher::Write(const api::NodeInventory& inventory,
                                          const std::string& uid) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto stored_json = client_->Get(kc::NodeInventories(), "", options_.node_name);
-    if (!stored_json.ok() && stored_json.status().code() != StatusCode::kNotFound) {
-      return stored_json.status();
-    }
-    if (!stored_json.ok()) {
+    StatusOr<api::NodeInventory> stored = api_.inventories->Get("", options_.node_name);
+    if (!stored.ok() && stored.status().code() != StatusCode::kNotFound) return stored.status();
+    if (!stored.ok()) {
       // Create (the API server ignores status there), then write the status.
       api::NodeInventory create = inventory;
       create.status = {};
@@ -134,43 +147,38 @@ StatusOr<bool> InventoryPublisher::Write(const api::NodeInventory& inventory,
       create.metadata.uid.clear();
       create.metadata.creation_timestamp.clear();
       create.metadata.generation = 0;
-      auto made = client_->Create(kc::NodeInventories(), "", api::ToJson(create));
+      StatusOr<api::NodeInventory> made = api_.inventories->Create(create);
       if (!made.ok()) {
         if (made.status().code() == StatusCode::kAlreadyExists) continue;  // raced: re-read
         return made.status();
       }
-      json with_status = *made;
-      with_status["status"] = StatusJson(inventory.status);
-      auto written = client_->UpdateStatus(kc::NodeInventories(), "", with_status);
-      if (!written.ok()) return written.status();
+      made->status = inventory.status;
+      RETURN_IF_ERROR(api_.inventories->UpdateStatus(*made).status());
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.inventory_writes;
       return true;
     }
-    auto stored = api::FromJson<api::NodeInventory>(*stored_json);
-    api::NodeInventoryStatus want = inventory.status;
-    if (stored.ok()) want = CarryOverTimes(std::move(want), stored->status);
-    const bool owner_ok = stored.ok() && stored->metadata.owner_references.size() == 1 &&
+    const api::NodeInventoryStatus want = CarryOverTimes(inventory.status, stored->status);
+    const bool owner_ok = stored->metadata.owner_references.size() == 1 &&
                           stored->metadata.owner_references[0].uid == uid;
-    if (stored.ok() && owner_ok && StatusJson(want) == StatusJson(stored->status)) {
+    if (owner_ok && StatusJson(want) == StatusJson(stored->status)) {
       std::lock_guard<std::mutex> lock(mu_);
       ++stats_.unchanged;
       return false;
     }
-    json next = *stored_json;
+    api::NodeInventory next = std::move(stored).value();
     if (!owner_ok) {
       // The Node was replaced (new uid) or the owner is missing: fix the main object first.
-      next["metadata"]["ownerReferences"] =
-          json::array({api::ToJson(inventory)["metadata"]["ownerReferences"][0]});
-      auto updated = client_->Update(kc::NodeInventories(), "", next);
+      next.metadata.owner_references = inventory.metadata.owner_references;
+      StatusOr<api::NodeInventory> updated = api_.inventories->Update(next);
       if (!updated.ok()) {
         if (updated.status().code() == StatusCode::kAborted) continue;
         return updated.status();
       }
-      next = *updated;
+      next = std::move(updated).value();
     }
-    next["status"] = StatusJson(want);
-    auto written = client_->UpdateStatus(kc::NodeInventories(), "", next);
+    next.status = want;
+    StatusOr<api::NodeInventory> written = api_.inventories->UpdateStatus(next);
     if (!written.ok()) {
       if (written.status().code() == StatusCode::kAborted) continue;  // re-read and retry once
       return written.status();
@@ -189,36 +197,31 @@ Status InventoryPublisher::RenewLease() {
       options_.holder_identity.empty() ? options_.node_name : options_.holder_identity;
   const std::string now = MicroTime(options_.clock->WallNow());
   for (int attempt = 0; attempt < 2; ++attempt) {
-    auto stored = client_->Get(kc::Leases(), options_.ns, name);
-    if (!stored.ok() && stored.status().code() != StatusCode::kNotFound) return stored.status();
-    if (!stored.ok()) {
-      api::core::Lease lease;
-      lease.metadata.name = name;
-      lease.metadata.namespace_name = options_.ns;
+    StatusOr<api::core::Lease> lease = api_.leases->Get(options_.ns, name);
+    if (!lease.ok() && lease.status().code() != StatusCode::kNotFound) return lease.status();
+    if (!lease.ok()) {
+      api::core::Lease fresh;
+      fresh.metadata.name = name;
+      fresh.metadata.namespace_name = options_.ns;
       if (auto uid = NodeUid(); uid.ok()) {
         api::OwnerReference owner;
         owner.api_version = "v1";
         owner.kind = "Node";
         owner.name = options_.node_name;
         owner.uid = *uid;
-        lease.metadata.owner_references = {owner};
+        fresh.metadata.owner_references = {owner};
       }
-      lease.spec.holder_identity = holder;
-      lease.spec.lease_duration_seconds = options_.lease_duration.count();
-      lease.spec.acquire_time = now;
-      lease.spec.renew_time = now;
-      lease.spec.lease_transitions = 0;
-      auto made = client_->Create(kc::Leases(), options_.ns, api::core::ToJson(lease));
+      fresh.spec.holder_identity = holder;
+      fresh.spec.lease_duration_seconds = options_.lease_duration.count();
+      fresh.spec.acquire_time = now;
+      fresh.spec.renew_time = now;
+      fresh.spec.lease_transitions = 0;
+      StatusOr<api::core::Lease> made = api_.leases->Create(fresh);
       if (!made.ok()) {
         if (made.status().code() == StatusCode::kAlreadyExists) continue;
         return made.status();
       }
     } else {
-      auto lease = api::FromJson<api::core::Lease>(*stored);
-      if (!lease.ok()) {
-        return lease.status().WithContext("read leases.coordination.k8s.io " + options_.ns + "/" +
-                                          name);
-      }
       if (lease->spec.holder_identity != holder) {
         lease->spec.holder_identity = holder;
         lease->spec.acquire_time = now;
@@ -226,7 +229,7 @@ Status InventoryPublisher::RenewLease() {
       }
       lease->spec.lease_duration_seconds = options_.lease_duration.count();
       lease->spec.renew_time = now;
-      auto updated = client_->Update(kc::Leases(), options_.ns, api::core::ToJson(*lease));
+      StatusOr<api::core::Lease> updated = api_.leases->Update(*lease);
       if (!updated.ok()) {
         if (updated.status().code() == StatusCode::kAborted) continue;
         return updated.status();
@@ -274,9 +277,9 @@ void InventoryPublisher::Report(const Status& status, bool terminal,
   event.component = "xpu-dra-plugin";
   event.instance = options_.node_name;
   event.host = options_.node_name;
-  auto created =
-      client_->Create(kc::Events(), kc::EventNamespace(event.about), kc::MakeEvent(event, now));
-  if (!created.ok() && log) log(MicroTime(now) + " record event: " + created.status().message());
+  if (Status s = api_.events->Record(event, now); !s.ok() && log) {
+    log(MicroTime(now) + " record event: " + s.message());
+  }
 }
 
 void InventoryPublisher::Run(const std::atomic<bool>& stop, std::atomic<bool>* wake,

@@ -18,10 +18,14 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 
 #include "api/client/client.h"
+#include "api/client/events.h"
+#include "api/client/objects.h"
+#include "api/core.h"
 #include "api/node_inventory.h"
 #include "base/clock.h"
 #include "base/status.h"
@@ -62,12 +66,23 @@ struct PublishStep {
 };
 PublishStep NextPublishStep(const Status& result, const PublisherOptions& options);
 
+// What the publisher reads and writes, per kind (tests hand it fakes).
+struct PublisherApi {
+  std::shared_ptr<api::client::ObjectReader<api::core::Node>> nodes;
+  std::shared_ptr<api::client::Objects<api::NodeInventory>> inventories;
+  std::shared_ptr<api::client::Objects<api::core::Lease>> leases;
+  std::shared_ptr<api::client::EventRecorder> events;
+};
+// The real API through `client` (which must outlive what it returns).
+PublisherApi PublisherApiOver(api::client::Client* client);
+
 class InventoryPublisher {
  public:
   using DiscoverFn = std::function<StatusOr<api::NodeInventory>()>;
 
   // `client` must outlive the publisher.
   InventoryPublisher(api::client::Client* client, PublisherOptions options, DiscoverFn discover);
+  InventoryPublisher(PublisherApi api, PublisherOptions options, DiscoverFn discover);
 
   // Discovers and writes the inventory if it changed: true when it wrote. kNotFound when the
   // Node does not exist; API errors as the client reports them (a 409 is retried once after a
@@ -92,7 +107,7 @@ class InventoryPublisher {
   void Report(const Status& status, bool terminal,
               const std::function<void(const std::string&)>& log);
 
-  api::client::Client* const client_;
+  const PublisherApi api_;
   const PublisherOptions options_;
   const DiscoverFn discover_;
   mutable std::mutex mu_;
