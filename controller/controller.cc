@@ -404,7 +404,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
       // A bad inventory keeps what is published; the plugin's next write re-queues the pool.
       const std::string msg = "build slices of node " + node + ": " + built.status().message();
       log_->Error(msg);
-      RecordEvent("Warning", "InvalidInventory", msg, node);
+      RecordEvent({.reason = "InvalidInventory", .message = msg, .about_node = node});
       return OkStatus();
     }
     desired = std::move(built).value();
@@ -446,7 +446,8 @@ Status Controller::SyncPoolKey(const std::string& node) {
     auto it = published_inventory_.find(node);
     sync.bump_on_change = it != published_inventory_.end() && it->second != inventory_version;
   }
-  PoolSyncResult result = SyncPool(*client_, options_.driver, node, desired, owner, existing, sync);
+  PoolSyncResult result = SyncPool(*client_, api::DriverName(options_.driver), api::PoolName(node),
+                                   desired, owner, existing, sync);
   RememberWrites(result);
   if (result.status.ok()) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -474,7 +475,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
                             node + " (feature gate off): " + how;
     log_->Warning(msg);
     metrics_->fallbacks.Inc({field});
-    RecordEvent("Warning", "FieldsDropped", msg, node);
+    RecordEvent({.reason = "FieldsDropped", .message = msg, .about_node = node});
     ResyncAll();
   };
   if (result.dropped_taints) {
@@ -589,8 +590,9 @@ void Controller::ReportTerminal(const std::string& key, bool classes, const Stat
   log_->Error(msg);
   metrics_->terminal_errors.Inc(
       {classes ? "classes" : "pool", std::string(StatusCodeName(s.code()))});
-  RecordEvent("Warning", "SyncFailed", msg,
-              classes ? std::string() : key.substr(kPoolKeyPrefix.size()));
+  RecordEvent({.reason = "SyncFailed",
+               .message = msg,
+               .about_node = classes ? std::string() : key.substr(kPoolKeyPrefix.size())});
 }
 
 void Controller::Periodic() {
@@ -632,22 +634,23 @@ void Controller::UpdateGauges() {
   for (const auto& [key, n] : tainted) metrics_->devices_tainted.Set({key}, n);
 }
 
-void Controller::RecordEvent(const std::string& type, const std::string& reason,
-                             const std::string& message, const std::string& about_node) {
+void Controller::RecordEvent(const Event& event) {
   kc::EventInfo info;
-  if (!about_node.empty()) {
-    info.about = {"v1", "Node", "", about_node, ""};
+  if (!event.about_node.empty()) {
+    info.about = {"v1", "Node", "", event.about_node, ""};
   } else {
     info.about = {"coordination.k8s.io/v1", "Lease", options_.ns, "xpu-dra-controller", ""};
   }
-  info.type = type;
-  info.reason = reason;
-  info.message = message;
+  info.type = event.type;
+  info.reason = event.reason;
+  info.message = event.message;
   info.component = "xpu-dra-controller";
   info.instance = options_.identity;
   auto created = client_->Create(kc::Events(), kc::EventNamespace(info.about),
                                  kc::MakeEvent(info, std::chrono::system_clock::now()));
-  if (!created.ok()) log_->Debug("record event " + reason + ": " + created.status().message());
+  if (!created.ok()) {
+    log_->Debug("record event " + event.reason + ": " + created.status().message());
+  }
 }
 
 }  // namespace xpu::controller

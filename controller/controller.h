@@ -119,10 +119,17 @@ class Controller {
   bool taints_supported() const { return taints_ok_; }
   bool counters_supported() const { return counters_ok_; }
   size_t QueueDepth() const { return queue_.Depth() + queue_.Processing(); }
-  // Records a core/v1 Event (type Normal or Warning). `about_node`: involvedObject is that Node
-  // (the Event lives in "default"); else the controller's leader Lease in the namespace.
-  void RecordEvent(const std::string& type, const std::string& reason, const std::string& message,
-                   const std::string& about_node = "");
+  // A core/v1 Event, written with designated initializers so that its strings cannot be swapped:
+  //   RecordEvent({.reason = "SyncFailed", .message = msg, .about_node = node});
+  struct Event {
+    std::string type = "Warning";  // or "Normal"
+    std::string reason;            // UpperCamelCase
+    std::string message;
+    // The Node it is about (the Event lives in "default"); empty: the controller's leader Lease,
+    // in the controller's namespace.
+    std::string about_node = {};
+  };
+  void RecordEvent(const Event& event);
 
  private:
   struct Cached {

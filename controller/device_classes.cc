@@ -108,8 +108,8 @@ std::string JoinComma(const std::vector<std::string>& items) {
 
 }  // namespace
 
-std::string VendorClassName(std::string_view vendor, std::string_view driver) {
-  return std::string(vendor) + "." + std::string(driver);
+std::string VendorClassName(const api::VendorName& vendor, const api::DriverName& driver) {
+  return vendor.value() + "." + driver.value();
 }
 
 std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& config,
@@ -119,7 +119,8 @@ std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& confi
     for (const auto& vendor : KnownVendors()) {
       Selector s(driver);
       s.AttributeIs("vendor", vendor);
-      classes.push_back(NewClass(VendorClassName(vendor, driver), s.Expression()));
+      classes.push_back(NewClass(VendorClassName(api::VendorName(vendor), api::DriverName(driver)),
+                                 s.Expression()));
     }
   }
   for (const CapabilityClass& c : config.capability_classes) {

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/ids.h"
 #include "api/resource.h"
 #include "controller/config.h"
 
@@ -30,7 +31,7 @@ std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& confi
                                                              std::string_view driver);
 
 // "<vendor>.<driver>", e.g. "nvidia.xpu.dra.dev".
-std::string VendorClassName(std::string_view vendor, std::string_view driver);
+std::string VendorClassName(const api::VendorName& vendor, const api::DriverName& driver);
 
 }  // namespace xpu::controller
 

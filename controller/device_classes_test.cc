@@ -85,8 +85,10 @@ Config ClassesConfig() {
 }
 
 TEST_CASE("VendorClassName is vendor.driver") {
-  CHECK(VendorClassName("nvidia", "xpu.dra.dev") == "nvidia.xpu.dra.dev");
-  CHECK(VendorClassName("huawei", "npu.example.com") == "huawei.npu.example.com");
+  CHECK(VendorClassName(api::VendorName("nvidia"), api::DriverName("xpu.dra.dev")) ==
+        "nvidia.xpu.dra.dev");
+  CHECK(VendorClassName(api::VendorName("huawei"), api::DriverName("npu.example.com")) ==
+        "huawei.npu.example.com");
 }
 
 TEST_CASE("DesiredDeviceClasses of the default config") {

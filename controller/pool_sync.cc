@@ -72,9 +72,11 @@ std::string_view WriteResult(const Status& s) {
   }
 }
 
-PoolSyncPlan PlanPoolSync(std::string_view driver, const std::string& pool_name,
+PoolSyncPlan PlanPoolSync(const api::DriverName& driver_name, const api::PoolName& pool,
                           const std::optional<DesiredPool>& desired, const NodeFacts& node,
                           const std::vector<SlicePtr>& existing, bool bump_on_change) {
+  const std::string& driver = driver_name.value();
+  const std::string& pool_name = pool.value();
   PoolSyncPlan plan;
   plan.pool = pool_name;
   int64_t generation = 0;
@@ -233,9 +235,10 @@ PoolSyncResult ApplyPoolSync(const PoolSyncPlan& plan, SliceWriter& writer,
   return result;
 }
 
-PoolSyncResult SyncPool(kc::Client& client, std::string_view driver, const std::string& pool_name,
-                        const std::optional<DesiredPool>& desired, const NodeFacts& node,
-                        const std::vector<SlicePtr>& existing, const SyncOptions& options) {
+PoolSyncResult SyncPool(kc::Client& client, const api::DriverName& driver,
+                        const api::PoolName& pool_name, const std::optional<DesiredPool>& desired,
+                        const NodeFacts& node, const std::vector<SlicePtr>& existing,
+                        const SyncOptions& options) {
   ClientSliceWriter writer(client);
   return ApplyPoolSync(
       PlanPoolSync(driver, pool_name, desired, node, existing, options.bump_on_change), writer,

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "api/client/client.h"
+#include "api/ids.h"
 #include "api/resource.h"
 #include "base/status.h"
 #include "controller/slices.h"
@@ -75,9 +76,9 @@ struct PoolSyncPlan {
   bool Empty() const { return deletes.empty() && updates.empty() && creates.empty(); }
 };
 
-// `existing`: every slice of this driver whose pool is `pool_name` (any generation). `desired`:
+// `existing`: every slice of this driver whose pool is `pool` (any generation). `desired`:
 // nullopt withdraws the pool. `bump_on_change`: any change bumps the generation. Pure.
-PoolSyncPlan PlanPoolSync(std::string_view driver, const std::string& pool_name,
+PoolSyncPlan PlanPoolSync(const api::DriverName& driver, const api::PoolName& pool,
                           const std::optional<DesiredPool>& desired, const NodeFacts& node,
                           const std::vector<SlicePtr>& existing, bool bump_on_change = false);
 
@@ -117,8 +118,8 @@ PoolSyncResult ApplyPoolSync(const PoolSyncPlan& plan, SliceWriter& writer,
                              const SyncOptions& options = {});
 
 // PlanPoolSync, then ApplyPoolSync through the client.
-PoolSyncResult SyncPool(api::client::Client& client, std::string_view driver,
-                        const std::string& pool_name, const std::optional<DesiredPool>& desired,
+PoolSyncResult SyncPool(api::client::Client& client, const api::DriverName& driver,
+                        const api::PoolName& pool, const std::optional<DesiredPool>& desired,
                         const NodeFacts& node, const std::vector<SlicePtr>& existing,
                         const SyncOptions& options = {});
 

@@ -97,8 +97,8 @@ TEST_CASE("a pool sync plan follows the publishing rules", "[pool_sync][plan]") 
 
   for (const Case& c : cases) {
     SECTION(c.name) {
-      PoolSyncPlan plan =
-          PlanPoolSync(kDriver, "n1", c.desired, kNode, c.existing, c.bump_on_change);
+      PoolSyncPlan plan = PlanPoolSync(api::DriverName(kDriver), api::PoolName("n1"), c.desired,
+                                       kNode, c.existing, c.bump_on_change);
       CHECK(plan.pool == "n1");
       CHECK(plan.generation == c.generation);
       CHECK(Names(plan.deletes) == c.deletes);
@@ -143,11 +143,12 @@ TEST_CASE("a pool sync plan keeps what the server added", "[pool_sync][plan]") {
   stored[0] = std::make_shared<const ResourceSlice>(server);
 
   SECTION("the same desired state: nothing to write") {
-    CHECK(PlanPoolSync(kDriver, "n1", pool, kNode, stored).Empty());
+    CHECK(PlanPoolSync(api::DriverName(kDriver), api::PoolName("n1"), pool, kNode, stored).Empty());
   }
   SECTION("a change elsewhere: the update carries the timestamp and unknown fields") {
     pool.slices[0].devices[0].attributes["model"].string_value = "H100";
-    PoolSyncPlan plan = PlanPoolSync(kDriver, "n1", pool, kNode, stored);
+    PoolSyncPlan plan =
+        PlanPoolSync(api::DriverName(kDriver), api::PoolName("n1"), pool, kNode, stored);
     REQUIRE(plan.updates.size() == 1);
     const ResourceSliceSpec& spec = plan.updates[0].spec;
     CHECK(spec.devices[1].taints[0].time_added == "2026-12-02T01:00:00Z");

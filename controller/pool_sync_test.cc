@@ -79,8 +79,8 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
   pool.slices = {SliceOf("n1", 0, 4), SliceOf("n1", 4, 4)};
 
   Writes w;
-  PoolSyncResult first =
-      SyncPool(*client, kDriver, "n1", pool, node, {}, {false, w.Observer(), nullptr});
+  PoolSyncResult first = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool,
+                                  node, {}, {false, w.Observer(), nullptr});
   REQUIRE(first.status.ok());
   CHECK(first.created == 2);
   CHECK(first.generation == 1);
@@ -97,15 +97,15 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
   }
 
   SECTION("nothing changed: nothing written") {
-    PoolSyncResult again =
-        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    PoolSyncResult again = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool,
+                                    node, now, {false, w.Observer(), nullptr});
     REQUIRE(again.status.ok());
     CHECK_FALSE(again.Changed());
   }
   SECTION("one slice changed: updated in place, same generation") {
     pool.slices[1] = SliceOf("n1", 4, 4, "H100");
-    PoolSyncResult r =
-        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    PoolSyncResult r = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
+                                now, {false, w.Observer(), nullptr});
     REQUIRE(r.status.ok());
     CHECK(r.updated == 1);
     CHECK(r.created == 0);
@@ -113,8 +113,8 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
   }
   SECTION("both slices changed: generation bumped on every slice") {
     pool.slices = {SliceOf("n1", 0, 4, "B200"), SliceOf("n1", 4, 4, "B200")};
-    PoolSyncResult r =
-        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    PoolSyncResult r = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
+                                now, {false, w.Observer(), nullptr});
     REQUIRE(r.status.ok());
     CHECK(r.updated == 2);
     for (const SlicePtr& s : Current(*client)) CHECK(s->spec.pool.generation == 2);
@@ -122,8 +122,8 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
   SECTION("devices move between slices: obsolete deleted first, new created, bumped") {
     pool.slices = {SliceOf("n1", 0, 8)};
     w.seen.clear();
-    PoolSyncResult r =
-        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    PoolSyncResult r = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
+                                now, {false, w.Observer(), nullptr});
     REQUIRE(r.status.ok());
     // One existing and one desired are not a pair here: two existing, so names decide.
     CHECK(r.deleted == 2);
@@ -138,29 +138,31 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
   }
   SECTION("a stale resourceVersion is a conflict to retry, not a lost write") {
     pool.slices[0] = SliceOf("n1", 0, 4, "H100");
-    PoolSyncResult r1 =
-        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    PoolSyncResult r1 = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
+                                 now, {false, w.Observer(), nullptr});
     REQUIRE(r1.status.ok());
     pool.slices[0] = SliceOf("n1", 0, 4, "H20");
     w.seen.clear();
-    PoolSyncResult r2 =
-        SyncPool(*client, kDriver, "n1", pool, node, now, {false, w.Observer(), nullptr});
+    PoolSyncResult r2 = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
+                                 now, {false, w.Observer(), nullptr});
     CHECK(r2.status.code() == StatusCode::kAborted);
     CHECK(w.seen == std::vector<std::string>{"update:conflict"});
-    PoolSyncResult r3 = SyncPool(*client, kDriver, "n1", pool, node, Current(*client));
+    PoolSyncResult r3 = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
+                                 Current(*client));
     CHECK(r3.status.ok());
     CHECK(r3.updated == 1);
   }
   SECTION("withdrawn: every slice deleted") {
-    PoolSyncResult r =
-        SyncPool(*client, kDriver, "n1", std::nullopt, node, now, {false, w.Observer(), nullptr});
+    PoolSyncResult r = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"),
+                                std::nullopt, node, now, {false, w.Observer(), nullptr});
     REQUIRE(r.status.ok());
     CHECK(r.deleted == 2);
     CHECK(Current(*client).empty());
   }
   SECTION("not the leader: nothing written") {
-    PoolSyncResult r = SyncPool(*client, kDriver, "n1", std::nullopt, node, now,
-                                {false, w.Observer(), [] { return false; }});
+    PoolSyncResult r =
+        SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), std::nullopt, node, now,
+                 {false, w.Observer(), [] { return false; }});
     CHECK(r.status.code() == StatusCode::kCancelled);
     CHECK(Current(*client).size() == 2);
   }
@@ -171,12 +173,14 @@ TEST_CASE("pool sync keeps taint timestamps the server set", "[pool_sync]") {
   auto& client = n1.cluster.client;
   const NodeFacts& node = n1.node;
   DesiredPool pool = TaintedPool(1);
-  REQUIRE(SyncPool(*client, kDriver, "n1", pool, node, {}).status.ok());
+  REQUIRE(
+      SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node, {}).status.ok());
   auto now = Current(*client);
   REQUIRE(now.size() == 1);
   REQUIRE(now[0]->spec.devices[1].taints.size() == 1);
   // Whether or not the server stamped timeAdded, the same desired state writes nothing.
-  PoolSyncResult r = SyncPool(*client, kDriver, "n1", pool, node, now);
+  PoolSyncResult r =
+      SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node, now);
   REQUIRE(r.status.ok());
   CHECK_FALSE(r.Changed());
 }
@@ -195,7 +199,8 @@ TEST_CASE("pool sync reports fields the server dropped", "[pool_sync]") {
   uses.counter_set = "gpu-members";
   uses.counters["gpu-1"].value = "1";
   pool.slices[0].devices[1].consumes_counters.push_back(uses);
-  PoolSyncResult r = SyncPool(*client, kDriver, "n1", pool, node, {});
+  PoolSyncResult r =
+      SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node, {});
   REQUIRE(r.status.ok());
   CHECK(r.dropped_taints);
   CHECK(r.dropped_counters);

@@ -253,7 +253,7 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
       log.Error(msg);
       m.config_reloads.Inc({"error"});
       m.config_valid.Set(0);
-      controller.RecordEvent("Warning", "InvalidConfig", msg);
+      controller.RecordEvent({.reason = "InvalidConfig", .message = msg});
       continue;
     }
     log.Info("config " + options.config_path + " reloaded");
