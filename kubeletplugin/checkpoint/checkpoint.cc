@@ -3,12 +3,25 @@
 #include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <utility>
 
+#include "api/codec/codec.h"
 #include "base/atomic_file.h"
 
 namespace xpu::checkpoint {
+
+namespace codec = api::codec;
+
+template <typename V, codec::FieldsOf<Device> S>
+void VisitFields(V& v, S& self) {
+  v.Required("requestNames", self.request_names);
+  v.Required("pool", self.pool);
+  v.Required("device", self.device);
+  v.Required("cdiDeviceIds", self.cdi_device_ids);
+  v.Required("shareId", self.share_id);
+  v.Required("members", self.members);
+}
+
 namespace {
 
 using Json = nlohmann::json;
@@ -37,117 +50,72 @@ std::string CanonicalDump(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string_view StateName(ClaimState state) {
-  return state == ClaimState::kPrepared ? "Prepared" : "Preparing";
+// On disk every claim has "state": "Prepared" (version 1 of the format). Plugins before the
+// compute-then-act prepare could also write "Preparing"; such an entry is read as prepared, as
+// they did at start.
+constexpr std::string_view kPrepared = "Prepared";
+constexpr std::string_view kPreparing = "Preparing";
+
+// The claims as the file lists them.
+struct WireClaim {
+  std::string uid;
+  std::string ns;
+  std::string name;
+  std::string state;
+  std::vector<Device> devices;
+  std::string cdi_spec;
+};
+
+struct WireData {
+  std::string boot_id;
+  std::vector<WireClaim> claims;
+};
+
+template <typename V, codec::FieldsOf<WireClaim> S>
+void VisitFields(V& v, S& self) {
+  v.Required("uid", self.uid);
+  v.Required("namespace", self.ns);
+  v.Required("name", self.name);
+  v.Required("state", self.state);
+  v.Required("devices", self.devices);
+  v.Required("cdiSpec", self.cdi_spec);
+}
+
+template <typename V, codec::FieldsOf<WireData> S>
+void VisitFields(V& v, S& self) {
+  v.Required("bootId", self.boot_id);
+  v.Required("claims", self.claims);
 }
 
 // The canonical "data" value: nlohmann::json keeps object keys sorted, so dump() of equal data
 // is byte-equal whatever order a writer used.
 Json DataToJson(const Checkpoint& cp) {
-  Json claims = Json::array();
+  WireData wire;
+  wire.boot_id = cp.boot_id;
   for (const auto& [uid, c] : cp.claims) {
-    Json devices = Json::array();
-    for (const Device& d : c.devices) {
-      devices.push_back({{"requestNames", d.request_names},
-                         {"pool", d.pool},
-                         {"device", d.device},
-                         {"cdiDeviceIds", d.cdi_device_ids},
-                         {"shareId", d.share_id},
-                         {"members", d.members}});
-    }
-    claims.push_back({{"uid", uid},
-                      {"namespace", c.ns},
-                      {"name", c.name},
-                      {"state", StateName(c.state)},
-                      {"devices", std::move(devices)},
-                      {"cdiSpec", c.cdi_spec}});
+    wire.claims.push_back({uid, c.ns, c.name, std::string(kPrepared), c.devices, c.cdi_spec});
   }
-  return {{"bootId", cp.boot_id}, {"claims", std::move(claims)}};
+  return codec::Encode(wire);
 }
 
-// Strict object reading: every member required, none unknown.
-class Fields {
- public:
-  Fields(const Json& j, std::string at) : j_(j), at_(std::move(at)) {}
-  Status Check(std::initializer_list<std::string_view> known) const {
-    if (!j_.is_object()) return DataLossError(at_ + ": expected an object");
-    const std::set<std::string_view> names(known);
-    for (const auto& [key, value] : j_.items()) {
-      if (!names.contains(key)) return DataLossError(Name(key) + ": unknown field");
-    }
-    for (const std::string_view k : known) {
-      if (!j_.contains(std::string(k))) return DataLossError(Name(k) + ": missing field");
-    }
-    return OkStatus();
-  }
-  Status String(std::string_view key, std::string& out) const {
-    const Json& v = j_.at(std::string(key));
-    if (!v.is_string()) return DataLossError(Name(key) + ": expected a string");
-    out = v.get<std::string>();
-    return OkStatus();
-  }
-  Status Strings(std::string_view key, std::vector<std::string>& out) const {
-    const Json& v = j_.at(std::string(key));
-    if (!v.is_array()) return DataLossError(Name(key) + ": expected an array");
-    for (size_t i = 0; i < v.size(); ++i) {
-      if (!v[i].is_string()) {
-        return DataLossError(Name(key) + "[" + std::to_string(i) + "]: expected a string");
-      }
-      out.push_back(v[i].get<std::string>());
-    }
-    return OkStatus();
-  }
-  std::string Name(std::string_view key) const { return at_ + "." + std::string(key); }
-
- private:
-  const Json& j_;
-  std::string at_;
-};
-
+// Every member required, none unknown; any problem is data loss.
 StatusOr<Checkpoint> DataFromJson(const Json& data) {
+  WireData wire;
+  if (Status s = codec::Read(codec::Field{&data, "data"}, &wire); !s.ok()) {
+    return DataLossError(s.message());
+  }
   Checkpoint cp;
-  const Fields top(data, "data");
-  RETURN_IF_ERROR(top.Check({"bootId", "claims"}));
-  RETURN_IF_ERROR(top.String("bootId", cp.boot_id));
-  const Json& claims = data.at("claims");
-  if (!claims.is_array()) return DataLossError("data.claims: expected an array");
-  for (size_t i = 0; i < claims.size(); ++i) {
+  cp.boot_id = std::move(wire.boot_id);
+  for (size_t i = 0; i < wire.claims.size(); ++i) {
+    WireClaim& w = wire.claims[i];
     const std::string at = "data.claims[" + std::to_string(i) + "]";
-    const Fields f(claims[i], at);
-    RETURN_IF_ERROR(f.Check({"uid", "namespace", "name", "state", "devices", "cdiSpec"}));
-    Claim c;
-    RETURN_IF_ERROR(f.String("uid", c.uid));
-    RETURN_IF_ERROR(f.String("namespace", c.ns));
-    RETURN_IF_ERROR(f.String("name", c.name));
-    std::string state;
-    RETURN_IF_ERROR(f.String("state", state));
-    if (state == "Prepared") {
-      c.state = ClaimState::kPrepared;
-    } else if (state == "Preparing") {
-      c.state = ClaimState::kPreparing;
-    } else {
-      return DataLossError(at + ".state: unknown state \"" + state.append("\""));
+    if (w.state != kPrepared && w.state != kPreparing) {
+      return DataLossError(at + ".state: unknown state \"" + w.state + "\"");
     }
-    RETURN_IF_ERROR(f.String("cdiSpec", c.cdi_spec));
-    const Json& devices = claims[i].at("devices");
-    if (!devices.is_array()) return DataLossError(at + ".devices: expected an array");
-    for (size_t k = 0; k < devices.size(); ++k) {
-      const Fields df(devices[k], at + ".devices[" + std::to_string(k) + "]");
-      RETURN_IF_ERROR(
-          df.Check({"requestNames", "pool", "device", "cdiDeviceIds", "shareId", "members"}));
-      Device d;
-      RETURN_IF_ERROR(df.Strings("requestNames", d.request_names));
-      RETURN_IF_ERROR(df.String("pool", d.pool));
-      RETURN_IF_ERROR(df.String("device", d.device));
-      RETURN_IF_ERROR(df.Strings("cdiDeviceIds", d.cdi_device_ids));
-      RETURN_IF_ERROR(df.String("shareId", d.share_id));
-      RETURN_IF_ERROR(df.Strings("members", d.members));
-      c.devices.push_back(std::move(d));
-    }
-    if (c.uid.empty()) return DataLossError(at + ".uid: empty");
-    if (cp.claims.contains(c.uid)) return DataLossError(at + ".uid: duplicate \"" + c.uid + "\"");
-    std::string uid = c.uid;
-    cp.claims.emplace(std::move(uid), std::move(c));
+    if (w.uid.empty()) return DataLossError(at + ".uid: empty");
+    if (cp.claims.contains(w.uid)) return DataLossError(at + ".uid: duplicate \"" + w.uid + "\"");
+    Claim c{w.uid, std::move(w.ns), std::move(w.name), std::move(w.devices), std::move(w.cdi_spec)};
+    cp.claims.emplace(std::move(w.uid), std::move(c));
   }
   return cp;
 }

@@ -2,6 +2,8 @@
 // atomically (temp file, fsync, rename, fsync of the directory), mode 0600, with the boot id of
 // the node when it was written. A missing file is an empty checkpoint; a corrupt or unknown-
 // version file is a data-loss error (the plugin refuses to serve rather than forget claims).
+// A claim is recorded once its CDI spec is written (compute, then act), so every entry is a
+// prepared claim.
 #ifndef XPU_KUBELETPLUGIN_CHECKPOINT_CHECKPOINT_H_
 #define XPU_KUBELETPLUGIN_CHECKPOINT_CHECKPOINT_H_
 
@@ -26,16 +28,10 @@ struct Device {
   friend bool operator==(const Device&, const Device&) = default;
 };
 
-enum class ClaimState {
-  kPreparing,  // recorded before the CDI spec is written: its devices are taken
-  kPrepared,   // CDI spec written, answer given
-};
-
 struct Claim {
   std::string uid;
   std::string ns;
   std::string name;
-  ClaimState state = ClaimState::kPreparing;
   std::vector<Device> devices;
   // The CDI spec's JSON as written, so that it can be rewritten after a reboot (the CDI
   // directory is tmpfs on most nodes) without the claim or the inventory.

@@ -24,7 +24,6 @@ Checkpoint Sample() {
   c.uid = "3f6c0a4e-0000-4000-8000-000000000001";
   c.ns = "default";
   c.name = "pod0-npu-x7k2p";
-  c.state = ClaimState::kPrepared;
   c.devices.push_back({{"npu"}, "node-1", "npu-0", {"k8s.xpu.dra.dev/device=3f6c-npu-0"}, "", {}});
   c.devices.push_back({{}, "node-1", "npu-x2-0", {}, "share-1", {"npu-1", "npu-2"}});
   c.cdi_spec = "{\n  \"cdiVersion\": \"0.5.0\",\n  \"kind\": \"k8s.xpu.dra.dev/device\"\n}\n";
@@ -33,7 +32,6 @@ Checkpoint Sample() {
   p.uid = "00000000-0000-4000-8000-000000000002";
   p.ns = "team-a";
   p.name = "job";
-  p.state = ClaimState::kPreparing;
   cp.claims[p.uid] = p;
   return cp;
 }
@@ -161,6 +159,16 @@ std::string WithData(const nlohmann::json& data) {
   return "{\"version\":1,\"checksum\":\"" + std::string(hex) + "\",\"data\":" + dump + "}";
 }
 
+TEST_CASE("every entry is written Prepared; an older plugin's Preparing entry reads as prepared") {
+  const nlohmann::json data = nlohmann::json::parse(Encode(Sample()))["data"];
+  for (const auto& claim : data["claims"]) CHECK(claim["state"] == "Prepared");
+  nlohmann::json old = data;
+  old["claims"][1]["state"] = "Preparing";
+  StatusOr<Checkpoint> cp = Decode(WithData(old), "cp");
+  REQUIRE(cp.ok());
+  CHECK(*cp == Sample());
+}
+
 TEST_CASE("Decode names a missing or wrong field") {
   const nlohmann::json good = nlohmann::json::parse(Encode(Sample()))["data"];
   REQUIRE(Decode(WithData(good), "cp").ok());
@@ -188,12 +196,12 @@ TEST_CASE("Decode names a missing or wrong field") {
   {
     auto d = good;
     d.erase("bootId");
-    fails(WithData(d), "data.bootId: missing field");
+    fails(WithData(d), "data.bootId: missing required field");
   }
   {
     auto d = good;
     d["claims"][0].erase("state");
-    fails(WithData(d), "data.claims[0].state: missing field");
+    fails(WithData(d), "data.claims[0].state: missing required field");
   }
   {
     auto d = good;
@@ -208,7 +216,7 @@ TEST_CASE("Decode names a missing or wrong field") {
   {
     auto d = good;
     d["claims"][1]["devices"][1]["x"] = 3;
-    fails(WithData(d), "data.claims[1].devices[1].x: unknown field");
+    fails(WithData(d), "data.claims[1].devices[1].x: unknown field; expected one of requestNames");
   }
   {
     auto d = good;

@@ -110,9 +110,8 @@ Status Driver::Start() {
     RETURN_IF_ERROR(specs_.Remove(uid));
   }
   for (const auto& [uid, claim] : checkpoint_.claims) RETURN_IF_ERROR(EnsureSpecLocked(claim));
-  // A prepare that recorded a claim but crashed before answering left it kPreparing; its spec is
-  // written (above), so it is as good as prepared: the kubelet's retry gets the recorded answer.
-  for (auto& [uid, claim] : checkpoint_.claims) claim.state = checkpoint::ClaimState::kPrepared;
+  // Every entry's spec is written (above), so the kubelet's retry of a prepare that crashed
+  // after recording but before answering gets the recorded answer.
   checkpoint_.boot_id = boot_id;
   RETURN_IF_ERROR(SaveLocked());
   started_ = true;
@@ -278,10 +277,7 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
   }
   if (!batch.empty()) {
     CrashPoint("prepare-after-cdi");
-    for (auto& [uid, claim] : batch) {
-      claim.state = checkpoint::ClaimState::kPrepared;
-      checkpoint_.claims[uid] = claim;
-    }
+    for (auto& [uid, claim] : batch) checkpoint_.claims[uid] = claim;
     if (Status s = SaveLocked(); !s.ok()) {
       // Not recorded: take the specs back and fail those claims; the kubelet retries.
       for (const auto& [uid, claim] : batch) {

@@ -44,7 +44,7 @@ struct PrepareInput {
 
 // The claim as it is to be prepared. `spec` is empty when none of the allocation's results is
 // this driver's on this node (nothing to hand the container; the claim is still recorded).
-// record.state and record.cdi_spec are the caller's to set once the spec is written.
+// record.cdi_spec is the caller's to set once the spec is written.
 struct PreparedClaim {
   std::optional<cdi::Spec> spec;
   checkpoint::Claim record;
