@@ -1,6 +1,9 @@
 #include "kubeletplugin/driver/config.h"
 
 #include <algorithm>
+#include <utility>
+
+#include "api/codec/codec.h"
 
 namespace xpu::plugin {
 namespace {
@@ -13,6 +16,22 @@ bool ValidEnvName(const std::string& name) {
   });
 }
 
+constexpr size_t kMaxEnvValue = 4096;
+
+// The document as written; the values are checked after reading.
+struct WireDeviceConfig {
+  std::string api_version;
+  std::string kind;
+  std::map<std::string, std::string> env;
+};
+
+template <typename V, api::codec::FieldsOf<WireDeviceConfig> S>
+void VisitFields(V& v, S& self) {
+  v.Optional("apiVersion", self.api_version);
+  v.Optional("kind", self.kind);
+  v.Optional("env", self.env);
+}
+
 }  // namespace
 
 std::string BaseRequestName(const std::string& request) {
@@ -21,43 +40,28 @@ std::string BaseRequestName(const std::string& request) {
 
 StatusOr<DeviceConfig> ParseDeviceConfig(const nlohmann::json& parameters,
                                          const std::string& where) {
-  if (!parameters.is_object()) return InvalidArgumentError(where + ": expected an object");
-  DeviceConfig out;
-  auto api_version = parameters.find("apiVersion");
-  if (api_version == parameters.end() || !api_version->is_string() ||
-      *api_version != kConfigApiVersion) {
+  WireDeviceConfig wire;
+  RETURN_IF_ERROR(api::codec::Read(api::codec::Field{&parameters, where}, &wire));
+  if (wire.api_version != kConfigApiVersion) {
     return InvalidArgumentError(where + ".apiVersion: expected \"" + kConfigApiVersion + "\"");
   }
-  auto kind = parameters.find("kind");
-  if (kind == parameters.end() || !kind->is_string() || *kind != kDeviceConfigKind) {
+  if (wire.kind != kDeviceConfigKind) {
     return InvalidArgumentError(where + ".kind: expected \"" + kDeviceConfigKind + "\"");
   }
-  for (const auto& [key, value] : parameters.items()) {
-    if (key == "apiVersion" || key == "kind") continue;
-    if (key != "env") {
-      std::string field = where;
-      field += ".";
-      field += key;
-      return InvalidArgumentError(field + ": unknown field");
+  for (const auto& [name, text] : wire.env) {
+    const std::string field = where + ".env." + name;
+    if (!ValidEnvName(name)) {
+      return InvalidArgumentError(field + ": not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)");
     }
-    if (!value.is_object()) return InvalidArgumentError(where + ".env: expected an object");
-    for (const auto& [name, v] : value.items()) {
-      std::string field = where;
-      field += ".env.";
-      field += name;
-      if (!ValidEnvName(name)) {
-        return InvalidArgumentError(field + ": not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)");
-      }
-      if (name.starts_with("XPU_DRA_")) {
-        return InvalidArgumentError(field + ": the XPU_DRA_ prefix is reserved for the driver");
-      }
-      if (!v.is_string()) return InvalidArgumentError(field + ": expected a string");
-      const std::string text = v.get<std::string>();
-      if (text.size() > 4096) return InvalidArgumentError(field + ": longer than 4096 bytes");
-      out.env[name] = text;
+    if (name.starts_with("XPU_DRA_")) {
+      return InvalidArgumentError(field + ": the XPU_DRA_ prefix is reserved for the driver");
+    }
+    if (text.size() > kMaxEnvValue) {
+      return InvalidArgumentError(field + ": longer than " + std::to_string(kMaxEnvValue) +
+                                  " bytes");
     }
   }
-  return out;
+  return DeviceConfig{std::move(wire.env)};
 }
 
 StatusOr<std::map<std::string, DeviceConfig>> ConfigByRequest(

@@ -367,7 +367,7 @@ TEST_CASE("opaque config: env applied per request, bad config fails that claim o
   CHECK(text.find("A=class") == std::string::npos);
   CHECK(out.at(b).error ==
         "ResourceClaim default/b: status.allocation.devices.config[0] (FromClaim)"
-        ".opaque.parameters.envv: unknown field");
+        ".opaque.parameters.envv: unknown field; expected one of apiVersion, kind, env");
   CHECK_FALSE(fs::exists(node.CdiPath(b)));
 }
 
@@ -385,9 +385,13 @@ TEST_CASE("opaque config parsing names the field") {
                {"kind", "DeviceConfig"},
                {"env", {{"XPU_DRA_X", "x"}}}}) ==
         "p.env.XPU_DRA_X: the XPU_DRA_ prefix is reserved for the driver");
-  CHECK(parse({{"apiVersion", "xpu.dra.dev/v1alpha1"},
-               {"kind", "DeviceConfig"},
-               {"env", {{"N", 3}}}}) == "p.env.N: expected a string");
+  CHECK(
+      parse({{"apiVersion", "xpu.dra.dev/v1alpha1"}, {"kind", "DeviceConfig"}, {"env", {{"N", 3}}}})
+          .starts_with("p.env.N: expected a string"));
+  CHECK(parse({{"apiVersion", "xpu.dra.dev/v1alpha1"}, {"kind", "DeviceConfig"}, {"envv", {}}})
+            .starts_with("p.envv: unknown field; expected one of apiVersion, kind, env"));
+  CHECK(parse({{"kind", "DeviceConfig"}}) == "p.apiVersion: expected \"xpu.dra.dev/v1alpha1\"");
+  CHECK(parse(json::array()).starts_with("p: expected an object"));
 }
 
 TEST_CASE("unprepare works from the checkpoint alone and an unknown claim succeeds") {
