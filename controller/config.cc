@@ -1,25 +1,20 @@
 #include "controller/config.h"
 
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <utility>
 
 #include "api/quantity.h"
 #include "api/validation.h"
 #include "base/enum_names.h"
+#include "base/text.h"
+#include "controller/yaml_json.h"
 
 namespace xpu::controller {
 namespace {
@@ -30,10 +25,6 @@ using Json = nlohmann::ordered_json;
 constexpr std::string_view kConfigKind = "ControllerConfig";
 // A ConfigMap holds at most 1 MiB; anything much larger is not a config file.
 constexpr long kMaxFileBytes = 4 << 20;
-// YAML aliases can expand a small file into a huge tree (and yaml-cpp follows an alias to an
-// enclosing node); both limits are far above any real config.
-constexpr int kMaxDepth = 64;
-constexpr size_t kMaxNodes = 200'000;
 constexpr int kMinGroupSize = 2;
 constexpr int kMaxGroupSize = 64;
 // Keeps a capability class' selector far below the 10 KiB CEL limit (see device_classes.cc).
@@ -58,25 +49,6 @@ std::string Join(const std::vector<std::string>& items, std::string_view sep = "
   return out;
 }
 
-std::string Quote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  if (out.size() > 80) out = out.substr(0, 77) + "...";
-  return out + "\"";
-}
-
 bool Contains(const std::vector<std::string>& list, std::string_view item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
@@ -86,163 +58,12 @@ Status FieldError(std::string_view path, std::string_view what) {
                                            : std::string(path) + ": " + std::string(what));
 }
 
-// ---- YAML to JSON ----
-
-bool IsPlainInt(const std::string& s) {
-  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
-  if (i == s.size()) return false;
-  return std::all_of(s.begin() + static_cast<long>(i), s.end(),
-                     [](char c) { return c >= '0' && c <= '9'; });
-}
-
-bool IsPlainFloat(const std::string& s) {
-  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
-  size_t digits = 0;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++digits;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++digits;
-  }
-  if (digits == 0) return false;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
-    size_t exp_digits = 0;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++exp_digits;
-    if (exp_digits == 0) return false;
-  }
-  return i == s.size();
-}
-
-// A plain (unquoted, untagged) scalar resolved as YAML 1.2's core schema does: booleans, integers
-// and floats; everything else, YAML 1.1's yes/no/on/off included, stays a string.
-Json ResolvePlainScalar(const std::string& s) {
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  if (IsPlainInt(s)) {
-    int64_t value = 0;
-    const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
-    auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), value);
-    if (ec == std::errc() && ptr == s.data() + s.size()) return value;
-    return std::strtod(s.c_str(), nullptr);  // too large for int64
-  }
-  if (IsPlainFloat(s)) return std::strtod(s.c_str(), nullptr);
-  return s;
-}
-
-std::string MarkText(const YAML::Mark& mark) {
-  if (mark.is_null()) return "";
-  return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
-}
-
-class YamlConverter {
- public:
-  StatusOr<Json> Convert(const YAML::Node& node, const std::string& path, int depth) {
-    if (++nodes_ > kMaxNodes) return FieldError(path, "document too large (aliases expand it)");
-    if (depth > kMaxDepth) return FieldError(path, "nested too deeply");
-    switch (node.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
-        return Json(nullptr);
-      case YAML::NodeType::Scalar: {
-        const std::string& tag = node.Tag();
-        if (tag == "?") return ResolvePlainScalar(node.Scalar());
-        return Json(node.Scalar());  // quoted ("!") or explicitly tagged: a string
-      }
-      case YAML::NodeType::Sequence: {
-        Json out = Json::array();
-        size_t i = 0;
-        for (const auto& item : node) {
-          ASSIGN_OR_RETURN(Json value,
-                           Convert(item, path + "[" + std::to_string(i) + "]", depth + 1));
-          out.push_back(std::move(value));
-          ++i;
-        }
-        return out;
-      }
-      case YAML::NodeType::Map: {
-        Json out = Json::object();
-        for (const auto& item : node) {
-          if (!item.first.IsScalar()) {
-            return FieldError(path, "keys must be strings (" + MarkText(item.first.Mark()) + ")");
-          }
-          const std::string key = item.first.Scalar();
-          std::string member = path;
-          if (!member.empty()) member += '.';
-          member += key;
-          if (out.contains(key)) return FieldError(member, "duplicate field");
-          ASSIGN_OR_RETURN(Json value, Convert(item.second, member, depth + 1));
-          out[key] = std::move(value);
-        }
-        return out;
-      }
-    }
-    return Json(nullptr);
-  }
-
- private:
-  size_t nodes_ = 0;
-};
-
-// Parser events, dropped: ParseDocument counts documents without building them.
-class IgnoreEvents : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-};
-
-StatusOr<Json> ParseDocument(std::string_view text) {
-  // Documents are counted first, up to a bound, and only a single one is built: for some input
-  // ("{a},", a flow collection and a comma) yaml-cpp 0.7 reports empty documents without end,
-  // which YAML::LoadAll would collect until memory runs out.
-  constexpr int kMaxDocuments = 64;
-  int documents = 0;
-  YAML::Node doc;
-  try {
-    std::istringstream stream{std::string(text)};
-    YAML::Parser parser(stream);
-    IgnoreEvents ignore;
-    while (documents <= kMaxDocuments && parser.HandleNextDocument(ignore)) ++documents;
-    if (documents == 1) doc = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    const std::string where = MarkText(e.mark);
-    return InvalidArgumentError("invalid YAML" + (where.empty() ? "" : " at " + where) + ": " +
-                                e.msg);
-  }
-  if (documents > kMaxDocuments) {
-    return InvalidArgumentError("expected one document, got more than " +
-                                std::to_string(kMaxDocuments));
-  }
-  if (documents > 1) {
-    return InvalidArgumentError("expected one document, got " + std::to_string(documents));
-  }
-  if (documents == 0) return Json::object();
-  try {
-    YamlConverter converter;
-    ASSIGN_OR_RETURN(Json root, converter.Convert(doc, "", 0));
-    if (root.is_null()) return Json::object();  // an empty file: every member absent
-    return root;
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError("invalid YAML: " + e.msg);
-  }
-}
-
 // ---- Reading the document field by field ----
 
 // "number 5", "string \"x\"", "array": what a value is, for "expected ..., got ..." messages.
 std::string Describe(const Json& j) {
   if (j.is_structured()) return j.type_name();
-  if (j.is_string()) return "string " + Quote(j.get_ref<const std::string&>());
+  if (j.is_string()) return "string " + QuoteText(j.get_ref<const std::string&>());
   return std::string(j.is_number() ? "number" : j.type_name()) + " " +
          j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -299,7 +120,7 @@ Status ReadPublishing(const Field& f, Config& config) {
     ASSIGN_OR_RETURN(std::string name, ReadString(m));
     std::optional<PublishMode> mode = ParsePublishMode(name);
     if (!mode) {
-      return m.Error("unknown mode " + Quote(name) + "; expected one of attributes, groups");
+      return m.Error("unknown mode " + QuoteText(name) + "; expected one of attributes, groups");
     }
     config.mode = *mode;
   }
@@ -393,7 +214,7 @@ StatusOr<Config> ReadConfig(const Json& root) {
     Field m = f.Member(key);
     if (m.absent()) continue;
     if (!m.value->is_string() || m.value->get_ref<const std::string&>() != want) {
-      return m.Expected(Quote(want));
+      return m.Expected(QuoteText(want));
     }
   }
   Config config;
@@ -423,180 +244,6 @@ StatusOr<Config> ReadConfig(const Json& root) {
   return config;
 }
 
-// ---- Semantic versions ----
-
-struct Semver {
-  uint64_t major = 0, minor = 0, patch = 0;
-  std::vector<std::string> prerelease;
-};
-
-bool IsDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-bool IsIdentifierChars(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
-  });
-}
-
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t end = s.find(sep, start);
-    parts.push_back(s.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) return parts;
-    start = end + 1;
-  }
-}
-
-// Strict semver 2.0.0; `why` says what is wrong.
-std::optional<Semver> ParseSemver(std::string_view text, std::string* why) {
-  auto fail = [&](std::string reason) -> std::optional<Semver> {
-    if (why != nullptr) *why = std::move(reason);
-    return std::nullopt;
-  };
-  std::string_view core = text;
-  std::string_view pre;
-  std::string_view build;
-  bool has_pre = false;
-  if (size_t plus = core.find('+'); plus != std::string_view::npos) {
-    build = core.substr(plus + 1);
-    core = core.substr(0, plus);
-    for (auto id : Split(build, '.')) {
-      if (!IsIdentifierChars(id)) return fail("bad build metadata \"" + std::string(build) + "\"");
-    }
-  }
-  if (size_t dash = core.find('-'); dash != std::string_view::npos) {
-    pre = core.substr(dash + 1);
-    core = core.substr(0, dash);
-    has_pre = true;
-  }
-  const auto numbers = Split(core, '.');
-  if (numbers.size() != 3) return fail("expected MAJOR.MINOR.PATCH");
-  Semver v;
-  uint64_t* out[] = {&v.major, &v.minor, &v.patch};
-  for (size_t i = 0; i < 3; ++i) {
-    const std::string_view n = numbers[i];
-    if (!IsDigits(n)) return fail("expected MAJOR.MINOR.PATCH of non-negative integers");
-    if (n.size() > 1 && n[0] == '0') return fail("leading zero in \"" + std::string(n) + "\"");
-    auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), *out[i]);
-    if (ec != std::errc() || ptr != n.data() + n.size()) return fail("number too large");
-  }
-  if (has_pre) {
-    for (auto id : Split(pre, '.')) {
-      if (!IsIdentifierChars(id)) return fail("bad pre-release \"" + std::string(pre) + "\"");
-      if (IsDigits(id) && id.size() > 1 && id[0] == '0') {
-        return fail("leading zero in pre-release identifier \"" + std::string(id) + "\"");
-      }
-      v.prerelease.emplace_back(id);
-    }
-  }
-  return v;
-}
-
-// Precedence per semver.org §11: build metadata is ignored.
-int CompareIdentifiers(const std::string& a, const std::string& b) {
-  const bool an = IsDigits(a);
-  const bool bn = IsDigits(b);
-  if (an && bn) {
-    if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
-    return a.compare(b) < 0 ? -1 : (a == b ? 0 : 1);
-  }
-  if (an != bn) return an ? -1 : 1;  // numeric identifiers have lower precedence
-  return a.compare(b) < 0 ? -1 : (a == b ? 0 : 1);
-}
-
-int Compare(const Semver& a, const Semver& b) {
-  for (auto [x, y] :
-       {std::pair{a.major, b.major}, std::pair{a.minor, b.minor}, std::pair{a.patch, b.patch}}) {
-    if (x != y) return x < y ? -1 : 1;
-  }
-  if (a.prerelease.empty() || b.prerelease.empty()) {
-    if (a.prerelease.empty() && b.prerelease.empty()) return 0;
-    return a.prerelease.empty() ? 1 : -1;  // a pre-release orders before its release
-  }
-  const size_t n = std::min(a.prerelease.size(), b.prerelease.size());
-  for (size_t i = 0; i < n; ++i) {
-    if (int c = CompareIdentifiers(a.prerelease[i], b.prerelease[i]); c != 0) return c;
-  }
-  if (a.prerelease.size() == b.prerelease.size()) return 0;
-  return a.prerelease.size() < b.prerelease.size() ? -1 : 1;
-}
-
-enum class Op { kGe, kGt, kLe, kLt, kEq };
-
-struct Comparator {
-  Op op = Op::kEq;
-  Semver version;
-};
-
-bool Holds(const Comparator& c, const Semver& v) {
-  const int cmp = Compare(v, c.version);
-  switch (c.op) {
-    case Op::kGe:
-      return cmp >= 0;
-    case Op::kGt:
-      return cmp > 0;
-    case Op::kLe:
-      return cmp <= 0;
-    case Op::kLt:
-      return cmp < 0;
-    case Op::kEq:
-      return cmp == 0;
-  }
-  return false;
-}
-
-bool IsSeparator(char c) { return c == ' ' || c == ',' || c == '\t'; }
-
-// Comparators are an operator, optional blanks, and a version: ">=535.0.0" or ">= 535.0.0".
-StatusOr<std::vector<Comparator>> ParseRange(std::string_view text) {
-  std::vector<Comparator> out;
-  size_t i = 0;
-  while (true) {
-    while (i < text.size() && IsSeparator(text[i])) ++i;
-    if (i == text.size()) break;
-    const size_t start = i;
-    while (i < text.size() && (text[i] == '<' || text[i] == '>' || text[i] == '=')) ++i;
-    const std::string_view op_text = text.substr(start, i - start);
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-    const size_t version_start = i;
-    while (i < text.size() && !IsSeparator(text[i])) ++i;
-    const std::string_view version = text.substr(version_start, i - version_start);
-    const std::string comparator(text.substr(start, i - start));
-    Comparator c;
-    if (op_text == ">=") {
-      c.op = Op::kGe;
-    } else if (op_text == ">") {
-      c.op = Op::kGt;
-    } else if (op_text == "<=") {
-      c.op = Op::kLe;
-    } else if (op_text == "<") {
-      c.op = Op::kLt;
-    } else if (op_text == "=") {
-      c.op = Op::kEq;
-    } else {
-      return InvalidArgumentError("comparator " + Quote(comparator) +
-                                  ": expected one of >=, >, <=, <, = before the version");
-    }
-    if (version.empty()) {
-      return InvalidArgumentError("comparator " + Quote(comparator) + ": missing version");
-    }
-    std::string why;
-    std::optional<Semver> v = ParseSemver(version, &why);
-    if (!v) {
-      return InvalidArgumentError("comparator " + Quote(comparator) + ": " + Quote(version) +
-                                  " is not a semantic version (" + why + ")");
-    }
-    c.version = std::move(*v);
-    out.push_back(std::move(c));
-  }
-  if (out.empty()) return InvalidArgumentError("empty version range");
-  return out;
-}
-
 // ---- Validation helpers ----
 
 // Family and model filters go into CEL string literals and are compared with device attribute
@@ -604,13 +251,14 @@ StatusOr<std::vector<Comparator>> ParseRange(std::string_view text) {
 Status CheckFilterValue(std::string_view value, const std::string& path) {
   if (value.empty()) return FieldError(path, "must not be empty");
   if (value.size() > static_cast<size_t>(api::kMaxAttributeValueLength)) {
-    return FieldError(path, Quote(value) + " is longer than " +
+    return FieldError(path, QuoteText(value) + " is longer than " +
                                 std::to_string(api::kMaxAttributeValueLength) + " bytes");
   }
   for (char c : value) {
     const auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f || c == '\'' || c == '"' || c == '\\') {
-      return FieldError(path, Quote(value) + " contains a quote, backslash or control character");
+      return FieldError(path,
+                        QuoteText(value) + " contains a quote, backslash or control character");
     }
   }
   return OkStatus();
@@ -625,7 +273,7 @@ Status CheckFilterList(const std::vector<std::string>& values, const std::string
     RETURN_IF_ERROR(CheckFilterValue(values[i], item));
     if (std::find(values.begin(), values.begin() + static_cast<long>(i), values[i]) !=
         values.begin() + static_cast<long>(i)) {
-      return FieldError(item, "duplicate " + Quote(values[i]));
+      return FieldError(item, "duplicate " + QuoteText(values[i]));
     }
   }
   return OkStatus();
@@ -635,7 +283,7 @@ Status CheckVendor(std::string_view vendor, const std::string& path) {
   if (vendor.empty()) return FieldError(path, "required");
   if (!Contains(KnownVendors(), vendor)) {
     return FieldError(
-        path, "unknown vendor " + Quote(vendor) + "; expected one of " + Join(KnownVendors()));
+        path, "unknown vendor " + QuoteText(vendor) + "; expected one of " + Join(KnownVendors()));
   }
   return OkStatus();
 }
@@ -649,7 +297,7 @@ Status CheckExtendedResourceName(const std::string& name, const std::string& pat
                       (domain.size() > 14 && domain.ends_with(".kubernetes.io"));
   if (native || name.starts_with("requests.") ||
       !api::ValidateLabelKey("requests." + name, path).ok()) {
-    return FieldError(path, Quote(name) +
+    return FieldError(path, QuoteText(name) +
                                 " is not an extended resource name (a domain-prefixed name such "
                                 "as example.com/foo, outside kubernetes.io)");
   }
@@ -661,7 +309,7 @@ Status CheckImage(std::string_view image, const std::string& path) {
   for (char c : image) {
     const auto u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u == 0x7f) {
-      return FieldError(path, Quote(image) + " contains white space or a control character");
+      return FieldError(path, QuoteText(image) + " contains white space or a control character");
     }
   }
   return OkStatus();
@@ -675,25 +323,25 @@ Status ValidateCapabilityClass(const CapabilityClass& c, const std::string& path
     RETURN_IF_ERROR(CheckVendor(c.vendors[i], item));
     if (std::find(c.vendors.begin(), c.vendors.begin() + static_cast<long>(i), c.vendors[i]) !=
         c.vendors.begin() + static_cast<long>(i)) {
-      return FieldError(item, "duplicate vendor " + Quote(c.vendors[i]));
+      return FieldError(item, "duplicate vendor " + QuoteText(c.vendors[i]));
     }
   }
   if (!c.min_memory.empty()) {
     StatusOr<api::Quantity> q = api::Quantity::Parse(c.min_memory);
     if (!q.ok()) return q.status().WithContext(path + ".minMemory");
     if (q->Sign() < 0) {
-      return FieldError(path + ".minMemory", Quote(c.min_memory) + " must not be negative");
+      return FieldError(path + ".minMemory", QuoteText(c.min_memory) + " must not be negative");
     }
   }
   for (size_t i = 0; i < c.precisions.size(); ++i) {
     const std::string item = path + ".precisions[" + std::to_string(i) + "]";
     if (!Contains(Precisions(), c.precisions[i])) {
-      return FieldError(item, "unknown precision " + Quote(c.precisions[i]) + "; expected one of " +
-                                  Join(Precisions()));
+      return FieldError(item, "unknown precision " + QuoteText(c.precisions[i]) +
+                                  "; expected one of " + Join(Precisions()));
     }
     if (std::find(c.precisions.begin(), c.precisions.begin() + static_cast<long>(i),
                   c.precisions[i]) != c.precisions.begin() + static_cast<long>(i)) {
-      return FieldError(item, "duplicate precision " + Quote(c.precisions[i]));
+      return FieldError(item, "duplicate precision " + QuoteText(c.precisions[i]));
     }
   }
   RETURN_IF_ERROR(CheckFilterList(c.families, path + ".families"));
@@ -703,15 +351,15 @@ Status ValidateCapabilityClass(const CapabilityClass& c, const std::string& path
     std::string item = path + ".images.";
     item += vendor;
     if (!Contains(KnownVendors(), vendor)) {
-      return FieldError(
-          item, "unknown vendor " + Quote(vendor) + "; expected one of " + Join(KnownVendors()));
+      return FieldError(item, "unknown vendor " + QuoteText(vendor) + "; expected one of " +
+                                  Join(KnownVendors()));
     }
     if (!c.vendors.empty() && !Contains(c.vendors, vendor)) {
-      return FieldError(item, "vendor " + Quote(vendor) + " is not one of the class' vendors (" +
-                                  Join(c.vendors) + ")");
+      return FieldError(item, "vendor " + QuoteText(vendor) +
+                                  " is not one of the class' vendors (" + Join(c.vendors) + ")");
     }
     if (!image_vendors.insert(vendor).second) {
-      return FieldError(item, "duplicate vendor " + Quote(vendor));
+      return FieldError(item, "duplicate vendor " + QuoteText(vendor));
     }
     RETURN_IF_ERROR(CheckImage(image, item));
   }
@@ -772,17 +420,6 @@ std::optional<PublishMode> ParsePublishMode(std::string_view name) {
   return std::nullopt;
 }
 
-Status ValidateVersionRange(std::string_view text) { return ParseRange(text).status(); }
-
-bool InRange(const VersionRange& range, std::string_view version) {
-  StatusOr<std::vector<Comparator>> comparators = ParseRange(range.text);
-  if (!comparators.ok()) return false;
-  std::optional<Semver> v = ParseSemver(version, nullptr);
-  if (!v) return false;
-  return std::all_of(comparators->begin(), comparators->end(),
-                     [&](const Comparator& c) { return Holds(c, *v); });
-}
-
 const std::vector<std::string>& KnownVendors() {
   static const std::vector<std::string> kVendors = {
       "nvidia", "huawei", "hygon", "cambricon", "metax", "biren", "enflame", "mthreads", "amd"};
@@ -827,8 +464,8 @@ Status ValidateConfig(const Config& config) {
   }
   if (!Contains(TaintEffects(), config.unhealthy_effect)) {
     return FieldError("publishing.unhealthyEffect",
-                      "unknown effect " + Quote(config.unhealthy_effect) + "; expected one of " +
-                          Join(TaintEffects()));
+                      "unknown effect " + QuoteText(config.unhealthy_effect) +
+                          "; expected one of " + Join(TaintEffects()));
   }
 
   // Every DeviceClass name the config produces, with who produces it: a capability class must
@@ -843,18 +480,18 @@ Status ValidateConfig(const Config& config) {
     const std::string path = "capabilityClasses[" + std::to_string(i) + "]";
     RETURN_IF_ERROR(ValidateCapabilityClass(c, path));
     if (auto it = owners.find(c.name); it != owners.end()) {
-      return FieldError(path + ".name", Quote(c.name) + " is already " + it->second);
+      return FieldError(path + ".name", QuoteText(c.name) + " is already " + it->second);
     }
     owners[c.name] = "the name of " + path;
     for (const auto& vendor : c.vendors.empty() ? KnownVendors() : c.vendors) {
       const std::string per_vendor = c.name + "." + vendor;
       if (per_vendor.size() > static_cast<size_t>(api::kMaxDnsSubdomainLength)) {
         return FieldError(path + ".name",
-                          "too long: the per-vendor class " + Quote(per_vendor) + " exceeds " +
+                          "too long: the per-vendor class " + QuoteText(per_vendor) + " exceeds " +
                               std::to_string(api::kMaxDnsSubdomainLength) + " bytes");
       }
       if (auto it = owners.find(per_vendor); it != owners.end()) {
-        return FieldError(path + ".name", "its per-vendor class " + Quote(per_vendor) +
+        return FieldError(path + ".name", "its per-vendor class " + QuoteText(per_vendor) +
                                               " is already " + it->second);
       }
       owners[per_vendor] = "the per-vendor class of " + path;
@@ -862,8 +499,8 @@ Status ValidateConfig(const Config& config) {
     if (c.extended_resource_name) {
       auto [it, added] = extended_names.emplace(*c.extended_resource_name, path);
       if (!added) {
-        return FieldError(path + ".extendedResourceName",
-                          Quote(*c.extended_resource_name) + " is already used by " + it->second);
+        return FieldError(path + ".extendedResourceName", QuoteText(*c.extended_resource_name) +
+                                                              " is already used by " + it->second);
       }
     }
   }
@@ -884,7 +521,7 @@ Status ValidateConfig(const Config& config) {
 }
 
 StatusOr<Config> ParseConfig(std::string_view text) {
-  ASSIGN_OR_RETURN(Json root, ParseDocument(text));
+  ASSIGN_OR_RETURN(Json root, ParseYamlDocument(text));
   ASSIGN_OR_RETURN(Config config, ReadConfig(root));
   RETURN_IF_ERROR(ValidateConfig(config));
   return config;
