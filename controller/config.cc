@@ -10,6 +10,7 @@
 #include <set>
 #include <utility>
 
+#include "api/codec/codec.h"
 #include "api/quantity.h"
 #include "api/validation.h"
 #include "base/enum_names.h"
@@ -19,7 +20,9 @@
 namespace xpu::controller {
 namespace {
 
-// Ordered, so that images keep their file order and the first bad member is the first written.
+namespace codec = api::codec;
+
+// The document as written: ordered, so that images keep their file order.
 using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kConfigKind = "ControllerConfig";
@@ -58,190 +61,11 @@ Status FieldError(std::string_view path, std::string_view what) {
                                            : std::string(path) + ": " + std::string(what));
 }
 
-// ---- Reading the document field by field ----
-
-// "number 5", "string \"x\"", "array": what a value is, for "expected ..., got ..." messages.
-std::string Describe(const Json& j) {
-  if (j.is_structured()) return j.type_name();
-  if (j.is_string()) return "string " + QuoteText(j.get_ref<const std::string&>());
-  return std::string(j.is_number() ? "number" : j.type_name()) + " " +
-         j.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-// A JSON value and its path ("capabilityClasses[1].vendors"). value is null when the member is
-// absent or written as YAML null (`key:` with nothing after it); both mean "not given".
-struct Field {
-  const Json* value = nullptr;
-  std::string path;
-
-  bool absent() const { return value == nullptr || value->is_null(); }
-  Status Error(std::string_view what) const { return FieldError(path, what); }
-  Status Expected(std::string_view what) const {
-    return Error("expected " + std::string(what) + ", got " + Describe(*value));
-  }
-  Field Member(std::string_view key) const {
-    auto it = value->find(key);
-    return {it == value->end() ? nullptr : &*it,
-            path.empty() ? std::string(key) : path + "." + std::string(key)};
-  }
-  Field Element(size_t i) const { return {&(*value)[i], path + "[" + std::to_string(i) + "]"}; }
-};
-
-// An object with no members but `known`: a misspelt key is an error, not silently ignored.
-Status CheckObject(const Field& f, const std::vector<std::string_view>& known) {
-  if (!f.value->is_object()) return f.Expected("an object");
-  for (const auto& item : f.value->items()) {
-    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
-    std::string list;
-    for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    return f.Member(item.key()).Error("unknown field; expected one of " + list);
-  }
-  return OkStatus();
-}
-
-StatusOr<std::string> ReadString(const Field& f) {
-  if (!f.value->is_string()) return f.Expected("a string");
-  return f.value->get<std::string>();
-}
-
-StatusOr<std::vector<std::string>> ReadStringList(const Field& f) {
-  if (!f.value->is_array()) return f.Expected("a list of strings");
-  std::vector<std::string> out;
-  for (size_t i = 0; i < f.value->size(); ++i) {
-    ASSIGN_OR_RETURN(std::string item, ReadString(f.Element(i)));
-    out.push_back(std::move(item));
-  }
-  return out;
-}
-
-Status ReadPublishing(const Field& f, Config& config) {
-  RETURN_IF_ERROR(CheckObject(f, {"mode", "groupSizes", "unhealthyEffect"}));
-  if (Field m = f.Member("mode"); !m.absent()) {
-    ASSIGN_OR_RETURN(std::string name, ReadString(m));
-    std::optional<PublishMode> mode = ParsePublishMode(name);
-    if (!mode) {
-      return m.Error("unknown mode " + QuoteText(name) + "; expected one of attributes, groups");
-    }
-    config.mode = *mode;
-  }
-  if (Field sizes = f.Member("groupSizes"); !sizes.absent()) {
-    if (!sizes.value->is_array()) return sizes.Expected("a list of integers");
-    config.group_sizes.clear();
-    for (size_t i = 0; i < sizes.value->size(); ++i) {
-      Field e = sizes.Element(i);
-      if (!e.value->is_number_integer()) return e.Expected("an integer");
-      const int64_t size = e.value->get<int64_t>();
-      if (size < kMinGroupSize || size > kMaxGroupSize) {
-        return e.Error("group size " + std::to_string(size) + " out of range; expected " +
-                       std::to_string(kMinGroupSize) + " to " + std::to_string(kMaxGroupSize));
-      }
-      config.group_sizes.push_back(static_cast<int>(size));
-    }
-  }
-  if (Field effect = f.Member("unhealthyEffect"); !effect.absent()) {
-    ASSIGN_OR_RETURN(config.unhealthy_effect, ReadString(effect));
-  }
-  return OkStatus();
-}
-
-StatusOr<CapabilityClass> ReadCapabilityClass(const Field& f) {
-  RETURN_IF_ERROR(CheckObject(f, {"name", "vendors", "minMemory", "precisions", "families",
-                                  "models", "images", "extendedResourceName"}));
-  CapabilityClass c;
-  if (Field m = f.Member("name"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.name, ReadString(m));
-  }
-  if (Field m = f.Member("vendors"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.vendors, ReadStringList(m));
-  }
-  if (Field m = f.Member("minMemory"); !m.absent()) {
-    // A bare YAML number ("minMemory: 1024") is a quantity too, as Kubernetes reads it.
-    if (m.value->is_number_integer()) {
-      c.min_memory = std::to_string(m.value->get<int64_t>());
-    } else if (m.value->is_string()) {
-      c.min_memory = m.value->get<std::string>();
-    } else {
-      return m.Expected("a quantity string such as \"64Gi\"");
-    }
-  }
-  if (Field m = f.Member("precisions"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.precisions, ReadStringList(m));
-  }
-  if (Field m = f.Member("families"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.families, ReadStringList(m));
-  }
-  if (Field m = f.Member("models"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.models, ReadStringList(m));
-  }
-  if (Field m = f.Member("images"); !m.absent()) {
-    if (!m.value->is_object()) return m.Expected("a map of vendor to image");
-    for (const auto& item : m.value->items()) {
-      ASSIGN_OR_RETURN(std::string image, ReadString(m.Member(item.key())));
-      c.images.emplace_back(item.key(), std::move(image));
-    }
-  }
-  if (Field m = f.Member("extendedResourceName"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.extended_resource_name, ReadString(m));
-  }
-  return c;
-}
-
-StatusOr<SupportRule> ReadSupportRule(const Field& f) {
-  RETURN_IF_ERROR(CheckObject(f, {"vendor", "family", "model", "driver", "firmware", "toolkit"}));
-  SupportRule rule;
-  for (auto [key, out] : {std::pair{"vendor", &rule.vendor}, std::pair{"family", &rule.family},
-                          std::pair{"model", &rule.model}}) {
-    if (Field m = f.Member(key); !m.absent()) {
-      ASSIGN_OR_RETURN(*out, ReadString(m));
-    }
-  }
-  for (auto [key, out] : {std::pair{"driver", &rule.driver}, std::pair{"firmware", &rule.firmware},
-                          std::pair{"toolkit", &rule.toolkit}}) {
-    if (Field m = f.Member(key); !m.absent()) {
-      ASSIGN_OR_RETURN(std::string text, ReadString(m));
-      *out = VersionRange{std::move(text)};
-    }
-  }
-  return rule;
-}
-
-StatusOr<Config> ReadConfig(const Json& root) {
-  const Field f{&root, ""};
-  RETURN_IF_ERROR(CheckObject(f, {"apiVersion", "kind", "publishing", "vendorClasses",
-                                  "capabilityClasses", "supportMatrix"}));
-  for (auto [key, want] :
-       {std::pair{"apiVersion", api::kXpuApiVersion}, std::pair{"kind", kConfigKind}}) {
-    Field m = f.Member(key);
-    if (m.absent()) continue;
-    if (!m.value->is_string() || m.value->get_ref<const std::string&>() != want) {
-      return m.Expected(QuoteText(want));
-    }
-  }
-  Config config;
-  config.capability_classes.clear();
-  config.support_matrix.clear();
-  if (Field m = f.Member("publishing"); !m.absent()) {
-    RETURN_IF_ERROR(ReadPublishing(m, config));
-  }
-  if (Field m = f.Member("vendorClasses"); !m.absent()) {
-    if (!m.value->is_boolean()) return m.Expected("true or false");
-    config.vendor_classes = m.value->get<bool>();
-  }
-  if (Field m = f.Member("capabilityClasses"); !m.absent()) {
-    if (!m.value->is_array()) return m.Expected("a list");
-    for (size_t i = 0; i < m.value->size(); ++i) {
-      ASSIGN_OR_RETURN(CapabilityClass c, ReadCapabilityClass(m.Element(i)));
-      config.capability_classes.push_back(std::move(c));
-    }
-  }
-  if (Field m = f.Member("supportMatrix"); !m.absent()) {
-    if (!m.value->is_array()) return m.Expected("a list");
-    for (size_t i = 0; i < m.value->size(); ++i) {
-      ASSIGN_OR_RETURN(SupportRule rule, ReadSupportRule(m.Element(i)));
-      config.support_matrix.push_back(std::move(rule));
-    }
-  }
-  return config;
+Status CheckGroupSize(int64_t size, std::string_view path) {
+  if (size >= kMinGroupSize && size <= kMaxGroupSize) return OkStatus();
+  return FieldError(path, "group size " + std::to_string(size) + " out of range; expected " +
+                              std::to_string(kMinGroupSize) + " to " +
+                              std::to_string(kMaxGroupSize));
 }
 
 // ---- Validation helpers ----
@@ -408,6 +232,205 @@ std::optional<std::string> AttributeVersion(const api::InventoryDevice& device,
 
 }  // namespace
 
+// ---- Reading: the field lists of the document (api/codec/codec.h) ----
+
+namespace {
+
+// apiVersion and kind: absent, or exactly `want`; always `want` when written.
+struct ConfigConstant {
+  std::string_view want;
+  Status Read(const codec::Field& f, std::string* out) const {
+    RETURN_IF_ERROR(codec::CheckConstant(f, want));
+    *out = std::string(want);
+    return OkStatus();
+  }
+  nlohmann::json Write(const std::string& /*value*/) const { return std::string(want); }
+  bool IsSet(const std::string& /*value*/) const { return true; }
+};
+
+// publishing.mode, by name.
+struct ModeByName {
+  Status Read(const codec::Field& f, PublishMode* out) const {
+    std::string name;
+    RETURN_IF_ERROR(codec::Read(f, &name));
+    const std::optional<PublishMode> mode = ParsePublishMode(name);
+    if (!mode) {
+      return f.Error("unknown mode " + QuoteText(name) + "; expected one of attributes, groups");
+    }
+    *out = *mode;
+    return OkStatus();
+  }
+  nlohmann::json Write(PublishMode mode) const { return std::string(PublishModeName(mode)); }
+};
+
+// publishing.groupSizes: integers in range when read (ValidateConfig checks them again, with
+// duplicates, for configs built in code).
+struct GroupSizeList {
+  Status Read(const codec::Field& f, std::vector<int>* out) const {
+    std::vector<int64_t> sizes;
+    RETURN_IF_ERROR(codec::Read(f, &sizes));
+    out->clear();
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      RETURN_IF_ERROR(CheckGroupSize(sizes[i], f.Element(i).path));
+      out->push_back(static_cast<int>(sizes[i]));
+    }
+    return OkStatus();
+  }
+  nlohmann::json Write(const std::vector<int>& sizes) const { return sizes; }
+};
+
+// minMemory: a quantity string, or a bare integer ("minMemory: 1024") as Kubernetes reads
+// quantities too; ValidateConfig parses it.
+struct QuantityText {
+  Status Read(const codec::Field& f, std::string* out) const {
+    if (f.value->is_number_integer()) {
+      *out = f.value->dump();
+      return OkStatus();
+    }
+    if (!f.value->is_string()) return codec::Expected(f, "a quantity string such as \"64Gi\"");
+    return codec::Read(f, out);
+  }
+  nlohmann::json Write(const std::string& text) const { return text; }
+};
+
+// images: vendor -> image. Read in key order; ParseConfig puts them back in file order.
+struct ImageMap {
+  using Images = std::vector<std::pair<std::string, std::string>>;
+  Status Read(const codec::Field& f, Images* out) const {
+    if (!f.value->is_object()) return codec::Expected(f, "a map of vendor to image");
+    std::map<std::string, std::string> images;
+    RETURN_IF_ERROR(codec::Read(f, &images));
+    out->assign(images.begin(), images.end());
+    return OkStatus();
+  }
+  nlohmann::json Write(const Images& images) const {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [vendor, image] : images) out[vendor] = image;
+    return out;
+  }
+};
+
+// driver, firmware, toolkit: a range as written; ValidateConfig parses it.
+struct RangeText {
+  Status Read(const codec::Field& f, std::optional<VersionRange>* out) const {
+    std::string text;
+    RETURN_IF_ERROR(codec::Read(f, &text));
+    *out = VersionRange{std::move(text)};
+    return OkStatus();
+  }
+  nlohmann::json Write(const std::optional<VersionRange>& range) const {
+    return range ? nlohmann::json(range->text) : nlohmann::json();
+  }
+  bool IsSet(const std::optional<VersionRange>& range) const { return range.has_value(); }
+};
+
+// The members of `publishing`, which are Config's own. Always written: their defaults are not
+// zero values.
+struct PublishingFields {
+  template <typename V, typename S>
+  void operator()(V& v, S& config) const {
+    v.Always("mode", config.mode, ModeByName{});
+    v.Always("groupSizes", config.group_sizes, GroupSizeList{});
+    v.Always("unhealthyEffect", config.unhealthy_effect);
+  }
+};
+
+// publishing: one object over the Config.
+struct Publishing {
+  Status Read(const codec::Field& f, Config* out) const {
+    return codec::ReadFields(f, out, PublishingFields{});
+  }
+  nlohmann::json Write(const Config& config) const {
+    return codec::WriteFields(config, PublishingFields{});
+  }
+};
+
+// The whole file: apiVersion and kind, then the config's members.
+struct ConfigDocument {
+  std::string api_version;
+  std::string kind;
+  Config config;
+};
+
+template <typename V, codec::FieldsOf<ConfigDocument> S>
+void VisitFields(V& v, S& doc) {
+  v.Optional("apiVersion", doc.api_version, ConfigConstant{api::kXpuApiVersion});
+  v.Optional("kind", doc.kind, ConfigConstant{kConfigKind});
+  v.Always("publishing", doc.config, Publishing{});
+  v.Always("vendorClasses", doc.config.vendor_classes);
+  v.Optional("capabilityClasses", doc.config.capability_classes);
+  v.Optional("supportMatrix", doc.config.support_matrix);
+}
+
+// The document as the codec reads it, without members whose value is null: in a config file
+// `key:` with nothing after it (YAML null) means the member is not given. A map of names to
+// values (images) keeps them: there a null is a value, and an error. Recursion is bounded by the
+// YAML reader's depth limit.
+nlohmann::json WithoutNullMembers(const Json& value, bool is_map = false) {
+  if (value.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [key, member] : value.items()) {
+      if (!member.is_null() || is_map) out[key] = WithoutNullMembers(member, key == "images");
+    }
+    return out;
+  }
+  if (value.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Json& item : value) out.push_back(WithoutNullMembers(item));
+    return out;
+  }
+  return nlohmann::json(value);
+}
+
+// Puts each class' images back in the order of the file (the codec reads objects in key order),
+// so that ValidateConfig names the first bad one written. `doc` is the document `config` was read
+// from.
+void KeepImageOrder(const Json& doc, Config* config) {
+  const auto classes = doc.find("capabilityClasses");
+  if (classes == doc.end() || !classes->is_array() ||
+      classes->size() != config->capability_classes.size()) {
+    return;
+  }
+  for (size_t i = 0; i < classes->size(); ++i) {
+    const Json& item = (*classes)[i];
+    const auto images = item.is_object() ? item.find("images") : item.end();
+    if (images == item.end() || !images->is_object()) continue;
+    std::vector<std::string> order;
+    for (const auto& member : images->items()) order.push_back(member.key());
+    const auto rank = [&](const std::pair<std::string, std::string>& image) {
+      return std::find(order.begin(), order.end(), image.first) - order.begin();
+    };
+    auto& list = config->capability_classes[i].images;
+    std::stable_sort(list.begin(), list.end(),
+                     [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+  }
+}
+
+}  // namespace
+
+template <typename V, codec::FieldsOf<CapabilityClass> S>
+void VisitFields(V& v, S& c) {
+  // Each member is optional here; ValidateConfig requires a name (and a rule's vendor).
+  v.Optional("name", c.name);
+  v.Optional("vendors", c.vendors);
+  v.Optional("minMemory", c.min_memory, QuantityText{});
+  v.Optional("precisions", c.precisions);
+  v.Optional("families", c.families);
+  v.Optional("models", c.models);
+  v.Optional("images", c.images, ImageMap{});
+  v.Optional("extendedResourceName", c.extended_resource_name);
+}
+
+template <typename V, codec::FieldsOf<SupportRule> S>
+void VisitFields(V& v, S& rule) {
+  v.Optional("vendor", rule.vendor);
+  v.Optional("family", rule.family);
+  v.Optional("model", rule.model);
+  v.Optional("driver", rule.driver, RangeText{});
+  v.Optional("firmware", rule.firmware, RangeText{});
+  v.Optional("toolkit", rule.toolkit, RangeText{});
+}
+
 std::string_view PublishModeName(PublishMode mode) {
   static constexpr std::string_view kNames[] = {"attributes", "groups"};
   static_assert(NamesCover(kNames, PublishMode::kGroups));
@@ -449,11 +472,7 @@ Status ValidateConfig(const Config& config) {
   for (size_t i = 0; i < config.group_sizes.size(); ++i) {
     const std::string path = "publishing.groupSizes[" + std::to_string(i) + "]";
     const int size = config.group_sizes[i];
-    if (size < kMinGroupSize || size > kMaxGroupSize) {
-      return FieldError(path, "group size " + std::to_string(size) + " out of range; expected " +
-                                  std::to_string(kMinGroupSize) + " to " +
-                                  std::to_string(kMaxGroupSize));
-    }
+    RETURN_IF_ERROR(CheckGroupSize(size, path));
     if (std::find(config.group_sizes.begin(), config.group_sizes.begin() + static_cast<long>(i),
                   size) != config.group_sizes.begin() + static_cast<long>(i)) {
       return FieldError(path, "duplicate group size " + std::to_string(size));
@@ -521,10 +540,12 @@ Status ValidateConfig(const Config& config) {
 }
 
 StatusOr<Config> ParseConfig(std::string_view text) {
-  ASSIGN_OR_RETURN(Json root, ParseYamlDocument(text));
-  ASSIGN_OR_RETURN(Config config, ReadConfig(root));
-  RETURN_IF_ERROR(ValidateConfig(config));
-  return config;
+  ASSIGN_OR_RETURN(const Json doc, ParseYamlDocument(text));
+  ASSIGN_OR_RETURN(ConfigDocument read, codec::Decode<ConfigDocument>(
+                                            WithoutNullMembers(doc), StatusCode::kInvalidArgument));
+  KeepImageOrder(doc, &read.config);
+  RETURN_IF_ERROR(ValidateConfig(read.config));
+  return std::move(read.config);
 }
 
 StatusOr<Config> LoadConfigFile(const std::string& path) {

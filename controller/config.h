@@ -21,9 +21,11 @@
 //   supportMatrix:
 //   - {vendor: nvidia, family: hopper, driver: ">=535.0.0 <600.0.0", toolkit: ">=12.2.0"}
 //
-// Without a file the controller runs on DefaultConfig(). Parsing checks every field and names
-// the first bad one ("capabilityClasses[1].minMemory: ..."); unknown members are errors, so a
-// misspelt key does not silently do nothing. Value types, thread-compatible, no exceptions.
+// Without a file the controller runs on DefaultConfig(). Parsing reads the document with the
+// project's JSON codec (api/codec/codec.h), checks every field and names the first bad one
+// ("capabilityClasses[1].minMemory: ..."); unknown members are errors, so a misspelt key does not
+// silently do nothing, and a member written as null (`key:` and nothing) is absent. Value types,
+// thread-compatible, no exceptions.
 #ifndef XPU_CONTROLLER_CONFIG_H_
 #define XPU_CONTROLLER_CONFIG_H_
 

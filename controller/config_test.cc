@@ -134,8 +134,12 @@ TEST_CASE("ParseConfig gives absent members the Config defaults, not DefaultConf
   CHECK(MustParse("") == Config{});
   CHECK(MustParse("{}") == Config{});
   CHECK(MustParse("# only a comment\n") == Config{});
-  // A key with nothing after it is YAML null: absent.
+  // A key with nothing after it is YAML null: absent, at every level.
   CHECK(MustParse("publishing:\ncapabilityClasses:\n") == Config{});
+  CHECK(MustParse("apiVersion:\nkind:\npublishing: {mode: ~}\n") == Config{});
+  CHECK(MustParse("{\"vendorClasses\": null, \"supportMatrix\": null}") == Config{});
+  CHECK_THAT(ParseError("capabilityClasses: [{name: , vendors: [amd]}]\n"),
+             StartsWith("capabilityClasses[0].name: required"));
   // publishing members one at a time.
   const Config groups = MustParse("publishing: {mode: groups}\n");
   CHECK(groups.mode == PublishMode::kGroups);
@@ -169,14 +173,17 @@ TEST_CASE("ParseConfig names the field of every error") {
       {"publishing: {groupSizes: [2, 65]}\n",
        "publishing.groupSizes[1]: group size 65 out of range"},
       {"publishing: {groupSizes: [2, 4, 2]}\n", "publishing.groupSizes[2]: duplicate group size 2"},
+      {"publishing: {groupSizes: [2, 99999999999]}\n",
+       "publishing.groupSizes[1]: group size 99999999999 out of range"},
       {"publishing: {groupSizes: [2, four]}\n",
        "publishing.groupSizes[1]: expected an integer, got string \"four\""},
       {"publishing: {mode: groups, groupSizes: []}\n",
        "publishing.groupSizes: groups mode needs at least one size"},
       {"publishing: {unhealthyEffect: NoExec}\n",
        "publishing.unhealthyEffect: unknown effect \"NoExec\""},
-      {"vendorClasses: yes\n", "vendorClasses: expected true or false, got string \"yes\""},
-      {"capabilityClasses: {name: x}\n", "capabilityClasses: expected a list, got object"},
+      {"vendorClasses: yes\n", "vendorClasses: expected a boolean, got string \"yes\""},
+      {"capabilityClasses: {name: x}\n", "capabilityClasses: expected an array, got object"},
+      {"capabilityClasses: [~]\n", "capabilityClasses[0]: expected an object, got null"},
       {"capabilityClasses: [{vendors: [nvidia]}]\n", "capabilityClasses[0].name: required"},
       {"capabilityClasses: [{name: Training}]\n", "capabilityClasses[0].name: \"Training\""},
       {"capabilityClasses: [{name: a}, {name: a}]\n",
@@ -191,7 +198,7 @@ TEST_CASE("ParseConfig names the field of every error") {
       {"capabilityClasses: [{name: x, vendors: [amd, amd]}]\n",
        "capabilityClasses[0].vendors[1]: duplicate vendor \"amd\""},
       {"capabilityClasses: [{name: x, vendors: nvidia}]\n",
-       "capabilityClasses[0].vendors: expected a list of strings, got string \"nvidia\""},
+       "capabilityClasses[0].vendors: expected an array, got string \"nvidia\""},
       {"capabilityClasses: [{name: ok, minMemory: 1Gi}, {name: x, minMemory: 64GB}]\n",
        "capabilityClasses[1].minMemory: invalid quantity \"64GB\""},
       {"capabilityClasses: [{name: x, minMemory: -1Gi}]\n",
@@ -217,6 +224,10 @@ TEST_CASE("ParseConfig names the field of every error") {
        "capabilityClasses[0].images.amd: must not be empty"},
       {"capabilityClasses: [{name: x, images: [amd]}]\n",
        "capabilityClasses[0].images: expected a map of vendor to image, got array"},
+      {"capabilityClasses: [{name: x, images: {amd: 5}}]\n",
+       "capabilityClasses[0].images.amd: expected a string, got number 5"},
+      {"capabilityClasses: [{name: x, images: {amd: }}]\n",
+       "capabilityClasses[0].images.amd: expected a string, got null"},
       {"capabilityClasses: [{name: x, extendedResourceName: foo}]\n",
        "capabilityClasses[0].extendedResourceName: \"foo\" is not an extended resource name"},
       {"capabilityClasses: [{name: x, extendedResourceName: kubernetes.io/foo}]\n",
