@@ -1,5 +1,6 @@
 #include "base/text.h"
 
+#include <cstdio>
 #include <cstring>
 
 namespace xpu {
@@ -10,6 +11,27 @@ std::string Abbreviate(std::string_view text, size_t max) {
   // Back up over UTF-8 continuation bytes (10xxxxxx) so that no character is split.
   while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0U) == 0x80U) --cut;
   return std::string(text.substr(0, cut)) + " ... (" + std::to_string(text.size()) + " bytes)";
+}
+
+std::string QuoteText(std::string_view text) {
+  constexpr size_t kMaxQuoted = 80;
+  std::string out = "\"";
+  for (char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+    if (out.size() > kMaxQuoted) break;
+  }
+  if (out.size() > kMaxQuoted) out = out.substr(0, kMaxQuoted - 3) + "...";
+  return out + "\"";
 }
 
 std::string_view Trim(std::string_view text) {

@@ -14,6 +14,10 @@ namespace xpu {
 // N being the whole length. Cuts at a byte boundary, never inside a UTF-8 sequence.
 std::string Abbreviate(std::string_view text, size_t max);
 
+// `text` in double quotes for a message: quotes and backslashes escaped, control characters as
+// \xNN; cut and ended with `..."` when the quoted text passes 80 bytes. "npu-0" -> "\"npu-0\"".
+std::string QuoteText(std::string_view text);
+
 // `text` without its leading and trailing whitespace (space, tab, CR, LF), as Go's
 // strings.TrimSpace for ASCII.
 std::string_view Trim(std::string_view text);

@@ -28,6 +28,15 @@ TEST_CASE("hex: two lower-case digits a byte, decoding refuses anything else") {
   CHECK(HexDecode("0g") == std::nullopt);
 }
 
+TEST_CASE("QuoteText escapes quotes and control characters and cuts long text") {
+  CHECK(QuoteText("npu-0") == "\"npu-0\"");
+  CHECK(QuoteText("") == "\"\"");
+  CHECK(QuoteText("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(QuoteText("a\nb\x7f") == "\"a\\x0ab\\x7f\"");
+  const std::string quoted = QuoteText(std::string(1000, 'x'));
+  CHECK(quoted == "\"" + std::string(76, 'x') + "...\"");
+}
+
 TEST_CASE("Trim drops ASCII whitespace at both ends only") {
   CHECK(Trim(" \t a b \r\n") == "a b");
   CHECK(Trim("").empty());

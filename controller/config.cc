@@ -1,39 +1,33 @@
 #include "controller/config.h"
 
-#include <yaml-cpp/eventhandler.h>
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
-#include <charconv>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <utility>
 
+#include "api/codec/codec.h"
 #include "api/quantity.h"
 #include "api/validation.h"
 #include "base/enum_names.h"
+#include "base/text.h"
+#include "controller/yaml_json.h"
 
 namespace xpu::controller {
 namespace {
 
-// Ordered, so that images keep their file order and the first bad member is the first written.
+namespace codec = api::codec;
+
+// The document as written: ordered, so that images keep their file order.
 using Json = nlohmann::ordered_json;
 
 constexpr std::string_view kConfigKind = "ControllerConfig";
 // A ConfigMap holds at most 1 MiB; anything much larger is not a config file.
 constexpr long kMaxFileBytes = 4 << 20;
-// YAML aliases can expand a small file into a huge tree (and yaml-cpp follows an alias to an
-// enclosing node); both limits are far above any real config.
-constexpr int kMaxDepth = 64;
-constexpr size_t kMaxNodes = 200'000;
 constexpr int kMinGroupSize = 2;
 constexpr int kMaxGroupSize = 64;
 // Keeps a capability class' selector far below the 10 KiB CEL limit (see device_classes.cc).
@@ -58,25 +52,6 @@ std::string Join(const std::vector<std::string>& items, std::string_view sep = "
   return out;
 }
 
-std::string Quote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20 || u == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  if (out.size() > 80) out = out.substr(0, 77) + "...";
-  return out + "\"";
-}
-
 bool Contains(const std::vector<std::string>& list, std::string_view item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }
@@ -86,515 +61,11 @@ Status FieldError(std::string_view path, std::string_view what) {
                                            : std::string(path) + ": " + std::string(what));
 }
 
-// ---- YAML to JSON ----
-
-bool IsPlainInt(const std::string& s) {
-  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
-  if (i == s.size()) return false;
-  return std::all_of(s.begin() + static_cast<long>(i), s.end(),
-                     [](char c) { return c >= '0' && c <= '9'; });
-}
-
-bool IsPlainFloat(const std::string& s) {
-  size_t i = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
-  size_t digits = 0;
-  while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++digits;
-  if (i < s.size() && s[i] == '.') {
-    ++i;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++digits;
-  }
-  if (digits == 0) return false;
-  if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
-    ++i;
-    if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
-    size_t exp_digits = 0;
-    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) ++i, ++exp_digits;
-    if (exp_digits == 0) return false;
-  }
-  return i == s.size();
-}
-
-// A plain (unquoted, untagged) scalar resolved as YAML 1.2's core schema does: booleans, integers
-// and floats; everything else, YAML 1.1's yes/no/on/off included, stays a string.
-Json ResolvePlainScalar(const std::string& s) {
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  if (IsPlainInt(s)) {
-    int64_t value = 0;
-    const char* begin = s.data() + (s[0] == '+' ? 1 : 0);
-    auto [ptr, ec] = std::from_chars(begin, s.data() + s.size(), value);
-    if (ec == std::errc() && ptr == s.data() + s.size()) return value;
-    return std::strtod(s.c_str(), nullptr);  // too large for int64
-  }
-  if (IsPlainFloat(s)) return std::strtod(s.c_str(), nullptr);
-  return s;
-}
-
-std::string MarkText(const YAML::Mark& mark) {
-  if (mark.is_null()) return "";
-  return "line " + std::to_string(mark.line + 1) + ", column " + std::to_string(mark.column + 1);
-}
-
-class YamlConverter {
- public:
-  StatusOr<Json> Convert(const YAML::Node& node, const std::string& path, int depth) {
-    if (++nodes_ > kMaxNodes) return FieldError(path, "document too large (aliases expand it)");
-    if (depth > kMaxDepth) return FieldError(path, "nested too deeply");
-    switch (node.Type()) {
-      case YAML::NodeType::Undefined:
-      case YAML::NodeType::Null:
-        return Json(nullptr);
-      case YAML::NodeType::Scalar: {
-        const std::string& tag = node.Tag();
-        if (tag == "?") return ResolvePlainScalar(node.Scalar());
-        return Json(node.Scalar());  // quoted ("!") or explicitly tagged: a string
-      }
-      case YAML::NodeType::Sequence: {
-        Json out = Json::array();
-        size_t i = 0;
-        for (const auto& item : node) {
-          ASSIGN_OR_RETURN(Json value,
-                           Convert(item, path + "[" + std::to_string(i) + "]", depth + 1));
-          out.push_back(std::move(value));
-          ++i;
-        }
-        return out;
-      }
-      case YAML::NodeType::Map: {
-        Json out = Json::object();
-        for (const auto& item : node) {
-          if (!item.first.IsScalar()) {
-            return FieldError(path, "keys must be strings (" + MarkText(item.first.Mark()) + ")");
-          }
-          const std::string key = item.first.Scalar();
-          std::string member = path;
-          if (!member.empty()) member += '.';
-          member += key;
-          if (out.contains(key)) return FieldError(member, "duplicate field");
-          ASSIGN_OR_RETURN(Json value, Convert(item.second, member, depth + 1));
-          out[key] = std::move(value);
-        }
-        return out;
-      }
-    }
-    return Json(nullptr);
-  }
-
- private:
-  size_t nodes_ = 0;
-};
-
-// Parser events, dropped: ParseDocument counts documents without building them.
-class IgnoreEvents : public YAML::EventHandler {
- public:
-  void OnDocumentStart(const YAML::Mark&) override {}
-  void OnDocumentEnd() override {}
-  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
-  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                const std::string&) override {}
-  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                       YAML::EmitterStyle::value) override {}
-  void OnSequenceEnd() override {}
-  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
-                  YAML::EmitterStyle::value) override {}
-  void OnMapEnd() override {}
-};
-
-StatusOr<Json> ParseDocument(std::string_view text) {
-  // Documents are counted first, up to a bound, and only a single one is built: for some input
-  // ("{a},", a flow collection and a comma) yaml-cpp 0.7 reports empty documents without end,
-  // which YAML::LoadAll would collect until memory runs out.
-  constexpr int kMaxDocuments = 64;
-  int documents = 0;
-  YAML::Node doc;
-  try {
-    std::istringstream stream{std::string(text)};
-    YAML::Parser parser(stream);
-    IgnoreEvents ignore;
-    while (documents <= kMaxDocuments && parser.HandleNextDocument(ignore)) ++documents;
-    if (documents == 1) doc = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    const std::string where = MarkText(e.mark);
-    return InvalidArgumentError("invalid YAML" + (where.empty() ? "" : " at " + where) + ": " +
-                                e.msg);
-  }
-  if (documents > kMaxDocuments) {
-    return InvalidArgumentError("expected one document, got more than " +
-                                std::to_string(kMaxDocuments));
-  }
-  if (documents > 1) {
-    return InvalidArgumentError("expected one document, got " + std::to_string(documents));
-  }
-  if (documents == 0) return Json::object();
-  try {
-    YamlConverter converter;
-    ASSIGN_OR_RETURN(Json root, converter.Convert(doc, "", 0));
-    if (root.is_null()) return Json::object();  // an empty file: every member absent
-    return root;
-  } catch (const YAML::Exception& e) {
-    return InvalidArgumentError("invalid YAML: " + e.msg);
-  }
-}
-
-// ---- Reading the document field by field ----
-
-// "number 5", "string \"x\"", "array": what a value is, for "expected ..., got ..." messages.
-std::string Describe(const Json& j) {
-  if (j.is_structured()) return j.type_name();
-  if (j.is_string()) return "string " + Quote(j.get_ref<const std::string&>());
-  return std::string(j.is_number() ? "number" : j.type_name()) + " " +
-         j.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-// A JSON value and its path ("capabilityClasses[1].vendors"). value is null when the member is
-// absent or written as YAML null (`key:` with nothing after it); both mean "not given".
-struct Field {
-  const Json* value = nullptr;
-  std::string path;
-
-  bool absent() const { return value == nullptr || value->is_null(); }
-  Status Error(std::string_view what) const { return FieldError(path, what); }
-  Status Expected(std::string_view what) const {
-    return Error("expected " + std::string(what) + ", got " + Describe(*value));
-  }
-  Field Member(std::string_view key) const {
-    auto it = value->find(key);
-    return {it == value->end() ? nullptr : &*it,
-            path.empty() ? std::string(key) : path + "." + std::string(key)};
-  }
-  Field Element(size_t i) const { return {&(*value)[i], path + "[" + std::to_string(i) + "]"}; }
-};
-
-// An object with no members but `known`: a misspelt key is an error, not silently ignored.
-Status CheckObject(const Field& f, const std::vector<std::string_view>& known) {
-  if (!f.value->is_object()) return f.Expected("an object");
-  for (const auto& item : f.value->items()) {
-    if (std::find(known.begin(), known.end(), item.key()) != known.end()) continue;
-    std::string list;
-    for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
-    return f.Member(item.key()).Error("unknown field; expected one of " + list);
-  }
-  return OkStatus();
-}
-
-StatusOr<std::string> ReadString(const Field& f) {
-  if (!f.value->is_string()) return f.Expected("a string");
-  return f.value->get<std::string>();
-}
-
-StatusOr<std::vector<std::string>> ReadStringList(const Field& f) {
-  if (!f.value->is_array()) return f.Expected("a list of strings");
-  std::vector<std::string> out;
-  for (size_t i = 0; i < f.value->size(); ++i) {
-    ASSIGN_OR_RETURN(std::string item, ReadString(f.Element(i)));
-    out.push_back(std::move(item));
-  }
-  return out;
-}
-
-Status ReadPublishing(const Field& f, Config& config) {
-  RETURN_IF_ERROR(CheckObject(f, {"mode", "groupSizes", "unhealthyEffect"}));
-  if (Field m = f.Member("mode"); !m.absent()) {
-    ASSIGN_OR_RETURN(std::string name, ReadString(m));
-    std::optional<PublishMode> mode = ParsePublishMode(name);
-    if (!mode) {
-      return m.Error("unknown mode " + Quote(name) + "; expected one of attributes, groups");
-    }
-    config.mode = *mode;
-  }
-  if (Field sizes = f.Member("groupSizes"); !sizes.absent()) {
-    if (!sizes.value->is_array()) return sizes.Expected("a list of integers");
-    config.group_sizes.clear();
-    for (size_t i = 0; i < sizes.value->size(); ++i) {
-      Field e = sizes.Element(i);
-      if (!e.value->is_number_integer()) return e.Expected("an integer");
-      const int64_t size = e.value->get<int64_t>();
-      if (size < kMinGroupSize || size > kMaxGroupSize) {
-        return e.Error("group size " + std::to_string(size) + " out of range; expected " +
-                       std::to_string(kMinGroupSize) + " to " + std::to_string(kMaxGroupSize));
-      }
-      config.group_sizes.push_back(static_cast<int>(size));
-    }
-  }
-  if (Field effect = f.Member("unhealthyEffect"); !effect.absent()) {
-    ASSIGN_OR_RETURN(config.unhealthy_effect, ReadString(effect));
-  }
-  return OkStatus();
-}
-
-StatusOr<CapabilityClass> ReadCapabilityClass(const Field& f) {
-  RETURN_IF_ERROR(CheckObject(f, {"name", "vendors", "minMemory", "precisions", "families",
-                                  "models", "images", "extendedResourceName"}));
-  CapabilityClass c;
-  if (Field m = f.Member("name"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.name, ReadString(m));
-  }
-  if (Field m = f.Member("vendors"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.vendors, ReadStringList(m));
-  }
-  if (Field m = f.Member("minMemory"); !m.absent()) {
-    // A bare YAML number ("minMemory: 1024") is a quantity too, as Kubernetes reads it.
-    if (m.value->is_number_integer()) {
-      c.min_memory = std::to_string(m.value->get<int64_t>());
-    } else if (m.value->is_string()) {
-      c.min_memory = m.value->get<std::string>();
-    } else {
-      return m.Expected("a quantity string such as \"64Gi\"");
-    }
-  }
-  if (Field m = f.Member("precisions"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.precisions, ReadStringList(m));
-  }
-  if (Field m = f.Member("families"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.families, ReadStringList(m));
-  }
-  if (Field m = f.Member("models"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.models, ReadStringList(m));
-  }
-  if (Field m = f.Member("images"); !m.absent()) {
-    if (!m.value->is_object()) return m.Expected("a map of vendor to image");
-    for (const auto& item : m.value->items()) {
-      ASSIGN_OR_RETURN(std::string image, ReadString(m.Member(item.key())));
-      c.images.emplace_back(item.key(), std::move(image));
-    }
-  }
-  if (Field m = f.Member("extendedResourceName"); !m.absent()) {
-    ASSIGN_OR_RETURN(c.extended_resource_name, ReadString(m));
-  }
-  return c;
-}
-
-StatusOr<SupportRule> ReadSupportRule(const Field& f) {
-  RETURN_IF_ERROR(CheckObject(f, {"vendor", "family", "model", "driver", "firmware", "toolkit"}));
-  SupportRule rule;
-  for (auto [key, out] : {std::pair{"vendor", &rule.vendor}, std::pair{"family", &rule.family},
-                          std::pair{"model", &rule.model}}) {
-    if (Field m = f.Member(key); !m.absent()) {
-      ASSIGN_OR_RETURN(*out, ReadString(m));
-    }
-  }
-  for (auto [key, out] : {std::pair{"driver", &rule.driver}, std::pair{"firmware", &rule.firmware},
-                          std::pair{"toolkit", &rule.toolkit}}) {
-    if (Field m = f.Member(key); !m.absent()) {
-      ASSIGN_OR_RETURN(std::string text, ReadString(m));
-      *out = VersionRange{std::move(text)};
-    }
-  }
-  return rule;
-}
-
-StatusOr<Config> ReadConfig(const Json& root) {
-  const Field f{&root, ""};
-  RETURN_IF_ERROR(CheckObject(f, {"apiVersion", "kind", "publishing", "vendorClasses",
-                                  "capabilityClasses", "supportMatrix"}));
-  for (auto [key, want] :
-       {std::pair{"apiVersion", api::kXpuApiVersion}, std::pair{"kind", kConfigKind}}) {
-    Field m = f.Member(key);
-    if (m.absent()) continue;
-    if (!m.value->is_string() || m.value->get_ref<const std::string&>() != want) {
-      return m.Expected(Quote(want));
-    }
-  }
-  Config config;
-  config.capability_classes.clear();
-  config.support_matrix.clear();
-  if (Field m = f.Member("publishing"); !m.absent()) {
-    RETURN_IF_ERROR(ReadPublishing(m, config));
-  }
-  if (Field m = f.Member("vendorClasses"); !m.absent()) {
-    if (!m.value->is_boolean()) return m.Expected("true or false");
-    config.vendor_classes = m.value->get<bool>();
-  }
-  if (Field m = f.Member("capabilityClasses"); !m.absent()) {
-    if (!m.value->is_array()) return m.Expected("a list");
-    for (size_t i = 0; i < m.value->size(); ++i) {
-      ASSIGN_OR_RETURN(CapabilityClass c, ReadCapabilityClass(m.Element(i)));
-      config.capability_classes.push_back(std::move(c));
-    }
-  }
-  if (Field m = f.Member("supportMatrix"); !m.absent()) {
-    if (!m.value->is_array()) return m.Expected("a list");
-    for (size_t i = 0; i < m.value->size(); ++i) {
-      ASSIGN_OR_RETURN(SupportRule rule, ReadSupportRule(m.Element(i)));
-      config.support_matrix.push_back(std::move(rule));
-    }
-  }
-  return config;
-}
-
-// ---- Semantic versions ----
-
-struct Semver {
-  uint64_t major = 0, minor = 0, patch = 0;
-  std::vector<std::string> prerelease;
-};
-
-bool IsDigits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
-}
-
-bool IsIdentifierChars(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-';
-  });
-}
-
-std::vector<std::string_view> Split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t end = s.find(sep, start);
-    parts.push_back(s.substr(start, end == std::string_view::npos ? end : end - start));
-    if (end == std::string_view::npos) return parts;
-    start = end + 1;
-  }
-}
-
-// Strict semver 2.0.0; `why` says what is wrong.
-std::optional<Semver> ParseSemver(std::string_view text, std::string* why) {
-  auto fail = [&](std::string reason) -> std::optional<Semver> {
-    if (why != nullptr) *why = std::move(reason);
-    return std::nullopt;
-  };
-  std::string_view core = text;
-  std::string_view pre;
-  std::string_view build;
-  bool has_pre = false;
-  if (size_t plus = core.find('+'); plus != std::string_view::npos) {
-    build = core.substr(plus + 1);
-    core = core.substr(0, plus);
-    for (auto id : Split(build, '.')) {
-      if (!IsIdentifierChars(id)) return fail("bad build metadata \"" + std::string(build) + "\"");
-    }
-  }
-  if (size_t dash = core.find('-'); dash != std::string_view::npos) {
-    pre = core.substr(dash + 1);
-    core = core.substr(0, dash);
-    has_pre = true;
-  }
-  const auto numbers = Split(core, '.');
-  if (numbers.size() != 3) return fail("expected MAJOR.MINOR.PATCH");
-  Semver v;
-  uint64_t* out[] = {&v.major, &v.minor, &v.patch};
-  for (size_t i = 0; i < 3; ++i) {
-    const std::string_view n = numbers[i];
-    if (!IsDigits(n)) return fail("expected MAJOR.MINOR.PATCH of non-negative integers");
-    if (n.size() > 1 && n[0] == '0') return fail("leading zero in \"" + std::string(n) + "\"");
-    auto [ptr, ec] = std::from_chars(n.data(), n.data() + n.size(), *out[i]);
-    if (ec != std::errc() || ptr != n.data() + n.size()) return fail("number too large");
-  }
-  if (has_pre) {
-    for (auto id : Split(pre, '.')) {
-      if (!IsIdentifierChars(id)) return fail("bad pre-release \"" + std::string(pre) + "\"");
-      if (IsDigits(id) && id.size() > 1 && id[0] == '0') {
-        return fail("leading zero in pre-release identifier \"" + std::string(id) + "\"");
-      }
-      v.prerelease.emplace_back(id);
-    }
-  }
-  return v;
-}
-
-// Precedence per semver.org §11: build metadata is ignored.
-int CompareIdentifiers(const std::string& a, const std::string& b) {
-  const bool an = IsDigits(a);
-  const bool bn = IsDigits(b);
-  if (an && bn) {
-    if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
-    return a.compare(b) < 0 ? -1 : (a == b ? 0 : 1);
-  }
-  if (an != bn) return an ? -1 : 1;  // numeric identifiers have lower precedence
-  return a.compare(b) < 0 ? -1 : (a == b ? 0 : 1);
-}
-
-int Compare(const Semver& a, const Semver& b) {
-  for (auto [x, y] :
-       {std::pair{a.major, b.major}, std::pair{a.minor, b.minor}, std::pair{a.patch, b.patch}}) {
-    if (x != y) return x < y ? -1 : 1;
-  }
-  if (a.prerelease.empty() || b.prerelease.empty()) {
-    if (a.prerelease.empty() && b.prerelease.empty()) return 0;
-    return a.prerelease.empty() ? 1 : -1;  // a pre-release orders before its release
-  }
-  const size_t n = std::min(a.prerelease.size(), b.prerelease.size());
-  for (size_t i = 0; i < n; ++i) {
-    if (int c = CompareIdentifiers(a.prerelease[i], b.prerelease[i]); c != 0) return c;
-  }
-  if (a.prerelease.size() == b.prerelease.size()) return 0;
-  return a.prerelease.size() < b.prerelease.size() ? -1 : 1;
-}
-
-enum class Op { kGe, kGt, kLe, kLt, kEq };
-
-struct Comparator {
-  Op op = Op::kEq;
-  Semver version;
-};
-
-bool Holds(const Comparator& c, const Semver& v) {
-  const int cmp = Compare(v, c.version);
-  switch (c.op) {
-    case Op::kGe:
-      return cmp >= 0;
-    case Op::kGt:
-      return cmp > 0;
-    case Op::kLe:
-      return cmp <= 0;
-    case Op::kLt:
-      return cmp < 0;
-    case Op::kEq:
-      return cmp == 0;
-  }
-  return false;
-}
-
-bool IsSeparator(char c) { return c == ' ' || c == ',' || c == '\t'; }
-
-// Comparators are an operator, optional blanks, and a version: ">=535.0.0" or ">= 535.0.0".
-StatusOr<std::vector<Comparator>> ParseRange(std::string_view text) {
-  std::vector<Comparator> out;
-  size_t i = 0;
-  while (true) {
-    while (i < text.size() && IsSeparator(text[i])) ++i;
-    if (i == text.size()) break;
-    const size_t start = i;
-    while (i < text.size() && (text[i] == '<' || text[i] == '>' || text[i] == '=')) ++i;
-    const std::string_view op_text = text.substr(start, i - start);
-    while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
-    const size_t version_start = i;
-    while (i < text.size() && !IsSeparator(text[i])) ++i;
-    const std::string_view version = text.substr(version_start, i - version_start);
-    const std::string comparator(text.substr(start, i - start));
-    Comparator c;
-    if (op_text == ">=") {
-      c.op = Op::kGe;
-    } else if (op_text == ">") {
-      c.op = Op::kGt;
-    } else if (op_text == "<=") {
-      c.op = Op::kLe;
-    } else if (op_text == "<") {
-      c.op = Op::kLt;
-    } else if (op_text == "=") {
-      c.op = Op::kEq;
-    } else {
-      return InvalidArgumentError("comparator " + Quote(comparator) +
-                                  ": expected one of >=, >, <=, <, = before the version");
-    }
-    if (version.empty()) {
-      return InvalidArgumentError("comparator " + Quote(comparator) + ": missing version");
-    }
-    std::string why;
-    std::optional<Semver> v = ParseSemver(version, &why);
-    if (!v) {
-      return InvalidArgumentError("comparator " + Quote(comparator) + ": " + Quote(version) +
-                                  " is not a semantic version (" + why + ")");
-    }
-    c.version = std::move(*v);
-    out.push_back(std::move(c));
-  }
-  if (out.empty()) return InvalidArgumentError("empty version range");
-  return out;
+Status CheckGroupSize(int64_t size, std::string_view path) {
+  if (size >= kMinGroupSize && size <= kMaxGroupSize) return OkStatus();
+  return FieldError(path, "group size " + std::to_string(size) + " out of range; expected " +
+                              std::to_string(kMinGroupSize) + " to " +
+                              std::to_string(kMaxGroupSize));
 }
 
 // ---- Validation helpers ----
@@ -604,13 +75,14 @@ StatusOr<std::vector<Comparator>> ParseRange(std::string_view text) {
 Status CheckFilterValue(std::string_view value, const std::string& path) {
   if (value.empty()) return FieldError(path, "must not be empty");
   if (value.size() > static_cast<size_t>(api::kMaxAttributeValueLength)) {
-    return FieldError(path, Quote(value) + " is longer than " +
+    return FieldError(path, QuoteText(value) + " is longer than " +
                                 std::to_string(api::kMaxAttributeValueLength) + " bytes");
   }
   for (char c : value) {
     const auto u = static_cast<unsigned char>(c);
     if (u < 0x20 || u == 0x7f || c == '\'' || c == '"' || c == '\\') {
-      return FieldError(path, Quote(value) + " contains a quote, backslash or control character");
+      return FieldError(path,
+                        QuoteText(value) + " contains a quote, backslash or control character");
     }
   }
   return OkStatus();
@@ -625,7 +97,7 @@ Status CheckFilterList(const std::vector<std::string>& values, const std::string
     RETURN_IF_ERROR(CheckFilterValue(values[i], item));
     if (std::find(values.begin(), values.begin() + static_cast<long>(i), values[i]) !=
         values.begin() + static_cast<long>(i)) {
-      return FieldError(item, "duplicate " + Quote(values[i]));
+      return FieldError(item, "duplicate " + QuoteText(values[i]));
     }
   }
   return OkStatus();
@@ -635,7 +107,7 @@ Status CheckVendor(std::string_view vendor, const std::string& path) {
   if (vendor.empty()) return FieldError(path, "required");
   if (!Contains(KnownVendors(), vendor)) {
     return FieldError(
-        path, "unknown vendor " + Quote(vendor) + "; expected one of " + Join(KnownVendors()));
+        path, "unknown vendor " + QuoteText(vendor) + "; expected one of " + Join(KnownVendors()));
   }
   return OkStatus();
 }
@@ -649,7 +121,7 @@ Status CheckExtendedResourceName(const std::string& name, const std::string& pat
                       (domain.size() > 14 && domain.ends_with(".kubernetes.io"));
   if (native || name.starts_with("requests.") ||
       !api::ValidateLabelKey("requests." + name, path).ok()) {
-    return FieldError(path, Quote(name) +
+    return FieldError(path, QuoteText(name) +
                                 " is not an extended resource name (a domain-prefixed name such "
                                 "as example.com/foo, outside kubernetes.io)");
   }
@@ -661,7 +133,7 @@ Status CheckImage(std::string_view image, const std::string& path) {
   for (char c : image) {
     const auto u = static_cast<unsigned char>(c);
     if (u <= 0x20 || u == 0x7f) {
-      return FieldError(path, Quote(image) + " contains white space or a control character");
+      return FieldError(path, QuoteText(image) + " contains white space or a control character");
     }
   }
   return OkStatus();
@@ -675,25 +147,25 @@ Status ValidateCapabilityClass(const CapabilityClass& c, const std::string& path
     RETURN_IF_ERROR(CheckVendor(c.vendors[i], item));
     if (std::find(c.vendors.begin(), c.vendors.begin() + static_cast<long>(i), c.vendors[i]) !=
         c.vendors.begin() + static_cast<long>(i)) {
-      return FieldError(item, "duplicate vendor " + Quote(c.vendors[i]));
+      return FieldError(item, "duplicate vendor " + QuoteText(c.vendors[i]));
     }
   }
   if (!c.min_memory.empty()) {
     StatusOr<api::Quantity> q = api::Quantity::Parse(c.min_memory);
     if (!q.ok()) return q.status().WithContext(path + ".minMemory");
     if (q->Sign() < 0) {
-      return FieldError(path + ".minMemory", Quote(c.min_memory) + " must not be negative");
+      return FieldError(path + ".minMemory", QuoteText(c.min_memory) + " must not be negative");
     }
   }
   for (size_t i = 0; i < c.precisions.size(); ++i) {
     const std::string item = path + ".precisions[" + std::to_string(i) + "]";
     if (!Contains(Precisions(), c.precisions[i])) {
-      return FieldError(item, "unknown precision " + Quote(c.precisions[i]) + "; expected one of " +
-                                  Join(Precisions()));
+      return FieldError(item, "unknown precision " + QuoteText(c.precisions[i]) +
+                                  "; expected one of " + Join(Precisions()));
     }
     if (std::find(c.precisions.begin(), c.precisions.begin() + static_cast<long>(i),
                   c.precisions[i]) != c.precisions.begin() + static_cast<long>(i)) {
-      return FieldError(item, "duplicate precision " + Quote(c.precisions[i]));
+      return FieldError(item, "duplicate precision " + QuoteText(c.precisions[i]));
     }
   }
   RETURN_IF_ERROR(CheckFilterList(c.families, path + ".families"));
@@ -703,15 +175,15 @@ Status ValidateCapabilityClass(const CapabilityClass& c, const std::string& path
     std::string item = path + ".images.";
     item += vendor;
     if (!Contains(KnownVendors(), vendor)) {
-      return FieldError(
-          item, "unknown vendor " + Quote(vendor) + "; expected one of " + Join(KnownVendors()));
+      return FieldError(item, "unknown vendor " + QuoteText(vendor) + "; expected one of " +
+                                  Join(KnownVendors()));
     }
     if (!c.vendors.empty() && !Contains(c.vendors, vendor)) {
-      return FieldError(item, "vendor " + Quote(vendor) + " is not one of the class' vendors (" +
-                                  Join(c.vendors) + ")");
+      return FieldError(item, "vendor " + QuoteText(vendor) +
+                                  " is not one of the class' vendors (" + Join(c.vendors) + ")");
     }
     if (!image_vendors.insert(vendor).second) {
-      return FieldError(item, "duplicate vendor " + Quote(vendor));
+      return FieldError(item, "duplicate vendor " + QuoteText(vendor));
     }
     RETURN_IF_ERROR(CheckImage(image, item));
   }
@@ -760,6 +232,205 @@ std::optional<std::string> AttributeVersion(const api::InventoryDevice& device,
 
 }  // namespace
 
+// ---- Reading: the field lists of the document (api/codec/codec.h) ----
+
+namespace {
+
+// apiVersion and kind: absent, or exactly `want`; always `want` when written.
+struct ConfigConstant {
+  std::string_view want;
+  Status Read(const codec::Field& f, std::string* out) const {
+    RETURN_IF_ERROR(codec::CheckConstant(f, want));
+    *out = std::string(want);
+    return OkStatus();
+  }
+  nlohmann::json Write(const std::string& /*value*/) const { return std::string(want); }
+  bool IsSet(const std::string& /*value*/) const { return true; }
+};
+
+// publishing.mode, by name.
+struct ModeByName {
+  Status Read(const codec::Field& f, PublishMode* out) const {
+    std::string name;
+    RETURN_IF_ERROR(codec::Read(f, &name));
+    const std::optional<PublishMode> mode = ParsePublishMode(name);
+    if (!mode) {
+      return f.Error("unknown mode " + QuoteText(name) + "; expected one of attributes, groups");
+    }
+    *out = *mode;
+    return OkStatus();
+  }
+  nlohmann::json Write(PublishMode mode) const { return std::string(PublishModeName(mode)); }
+};
+
+// publishing.groupSizes: integers in range when read (ValidateConfig checks them again, with
+// duplicates, for configs built in code).
+struct GroupSizeList {
+  Status Read(const codec::Field& f, std::vector<int>* out) const {
+    std::vector<int64_t> sizes;
+    RETURN_IF_ERROR(codec::Read(f, &sizes));
+    out->clear();
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      RETURN_IF_ERROR(CheckGroupSize(sizes[i], f.Element(i).path));
+      out->push_back(static_cast<int>(sizes[i]));
+    }
+    return OkStatus();
+  }
+  nlohmann::json Write(const std::vector<int>& sizes) const { return sizes; }
+};
+
+// minMemory: a quantity string, or a bare integer ("minMemory: 1024") as Kubernetes reads
+// quantities too; ValidateConfig parses it.
+struct QuantityText {
+  Status Read(const codec::Field& f, std::string* out) const {
+    if (f.value->is_number_integer()) {
+      *out = f.value->dump();
+      return OkStatus();
+    }
+    if (!f.value->is_string()) return codec::Expected(f, "a quantity string such as \"64Gi\"");
+    return codec::Read(f, out);
+  }
+  nlohmann::json Write(const std::string& text) const { return text; }
+};
+
+// images: vendor -> image. Read in key order; ParseConfig puts them back in file order.
+struct ImageMap {
+  using Images = std::vector<std::pair<std::string, std::string>>;
+  Status Read(const codec::Field& f, Images* out) const {
+    if (!f.value->is_object()) return codec::Expected(f, "a map of vendor to image");
+    std::map<std::string, std::string> images;
+    RETURN_IF_ERROR(codec::Read(f, &images));
+    out->assign(images.begin(), images.end());
+    return OkStatus();
+  }
+  nlohmann::json Write(const Images& images) const {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [vendor, image] : images) out[vendor] = image;
+    return out;
+  }
+};
+
+// driver, firmware, toolkit: a range as written; ValidateConfig parses it.
+struct RangeText {
+  Status Read(const codec::Field& f, std::optional<VersionRange>* out) const {
+    std::string text;
+    RETURN_IF_ERROR(codec::Read(f, &text));
+    *out = VersionRange{std::move(text)};
+    return OkStatus();
+  }
+  nlohmann::json Write(const std::optional<VersionRange>& range) const {
+    return range ? nlohmann::json(range->text) : nlohmann::json();
+  }
+  bool IsSet(const std::optional<VersionRange>& range) const { return range.has_value(); }
+};
+
+// The members of `publishing`, which are Config's own. Always written: their defaults are not
+// zero values.
+struct PublishingFields {
+  template <typename V, typename S>
+  void operator()(V& v, S& config) const {
+    v.Always("mode", config.mode, ModeByName{});
+    v.Always("groupSizes", config.group_sizes, GroupSizeList{});
+    v.Always("unhealthyEffect", config.unhealthy_effect);
+  }
+};
+
+// publishing: one object over the Config.
+struct Publishing {
+  Status Read(const codec::Field& f, Config* out) const {
+    return codec::ReadFields(f, out, PublishingFields{});
+  }
+  nlohmann::json Write(const Config& config) const {
+    return codec::WriteFields(config, PublishingFields{});
+  }
+};
+
+// The whole file: apiVersion and kind, then the config's members.
+struct ConfigDocument {
+  std::string api_version;
+  std::string kind;
+  Config config;
+};
+
+template <typename V, codec::FieldsOf<ConfigDocument> S>
+void VisitFields(V& v, S& doc) {
+  v.Optional("apiVersion", doc.api_version, ConfigConstant{api::kXpuApiVersion});
+  v.Optional("kind", doc.kind, ConfigConstant{kConfigKind});
+  v.Always("publishing", doc.config, Publishing{});
+  v.Always("vendorClasses", doc.config.vendor_classes);
+  v.Optional("capabilityClasses", doc.config.capability_classes);
+  v.Optional("supportMatrix", doc.config.support_matrix);
+}
+
+// The document as the codec reads it, without members whose value is null: in a config file
+// `key:` with nothing after it (YAML null) means the member is not given. A map of names to
+// values (images) keeps them: there a null is a value, and an error. Recursion is bounded by the
+// YAML reader's depth limit.
+nlohmann::json WithoutNullMembers(const Json& value, bool is_map = false) {
+  if (value.is_object()) {
+    nlohmann::json out = nlohmann::json::object();
+    for (const auto& [key, member] : value.items()) {
+      if (!member.is_null() || is_map) out[key] = WithoutNullMembers(member, key == "images");
+    }
+    return out;
+  }
+  if (value.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Json& item : value) out.push_back(WithoutNullMembers(item));
+    return out;
+  }
+  return nlohmann::json(value);
+}
+
+// Puts each class' images back in the order of the file (the codec reads objects in key order),
+// so that ValidateConfig names the first bad one written. `doc` is the document `config` was read
+// from.
+void KeepImageOrder(const Json& doc, Config* config) {
+  const auto classes = doc.find("capabilityClasses");
+  if (classes == doc.end() || !classes->is_array() ||
+      classes->size() != config->capability_classes.size()) {
+    return;
+  }
+  for (size_t i = 0; i < classes->size(); ++i) {
+    const Json& item = (*classes)[i];
+    const auto images = item.is_object() ? item.find("images") : item.end();
+    if (images == item.end() || !images->is_object()) continue;
+    std::vector<std::string> order;
+    for (const auto& member : images->items()) order.push_back(member.key());
+    const auto rank = [&](const std::pair<std::string, std::string>& image) {
+      return std::find(order.begin(), order.end(), image.first) - order.begin();
+    };
+    auto& list = config->capability_classes[i].images;
+    std::stable_sort(list.begin(), list.end(),
+                     [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+  }
+}
+
+}  // namespace
+
+template <typename V, codec::FieldsOf<CapabilityClass> S>
+void VisitFields(V& v, S& c) {
+  // Each member is optional here; ValidateConfig requires a name (and a rule's vendor).
+  v.Optional("name", c.name);
+  v.Optional("vendors", c.vendors);
+  v.Optional("minMemory", c.min_memory, QuantityText{});
+  v.Optional("precisions", c.precisions);
+  v.Optional("families", c.families);
+  v.Optional("models", c.models);
+  v.Optional("images", c.images, ImageMap{});
+  v.Optional("extendedResourceName", c.extended_resource_name);
+}
+
+template <typename V, codec::FieldsOf<SupportRule> S>
+void VisitFields(V& v, S& rule) {
+  v.Optional("vendor", rule.vendor);
+  v.Optional("family", rule.family);
+  v.Optional("model", rule.model);
+  v.Optional("driver", rule.driver, RangeText{});
+  v.Optional("firmware", rule.firmware, RangeText{});
+  v.Optional("toolkit", rule.toolkit, RangeText{});
+}
+
 std::string_view PublishModeName(PublishMode mode) {
   static constexpr std::string_view kNames[] = {"attributes", "groups"};
   static_assert(NamesCover(kNames, PublishMode::kGroups));
@@ -770,17 +441,6 @@ std::optional<PublishMode> ParsePublishMode(std::string_view name) {
   if (name == "attributes") return PublishMode::kAttributes;
   if (name == "groups") return PublishMode::kGroups;
   return std::nullopt;
-}
-
-Status ValidateVersionRange(std::string_view text) { return ParseRange(text).status(); }
-
-bool InRange(const VersionRange& range, std::string_view version) {
-  StatusOr<std::vector<Comparator>> comparators = ParseRange(range.text);
-  if (!comparators.ok()) return false;
-  std::optional<Semver> v = ParseSemver(version, nullptr);
-  if (!v) return false;
-  return std::all_of(comparators->begin(), comparators->end(),
-                     [&](const Comparator& c) { return Holds(c, *v); });
 }
 
 const std::vector<std::string>& KnownVendors() {
@@ -812,11 +472,7 @@ Status ValidateConfig(const Config& config) {
   for (size_t i = 0; i < config.group_sizes.size(); ++i) {
     const std::string path = "publishing.groupSizes[" + std::to_string(i) + "]";
     const int size = config.group_sizes[i];
-    if (size < kMinGroupSize || size > kMaxGroupSize) {
-      return FieldError(path, "group size " + std::to_string(size) + " out of range; expected " +
-                                  std::to_string(kMinGroupSize) + " to " +
-                                  std::to_string(kMaxGroupSize));
-    }
+    RETURN_IF_ERROR(CheckGroupSize(size, path));
     if (std::find(config.group_sizes.begin(), config.group_sizes.begin() + static_cast<long>(i),
                   size) != config.group_sizes.begin() + static_cast<long>(i)) {
       return FieldError(path, "duplicate group size " + std::to_string(size));
@@ -827,8 +483,8 @@ Status ValidateConfig(const Config& config) {
   }
   if (!Contains(TaintEffects(), config.unhealthy_effect)) {
     return FieldError("publishing.unhealthyEffect",
-                      "unknown effect " + Quote(config.unhealthy_effect) + "; expected one of " +
-                          Join(TaintEffects()));
+                      "unknown effect " + QuoteText(config.unhealthy_effect) +
+                          "; expected one of " + Join(TaintEffects()));
   }
 
   // Every DeviceClass name the config produces, with who produces it: a capability class must
@@ -843,18 +499,18 @@ Status ValidateConfig(const Config& config) {
     const std::string path = "capabilityClasses[" + std::to_string(i) + "]";
     RETURN_IF_ERROR(ValidateCapabilityClass(c, path));
     if (auto it = owners.find(c.name); it != owners.end()) {
-      return FieldError(path + ".name", Quote(c.name) + " is already " + it->second);
+      return FieldError(path + ".name", QuoteText(c.name) + " is already " + it->second);
     }
     owners[c.name] = "the name of " + path;
     for (const auto& vendor : c.vendors.empty() ? KnownVendors() : c.vendors) {
       const std::string per_vendor = c.name + "." + vendor;
       if (per_vendor.size() > static_cast<size_t>(api::kMaxDnsSubdomainLength)) {
         return FieldError(path + ".name",
-                          "too long: the per-vendor class " + Quote(per_vendor) + " exceeds " +
+                          "too long: the per-vendor class " + QuoteText(per_vendor) + " exceeds " +
                               std::to_string(api::kMaxDnsSubdomainLength) + " bytes");
       }
       if (auto it = owners.find(per_vendor); it != owners.end()) {
-        return FieldError(path + ".name", "its per-vendor class " + Quote(per_vendor) +
+        return FieldError(path + ".name", "its per-vendor class " + QuoteText(per_vendor) +
                                               " is already " + it->second);
       }
       owners[per_vendor] = "the per-vendor class of " + path;
@@ -862,8 +518,8 @@ Status ValidateConfig(const Config& config) {
     if (c.extended_resource_name) {
       auto [it, added] = extended_names.emplace(*c.extended_resource_name, path);
       if (!added) {
-        return FieldError(path + ".extendedResourceName",
-                          Quote(*c.extended_resource_name) + " is already used by " + it->second);
+        return FieldError(path + ".extendedResourceName", QuoteText(*c.extended_resource_name) +
+                                                              " is already used by " + it->second);
       }
     }
   }
@@ -884,10 +540,12 @@ Status ValidateConfig(const Config& config) {
 }
 
 StatusOr<Config> ParseConfig(std::string_view text) {
-  ASSIGN_OR_RETURN(Json root, ParseDocument(text));
-  ASSIGN_OR_RETURN(Config config, ReadConfig(root));
-  RETURN_IF_ERROR(ValidateConfig(config));
-  return config;
+  ASSIGN_OR_RETURN(const Json doc, ParseYamlDocument(text));
+  ASSIGN_OR_RETURN(ConfigDocument read, codec::Decode<ConfigDocument>(
+                                            WithoutNullMembers(doc), StatusCode::kInvalidArgument));
+  KeepImageOrder(doc, &read.config);
+  RETURN_IF_ERROR(ValidateConfig(read.config));
+  return std::move(read.config);
 }
 
 StatusOr<Config> LoadConfigFile(const std::string& path) {

@@ -1,6 +1,7 @@
 // The controller's configuration: the publishing mode, the capability classes it turns into
 // DeviceClasses, and the support matrix of driver / firmware / toolkit versions per vendor and
-// family (devices outside it get the `xpu.dra.dev/unsupported` taint).
+// family (devices outside it get the `xpu.dra.dev/unsupported` taint). The YAML reading is in
+// controller/yaml_json.h, the version ranges in controller/semver.h.
 //
 // The file (a mounted ConfigMap, YAML or JSON) is documented in docs/controller-config.md:
 //
@@ -20,9 +21,11 @@
 //   supportMatrix:
 //   - {vendor: nvidia, family: hopper, driver: ">=535.0.0 <600.0.0", toolkit: ">=12.2.0"}
 //
-// Without a file the controller runs on DefaultConfig(). Parsing checks every field and names
-// the first bad one ("capabilityClasses[1].minMemory: ..."); unknown members are errors, so a
-// misspelt key does not silently do nothing. Value types, thread-compatible, no exceptions.
+// Without a file the controller runs on DefaultConfig(). Parsing reads the document with the
+// project's JSON codec (api/codec/codec.h), checks every field and names the first bad one
+// ("capabilityClasses[1].minMemory: ..."); unknown members are errors, so a misspelt key does not
+// silently do nothing, and a member written as null (`key:` and nothing) is absent. Value types,
+// thread-compatible, no exceptions.
 #ifndef XPU_CONTROLLER_CONFIG_H_
 #define XPU_CONTROLLER_CONFIG_H_
 
@@ -33,6 +36,7 @@
 
 #include "api/node_inventory.h"
 #include "base/status.h"
+#include "controller/semver.h"  // VersionRange, ValidateVersionRange, InRange
 
 namespace xpu::controller {
 
@@ -42,18 +46,6 @@ namespace xpu::controller {
 enum class PublishMode { kAttributes, kGroups };
 std::string_view PublishModeName(PublishMode mode);  // "attributes", "groups"
 std::optional<PublishMode> ParsePublishMode(std::string_view name);
-
-// A semver range: comparators separated by spaces or commas, all of which must hold:
-// ">=535.0.0 <600.0.0", ">=8.0.0", "=24.1.0". Pre-release versions order before their release
-// (semver 2.0.0 precedence).
-struct VersionRange {
-  std::string text;  // as written
-  friend bool operator==(const VersionRange&, const VersionRange&) = default;
-};
-// Parses and checks a range; errors name the bad comparator.
-Status ValidateVersionRange(std::string_view text);
-// Whether `version` (semver) lies in `range`; false for a version that is not semver.
-bool InRange(const VersionRange& range, std::string_view version);
 
 // One row of the support matrix. The most specific row for a device applies: one naming its
 // model, else its family, else its vendor only. A vendor without rows is not judged.

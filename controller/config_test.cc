@@ -134,8 +134,12 @@ TEST_CASE("ParseConfig gives absent members the Config defaults, not DefaultConf
   CHECK(MustParse("") == Config{});
   CHECK(MustParse("{}") == Config{});
   CHECK(MustParse("# only a comment\n") == Config{});
-  // A key with nothing after it is YAML null: absent.
+  // A key with nothing after it is YAML null: absent, at every level.
   CHECK(MustParse("publishing:\ncapabilityClasses:\n") == Config{});
+  CHECK(MustParse("apiVersion:\nkind:\npublishing: {mode: ~}\n") == Config{});
+  CHECK(MustParse("{\"vendorClasses\": null, \"supportMatrix\": null}") == Config{});
+  CHECK_THAT(ParseError("capabilityClasses: [{name: , vendors: [amd]}]\n"),
+             StartsWith("capabilityClasses[0].name: required"));
   // publishing members one at a time.
   const Config groups = MustParse("publishing: {mode: groups}\n");
   CHECK(groups.mode == PublishMode::kGroups);
@@ -169,14 +173,17 @@ TEST_CASE("ParseConfig names the field of every error") {
       {"publishing: {groupSizes: [2, 65]}\n",
        "publishing.groupSizes[1]: group size 65 out of range"},
       {"publishing: {groupSizes: [2, 4, 2]}\n", "publishing.groupSizes[2]: duplicate group size 2"},
+      {"publishing: {groupSizes: [2, 99999999999]}\n",
+       "publishing.groupSizes[1]: group size 99999999999 out of range"},
       {"publishing: {groupSizes: [2, four]}\n",
        "publishing.groupSizes[1]: expected an integer, got string \"four\""},
       {"publishing: {mode: groups, groupSizes: []}\n",
        "publishing.groupSizes: groups mode needs at least one size"},
       {"publishing: {unhealthyEffect: NoExec}\n",
        "publishing.unhealthyEffect: unknown effect \"NoExec\""},
-      {"vendorClasses: yes\n", "vendorClasses: expected true or false, got string \"yes\""},
-      {"capabilityClasses: {name: x}\n", "capabilityClasses: expected a list, got object"},
+      {"vendorClasses: yes\n", "vendorClasses: expected a boolean, got string \"yes\""},
+      {"capabilityClasses: {name: x}\n", "capabilityClasses: expected an array, got object"},
+      {"capabilityClasses: [~]\n", "capabilityClasses[0]: expected an object, got null"},
       {"capabilityClasses: [{vendors: [nvidia]}]\n", "capabilityClasses[0].name: required"},
       {"capabilityClasses: [{name: Training}]\n", "capabilityClasses[0].name: \"Training\""},
       {"capabilityClasses: [{name: a}, {name: a}]\n",
@@ -191,7 +198,7 @@ TEST_CASE("ParseConfig names the field of every error") {
       {"capabilityClasses: [{name: x, vendors: [amd, amd]}]\n",
        "capabilityClasses[0].vendors[1]: duplicate vendor \"amd\""},
       {"capabilityClasses: [{name: x, vendors: nvidia}]\n",
-       "capabilityClasses[0].vendors: expected a list of strings, got string \"nvidia\""},
+       "capabilityClasses[0].vendors: expected an array, got string \"nvidia\""},
       {"capabilityClasses: [{name: ok, minMemory: 1Gi}, {name: x, minMemory: 64GB}]\n",
        "capabilityClasses[1].minMemory: invalid quantity \"64GB\""},
       {"capabilityClasses: [{name: x, minMemory: -1Gi}]\n",
@@ -217,6 +224,10 @@ TEST_CASE("ParseConfig names the field of every error") {
        "capabilityClasses[0].images.amd: must not be empty"},
       {"capabilityClasses: [{name: x, images: [amd]}]\n",
        "capabilityClasses[0].images: expected a map of vendor to image, got array"},
+      {"capabilityClasses: [{name: x, images: {amd: 5}}]\n",
+       "capabilityClasses[0].images.amd: expected a string, got number 5"},
+      {"capabilityClasses: [{name: x, images: {amd: }}]\n",
+       "capabilityClasses[0].images.amd: expected a string, got null"},
       {"capabilityClasses: [{name: x, extendedResourceName: foo}]\n",
        "capabilityClasses[0].extendedResourceName: \"foo\" is not an extended resource name"},
       {"capabilityClasses: [{name: x, extendedResourceName: kubernetes.io/foo}]\n",
@@ -262,18 +273,6 @@ TEST_CASE("ParseConfig resolves YAML scalars as YAML 1.2 core does") {
              Contains("expected an integer, got string \"4\""));
   CHECK_THAT(ParseError("publishing: {groupSizes: [4.5]}\n"),
              Contains("expected an integer, got number 4.5"));
-}
-
-TEST_CASE("ParseConfig stops aliases that expand without bound") {
-  std::string text = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
-  for (int i = 1; i < 10; ++i) {
-    const std::string prev = "*a" + std::to_string(i - 1);
-    text += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + prev;
-    for (int j = 0; j < 9; ++j) text += ", " + prev;
-    text += "]\n";
-  }
-  CHECK_THAT(ParseError(text), Contains("document too large"));
-  CHECK_THAT(ParseError("a: &x [*x]\n"), Contains("nested too deeply"));
 }
 
 TEST_CASE("DefaultConfig is the documented default and passes ValidateConfig") {
@@ -331,98 +330,6 @@ TEST_CASE("KnownVendors and publish mode names") {
   CHECK(ParsePublishMode("groups") == PublishMode::kGroups);
   CHECK_FALSE(ParsePublishMode("Groups"));
   CHECK_FALSE(ParsePublishMode(""));
-}
-
-TEST_CASE("ValidateVersionRange accepts comparators and names a bad one") {
-  for (const char* ok : {">=535.0.0 <600.0.0", ">=535.0.0,<600.0.0", ">=535.0.0, <600.0.0",
-                         "=24.1.0", ">= 8.0.0", "<=1.2.3-rc.1+build.5", ">0.0.0", "  <1.0.0  "}) {
-    INFO(ok);
-    CHECK(ValidateVersionRange(ok).ok());
-  }
-  struct Case {
-    std::string text;
-    std::string message;
-  };
-  const std::vector<Case> cases = {
-      {"", "empty version range"},
-      {" , ", "empty version range"},
-      {"535.0.0", "comparator \"535.0.0\": expected one of >=, >, <=, <, ="},
-      {"==1.0.0", "comparator \"==1.0.0\": expected one of"},
-      {"=>1.0.0", "comparator \"=>1.0.0\": expected one of"},
-      {">=", "comparator \">=\": missing version"},
-      {">=1.0.0 <", "comparator \"<\": missing version"},
-      {">=1.0",
-       "comparator \">=1.0\": \"1.0\" is not a semantic version (expected "
-       "MAJOR.MINOR.PATCH)"},
-      {">=v1.0.0", "\"v1.0.0\" is not a semantic version"},
-      {">=01.0.0", "leading zero in \"01\""},
-      {">=1.0.0-01", "leading zero in pre-release identifier \"01\""},
-      {">=1.0.0-", "bad pre-release"},
-      {">=1.0.0-rc..1", "bad pre-release"},
-      {">=1.0.0+", "bad build metadata"},
-      {">=1.0.0_rc1", "is not a semantic version"},
-      {">=99999999999999999999.0.0", "number too large"},
-  };
-  for (const auto& c : cases) {
-    INFO(c.text);
-    const Status status = ValidateVersionRange(c.text);
-    REQUIRE_FALSE(status.ok());
-    CHECK_THAT(status.message(), Contains(c.message));
-  }
-}
-
-TEST_CASE("InRange compares with semver precedence") {
-  struct Case {
-    std::string range;
-    std::string version;
-    bool in;
-  };
-  const std::vector<Case> cases = {
-      {">=535.0.0 <600.0.0", "535.0.0", true},
-      {">=535.0.0 <600.0.0", "550.54.15", true},
-      {">=535.0.0 <600.0.0", "525.60.13", false},
-      {">=535.0.0 <600.0.0", "600.0.0", false},
-      {">=535.0.0,<600.0.0", "599.99.99", true},
-      {">535.0.0", "535.0.0", false},
-      {">535.0.0", "535.0.1", true},
-      {"<=12.2.0", "12.2.0", true},
-      {"<12.2.0", "12.2.0", false},
-      {"=24.1.0", "24.1.0", true},
-      {"=24.1.0", "24.1.1", false},
-      // Build metadata is ignored.
-      {"=24.1.0", "24.1.0+build.7", true},
-      {"=24.1.0+a", "24.1.0+b", true},
-      // A pre-release orders before its release and after the previous one.
-      {">=24.1.0", "24.1.0-rc2", false},
-      {"<24.1.0", "24.1.0-rc2", true},
-      {">=24.0.0", "24.1.0-rc2", true},
-      {">=8.0.0-rc3", "8.0.0-rc3", true},
-      {">=8.0.0-rc3", "8.0.0", true},
-      // Pre-release precedence (semver.org §11): 1.0.0-alpha < 1.0.0-alpha.1 < 1.0.0-alpha.beta
-      // < 1.0.0-beta < 1.0.0-beta.2 < 1.0.0-beta.11 < 1.0.0-rc.1 < 1.0.0.
-      {"<1.0.0-alpha.1", "1.0.0-alpha", true},
-      {"<1.0.0-alpha.beta", "1.0.0-alpha.1", true},
-      {"<1.0.0-beta", "1.0.0-alpha.beta", true},
-      {"<1.0.0-beta.2", "1.0.0-beta", true},
-      {"<1.0.0-beta.11", "1.0.0-beta.2", true},
-      {"<1.0.0-rc.1", "1.0.0-beta.11", true},
-      {"<1.0.0", "1.0.0-rc.1", true},
-      {">1.0.0-beta.11", "1.0.0-beta.2", false},
-      {">1.0.0-rc.1", "1.0.0-rc.1", false},
-      // Numeric fields compare as numbers, not text.
-      {">=10.0.0", "9.99.99", false},
-      {">=1.10.0", "1.9.0", false},
-      {">=1.0.0-rc.10", "1.0.0-rc.9", false},
-      // Not semver, or a bad range: never in range.
-      {">=1.0.0", "1.0", false},
-      {">=1.0.0", "v1.0.0", false},
-      {">=1.0.0", "", false},
-      {">=1.0", "2.0.0", false},
-  };
-  for (const auto& c : cases) {
-    INFO(c.range << " ∋ " << c.version);
-    CHECK(InRange(VersionRange{c.range}, c.version) == c.in);
-  }
 }
 
 api::InventoryDevice Device(std::string vendor, std::string family, std::string model) {

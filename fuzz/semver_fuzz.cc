@@ -1,6 +1,6 @@
 // Semantic versions: discovery's normalisation of vendor version strings
 // (kubeletplugin/discovery/versions.h), the API's version attribute check (api/validation.h)
-// and the controller's support-matrix ranges (controller/config.h). The input is a range, a
+// and the controller's support-matrix ranges (controller/semver.h). The input is a range, a
 // newline and a version (">=535.0.0 <600.0.0\n570.158.1"); the whole input is also a raw vendor
 // version string.
 //
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "api/validation.h"
-#include "controller/config.h"
+#include "controller/semver.h"
 #include "fuzz/fuzz_util.h"
 #include "kubeletplugin/discovery/versions.h"
 

@@ -565,41 +565,28 @@ std::string DefaultNodeName(const HostRoot& host) {
   return out;
 }
 
-}  // namespace
+// ---- The stages of Discover, in order ----
 
-Status DiscoveryOptions::Validate() const {
-  struct stat st {};
-  const std::string root = host_root.empty() ? "/" : host_root;
-  if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return InvalidArgumentError("host root " + root + ": not a directory");
-  }
-  if (!node_name.empty()) RETURN_IF_ERROR(api::ValidateNodeName(node_name, "node name"));
-  return OkStatus();
+// The kernel's boot id, when readable and sensible (at most 64 bytes).
+std::optional<std::string> BootId(const HostRoot& host, Problems& problems) {
+  std::optional<std::string> boot = ReadOptional(host, "proc/sys/kernel/random/boot_id", problems);
+  if (!boot) return std::nullopt;
+  const std::string_view id = Trim(*boot);
+  if (id.empty() || id.size() > 64) return std::nullopt;
+  return std::string(id);
 }
 
-StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
-  RETURN_IF_ERROR(options.Validate());
-  const HostRoot host(options.host_root);
-  const std::string now = options.now.empty() ? Now() : options.now;
-  Problems problems;
-  api::NodeInventory inv;
-  inv.metadata.name = options.node_name.empty() ? DefaultNodeName(host) : options.node_name;
-  api::NodeInventoryStatus& status = inv.status;
+// Whether the host has an NVSwitch (an NVIDIA bridge function); the server models need it.
+bool HasNvSwitch(const PciScan& pci) {
+  return std::any_of(pci.functions.begin(), pci.functions.end(), [](const PciFunction& f) {
+    return f.vendor == kNvidia && (f.pci_class >> 8) == kOtherBridge;
+  });
+}
 
-  if (std::optional<std::string> boot =
-          ReadOptional(host, "proc/sys/kernel/random/boot_id", problems)) {
-    const std::string_view id = Trim(*boot);
-    if (!id.empty() && id.size() <= 64) status.boot_id = std::string(id);
-  }
-
-  PciScan pci = ScanPci(host);
-  for (std::string& p : pci.problems) problems.files.push_back(std::move(p));
-
-  // Accelerators, by vendor and class (hw §0).
+// Accelerators, by vendor and class (hw §0), in PCI scan order.
+std::vector<Found> FindAccelerators(const PciScan& pci) {
   std::vector<Found> found;
-  bool has_nvswitch = false;
   for (const PciFunction& f : pci.functions) {
-    if (f.vendor == kNvidia && (f.pci_class >> 8) == kOtherBridge) has_nvswitch = true;
     const VendorInfo* vendor = AcceleratorVendor(f.vendor, f.device, f.pci_class);
     if (vendor == nullptr) continue;
     Found x;
@@ -608,10 +595,13 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
     x.pci = &f;
     found.push_back(std::move(x));
   }
+  return found;
+}
 
-  // Index: the vendor's physical index where sysfs/procfs gives it (NVIDIA device minor), else
-  // the order by PCI address within the device kind (= the physical id order on the Ascend
-  // servers, hw §1.5). Collisions fall back to the next free index.
+// Index: the vendor's physical index where sysfs/procfs gives it (NVIDIA device minor), else
+// the order by PCI address within the device kind (= the physical id order on the Ascend
+// servers, hw §1.5). Collisions fall back to the next free index. Sorts by kind and index.
+void AssignIndexes(const HostRoot& host, std::vector<Found>& found, Problems& problems) {
   std::map<std::string, std::set<int64_t>> used;
   std::map<std::string, int64_t> next;
   for (Found& x : found) {
@@ -635,92 +625,133 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
   std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
     return std::tie(a.device.kind, a.device.index) < std::tie(b.device.kind, b.device.index);
   });
+}
 
-  std::map<std::string, std::map<std::string, std::string>> versions_of;  // vendor -> role -> raw
-  std::set<std::string> vendors_seen;
+// What the host says about the vendors found, besides the PCI functions.
+struct VendorFacts {
+  std::set<std::string> vendors;                                       // found on the host
+  std::map<std::string, std::map<std::string, std::string>> versions;  // vendor -> role -> raw
+  std::map<int, std::string> hccn;                                     // Ascend index -> IP
+  std::map<int, KfdNode> kfd;                                          // Hygon, AMD
+  std::map<std::string, int> kfd_by_bdf;
+};
+
+// The version files of each vendor found (into status.versions), then the HCCN addresses and the
+// KFD topology where those vendors are present.
+VendorFacts ReadVendorFacts(const HostRoot& host, const std::vector<Found>& found,
+                            api::NodeInventoryStatus& status, Problems& problems) {
+  VendorFacts facts;
   for (const Found& x : found) {
     const std::string v(x.vendor->vendor);
-    if (vendors_seen.insert(v).second) versions_of[v] = ReadVersions(host, v, status, problems);
-  }
-  std::map<int, std::string> hccn;
-  if (vendors_seen.contains("huawei")) hccn = HccnAddresses(host, problems);
-  std::map<int, KfdNode> kfd;
-  if (vendors_seen.contains("hygon") || vendors_seen.contains("amd")) kfd = ReadKfd(host, problems);
-  std::map<std::string, int> kfd_by_bdf;
-  for (const auto& [id, node] : kfd) kfd_by_bdf[node.bdf] = id;
-
-  for (Found& x : found) {
-    api::InventoryDevice& d = x.device;
-    const PciFunction& f = *x.pci;
-    d.vendor = std::string(x.vendor->vendor);
-    d.model = std::string(x.model.model);
-    d.pci_address = f.bdf;
-    d.pcie_root = f.pcie_root;
-    d.pcie_path = f.pcie_path;
-    if (f.numa_node) d.numa_node = *f.numa_node;
-    d.sources["pci"] = "sysfs";
-    if (f.numa_node) d.sources["numaNode"] = "sysfs";
-    int64_t memory = x.model.memory_bytes;
-    std::string memory_source = "server-model";
-    if (auto k = kfd_by_bdf.find(f.bdf); k != kfd_by_bdf.end() && kfd[k->second].local_mem > 0) {
-      memory = kfd[k->second].local_mem;
-      memory_source = "kfd";
-    }
-    if (memory > 0) {
-      d.memory = Quantity(memory);
-      d.sources["memory"] = memory_source;
-    }
-    // The device node.
-    const std::string node = DeviceNodeRel(host, *x.vendor, d.index, f.sysfs_path);
-    if (node.empty() || !host.Exists(node)) {
-      d.health = "Unhealthy";
-      problems.device_nodes.push_back(
-          d.name + ": " + (node.empty() ? "no device node found" : "/" + node + " missing"));
-    } else {
-      d.health = "Healthy";
-    }
-    d.sources["health"] = "sysfs";
-    const auto& roles = versions_of[d.vendor];
-    // A device's version fields hold at most 64 bytes; a longer raw version (files may give up
-    // to 128) stays in status.versions only.
-    for (auto [role, field] :
-         {std::pair{"driver", &d.driver_version}, std::pair{"firmware", &d.firmware_version}}) {
-      if (auto it = roles.find(role); it != roles.end() && it->second.size() <= 64) {
-        *field = it->second;
-      }
-    }
-    d.attributes["vendor"] = StringAttr(d.vendor);
-    d.attributes["family"] = StringAttr(std::string(x.model.family));
-    d.attributes["model"] = StringAttr(d.model);
-    d.attributes["index"] = IntAttr(d.index);
-    for (const auto& [role, attr] :
-         {std::pair{"driver", "driverVersion"}, std::pair{"firmware", "firmwareVersion"},
-          std::pair{"toolkit", "toolkitVersion"}}) {
-      if (auto it = roles.find(role); it != roles.end()) {
-        const std::string semver = NormalizeSemver(it->second);
-        if (!semver.empty()) d.attributes[attr] = VersionAttr(semver);
-      }
-    }
-    d.attributes["bf16"] = BoolAttr(x.model.bf16);
-    d.attributes["fp16"] = BoolAttr(x.model.fp16);
-    d.attributes["fp8"] = BoolAttr(x.model.fp8);
-    d.attributes["int8"] = BoolAttr(x.model.int8);
-    if (d.numa_node) d.attributes["numaNode"] = IntAttr(*d.numa_node);
-    if (!d.pcie_root.empty()) {
-      d.attributes["resource.kubernetes.io/pcieRoot"] = StringAttr(d.pcie_root);
-    }
-    d.attributes["resource.kubernetes.io/pciBusID"] = StringAttr(d.pci_address);
-    if (d.vendor == "huawei") {
-      if (auto it = hccn.find(static_cast<int>(d.index)); it != hccn.end()) {
-        d.attributes["huawei.com/deviceIP"] = StringAttr(it->second);
-        d.sources["deviceIP"] = "hccn";
-      }
+    if (facts.vendors.insert(v).second) {
+      facts.versions[v] = ReadVersions(host, v, status, problems);
     }
   }
+  if (facts.vendors.contains("huawei")) facts.hccn = HccnAddresses(host, problems);
+  if (facts.vendors.contains("hygon") || facts.vendors.contains("amd")) {
+    facts.kfd = ReadKfd(host, problems);
+  }
+  for (const auto& [id, node] : facts.kfd) facts.kfd_by_bdf[node.bdf] = id;
+  return facts;
+}
 
-  // Server model: one vendor and one model on the host.
-  std::vector<std::string> names;
-  for (const Found& x : found) names.push_back(x.device.name);
+// Memory: the KFD's local memory where it reports some, else the server model's.
+void SetMemory(Found& x, const VendorFacts& facts) {
+  api::InventoryDevice& d = x.device;
+  int64_t memory = x.model.memory_bytes;
+  std::string memory_source = "server-model";
+  if (auto k = facts.kfd_by_bdf.find(x.pci->bdf);
+      k != facts.kfd_by_bdf.end() && facts.kfd.at(k->second).local_mem > 0) {
+    memory = facts.kfd.at(k->second).local_mem;
+    memory_source = "kfd";
+  }
+  if (memory > 0) {
+    d.memory = Quantity(memory);
+    d.sources["memory"] = memory_source;
+  }
+}
+
+// Healthy when the device node exists.
+void SetDeviceNodeHealth(const HostRoot& host, Found& x, Problems& problems) {
+  api::InventoryDevice& d = x.device;
+  const std::string node = DeviceNodeRel(host, *x.vendor, d.index, x.pci->sysfs_path);
+  if (node.empty() || !host.Exists(node)) {
+    d.health = "Unhealthy";
+    problems.device_nodes.push_back(
+        d.name + ": " + (node.empty() ? "no device node found" : "/" + node + " missing"));
+  } else {
+    d.health = "Healthy";
+  }
+  d.sources["health"] = "sysfs";
+}
+
+// The vendor's versions. A device's version fields hold at most 64 bytes; a longer raw version
+// (files may give up to 128) stays in status.versions only. The attributes hold the normalised
+// semver.
+void SetVersions(const VendorFacts& facts, api::InventoryDevice& d) {
+  const auto vendor = facts.versions.find(d.vendor);
+  if (vendor == facts.versions.end()) return;
+  const std::map<std::string, std::string>& roles = vendor->second;
+  for (auto [role, field] :
+       {std::pair{"driver", &d.driver_version}, std::pair{"firmware", &d.firmware_version}}) {
+    if (auto it = roles.find(role); it != roles.end() && it->second.size() <= 64) {
+      *field = it->second;
+    }
+  }
+  for (const auto& [role, attr] :
+       {std::pair{"driver", "driverVersion"}, std::pair{"firmware", "firmwareVersion"},
+        std::pair{"toolkit", "toolkitVersion"}}) {
+    if (auto it = roles.find(role); it != roles.end()) {
+      const std::string semver = NormalizeSemver(it->second);
+      if (!semver.empty()) d.attributes[attr] = VersionAttr(semver);
+    }
+  }
+}
+
+// The attributes of the device's identity, its model and its PCI placement.
+void SetAttributes(const Found& x, api::InventoryDevice& d) {
+  d.attributes["vendor"] = StringAttr(d.vendor);
+  d.attributes["family"] = StringAttr(std::string(x.model.family));
+  d.attributes["model"] = StringAttr(d.model);
+  d.attributes["index"] = IntAttr(d.index);
+  d.attributes["bf16"] = BoolAttr(x.model.bf16);
+  d.attributes["fp16"] = BoolAttr(x.model.fp16);
+  d.attributes["fp8"] = BoolAttr(x.model.fp8);
+  d.attributes["int8"] = BoolAttr(x.model.int8);
+  if (d.numa_node) d.attributes["numaNode"] = IntAttr(*d.numa_node);
+  if (!d.pcie_root.empty()) {
+    d.attributes["resource.kubernetes.io/pcieRoot"] = StringAttr(d.pcie_root);
+  }
+  d.attributes["resource.kubernetes.io/pciBusID"] = StringAttr(d.pci_address);
+}
+
+// One device from its PCI function, model, device node, the vendor's versions and (Ascend) its
+// HCCN address.
+void DescribeDevice(const HostRoot& host, const VendorFacts& facts, Found& x, Problems& problems) {
+  api::InventoryDevice& d = x.device;
+  const PciFunction& f = *x.pci;
+  d.vendor = std::string(x.vendor->vendor);
+  d.model = std::string(x.model.model);
+  d.pci_address = f.bdf;
+  d.pcie_root = f.pcie_root;
+  d.pcie_path = f.pcie_path;
+  if (f.numa_node) d.numa_node = *f.numa_node;
+  d.sources["pci"] = "sysfs";
+  if (f.numa_node) d.sources["numaNode"] = "sysfs";
+  SetMemory(x, facts);
+  SetDeviceNodeHealth(host, x, problems);
+  SetAttributes(x, d);
+  SetVersions(facts, d);
+  if (d.vendor == "huawei") {
+    if (auto it = facts.hccn.find(static_cast<int>(d.index)); it != facts.hccn.end()) {
+      d.attributes["huawei.com/deviceIP"] = StringAttr(it->second);
+      d.sources["deviceIP"] = "hccn";
+    }
+  }
+}
+
+// The server model: one vendor and one model on the host, matched against the known servers.
+ServerModel MatchServer(const std::vector<Found>& found, bool has_nvswitch) {
   bool uniform = !found.empty();
   for (const Found& x : found) {
     uniform =
@@ -728,14 +759,19 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
   }
   ServerModelQuery query;
   query.has_nvswitch = has_nvswitch;
-  query.devices = names;
+  for (const Found& x : found) query.devices.push_back(x.device.name);
   if (uniform) {
     query.vendor = found[0].vendor->vendor;
     query.device_id = found[0].model.device_id;
     query.model = found[0].model.model;
   }
-  ServerModel model = MatchServerModel(query);
-  // KFD xGMI links (Hygon, AMD) take precedence over the server model.
+  return MatchServerModel(query);
+}
+
+// KFD xGMI links (Hygon, AMD) take precedence over the server model: its links, and a
+// link-domain group per xGMI hive.
+void ApplyKfdLinks(const std::map<int, KfdNode>& kfd, const std::vector<Found>& found,
+                   ServerModel& model) {
   std::map<std::string, std::string> name_of_bdf;
   for (const Found& x : found) name_of_bdf[x.pci->bdf] = x.device.name;
   std::vector<api::InventoryLink> kfd_links;
@@ -761,29 +797,34 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
       kfd_links.push_back(std::move(link));
     }
   }
-  if (!kfd_links.empty()) {
-    model.links = std::move(kfd_links);
-    model.groups.clear();
-    model.scale_up_domain.clear();
-    int k = 0;
-    for (auto& [hive, members] : hives) {
-      std::sort(members.begin(), members.end(), [&](const std::string& a, const std::string& b) {
-        return std::make_pair(a.size(), a) < std::make_pair(b.size(), b);
-      });
-      api::InventoryGroup g;
-      g.name = "xgmi-hive-" + std::to_string(k++);
-      g.kind = "link-domain";
-      g.devices = members;
-      g.source = "kfd";
-      for (const std::string& m : members) model.scale_up_domain[m] = g.name;
-      model.groups.push_back(std::move(g));
-    }
-    model.description = std::to_string(found.size()) + "x " + std::string(found[0].model.model) +
-                        ", xGMI links from the KFD topology";
-    model.rule_set = "any";
-    model.link_type = "xgmi";
-    model.known = true;
+  if (kfd_links.empty()) return;
+  model.links = std::move(kfd_links);
+  model.groups.clear();
+  model.scale_up_domain.clear();
+  int k = 0;
+  for (auto& [hive, members] : hives) {
+    std::sort(members.begin(), members.end(), [&](const std::string& a, const std::string& b) {
+      return std::make_pair(a.size(), a) < std::make_pair(b.size(), b);
+    });
+    api::InventoryGroup g;
+    g.name = "xgmi-hive-" + std::to_string(k++);
+    g.kind = "link-domain";
+    g.devices = members;
+    g.source = "kfd";
+    for (const std::string& m : members) model.scale_up_domain[m] = g.name;
+    model.groups.push_back(std::move(g));
   }
+  model.description = std::to_string(found.size()) + "x " + std::string(found[0].model.model) +
+                      ", xGMI links from the KFD topology";
+  model.rule_set = "any";
+  model.link_type = "xgmi";
+  model.known = true;
+}
+
+// The topology into the status (server model, rule set, links, groups) and each device's
+// link attributes.
+void ApplyTopology(const ServerModel& model, std::vector<Found>& found,
+                   api::NodeInventoryStatus& status) {
   status.server_model = model.description;
   status.rule_set = model.rule_set;
   status.valid_sets = model.valid_sets;
@@ -801,36 +842,38 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
     const bool from_kfd = !model.links.empty() && model.links[0].source == "kfd";
     d.sources["topology"] = from_kfd ? "kfd" : "server-model";
   }
+}
 
-  // Vendor libraries.
-  if (options.probe_vendor_libraries) {
-    if (vendors_seen.contains("nvidia")) {
-      const NvmlFacts nvml = options.probe_nvml ? options.probe_nvml(options.vendor_lib_dirs)
-                                                : ProbeNvml(options.vendor_lib_dirs);
-      if (nvml.library.loaded) {
-        MergeNvml(nvml, found, status, problems);
-      } else {
-        problems.libraries.push_back("nvml: " + nvml.library.error);
-        if (problems.library_reason.empty()) problems.library_reason = "NvmlUnavailable";
-      }
-    }
-    if (vendors_seen.contains("huawei")) {
-      const DcmiFacts dcmi = options.probe_dcmi ? options.probe_dcmi(options.vendor_lib_dirs)
-                                                : ProbeDcmi(options.vendor_lib_dirs);
-      if (dcmi.library.loaded) {
-        MergeDcmi(dcmi, found, status, problems);
-      } else {
-        problems.libraries.push_back("dcmi: " + dcmi.library.error);
-        if (problems.library_reason.empty()) problems.library_reason = "DcmiUnavailable";
-      }
+// NVML and DCMI, for the vendors found, when the options ask for them.
+void ProbeVendorLibraries(const DiscoveryOptions& options, const std::set<std::string>& vendors,
+                          std::vector<Found>& found, api::NodeInventoryStatus& status,
+                          Problems& problems) {
+  if (!options.probe_vendor_libraries) return;
+  if (vendors.contains("nvidia")) {
+    const NvmlFacts nvml = options.probe_nvml ? options.probe_nvml(options.vendor_lib_dirs)
+                                              : ProbeNvml(options.vendor_lib_dirs);
+    if (nvml.library.loaded) {
+      MergeNvml(nvml, found, status, problems);
+    } else {
+      problems.libraries.push_back("nvml: " + nvml.library.error);
+      if (problems.library_reason.empty()) problems.library_reason = "NvmlUnavailable";
     }
   }
+  if (vendors.contains("huawei")) {
+    const DcmiFacts dcmi = options.probe_dcmi ? options.probe_dcmi(options.vendor_lib_dirs)
+                                              : ProbeDcmi(options.vendor_lib_dirs);
+    if (dcmi.library.loaded) {
+      MergeDcmi(dcmi, found, status, problems);
+    } else {
+      problems.libraries.push_back("dcmi: " + dcmi.library.error);
+      if (problems.library_reason.empty()) problems.library_reason = "DcmiUnavailable";
+    }
+  }
+}
 
-  for (Found& x : found) status.devices.push_back(std::move(x.device));
-  status.nics = ScanNics(host, pci, problems.files);
-  PairNics(status.nics, status.devices, pci);
-
-  // Health and conditions.
+// The node's health from its devices', and a condition per kind of problem.
+void SetHealthAndConditions(const Problems& problems, const std::string& now,
+                            api::NodeInventoryStatus& status) {
   const size_t unhealthy = static_cast<size_t>(
       std::count_if(status.devices.begin(), status.devices.end(),
                     [](const api::InventoryDevice& d) { return d.health != "Healthy"; }));
@@ -864,6 +907,46 @@ StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
         problems.library_reason.empty() ? "VendorLibraryErrors" : problems.library_reason,
         JoinMessages(problems.libraries), now));
   }
+}
+
+}  // namespace
+
+Status DiscoveryOptions::Validate() const {
+  struct stat st {};
+  const std::string root = host_root.empty() ? "/" : host_root;
+  if (::stat(root.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return InvalidArgumentError("host root " + root + ": not a directory");
+  }
+  if (!node_name.empty()) RETURN_IF_ERROR(api::ValidateNodeName(node_name, "node name"));
+  return OkStatus();
+}
+
+StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options) {
+  RETURN_IF_ERROR(options.Validate());
+  const HostRoot host(options.host_root);
+  const std::string now = options.now.empty() ? Now() : options.now;
+  Problems problems;
+  api::NodeInventory inv;
+  inv.metadata.name = options.node_name.empty() ? DefaultNodeName(host) : options.node_name;
+  api::NodeInventoryStatus& status = inv.status;
+  if (std::optional<std::string> boot = BootId(host, problems)) status.boot_id = *boot;
+
+  PciScan pci = ScanPci(host);
+  for (std::string& p : pci.problems) problems.files.push_back(std::move(p));
+  std::vector<Found> found = FindAccelerators(pci);
+  AssignIndexes(host, found, problems);
+  const VendorFacts facts = ReadVendorFacts(host, found, status, problems);
+  for (Found& x : found) DescribeDevice(host, facts, x, problems);
+
+  ServerModel model = MatchServer(found, HasNvSwitch(pci));
+  ApplyKfdLinks(facts.kfd, found, model);
+  ApplyTopology(model, found, status);
+  ProbeVendorLibraries(options, facts.vendors, found, status, problems);
+
+  for (Found& x : found) status.devices.push_back(std::move(x.device));
+  status.nics = ScanNics(host, pci, problems.files);
+  PairNics(status.nics, status.devices, pci);
+  SetHealthAndConditions(problems, now, status);
   if (Status valid = api::ValidateNodeInventory(inv); !valid.ok()) {
     return InternalError("discovered inventory is invalid: " + valid.message());
   }
