@@ -24,6 +24,15 @@
 #define XPU_THREAD_ANNOTATION_(x)
 #endif
 
+// Abseil's legacy absl/base/internal/thread_annotations.h (which gRPC's headers include) defines
+// some of the same names with the same attributes. Ours replace them when included after it; when
+// included before, its redefinitions are in a system header, where clang does not warn.
+#undef GUARDED_BY
+#undef PT_GUARDED_BY
+#undef ACQUIRED_BEFORE
+#undef ACQUIRED_AFTER
+#undef NO_THREAD_SAFETY_ANALYSIS
+
 // A type that is a capability (a mutex): CAPABILITY("mutex").
 #define CAPABILITY(x) XPU_THREAD_ANNOTATION_(capability(x))
 // An RAII type that holds a capability from construction to destruction.
