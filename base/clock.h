@@ -12,7 +12,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace xpu {
 
@@ -47,8 +48,8 @@ class FakeClock final : public Clock {
 
  private:
   const WallTime wall_start_;
-  mutable std::mutex mu_;
-  std::chrono::nanoseconds elapsed_{0};  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::chrono::nanoseconds elapsed_ GUARDED_BY(mu_){0};
 };
 
 }  // namespace xpu
