@@ -13,7 +13,7 @@ RateLimiter::RateLimiter(double qps, int burst)
 
 Clock::duration RateLimiter::Reserve(Clock::time_point now) {
   if (qps_ <= 0) return Clock::duration::zero();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!started_) {
     started_ = true;
     last_ = now;
