@@ -28,17 +28,16 @@
 #define XPU_KUBELETPLUGIN_DRIVER_DRIVER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "kubeletplugin/cdi/cdi.h"
 #include "kubeletplugin/checkpoint/checkpoint.h"
@@ -103,9 +102,9 @@ class Driver : public NodeService {
   struct Fetched;
   Fetched Fetch(const ClaimRef& ref);
   PrepareResult PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
-                              std::map<std::string, checkpoint::Claim>* batch);
-  Status SaveLocked();
-  Status EnsureSpecLocked(const checkpoint::Claim& claim);
+                              std::map<std::string, checkpoint::Claim>* batch) REQUIRES(mu_);
+  Status SaveLocked() REQUIRES(mu_);
+  Status EnsureSpecLocked(const checkpoint::Claim& claim) REQUIRES(mu_);
 
   const DriverOptions options_;
   api::client::Client* const client_;
@@ -114,10 +113,10 @@ class Driver : public NodeService {
   cdi::SpecStore specs_;
   checkpoint::CheckpointStore store_;
 
-  mutable std::mutex mu_;
-  bool started_ = false;               // GUARDED_BY(mu_)
-  checkpoint::Checkpoint checkpoint_;  // GUARDED_BY(mu_)
-  DriverStats stats_;                  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  bool started_ GUARDED_BY(mu_) = false;
+  checkpoint::Checkpoint checkpoint_ GUARDED_BY(mu_);
+  DriverStats stats_ GUARDED_BY(mu_);
 };
 
 // Device health of this node for the kubelet's health stream, from the inventory discovery
@@ -135,10 +134,10 @@ class HealthMonitor : public HealthSource {
 
  private:
   const std::string pool_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  uint64_t generation_ = 0;                     // GUARDED_BY(mu_)
-  std::map<std::string, DeviceHealth> health_;  // GUARDED_BY(mu_), by device name
+  Mutex mu_;
+  CondVar changed_;
+  uint64_t generation_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, DeviceHealth> health_ GUARDED_BY(mu_);  // by device name
 };
 
 // Test-only crash points: when $XPU_DRA_CRASH_AT equals `point`, the process kills itself with

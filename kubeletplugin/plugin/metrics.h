@@ -19,11 +19,11 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/metrics/metrics.h"
+#include "base/mutex.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/service.h"
 
@@ -51,8 +51,8 @@ struct PluginMetrics {
   void SetHealth(const std::vector<DeviceHealth>& health);
 
  private:
-  std::mutex mu_;
-  uint64_t checkpoint_writes_seen_ = 0;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  uint64_t checkpoint_writes_seen_ GUARDED_BY(mu_) = 0;
 };
 
 // A NodeService that times and counts the calls of another one.

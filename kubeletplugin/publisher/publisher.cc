@@ -65,7 +65,7 @@ InventoryPublisher::InventoryPublisher(kc::Client* client, PublisherOptions opti
     : client_(client), options_(std::move(options)), discover_(std::move(discover)) {}
 
 PublisherStats InventoryPublisher::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -88,7 +88,7 @@ StatusOr<bool> InventoryPublisher::PublishOnce() {
   ASSIGN_OR_RETURN(const std::string uid, NodeUid());
   auto discovered = discover_();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.discoveries;
   }
   if (!discovered.ok()) return discovered.status().WithContext("discover");
@@ -124,7 +124,7 @@ StatusOr<bool> InventoryPublisher::PublishOnce() {
       with_status["status"] = StatusJson(inventory.status);
       auto written = client_->UpdateStatus(kc::NodeInventories(), "", with_status);
       if (!written.ok()) return written.status();
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.inventory_writes;
       return true;
     }
@@ -134,7 +134,7 @@ StatusOr<bool> InventoryPublisher::PublishOnce() {
     const bool owner_ok = stored.ok() && stored->metadata.owner_references.size() == 1 &&
                           stored->metadata.owner_references[0].uid == uid;
     if (stored.ok() && owner_ok && StatusJson(want) == StatusJson(stored->status)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.unchanged;
       return false;
     }
@@ -156,7 +156,7 @@ StatusOr<bool> InventoryPublisher::PublishOnce() {
       if (written.status().code() == StatusCode::kAborted) continue;  // re-read and retry once
       return written.status();
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.inventory_writes;
     return true;
   }
@@ -213,7 +213,7 @@ Status InventoryPublisher::RenewLease() {
         return updated.status();
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.lease_renewals;
     return OkStatus();
   }
@@ -226,7 +226,7 @@ void InventoryPublisher::Run(const std::atomic<bool>& stop, std::atomic<bool>* w
   using Clock = std::chrono::steady_clock;
   auto report = [&](const Status& s) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.errors;
     }
     if (log) log(MicroTime(std::chrono::system_clock::now()) + " " + s.message());

@@ -13,11 +13,11 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <string>
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace xpu::plugin {
@@ -74,8 +74,8 @@ class InventoryPublisher {
   api::client::Client* const client_;
   const PublisherOptions options_;
   const DiscoverFn discover_;
-  mutable std::mutex mu_;
-  PublisherStats stats_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  PublisherStats stats_ GUARDED_BY(mu_);
 };
 
 }  // namespace xpu::plugin
