@@ -102,9 +102,11 @@ class Store {
   // dropped (see feature_gates.h); the object returned is the one stored.
   StatusOr<nlohmann::json> Create(size_t type, const std::string& ns, nlohmann::json obj,
                                   api::FieldErrors* causes = nullptr,
-                                  const FeatureGates& gates = {});
-  StatusOr<nlohmann::json> Get(size_t type, const std::string& ns, const std::string& name) const;
-  StatusOr<ListResult> List(size_t type, const std::string& ns, const ListOptions& options) const;
+                                  const FeatureGates& gates = {}) EXCLUDES(mu_);
+  StatusOr<nlohmann::json> Get(size_t type, const std::string& ns, const std::string& name) const
+      EXCLUDES(mu_);
+  StatusOr<ListResult> List(size_t type, const std::string& ns, const ListOptions& options) const
+      EXCLUDES(mu_);
   // Update of the main resource (status kept from the stored object when the type has a status
   // subresource) or of /status (only status is taken from `obj`). A non-empty
   // metadata.resourceVersion must match; generation is bumped when spec changes. The main
@@ -113,24 +115,25 @@ class Store {
   StatusOr<nlohmann::json> Update(size_t type, const std::string& ns, const std::string& name,
                                   nlohmann::json obj, bool status,
                                   api::FieldErrors* causes = nullptr,
-                                  const FeatureGates& gates = {});
+                                  const FeatureGates& gates = {}) EXCLUDES(mu_);
   // Deletes (or, with finalizers, marks deleted) and garbage-collects objects whose
   // ownerReferences name the deleted object's uid. Returns the object as last stored.
   StatusOr<nlohmann::json> Delete(size_t type, const std::string& ns, const std::string& name,
-                                  const Preconditions& preconditions);
+                                  const Preconditions& preconditions) EXCLUDES(mu_);
   // Deletes every object of `type` in `ns` (all namespaces when empty) matching the selectors of
   // `options` (deletecollection), as Delete does one. Returns the objects as last stored.
   StatusOr<std::vector<nlohmann::json>> DeleteCollection(size_t type, const std::string& ns,
-                                                         const ListOptions& options);
+                                                         const ListOptions& options) EXCLUDES(mu_);
 
-  int64_t ResourceVersion() const;
+  int64_t ResourceVersion() const EXCLUDES(mu_);
   // Events with resourceVersion > `after` that match `filter`, waiting until `deadline` while
   // there are none. kOutOfRange (410) when `after` is older than the history; kCancelled after
   // Shutdown.
   StatusOr<EventBatch> WaitForEvents(const WatchFilter& filter, int64_t after,
-                                     std::chrono::steady_clock::time_point deadline) const;
+                                     std::chrono::steady_clock::time_point deadline) const
+      EXCLUDES(mu_);
   // Wakes all waiters; later waits return kCancelled at once.
-  void Shutdown();
+  void Shutdown() EXCLUDES(mu_);
 
  private:
   using Objects = std::map<std::string, nlohmann::json>;  // "ns/name" -> object

@@ -77,15 +77,15 @@ class Driver : public NodeService {
   Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory, LogFn log);
 
   // Reconciles disk, checkpoint and API (see above). Must succeed before Prepare/Unprepare.
-  Status Start();
+  Status Start() EXCLUDES(mu_);
   // Unprepares entries whose claim was deleted from the API or replaced (uid differs); API errors
   // leave the entries for the next pass. Called by Start and periodically.
-  Status CollectDeletedClaims();
+  Status CollectDeletedClaims() EXCLUDES(mu_);
 
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
-                                               const CallBounds& bounds) override;
+                                               const CallBounds& bounds) EXCLUDES(mu_) override;
   std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims,
-                                                   const CallBounds& bounds) override;
+                                                   const CallBounds& bounds) EXCLUDES(mu_) override;
   // Unbounded calls (tests, tools).
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims) {
     return Prepare(claims, CallBounds{});
@@ -94,13 +94,14 @@ class Driver : public NodeService {
     return Unprepare(claims, CallBounds{});
   }
 
-  DriverStats stats() const;
+  DriverStats stats() const EXCLUDES(mu_);
   // The current checkpoint (for tests and xpuctl-style inspection).
-  checkpoint::Checkpoint Snapshot() const;
+  checkpoint::Checkpoint Snapshot() const EXCLUDES(mu_);
 
  private:
   struct Fetched;
-  Fetched Fetch(const ClaimRef& ref);
+  // The claim GET, never with mu_ held.
+  Fetched Fetch(const ClaimRef& ref) EXCLUDES(mu_);
   PrepareResult PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
                               std::map<std::string, checkpoint::Claim>* batch) REQUIRES(mu_);
   Status SaveLocked() REQUIRES(mu_);
