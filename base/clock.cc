@@ -31,19 +31,19 @@ Clock& RealClock() {
 FakeClock::FakeClock(WallTime wall_start) : wall_start_(wall_start) {}
 
 Clock::SteadyTime FakeClock::Now() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return SteadyTime(kFakeSteadyStart) + elapsed_;
 }
 
 Clock::WallTime FakeClock::WallNow() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return wall_start_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(elapsed_);
 }
 
 void FakeClock::Sleep(std::chrono::nanoseconds d, const std::atomic<bool>& /*stop*/) { Advance(d); }
 
 void FakeClock::Advance(std::chrono::nanoseconds d) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   elapsed_ += std::max(d, std::chrono::nanoseconds::zero());
 }
 

@@ -12,7 +12,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <mutex>
+
+#include "base/mutex.h"
 
 namespace xpu {
 
@@ -47,8 +48,8 @@ class FakeClock final : public Clock {
 
  private:
   const WallTime wall_start_;
-  mutable std::mutex mu_;
-  std::chrono::nanoseconds elapsed_{0};  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::chrono::nanoseconds elapsed_ GUARDED_BY(mu_){0};
 };
 
 // A periodic timer read off a clock, for loops that do several things each on its own period:

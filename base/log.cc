@@ -31,7 +31,7 @@ void Logger::Log(std::string_view level, std::string_view msg) {
     quoted += c == '\n' ? ' ' : c;
   }
   const std::string now = FormatMicroTime(std::chrono::system_clock::now());
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   out_ << "time=" << now << " level=" << level << " msg=\"" << quoted << "\"" << std::endl;
 }
 

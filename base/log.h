@@ -4,11 +4,11 @@
 #ifndef XPU_BASE_LOG_H_
 #define XPU_BASE_LOG_H_
 
-#include <mutex>
 #include <ostream>
 #include <string>
 #include <string_view>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace xpu {
@@ -32,9 +32,9 @@ class Logger {
  private:
   static int Rank(std::string_view level);
 
-  std::ostream& out_;
+  std::ostream& out_ GUARDED_BY(mu_);  // one line at a time
   const int level_;
-  std::mutex mu_;  // one line at a time
+  Mutex mu_;
 };
 
 }  // namespace xpu

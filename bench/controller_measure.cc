@@ -6,15 +6,14 @@
 //     a watch sees the slice carry the taint
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <iostream>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "api/client/client.h"
 #include "api/client/informer.h"
+#include "base/mutex.h"
 #include "bench/measure_support.h"
 #include "controller/testing/cluster.h"
 #include "e2e/client/child_process.h"
@@ -123,16 +122,16 @@ int main(int argc, char** argv) {
   by_driver.field_selector = "spec.driver=xpu.dra.dev";
   kc::TypedInformer<xpu::api::resource::ResourceSlice> slices(client->get(), kc::ResourceSlices(),
                                                               by_driver);
-  std::mutex mu;
-  std::condition_variable cv;
+  xpu::Mutex mu;
+  xpu::CondVar cv;
   std::string tainted_pool;
   slices.AddHandlers({nullptr,
                       [&](const auto&, const auto& n) {
                         for (const auto& d : n->spec.devices) {
                           if (d.name == "gpu-0" && !d.taints.empty()) {
-                            std::lock_guard<std::mutex> lock(mu);
+                            xpu::MutexLock lock(mu);
                             tainted_pool = n->spec.pool.name;
-                            cv.notify_all();
+                            cv.NotifyAll();
                           }
                         }
                       },
@@ -147,8 +146,9 @@ int main(int argc, char** argv) {
     inv.status.devices[0].health = "Unhealthy";
     const auto t0 = Clock::now();
     if (!ct::PutInventory(**client, inv).ok()) return Fail("inventory write " + name);
-    std::unique_lock<std::mutex> lock(mu);
-    if (!cv.wait_for(lock, std::chrono::seconds(30), [&] { return tainted_pool == name; })) {
+    xpu::MutexLock lock(mu);
+    if (!cv.WaitFor(mu, std::chrono::seconds(30),
+                    [&]() REQUIRES(mu) { return tainted_pool == name; })) {
       return Fail("slice of " + name + " not updated within 30 s");
     }
     latencies.push_back(Ms(Clock::now() - t0));

@@ -99,13 +99,13 @@ void Controller::SetCanWrite(std::function<bool()> can_write) { can_write_ = std
 bool Controller::CanWrite() const { return !can_write_ || can_write_(); }
 
 std::shared_ptr<const Config> Controller::config() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return config_;
 }
 
 void Controller::SetConfig(Config config) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     config_ = std::make_shared<const Config>(std::move(config));
     ++config_generation_;
   }
@@ -137,7 +137,7 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
     if (node.empty()) return;
     bool live = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = live_.find(node);
       live = it != live_.end() && it->second;
     }
@@ -209,7 +209,7 @@ void Controller::ResyncAll() {
   for (const auto& inv : inventories_.List()) queue_.Add(PoolKey(inv->name));
   std::vector<std::string> pools;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [pool, names] : pool_slices_) pools.push_back(pool);
   }
   for (const std::string& p : pools) queue_.Add(PoolKey(p));
@@ -220,7 +220,7 @@ void Controller::OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
                          const std::shared_ptr<const StoredSlice>& new_slice) {
   std::set<std::string> pools;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (old_slice) {
       auto& names = pool_slices_[old_slice->pool];
       names.erase(old_slice->name);
@@ -258,7 +258,7 @@ void Controller::OnClaim(const std::shared_ptr<const StoredClaim>& old_claim,
   }
   std::set<std::string> pools;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = claim_devices_.find(uid);
     if (it != claim_devices_.end()) {
       if (it->second == now_held) return;
@@ -282,7 +282,7 @@ void Controller::OnClaim(const std::shared_ptr<const StoredClaim>& old_claim,
 std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
   std::set<std::string> names;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = pool_slices_.find(pool); it != pool_slices_.end()) names = it->second;
     for (const auto& [name, cached] : written_) {
       if (cached.slice && cached.slice->spec.pool.name == pool) names.insert(name);
@@ -292,7 +292,7 @@ std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
   const auto now = options_.clock->Now();
   std::vector<std::shared_ptr<const StoredSlice>> stored;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const std::string& name : names) {
       auto seen = slices_.Get(name);
       auto it = written_.find(name);
@@ -318,7 +318,7 @@ std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
 
 void Controller::RememberWrites(const PoolSyncResult& result) {
   const auto expires = options_.clock->Now() + kMutationCacheTtl;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const SlicePtr& s : result.written) {
     // The watch may already have shown this version, or even the slice's deletion, before the
     // write's answer came back: then there is nothing to bridge.
@@ -354,7 +354,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
   std::string inputs;
   bool memo = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = allocated_.find(node); it != allocated_.end()) {
       allocated.insert(it->second.begin(), it->second.end());
     }
@@ -413,7 +413,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
   NodeFacts owner{node, node_obj ? node_obj->uid : "", {}};
   const std::vector<SlicePtr> existing = ExistingSlices(node);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     live_[node] = live;
     if (desired) {
       tainted_[node] = desired->tainted;
@@ -426,7 +426,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
               std::to_string(existing.size()) + " slices, " +
               std::to_string(desired ? desired->slices.size() : 0) + " desired");
   if (!desired && existing.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (memo) {
       last_sync_[node] = inputs;
     } else {
@@ -442,7 +442,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
   sync.can_write = [this] { return CanWrite(); };
   const std::string inventory_version = inventory ? inventory->resource_version : "";
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = published_inventory_.find(node);
     sync.bump_on_change = it != published_inventory_.end() && it->second != inventory_version;
   }
@@ -450,7 +450,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
                                    desired, owner, existing, sync);
   RememberWrites(result);
   if (result.status.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (desired) {
       published_inventory_[node] = inventory_version;
     } else {
@@ -603,7 +603,7 @@ void Controller::Periodic() {
     UpdateGauges();
     const auto now = clock.Now();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       for (auto it = written_.begin(); it != written_.end();) {
         it = it->second.expires <= now ? written_.erase(it) : std::next(it);
       }
@@ -622,7 +622,7 @@ void Controller::UpdateGauges() {
   int live = 0;
   std::map<std::string, int> tainted;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [node, is_live] : live_) live += is_live ? 1 : 0;
     for (const auto& [node, keys] : tainted_) {
       for (const auto& [key, n] : keys) tainted[key] += n;

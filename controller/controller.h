@@ -22,7 +22,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -38,6 +37,7 @@
 #include "api/validation.h"
 #include "base/clock.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "controller/config.h"
 #include "controller/metrics.h"
 #include "controller/pool_sync.h"
@@ -175,24 +175,25 @@ class Controller {
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 
-  mutable std::mutex mu_;
-  std::shared_ptr<const Config> config_;
-  uint64_t config_generation_ = 0;  // GUARDED_BY(mu_)                      // GUARDED_BY(mu_)
-  std::map<std::string, std::set<std::string>> pool_slices_;  // GUARDED_BY(mu_)
-  std::map<std::string, Cached> written_;                     // GUARDED_BY(mu_): the mutation cache
+  mutable Mutex mu_;
+  std::shared_ptr<const Config> config_ GUARDED_BY(mu_);
+  uint64_t config_generation_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, std::set<std::string>> pool_slices_ GUARDED_BY(mu_);
+  std::map<std::string, Cached> written_ GUARDED_BY(mu_);  // the mutation cache
   // Slices whose deletion the watch has shown, until the TTL: a write answer arriving after
   // that must not bring them back into the cache.
-  std::map<std::string, std::chrono::steady_clock::time_point> seen_deleted_;  // GUARDED_BY(mu_)
-  std::map<std::string, Cached> unused_placeholder_;                           // GUARDED_BY(mu_)
-  std::map<std::string, std::vector<std::pair<std::string, std::string>>> claim_devices_;
-  std::map<std::string, std::multiset<std::string>> allocated_;  // GUARDED_BY(mu_)
-  std::map<std::string, bool> live_;                             // GUARDED_BY(mu_)
+  std::map<std::string, std::chrono::steady_clock::time_point> seen_deleted_ GUARDED_BY(mu_);
+  std::map<std::string, Cached> unused_placeholder_ GUARDED_BY(mu_);
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> claim_devices_
+      GUARDED_BY(mu_);
+  std::map<std::string, std::multiset<std::string>> allocated_ GUARDED_BY(mu_);
+  std::map<std::string, bool> live_ GUARDED_BY(mu_);
   // The inputs of each pool's last successful sync and the slice versions it left: a sync whose
   // inputs and slices are unchanged (the periodic Lease re-check) does nothing.
-  std::map<std::string, std::string> last_sync_;  // GUARDED_BY(mu_)
+  std::map<std::string, std::string> last_sync_ GUARDED_BY(mu_);
   // The inventory resourceVersion each pool was last published from.
-  std::map<std::string, std::string> published_inventory_;     // GUARDED_BY(mu_)
-  std::map<std::string, std::map<std::string, int>> tainted_;  // GUARDED_BY(mu_)
+  std::map<std::string, std::string> published_inventory_ GUARDED_BY(mu_);
+  std::map<std::string, std::map<std::string, int>> tainted_ GUARDED_BY(mu_);
 };
 
 }  // namespace xpu::controller

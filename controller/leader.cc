@@ -90,17 +90,17 @@ LeaderElector::LeaderElector(kc::Client* client, LeaderOptions options, Clock* c
       clock_(clock != nullptr ? clock : &RealClock()) {}
 
 std::string LeaderElector::ObservedHolder() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return seen_.holder;
 }
 
 int64_t LeaderElector::ObservedRenewals() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return renewals_;
 }
 
 bool LeaderElector::Held(const api::core::Lease& lease) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   seen_.holder = options_.identity;
   seen_.record = RecordOf(lease);
   seen_.seen_at = clock_->Now();
@@ -117,7 +117,7 @@ StatusOr<bool> LeaderElector::TryAcquireOrRenew() {
   }
   LeaseStep step;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const std::string before = seen_.record;
     step = DecideLease(current, options_, clock_->Now(), &seen_);
     if (seen_.record != before) ++renewals_;

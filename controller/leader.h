@@ -19,13 +19,13 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <string>
 
 #include "api/client/client.h"
 #include "api/core.h"
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace xpu::controller {
@@ -113,9 +113,9 @@ class LeaderElector {
   const LeaderOptions options_;
   Clock* const clock_;
   std::atomic<bool> leader_{false};
-  mutable std::mutex mu_;
-  LeaseObservation seen_;  // GUARDED_BY(mu_)
-  int64_t renewals_ = 0;   // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  LeaseObservation seen_ GUARDED_BY(mu_);
+  int64_t renewals_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace xpu::controller

@@ -11,7 +11,7 @@ SyncFailure ClassifySyncError(const Status& status) {
 
 bool TerminalErrors::Record(const std::string& key, const Status& status) {
   std::string what = std::string(StatusCodeName(status.code())) + ": " + status.message();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto [it, inserted] = last_.try_emplace(key, what);
   if (inserted) return true;
   if (it->second == what) return false;
@@ -20,12 +20,12 @@ bool TerminalErrors::Record(const std::string& key, const Status& status) {
 }
 
 void TerminalErrors::Clear(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   last_.erase(key);
 }
 
 size_t TerminalErrors::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_.size();
 }
 

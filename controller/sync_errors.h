@@ -12,9 +12,9 @@
 
 #include <cstddef>
 #include <map>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace xpu::controller {
@@ -33,8 +33,8 @@ class TerminalErrors {
   size_t size() const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::string, std::string> last_;  // GUARDED_BY(mu_): key -> code and message
+  mutable Mutex mu_;
+  std::map<std::string, std::string> last_ GUARDED_BY(mu_);  // key -> code and message
 };
 
 }  // namespace xpu::controller

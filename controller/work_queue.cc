@@ -19,12 +19,12 @@ void WorkQueue::AddLocked(const std::string& key) {
   }
   if (queued_.insert(key).second) {
     queue_.push_back(key);
-    cv_.notify_one();
+    cv_.NotifyOne();
   }
 }
 
 void WorkQueue::Add(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   delayed_.erase(key);
   AddLocked(key);
 }
@@ -34,18 +34,18 @@ void WorkQueue::AddAfter(const std::string& key, std::chrono::milliseconds delay
     Add(key);
     return;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (shutdown_ || queued_.contains(key)) return;
   const auto at = Now() + delay;
   auto [it, inserted] = delayed_.emplace(key, at);
   if (!inserted && at < it->second) it->second = at;
-  cv_.notify_all();  // a waiting Get may need to wake earlier
+  cv_.NotifyAll();  // a waiting Get may need to wake earlier
 }
 
 void WorkQueue::AddRateLimited(const std::string& key) {
   std::chrono::milliseconds delay;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const int n = failures_[key]++;
     const double factor = n >= 30 ? 1e9 : static_cast<double>(int64_t{1} << n);
     const double ms = std::min(static_cast<double>(options_.max_delay.count()),
@@ -56,12 +56,12 @@ void WorkQueue::AddRateLimited(const std::string& key) {
 }
 
 void WorkQueue::Forget(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   failures_.erase(key);
 }
 
 int WorkQueue::Failures(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto it = failures_.find(key);
   return it == failures_.end() ? 0 : it->second;
 }
@@ -79,7 +79,7 @@ void WorkQueue::PromoteDueLocked(std::chrono::steady_clock::time_point now) {
 }
 
 std::optional<std::string> WorkQueue::Get(std::optional<std::chrono::milliseconds> timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   // A far-away deadline stands for "no timeout" (an optional time_point trips GCC 12's
   // -Wmaybe-uninitialized).
   const auto deadline = timeout ? std::chrono::steady_clock::now() + *timeout
@@ -106,39 +106,39 @@ std::optional<std::string> WorkQueue::Get(std::optional<std::chrono::millisecond
     }
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
     wake = std::min(wake, deadline);
-    cv_.wait_until(lock, wake);
+    cv_.WaitUntil(mu_, wake);
   }
 }
 
 void WorkQueue::Done(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   processing_.erase(key);
   if (dirty_.erase(key) > 0) AddLocked(key);
 }
 
 void WorkQueue::ShutDown() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   shutdown_ = true;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 bool WorkQueue::shutting_down() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return shutdown_;
 }
 
 size_t WorkQueue::Depth() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return queue_.size();
 }
 
 size_t WorkQueue::Delayed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return delayed_.size();
 }
 
 size_t WorkQueue::Processing() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return processing_.size();
 }
 

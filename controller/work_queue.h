@@ -14,16 +14,15 @@
 #define XPU_CONTROLLER_WORK_QUEUE_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 
 #include "base/clock.h"
+#include "base/mutex.h"
 
 namespace xpu::controller {
 
@@ -40,47 +39,48 @@ class WorkQueue {
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
 
-  void Add(const std::string& key);
+  void Add(const std::string& key) EXCLUDES(mu_);
   // Adds at now + delay; an earlier pending delayed add of the same key wins.
-  void AddAfter(const std::string& key, std::chrono::milliseconds delay);
+  void AddAfter(const std::string& key, std::chrono::milliseconds delay) EXCLUDES(mu_);
   // Adds after the key's backoff: base_delay * 2^failures, at most max_delay.
-  void AddRateLimited(const std::string& key);
+  void AddRateLimited(const std::string& key) EXCLUDES(mu_);
   // Clears the key's failure count.
-  void Forget(const std::string& key);
-  int Failures(const std::string& key) const;
+  void Forget(const std::string& key) EXCLUDES(mu_);
+  int Failures(const std::string& key) const EXCLUDES(mu_);
 
   // Blocks until a key is ready (returns it, now marked processing) or the queue shuts down
   // (nullopt). `timeout`: give up after it and return nullopt (the queue stays up).
-  std::optional<std::string> Get(std::optional<std::chrono::milliseconds> timeout = std::nullopt);
+  std::optional<std::string> Get(std::optional<std::chrono::milliseconds> timeout = std::nullopt)
+      EXCLUDES(mu_);
   // Marks the key processed; queues it again if it was added meanwhile.
-  void Done(const std::string& key);
+  void Done(const std::string& key) EXCLUDES(mu_);
 
   // Wakes every Get with nullopt; later adds are ignored.
-  void ShutDown();
-  bool shutting_down() const;
+  void ShutDown() EXCLUDES(mu_);
+  bool shutting_down() const EXCLUDES(mu_);
 
   // Keys ready to be handed out (not counting delayed or processing ones).
-  size_t Depth() const;
+  size_t Depth() const EXCLUDES(mu_);
   // Keys waiting for their delay.
-  size_t Delayed() const;
+  size_t Delayed() const EXCLUDES(mu_);
   // Processing keys.
-  size_t Processing() const;
+  size_t Processing() const EXCLUDES(mu_);
 
  private:
   std::chrono::steady_clock::time_point Now() const;
-  void AddLocked(const std::string& key);
-  void PromoteDueLocked(std::chrono::steady_clock::time_point now);
+  void AddLocked(const std::string& key) REQUIRES(mu_);
+  void PromoteDueLocked(std::chrono::steady_clock::time_point now) REQUIRES(mu_);
 
   const WorkQueueOptions options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> queue_;     // GUARDED_BY(mu_)
-  std::set<std::string> queued_;      // GUARDED_BY(mu_): in queue_
-  std::set<std::string> processing_;  // GUARDED_BY(mu_)
-  std::set<std::string> dirty_;       // GUARDED_BY(mu_): added while processing
-  std::map<std::string, std::chrono::steady_clock::time_point> delayed_;  // GUARDED_BY(mu_)
-  std::map<std::string, int> failures_;                                   // GUARDED_BY(mu_)
-  bool shutdown_ = false;                                                 // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::deque<std::string> queue_ GUARDED_BY(mu_);
+  std::set<std::string> queued_ GUARDED_BY(mu_);  // in queue_
+  std::set<std::string> processing_ GUARDED_BY(mu_);
+  std::set<std::string> dirty_ GUARDED_BY(mu_);  // added while processing
+  std::map<std::string, std::chrono::steady_clock::time_point> delayed_ GUARDED_BY(mu_);
+  std::map<std::string, int> failures_ GUARDED_BY(mu_);
+  bool shutdown_ GUARDED_BY(mu_) = false;
 };
 
 }  // namespace xpu::controller

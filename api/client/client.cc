@@ -203,7 +203,7 @@ StatusOr<std::string> Client::Path(const ResourceRef& ref, const std::string& ns
 }
 
 StatusOr<resource::ResourceVersion> Client::ResourceApiVersion() {
-  std::lock_guard<std::mutex> lock(discovery_mu_);
+  MutexLock lock(discovery_mu_);
   if (resource_version_) return *resource_version_;
   auto doc = GetPath("/apis/resource.k8s.io");
   if (!doc.ok()) {

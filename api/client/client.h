@@ -22,7 +22,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -33,6 +32,7 @@
 #include "api/client/retry.h"
 #include "api/client/transport.h"
 #include "api/resource.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace xpu::api::client {
@@ -180,8 +180,8 @@ class Client {
   std::atomic<uint64_t> requests_{0};
   std::atomic<uint64_t> retries_{0};
   std::atomic<uint64_t> throttled_{0};
-  std::mutex discovery_mu_;
-  std::optional<resource::ResourceVersion> resource_version_;  // GUARDED_BY(discovery_mu_)
+  Mutex discovery_mu_;
+  std::optional<resource::ResourceVersion> resource_version_ GUARDED_BY(discovery_mu_);
 };
 
 // Picks the resource.k8s.io version to use from the /apis/resource.k8s.io group document:

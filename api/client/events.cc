@@ -53,13 +53,13 @@ Status ApiEventRecorder::Record(const EventInfo& info, std::chrono::system_clock
 
 Status RecordedEvents::Record(const EventInfo& info,
                               std::chrono::system_clock::time_point /*now*/) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   events_.push_back(info);
   return OkStatus();
 }
 
 std::vector<EventInfo> RecordedEvents::events() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return events_;
 }
 

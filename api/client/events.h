@@ -11,11 +11,11 @@
 #define XPU_API_CLIENT_EVENTS_H_
 
 #include <chrono>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace xpu::api::client {
@@ -76,8 +76,8 @@ class RecordedEvents final : public EventRecorder {
   std::vector<EventInfo> events() const;
 
  private:
-  mutable std::mutex mu_;
-  std::vector<EventInfo> events_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::vector<EventInfo> events_ GUARDED_BY(mu_);
 };
 
 }  // namespace xpu::api::client

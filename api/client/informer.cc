@@ -56,31 +56,32 @@ void InformerCore::Start() {
 
 void InformerCore::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (thread_.joinable()) thread_.join();
 }
 
 bool InformerCore::WaitForSync(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [this] { return synced_ || stop_.load(); }) && synced_;
+  MutexLock lock(mu_);
+  return cv_.WaitFor(mu_, timeout, [this]() REQUIRES(mu_) { return synced_ || stop_.load(); }) &&
+         synced_;
 }
 
 bool InformerCore::synced() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return synced_;
 }
 
 InformerCore::Item InformerCore::Get(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto it = cache_.find(key);
   return it == cache_.end() ? nullptr : it->second.item;
 }
 
 std::vector<InformerCore::Item> InformerCore::List() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Item> out;
   out.reserve(cache_.size());
   for (const auto& [key, entry] : cache_) out.push_back(entry.item);
@@ -88,37 +89,37 @@ std::vector<InformerCore::Item> InformerCore::List() const {
 }
 
 std::string InformerCore::last_decode_error() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return last_decode_error_;
 }
 
 InformerCore::Item InformerCore::DecodeOrCount(json&& object, const std::string& key) {
   auto decoded = decode_(std::move(object));
   if (decoded.ok()) return std::move(decoded).value();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++stats_.decode_errors;
   last_decode_error_ = "decode " + ref_.Name() + " " + key + ": " + decoded.status().message();
   return nullptr;
 }
 
 size_t InformerCore::size() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return cache_.size();
 }
 
 std::string InformerCore::resource_version() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return resource_version_;
 }
 
 InformerStats InformerCore::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 bool InformerCore::SleepFor(std::chrono::steady_clock::duration d) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return !cv_.wait_for(lock, d, [this] { return stop_.load(); });
+  MutexLock lock(mu_);
+  return !cv_.WaitFor(mu_, d, [this]() REQUIRES(mu_) { return stop_.load(); });
 }
 
 void InformerCore::Run() {
@@ -131,7 +132,7 @@ void InformerCore::Run() {
       resume = false;
     } else if (Status listed = ListAndReplace(after_gone); !listed.ok()) {
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         ++stats_.errors;
       }
       if (!SleepFor(backoff.Next().value_or(options_.error_backoff.max))) return;
@@ -151,7 +152,7 @@ void InformerCore::Run() {
         continue;  // the server ended the stream: resume where it stopped
       }
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        MutexLock lock(mu_);
         ++stats_.errors;
       }
       if (!SleepFor(backoff.Next().value_or(options_.error_backoff.max))) return;
@@ -184,7 +185,7 @@ Status InformerCore::ListAndReplace(bool after_gone) {
   std::vector<std::pair<Item, Item>> updated;
   std::vector<Item> deleted;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [key, entry] : fresh) {
       const auto old = cache_.find(key);
       if (old == cache_.end()) {
@@ -213,10 +214,10 @@ Status InformerCore::ListAndReplace(bool after_gone) {
     }
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     synced_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   return OkStatus();
 }
 
@@ -228,7 +229,7 @@ Status InformerCore::WatchOnce() {
   watch.bookmarks = true;
   watch.timeout_seconds = options_.watch_timeout_seconds;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.watches;
   }
   return client_->Watch(
@@ -243,14 +244,14 @@ Status InformerCore::WatchOnce() {
 void InformerCore::Apply(const std::string& type, json object) {
   const std::string rv = ResourceVersionOf(object);
   if (type == "BOOKMARK") {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!rv.empty()) resource_version_ = rv;
     ++stats_.bookmarks;
     return;
   }
   const std::string key = KeyOf(object);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!rv.empty()) resource_version_ = rv;
     const auto it = cache_.find(key);
     if (it != cache_.end() &&
@@ -263,7 +264,7 @@ void InformerCore::Apply(const std::string& type, json object) {
   Item current = DecodeOrCount(std::move(object), key);
   Item old;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const auto it = cache_.find(key);
     if (it != cache_.end()) old = it->second.item;
     if (type == "DELETED") {

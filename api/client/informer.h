@@ -14,12 +14,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -29,6 +27,7 @@
 
 #include "api/client/client.h"
 #include "api/meta.h"
+#include "base/mutex.h"
 
 namespace xpu::api::client {
 
@@ -101,13 +100,13 @@ class InformerCore {
   const Decode decode_;
   std::vector<Handlers> handlers_;
 
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, Entry> cache_;  // GUARDED_BY(mu_)
-  std::string resource_version_;        // GUARDED_BY(mu_)
-  bool synced_ = false;                 // GUARDED_BY(mu_)
-  InformerStats stats_;                 // GUARDED_BY(mu_)
-  std::string last_decode_error_;       // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  CondVar cv_;
+  std::map<std::string, Entry> cache_ GUARDED_BY(mu_);
+  std::string resource_version_ GUARDED_BY(mu_);
+  bool synced_ GUARDED_BY(mu_) = false;
+  InformerStats stats_ GUARDED_BY(mu_);
+  std::string last_decode_error_ GUARDED_BY(mu_);
 
   std::atomic<bool> stop_{false};
   std::thread thread_;

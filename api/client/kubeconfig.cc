@@ -221,7 +221,7 @@ TokenSource::TokenSource(ClusterConfig config, std::chrono::seconds refresh)
 
 StatusOr<std::string> TokenSource::Token() {
   if (config_.token_file.empty()) return config_.token;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto now = std::chrono::steady_clock::now();
   if (cached_.empty() || now - read_at_ >= refresh_) {
     auto text = ReadFile(config_.token_file, "token file");

@@ -7,9 +7,9 @@
 #define XPU_API_CLIENT_KUBECONFIG_H_
 
 #include <chrono>
-#include <mutex>
 #include <string>
 
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace xpu::api::client {
@@ -59,9 +59,9 @@ class TokenSource {
  private:
   ClusterConfig config_;
   std::chrono::seconds refresh_;
-  std::chrono::steady_clock::time_point read_at_{};
-  std::string cached_;
-  std::mutex mu_;
+  Mutex mu_;
+  std::chrono::steady_clock::time_point read_at_ GUARDED_BY(mu_){};
+  std::string cached_ GUARDED_BY(mu_);
 };
 
 }  // namespace xpu::api::client

@@ -13,7 +13,7 @@ RateLimiter::RateLimiter(double qps, int burst)
 
 PaceDuration RateLimiter::Reserve(PaceTime now) {
   if (qps_ <= 0) return PaceDuration::zero();
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!started_) {
     started_ = true;
     last_ = now;

@@ -6,10 +6,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
+
+#include "base/mutex.h"
 
 namespace xpu::api::client {
 
@@ -31,10 +32,10 @@ class RateLimiter {
  private:
   const double qps_;
   const double burst_;
-  std::mutex mu_;
-  double tokens_;         // GUARDED_BY(mu_); may go negative (queued reservations)
-  PaceTime last_{};       // GUARDED_BY(mu_)
-  bool started_ = false;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  double tokens_ GUARDED_BY(mu_);  // may go negative (queued reservations)
+  PaceTime last_ GUARDED_BY(mu_){};
+  bool started_ GUARDED_BY(mu_) = false;
 };
 
 struct BackoffPolicy {

@@ -3,8 +3,9 @@
 #include <curl/curl.h>
 
 #include <cctype>
-#include <mutex>
 #include <utility>
+
+#include "base/mutex.h"
 
 namespace xpu::api::client {
 namespace {
@@ -110,7 +111,7 @@ Transport::~Transport() {
 
 void* Transport::Acquire() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!idle_.empty()) {
       void* h = idle_.back();
       idle_.pop_back();
@@ -121,7 +122,7 @@ void* Transport::Acquire() {
 }
 
 void Transport::Release(void* handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (idle_.size() < 16) {
     idle_.push_back(handle);
   } else {

@@ -8,12 +8,12 @@
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "api/client/kubeconfig.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace xpu::api::client {
@@ -60,8 +60,8 @@ class Transport {
 
   ClusterConfig config_;
   TokenSource tokens_;
-  std::mutex mu_;
-  std::vector<void*> idle_;  // GUARDED_BY(mu_): CURL easy handles keeping their connections
+  Mutex mu_;
+  std::vector<void*> idle_ GUARDED_BY(mu_);  // CURL easy handles keeping their connections
 };
 
 // Percent-encodes a query value (RFC 3986 unreserved characters pass).

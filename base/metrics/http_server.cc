@@ -126,7 +126,7 @@ Status HttpServer::Start() {
   const std::string what = "listen metrics " + options_.address;
   RETURN_IF_ERROR(options_.Validate().WithContext(what));
   {
-    const std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_ || listen_fd_ >= 0) {
       return FailedPreconditionError(what + ": server already started or stopped");
     }
@@ -192,10 +192,10 @@ Status HttpServer::Start() {
 
 void HttpServer::Stop() {
   {
-    const std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
   }
-  cv_.notify_all();
+  cv_.NotifyAll();
   if (wake_write_fd_ >= 0) {
     const char byte = 1;
     const ssize_t written = write(wake_write_fd_, &byte, 1);
@@ -205,7 +205,7 @@ void HttpServer::Stop() {
   for (std::thread& worker : workers_) worker.join();
   workers_.clear();
   {
-    const std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const int fd : pending_) close(fd);
     pending_.clear();
     busy_ = 0;
@@ -239,8 +239,9 @@ void HttpServer::AcceptLoop() {
   const auto forever = std::chrono::steady_clock::time_point::max();
   while (true) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || busy_ < options_.max_connections; });
+      MutexLock lock(mu_);
+      cv_.Wait(mu_,
+               [this]() REQUIRES(mu_) { return stopping_ || busy_ < options_.max_connections; });
       if (stopping_) return;
     }
     if (!WaitFor(listen_fd_, POLLIN, forever)) return;
@@ -254,11 +255,11 @@ void HttpServer::AcceptLoop() {
       continue;
     }
     {
-      const std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       pending_.push_back(fd);
       ++busy_;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 }
 
@@ -266,8 +267,8 @@ void HttpServer::WorkerLoop() {
   while (true) {
     int fd = -1;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stopping_ || !pending_.empty(); });
+      MutexLock lock(mu_);
+      cv_.Wait(mu_, [this]() REQUIRES(mu_) { return stopping_ || !pending_.empty(); });
       if (stopping_) return;
       fd = pending_.front();
       pending_.pop_front();
@@ -275,10 +276,10 @@ void HttpServer::WorkerLoop() {
     Serve(fd);
     close(fd);
     {
-      const std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       --busy_;
     }
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
 }
 

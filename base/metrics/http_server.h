@@ -16,17 +16,16 @@
 #define XPU_BASE_METRICS_HTTP_SERVER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace xpu::metrics {
@@ -81,11 +80,11 @@ class HttpServer {
   std::thread accept_thread_;
   std::vector<std::thread> workers_;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;    // guarded by mu_
-  std::deque<int> pending_;  // accepted connections not yet served; guarded by mu_
-  int busy_ = 0;             // connections pending or being served; guarded by mu_
+  Mutex mu_;
+  CondVar cv_;
+  bool stopping_ GUARDED_BY(mu_) = false;
+  std::deque<int> pending_ GUARDED_BY(mu_);  // accepted connections not yet served
+  int busy_ GUARDED_BY(mu_) = 0;             // connections pending or being served
 };
 
 // A binary's --metrics-addr endpoint: a started server for `options`, its address and port

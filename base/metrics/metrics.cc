@@ -178,19 +178,19 @@ Family::Family(std::string name, std::string help, std::vector<std::string> labe
 // Counter and Gauge
 
 double ScalarFamily::Value(const std::vector<std::string>& labels) const {
-  const std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto it = series_.find(labels);
   return it == series_.end() ? 0 : it->second;
 }
 
 void ScalarFamily::ClearSeries() {
-  const std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   series_.clear();
 }
 
 void ScalarFamily::RenderTo(std::string& out) const {
   AppendHeader(out, *this);
-  const std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (label_names().empty() && series_.empty()) {
     AppendSample(out, name(), {}, {}, {}, {}, 0);
   }
@@ -229,7 +229,7 @@ void Histogram::Observe(const std::vector<std::string>& labels, double value) {
   }
   size_t bucket = 0;
   while (bucket < buckets_.size() && value > buckets_[bucket]) ++bucket;
-  const std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Series& series = series_[labels];
   if (series.counts.empty()) series.counts.assign(buckets_.size() + 1, 0);
   ++series.counts[bucket];
@@ -238,13 +238,13 @@ void Histogram::Observe(const std::vector<std::string>& labels, double value) {
 }
 
 uint64_t Histogram::Count(const std::vector<std::string>& labels) const {
-  const std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto it = series_.find(labels);
   return it == series_.end() ? 0 : it->second.count;
 }
 
 double Histogram::Sum(const std::vector<std::string>& labels) const {
-  const std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   const auto it = series_.find(labels);
   return it == series_.end() ? 0 : it->second.sum;
 }
@@ -269,7 +269,7 @@ void Histogram::RenderTo(std::string& out) const {
     AppendSample(out, sum_name, label_names(), labels, {}, {}, series.sum);
     AppendSample(out, count_name, label_names(), labels, {}, {}, static_cast<double>(series.count));
   };
-  const std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (label_names().empty() && series_.empty()) render_series({}, Series{});
   for (const auto& [labels, series] : series_) render_series(labels, series);
 }
@@ -349,7 +349,7 @@ Family* Registry::Find(const std::string& name, MetricType type,
 Family& Registry::FindOrAdd(const std::string& name, MetricType type,
                             const std::vector<std::string>& label_names,
                             const std::function<std::unique_ptr<Family>()>& make) {
-  const std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (Family* existing = Find(name, type, label_names)) return *existing;
   return *families_.emplace(name, make()).first->second;
 }
@@ -387,7 +387,7 @@ Histogram& Registry::AddHistogram(const std::string& name, const std::string& he
 
 std::string Registry::Render() const {
   std::string out;
-  const std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [name, family] : families_) family->RenderTo(out);
   return out;
 }

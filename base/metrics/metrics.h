@@ -21,11 +21,12 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "base/mutex.h"
 
 namespace xpu::metrics {
 
@@ -84,15 +85,15 @@ class ScalarFamily : public Family {
       Drop();
       return;
     }
-    const std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     update(series_[labels]);
   }
   void ClearSeries();
   void RenderTo(std::string& out) const override;
 
  private:
-  mutable std::mutex mu_;
-  std::map<std::vector<std::string>, double> series_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::vector<std::string>, double> series_ GUARDED_BY(mu_);
 };
 
 class Counter final : public ScalarFamily {
@@ -147,8 +148,8 @@ class Histogram final : public Family {
   void RenderTo(std::string& out) const override;
 
   const std::vector<double> buckets_;
-  mutable std::mutex mu_;
-  std::map<std::vector<std::string>, Series> series_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::vector<std::string>, Series> series_ GUARDED_BY(mu_);
 };
 
 // 0.0005 s to 10 s in 1-2.5-5 steps: request and RPC latencies.
@@ -219,16 +220,16 @@ class Registry {
   std::string Render() const;
 
  private:
-  // Checks names and conflicts; returns the existing family or null. Requires mu_ held.
+  // Checks names and conflicts; returns the existing family or null.
   Family* Find(const std::string& name, MetricType type,
-               const std::vector<std::string>& label_names) const;
-  // Find, else the family `make` builds, added. Takes mu_.
+               const std::vector<std::string>& label_names) const REQUIRES(mu_);
+  // Find, else the family `make` builds, added.
   Family& FindOrAdd(const std::string& name, MetricType type,
                     const std::vector<std::string>& label_names,
-                    const std::function<std::unique_ptr<Family>()>& make);
+                    const std::function<std::unique_ptr<Family>()>& make) EXCLUDES(mu_);
 
-  mutable std::mutex mu_;
-  std::map<std::string, std::unique_ptr<Family>> families_;  // guarded by mu_
+  mutable Mutex mu_;
+  std::map<std::string, std::unique_ptr<Family>> families_ GUARDED_BY(mu_);
 };
 
 }  // namespace xpu::metrics

@@ -8,9 +8,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
-#include <condition_variable>
 #include <map>
-#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -18,6 +16,7 @@
 #include "api/client/client.h"
 #include "api/client/informer.h"
 #include "api/core.h"
+#include "base/mutex.h"
 #include "e2e/client/kube_sim_process.h"
 #include "e2e/client/wait.h"
 
@@ -156,18 +155,18 @@ TEST_CASE("client CRUD, conflicts and preconditions against kube-sim", "[e2e][cl
 
 TEST_CASE("the observe hook sees every attempt's verb and status code", "[e2e][client]") {
   auto sim = StartSim();
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::pair<std::string, int>> seen;
   ClientOptions options;
   options.observe = [&](std::string_view verb, int code) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     seen.emplace_back(std::string(verb), code);
   };
   auto client = Connect(*sim, options);
   REQUIRE(client->Create(kc::Namespaces(), "", Namespace("obs")).ok());
   CHECK(client->Get(kc::Namespaces(), "", "nosuch").status().code() == StatusCode::kNotFound);
   REQUIRE(client->List(kc::Namespaces(), "").ok());
-  std::lock_guard<std::mutex> lock(mu);
+  MutexLock lock(mu);
   CHECK(seen ==
         std::vector<std::pair<std::string, int>>{{"create", 201}, {"get", 404}, {"list", 200}});
 }
@@ -215,7 +214,7 @@ TEST_CASE("client watches: events in order, resume, bookmarks and 410", "[e2e][c
   const auto start = client->List(kc::Leases(), "ns");
   REQUIRE(start.ok());
 
-  std::mutex mu;
+  Mutex mu;
   std::vector<std::string> seen;  // "TYPE name rv"
   std::atomic<bool> stop{false};
   std::atomic<int> bookmarks{0};
@@ -227,7 +226,7 @@ TEST_CASE("client watches: events in order, resume, bookmarks and 410", "[e2e][c
     const Status s = client->Watch(
         kc::Leases(), "ns", options,
         [&](kc::WatchEvent& e) {
-          std::lock_guard<std::mutex> lock(mu);
+          MutexLock lock(mu);
           if (e.type == "BOOKMARK") {
             ++bookmarks;
           } else {
@@ -289,7 +288,7 @@ TEST_CASE("client watches: events in order, resume, bookmarks and 410", "[e2e][c
 
 // Counts handler calls per object name.
 struct Recorder {
-  std::mutex mu;
+  Mutex mu;
   std::map<std::string, int> adds, updates, deletes;
   void Attach(Informer& informer) {
     informer.AddHandlers({[this](const ObjectPtr& o) { Bump(adds, *o); },
@@ -297,11 +296,11 @@ struct Recorder {
                           [this](const ObjectPtr& o) { Bump(deletes, *o); }});
   }
   void Bump(std::map<std::string, int>& m, const json& o) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     ++m[o["metadata"]["name"].get<std::string>()];
   }
   size_t Count(std::map<std::string, int>& m) {
-    std::lock_guard<std::mutex> lock(mu);
+    MutexLock lock(mu);
     size_t n = 0;
     for (const auto& [k, v] : m) n += static_cast<size_t>(v);
     return n;

@@ -813,6 +813,7 @@ void NodeAgent::PluginLoop(const std::atomic<bool>& stop) {
 
 void NodeAgent::ScanRegistry() {
   // Only this thread writes sockets_; it reads without the lock and writes with it.
+  std::map<std::string, Socket>& sockets = PluginThreadSockets();
   std::map<std::string, std::pair<uint64_t, int64_t>> found;
   std::error_code ec;
   for (auto it = std::filesystem::directory_iterator(options_.plugin_registry_dir, ec);
@@ -826,7 +827,7 @@ void NodeAgent::ScanRegistry() {
     found[path] = {st.st_ino,
                    static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
   }
-  for (auto it = sockets_.begin(); it != sockets_.end();) {
+  for (auto it = sockets.begin(); it != sockets.end();) {
     if (auto f = found.find(it->first);
         f != found.end() && f->second == std::pair{it->second.inode, it->second.mtime_ns}) {
       ++it;
@@ -835,19 +836,19 @@ void NodeAgent::ScanRegistry() {
     if (it->second.info) {
       log_->Info("plugin socket gone path=" + it->first + " driver=" + it->second.info->name);
     }
-    std::lock_guard<std::mutex> lock(plugins_mu_);
+    MutexLock lock(plugins_mu_);
     it = sockets_.erase(it);
   }
   const auto now = Clock::now();
   for (const auto& [path, identity] : found) {
-    if (sockets_.count(path) == 0) {
-      std::lock_guard<std::mutex> lock(plugins_mu_);
+    if (sockets.count(path) == 0) {
+      MutexLock lock(plugins_mu_);
       Socket found_socket;
       found_socket.inode = identity.first;
       found_socket.mtime_ns = identity.second;
       sockets_[path] = std::move(found_socket);
     }
-    Socket& socket = sockets_.at(path);
+    Socket& socket = sockets.at(path);
     if (socket.info || now < socket.next_try) continue;
     StatusOr<PluginInfo> info = plugin_stand_in_.Register(path);
     if (!info.ok()) {
@@ -862,7 +863,7 @@ void NodeAgent::ScanRegistry() {
       continue;
     }
     {
-      std::lock_guard<std::mutex> lock(plugins_mu_);
+      MutexLock lock(plugins_mu_);
       socket.info = *info;
       socket.sequence = ++registrations_;
     }
@@ -879,7 +880,7 @@ void NodeAgent::ProbeDrivers() {
     // The newest registered socket of the driver; sockets_ is written only on this thread.
     const Socket* newest = nullptr;
     std::string path;
-    for (const auto& [p, socket] : sockets_) {
+    for (const auto& [p, socket] : PluginThreadSockets()) {
       if (socket.info && socket.info->name == driver &&
           (newest == nullptr || socket.sequence > newest->sequence)) {
         newest = &socket;
@@ -950,7 +951,7 @@ Status NodeAgent::WipeSlices(const std::string& driver, int* deleted) {
 }
 
 StatusOr<NodeAgent::Endpoint> NodeAgent::EndpointOf(const std::string& driver) {
-  std::lock_guard<std::mutex> lock(plugins_mu_);
+  MutexLock lock(plugins_mu_);
   const Socket* newest = nullptr;
   for (const auto& [path, socket] : sockets_) {
     if (socket.info && socket.info->name == driver &&
@@ -969,15 +970,15 @@ StatusOr<NodeAgent::Endpoint> NodeAgent::EndpointOf(const std::string& driver) {
 void NodeAgent::Enqueue(const std::string& key, std::chrono::milliseconds delay) {
   const auto due = Clock::now() + delay;
   {
-    std::lock_guard<std::mutex> lock(queue_mu_);
+    MutexLock lock(queue_mu_);
     auto [it, added] = queue_.emplace(key, due);
     if (!added && due < it->second) it->second = due;
   }
-  queue_cv_.notify_one();
+  queue_cv_.NotifyOne();
 }
 
 bool NodeAgent::NextKey(const std::atomic<bool>& stop, std::string* key) {
-  std::unique_lock<std::mutex> lock(queue_mu_);
+  MutexLock lock(queue_mu_);
   while (!stop.load()) {
     const auto now = Clock::now();
     auto first = queue_.end();
@@ -991,7 +992,7 @@ bool NodeAgent::NextKey(const std::atomic<bool>& stop, std::string* key) {
     }
     auto until = now + kNap;
     if (first != queue_.end()) until = std::min(until, first->second);
-    queue_cv_.wait_until(lock, until);
+    queue_cv_.WaitUntil(queue_mu_, until);
   }
   return false;
 }

@@ -21,11 +21,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <iosfwd>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -36,6 +34,7 @@
 #include "api/core.h"
 #include "api/resource.h"
 #include "base/log.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
 
@@ -211,6 +210,12 @@ class NodeAgent {
   void PluginLoop(const std::atomic<bool>& stop);
   void ScanRegistry();
   void ProbeDrivers();
+  // sockets_ as the plugin thread reads it: the only thread that writes the map (always with
+  // plugins_mu_ held), so it may read without the lock; the other threads take it.
+  // NO_THREAD_SAFETY_ANALYSIS: the analysis has no notion of a single writer.
+  std::map<std::string, Socket>& PluginThreadSockets() NO_THREAD_SAFETY_ANALYSIS {
+    return sockets_;
+  }
   Status WipeSlices(const std::string& driver, int* deleted);
   StatusOr<Endpoint> EndpointOf(const std::string& driver);
 
@@ -234,16 +239,16 @@ class NodeAgent {
   bool node_ready_logged_ = false;
   std::string last_node_error_;
 
-  std::mutex plugins_mu_;
-  std::map<std::string, Socket> sockets_;  // GUARDED_BY(plugins_mu_), by path
-  uint64_t registrations_ = 0;             // GUARDED_BY(plugins_mu_)
+  Mutex plugins_mu_;
+  std::map<std::string, Socket> sockets_ GUARDED_BY(plugins_mu_);  // by path
+  uint64_t registrations_ GUARDED_BY(plugins_mu_) = 0;
   // Plugin thread only.
   std::map<std::string, DriverHealth> drivers_;
   KubeletStandIn plugin_stand_in_;
 
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::map<std::string, Clock::time_point> queue_;  // GUARDED_BY(queue_mu_): key -> when due
+  Mutex queue_mu_;
+  CondVar queue_cv_;
+  std::map<std::string, Clock::time_point> queue_ GUARDED_BY(queue_mu_);  // key -> when due
 
   // Worker thread only (and Run before the threads start).
   std::map<std::string, PodState> states_;  // by "namespace/name"

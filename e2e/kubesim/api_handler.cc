@@ -399,27 +399,27 @@ ApiHandler::ApiHandler(Store* store, HandlerOptions options)
       feature_gates_(options_.feature_gates) {}
 
 FeatureGates ApiHandler::feature_gates() const {
-  std::lock_guard lock(gates_mu_);
+  MutexLock lock(gates_mu_);
   return feature_gates_;
 }
 
 void ApiHandler::set_feature_gates(const FeatureGates& gates) {
-  std::lock_guard lock(gates_mu_);
+  MutexLock lock(gates_mu_);
   feature_gates_ = gates;
 }
 
 FaultSettings ApiHandler::faults() const {
-  std::lock_guard lock(fault_mu_);
+  MutexLock lock(fault_mu_);
   return faults_;
 }
 
 void ApiHandler::set_faults(const FaultSettings& faults) {
-  std::lock_guard lock(fault_mu_);
+  MutexLock lock(fault_mu_);
   faults_ = faults;
 }
 
 bool ApiHandler::DropConnection() {
-  std::lock_guard lock(fault_mu_);
+  MutexLock lock(fault_mu_);
   if (faults_.drop_rate <= 0) return false;
   std::uniform_real_distribution<double> coin(0, 1);
   return coin(fault_random_) < faults_.drop_rate;
@@ -428,7 +428,7 @@ bool ApiHandler::DropConnection() {
 bool ApiHandler::InjectFault(HttpResponse* response) {
   int code = 0;
   {
-    std::lock_guard lock(fault_mu_);
+    MutexLock lock(fault_mu_);
     if (faults_.rate <= 0 || faults_.codes.empty()) return false;
     std::uniform_real_distribution<double> coin(0, 1);
     if (coin(fault_random_) >= faults_.rate) return false;
@@ -503,7 +503,7 @@ HttpResponse ApiHandler::HandleFaults(const HttpRequest& request) {
   }
   if (next.rate > 0 && next.codes.empty()) return bad("codes is empty while rate is set");
   {
-    std::lock_guard lock(fault_mu_);
+    MutexLock lock(fault_mu_);
     faults_ = next;
     if (seed) fault_random_.seed(*seed);
   }
@@ -523,7 +523,7 @@ HttpResponse ApiHandler::HandleFeatureGates(const HttpRequest& request) {
   }
   FeatureGates next;
   {
-    std::lock_guard lock(gates_mu_);
+    MutexLock lock(gates_mu_);
     next = feature_gates_;
     if (Status s = ApplyFeatureGatesJson(body, &next); !s.ok()) {
       return ErrorResponse(

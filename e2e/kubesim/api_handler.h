@@ -17,13 +17,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "base/mutex.h"
 #include "e2e/kubesim/store.h"
 
 namespace xpu::kubesim {
@@ -125,11 +125,11 @@ class ApiHandler {
 
   Store* store_;
   const HandlerOptions options_;
-  mutable std::mutex fault_mu_;
-  std::mt19937_64 fault_random_;  // GUARDED_BY(fault_mu_)
-  FaultSettings faults_;          // GUARDED_BY(fault_mu_)
-  mutable std::mutex gates_mu_;
-  FeatureGates feature_gates_;  // GUARDED_BY(gates_mu_)
+  mutable Mutex fault_mu_;
+  std::mt19937_64 fault_random_ GUARDED_BY(fault_mu_);
+  FaultSettings faults_ GUARDED_BY(fault_mu_);
+  mutable Mutex gates_mu_;
+  FeatureGates feature_gates_ GUARDED_BY(gates_mu_);
 };
 
 // A Kubernetes Status object for a non-OK `status` (see store.h for the code mapping). With

@@ -12,16 +12,15 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-#include <condition_variable>
 #include <cstdio>
 #include <functional>
 #include <iostream>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <thread>
 
+#include "base/mutex.h"
 #include "e2e/kubesim/api_handler.h"
 #include "e2e/kubesim/kube_sim.h"
 #include "e2e/kubesim/tls.h"
@@ -39,31 +38,31 @@ using tcp = boost::asio::ip::tcp;
 class Connections {
  public:
   bool Add(int fd) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return false;
     fds_.insert(fd);
     return true;
   }
   void Remove(int fd) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     fds_.erase(fd);
-    idle_.notify_all();
+    idle_.NotifyAll();
   }
   void ShutdownAll() {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stopping_ = true;
     for (int fd : fds_) ::shutdown(fd, SHUT_RDWR);
   }
   bool WaitIdle(std::chrono::seconds timeout) {
-    std::unique_lock lock(mu_);
-    return idle_.wait_for(lock, timeout, [&] { return fds_.empty(); });
+    MutexLock lock(mu_);
+    return idle_.WaitFor(mu_, timeout, [&]() REQUIRES(mu_) { return fds_.empty(); });
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable idle_;
-  std::set<int> fds_;      // GUARDED_BY(mu_)
-  bool stopping_ = false;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar idle_;
+  std::set<int> fds_ GUARDED_BY(mu_);
+  bool stopping_ GUARDED_BY(mu_) = false;
 };
 
 // The connection threads. They are joined, not detached, so that each has fully ended (its
@@ -72,7 +71,7 @@ class Connections {
 class Workers {
  public:
   void Start(std::function<void()> fn) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto it = workers_.begin(); it != workers_.end();) {
       if (it->done->load()) {
         it->thread.join();
@@ -91,7 +90,7 @@ class Workers {
   void JoinAll() {
     std::list<Worker> all;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       all.swap(workers_);
     }
     for (Worker& w : all) w.thread.join();
@@ -102,8 +101,8 @@ class Workers {
     std::thread thread;
     std::shared_ptr<std::atomic<bool>> done;
   };
-  std::mutex mu_;
-  std::list<Worker> workers_;  // GUARDED_BY(mu_)
+  Mutex mu_;
+  std::list<Worker> workers_ GUARDED_BY(mu_);
 };
 
 // True when the peer closed or sent something during a watch (clients send nothing then).

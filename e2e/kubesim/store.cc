@@ -89,7 +89,7 @@ void Store::RecordLocked(size_t type, const char* event_type, const json& obj, c
     compacted_ = history_.front().resource_version;
     history_.pop_front();
   }
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 // The real server's registry check on a new claim or claim template: admin access to devices
@@ -165,7 +165,7 @@ StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj, api::
     return Status(StatusCode::kInternal,
                   "resourceVersion should not be set on objects to be created");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (t.namespaced && !NamespaceExistsLocked(ns)) {
     return Status(StatusCode::kNotFound, "namespaces \"" + ns + "\" not found");
   }
@@ -209,7 +209,7 @@ StatusOr<json> Store::Create(size_t type, const std::string& ns, json obj, api::
 
 StatusOr<json> Store::Get(size_t type, const std::string& ns, const std::string& name) const {
   const auto& t = options_.types[type];
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = objects_[type].find(Key(t.namespaced ? ns : "", name));
   if (it == objects_[type].end()) return NotFound(t, name);
   return it->second;
@@ -285,7 +285,7 @@ StatusOr<ListResult> Store::List(size_t type, const std::string& ns,
     }
   }
   WatchFilter filter{type, t.namespaced ? ns : "", options.labels, options.fields};
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (requested > resource_version_) {
     return Status(StatusCode::kDeadlineExceeded,
                   "Too large resource version: " + std::to_string(requested) +
@@ -336,7 +336,7 @@ StatusOr<json> Store::Update(size_t type, const std::string& ns, const std::stri
                       (meta_in.is_object() ? meta_in.value("name", "") : "") +
                       ") does not match the name on the URL (" + name + ")");
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   const std::string key = Key(t.namespaced ? ns : "", name);
   auto it = objects_[type].find(key);
   if (it == objects_[type].end()) return NotFound(t, name);
@@ -427,7 +427,7 @@ void Store::RemoveLocked(size_t type, const std::string& key) {
 StatusOr<json> Store::Delete(size_t type, const std::string& ns, const std::string& name,
                              const Preconditions& preconditions) {
   const auto& t = options_.types[type];
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return DeleteLocked(type, Key(t.namespaced ? ns : "", name), preconditions);
 }
 
@@ -435,7 +435,7 @@ StatusOr<std::vector<json>> Store::DeleteCollection(size_t type, const std::stri
                                                     const ListOptions& options) {
   const auto& t = options_.types[type];
   const WatchFilter filter{type, t.namespaced ? ns : "", options.labels, options.fields};
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> keys;
   for (const auto& [key, obj] : objects_[type]) {
     if (MatchesFilter(filter, obj)) keys.push_back(key);
@@ -486,13 +486,13 @@ StatusOr<json> Store::DeleteLocked(size_t type, const std::string& key,
 }
 
 int64_t Store::ResourceVersion() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return resource_version_;
 }
 
 StatusOr<EventBatch> Store::WaitForEvents(const WatchFilter& filter, int64_t after,
                                           std::chrono::steady_clock::time_point deadline) const {
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   EventBatch batch;
   while (true) {
     if (shutdown_) return Status(StatusCode::kCancelled, "kube-sim is shutting down");
@@ -524,14 +524,14 @@ StatusOr<EventBatch> Store::WaitForEvents(const WatchFilter& filter, int64_t aft
     batch.scanned_through = std::max(after, resource_version_);
     if (!batch.events.empty() || std::chrono::steady_clock::now() >= deadline) return batch;
     after = batch.scanned_through;
-    changed_.wait_until(lock, deadline);
+    changed_.WaitUntil(mu_, deadline);
   }
 }
 
 void Store::Shutdown() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   shutdown_ = true;
-  changed_.notify_all();
+  changed_.NotifyAll();
 }
 
 }  // namespace xpu::kubesim

@@ -13,11 +13,9 @@
 #define XPU_E2E_KUBESIM_STORE_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <random>
@@ -25,6 +23,7 @@
 #include <vector>
 
 #include "api/validation.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "e2e/kubesim/feature_gates.h"
 #include "e2e/kubesim/resources.h"
@@ -103,9 +102,11 @@ class Store {
   // dropped (see feature_gates.h); the object returned is the one stored.
   StatusOr<nlohmann::json> Create(size_t type, const std::string& ns, nlohmann::json obj,
                                   api::FieldErrors* causes = nullptr,
-                                  const FeatureGates& gates = {});
-  StatusOr<nlohmann::json> Get(size_t type, const std::string& ns, const std::string& name) const;
-  StatusOr<ListResult> List(size_t type, const std::string& ns, const ListOptions& options) const;
+                                  const FeatureGates& gates = {}) EXCLUDES(mu_);
+  StatusOr<nlohmann::json> Get(size_t type, const std::string& ns, const std::string& name) const
+      EXCLUDES(mu_);
+  StatusOr<ListResult> List(size_t type, const std::string& ns, const ListOptions& options) const
+      EXCLUDES(mu_);
   // Update of the main resource (status kept from the stored object when the type has a status
   // subresource) or of /status (only status is taken from `obj`). A non-empty
   // metadata.resourceVersion must match; generation is bumped when spec changes. The main
@@ -114,54 +115,55 @@ class Store {
   StatusOr<nlohmann::json> Update(size_t type, const std::string& ns, const std::string& name,
                                   nlohmann::json obj, bool status,
                                   api::FieldErrors* causes = nullptr,
-                                  const FeatureGates& gates = {});
+                                  const FeatureGates& gates = {}) EXCLUDES(mu_);
   // Deletes (or, with finalizers, marks deleted) and garbage-collects objects whose
   // ownerReferences name the deleted object's uid. Returns the object as last stored.
   StatusOr<nlohmann::json> Delete(size_t type, const std::string& ns, const std::string& name,
-                                  const Preconditions& preconditions);
+                                  const Preconditions& preconditions) EXCLUDES(mu_);
   // Deletes every object of `type` in `ns` (all namespaces when empty) matching the selectors of
   // `options` (deletecollection), as Delete does one. Returns the objects as last stored.
   StatusOr<std::vector<nlohmann::json>> DeleteCollection(size_t type, const std::string& ns,
-                                                         const ListOptions& options);
+                                                         const ListOptions& options) EXCLUDES(mu_);
 
-  int64_t ResourceVersion() const;
+  int64_t ResourceVersion() const EXCLUDES(mu_);
   // Events with resourceVersion > `after` that match `filter`, waiting until `deadline` while
   // there are none. kOutOfRange (410) when `after` is older than the history; kCancelled after
   // Shutdown.
   StatusOr<EventBatch> WaitForEvents(const WatchFilter& filter, int64_t after,
-                                     std::chrono::steady_clock::time_point deadline) const;
+                                     std::chrono::steady_clock::time_point deadline) const
+      EXCLUDES(mu_);
   // Wakes all waiters; later waits return kCancelled at once.
-  void Shutdown();
+  void Shutdown() EXCLUDES(mu_);
 
  private:
   using Objects = std::map<std::string, nlohmann::json>;  // "ns/name" -> object
 
-  bool NamespaceExistsLocked(const std::string& ns) const;
+  bool NamespaceExistsLocked(const std::string& ns) const REQUIRES(mu_);
   void RecordLocked(size_t type, const char* event_type, const nlohmann::json& obj,
-                    const nlohmann::json& old = nullptr);
+                    const nlohmann::json& old = nullptr) REQUIRES(mu_);
   StatusOr<nlohmann::json> DeleteLocked(size_t type, const std::string& key,
-                                        const Preconditions& preconditions);
+                                        const Preconditions& preconditions) REQUIRES(mu_);
   // The objects of `type` as they were at `resource_version` (kOutOfRange when the history no
   // longer reaches back that far).
-  StatusOr<Objects> ObjectsAtLocked(size_t type, int64_t resource_version) const;
-  void RemoveLocked(size_t type, const std::string& key);
-  std::string NewUidLocked();
+  StatusOr<Objects> ObjectsAtLocked(size_t type, int64_t resource_version) const REQUIRES(mu_);
+  void RemoveLocked(size_t type, const std::string& key) REQUIRES(mu_);
+  std::string NewUidLocked() REQUIRES(mu_);
   std::string Key(const std::string& ns, const std::string& name) const { return ns + "/" + name; }
   // `more`: errors found outside the object's own rules, reported first.
   Status Validate(size_t type, const nlohmann::json& obj, const nlohmann::json* old, bool status,
                   api::FieldErrors* causes, api::FieldErrors more = {}) const;
   api::FieldErrors AdminAccessErrorsLocked(size_t type, const std::string& ns,
-                                           const nlohmann::json& obj) const;
+                                           const nlohmann::json& obj) const REQUIRES(mu_);
 
   const StoreOptions options_;
-  mutable std::mutex mu_;
-  mutable std::condition_variable changed_;
-  std::vector<Objects> objects_;  // GUARDED_BY(mu_), one per type
-  int64_t resource_version_ = 0;  // GUARDED_BY(mu_)
-  int64_t compacted_ = 0;         // GUARDED_BY(mu_): events up to here were dropped
-  std::deque<Event> history_;     // GUARDED_BY(mu_)
-  std::mt19937_64 random_;        // GUARDED_BY(mu_)
-  bool shutdown_ = false;         // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  mutable CondVar changed_;
+  std::vector<Objects> objects_ GUARDED_BY(mu_);  // one per type
+  int64_t resource_version_ GUARDED_BY(mu_) = 0;
+  int64_t compacted_ GUARDED_BY(mu_) = 0;  // events up to here were dropped
+  std::deque<Event> history_ GUARDED_BY(mu_);
+  std::mt19937_64 random_ GUARDED_BY(mu_);
+  bool shutdown_ GUARDED_BY(mu_) = false;
 };
 
 // True when `obj` passes `filter` (namespace and selectors; the type is not checked).

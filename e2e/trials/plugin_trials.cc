@@ -2,19 +2,18 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <set>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "e2e/client/child_process.h"
 #include "e2e/client/claims.h"
 #include "e2e/client/wait.h"
@@ -86,18 +85,18 @@ class PluginTrials {
   int64_t checked_claims_ = 0;  // prepared claims found whole on disk, over all checks
 
   std::atomic<int> in_flight_{0};  // calls the kubelet loops have open
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool pause_ = false;                        // GUARDED_BY(mu_)
-  bool stop_ = false;                         // GUARDED_BY(mu_)
-  int idle_ = 0;                              // GUARDED_BY(mu_): loops paused with nothing to retry
-  uint64_t registrations_ = 0;                // GUARDED_BY(mu_)
-  std::vector<bool> prepared_;                // GUARDED_BY(mu_): what the kubelet holds, per claim
-  std::map<size_t, std::string> last_error_;  // GUARDED_BY(mu_): claims still failing
-  std::vector<std::string> violations_;       // GUARDED_BY(mu_): wrong answers
-  int64_t calls_ = 0;                         // GUARDED_BY(mu_)
-  int64_t failed_calls_ = 0;                  // GUARDED_BY(mu_)
-  int64_t claim_errors_ = 0;                  // GUARDED_BY(mu_)
+  Mutex mu_;
+  CondVar cv_;
+  bool pause_ GUARDED_BY(mu_) = false;
+  bool stop_ GUARDED_BY(mu_) = false;
+  int idle_ GUARDED_BY(mu_) = 0;  // loops paused with nothing to retry
+  uint64_t registrations_ GUARDED_BY(mu_) = 0;
+  std::vector<bool> prepared_ GUARDED_BY(mu_);                // what the kubelet holds, per claim
+  std::map<size_t, std::string> last_error_ GUARDED_BY(mu_);  // claims still failing
+  std::vector<std::string> violations_ GUARDED_BY(mu_);       // wrong answers
+  int64_t calls_ GUARDED_BY(mu_) = 0;
+  int64_t failed_calls_ GUARDED_BY(mu_) = 0;
+  int64_t claim_errors_ GUARDED_BY(mu_) = 0;
 };
 
 Status PluginTrials::Violation(const std::string& what) const {
@@ -153,6 +152,7 @@ Status PluginTrials::SetUp() {
     ASSIGN_OR_RETURN(std::string uid, CreateClaim(*client, spec));
     claims_.push_back({spec.ns, spec.name, uid, spec.pool, spec.devices});
   }
+  MutexLock lock(mu_);  // no kubelet loop runs yet; the lock is for the analysis
   prepared_.assign(claims_.size(), false);
   return OkStatus();
 }
@@ -206,7 +206,7 @@ std::vector<size_t> PluginTrials::Call(KubeletStandIn& kubelet, const Batch& bat
   }
   --in_flight_;
   std::vector<size_t> failed;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ++calls_;
   if (!status.ok()) ++failed_calls_;
   for (size_t i : batch.claims) {
@@ -234,8 +234,8 @@ std::vector<size_t> PluginTrials::Call(KubeletStandIn& kubelet, const Batch& bat
 }
 
 void PluginTrials::Backoff(milliseconds delay, uint64_t registration) {
-  std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait_for(lock, delay, [&] { return stop_ || registrations_ != registration; });
+  MutexLock lock(mu_);
+  cv_.WaitFor(mu_, delay, [&]() REQUIRES(mu_) { return stop_ || registrations_ != registration; });
 }
 
 // A kubelet loop: a batch of its own claims at a time, a failed call (or a failed claim) retried
@@ -254,11 +254,11 @@ void PluginTrials::Kubelet(size_t index) {
   for (;;) {
     uint64_t registration = 0;
     {
-      std::unique_lock<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       if (batch.claims.empty() && pause_ && !stop_) {
         ++idle_;
-        cv_.notify_all();
-        cv_.wait(lock, [&] { return !pause_ || stop_; });
+        cv_.NotifyAll();
+        cv_.Wait(mu_, [&]() REQUIRES(mu_) { return !pause_ || stop_; });
         --idle_;
       }
       if (stop_) return;
@@ -312,7 +312,7 @@ StatusOr<TrialStats> PluginTrials::Run() {
   if (const int code = plugin_->Stop(); code != 0) {
     return Violation("the plugin exited with code " + std::to_string(code) + " on SIGTERM");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   stats_.counters = {{"kubelet calls", calls_},
                      {"failed calls", failed_calls_},
                      {"claim errors", claim_errors_},
@@ -323,26 +323,26 @@ StatusOr<TrialStats> PluginTrials::Run() {
 }
 
 void PluginTrials::Pause() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   pause_ = true;
 }
 
 void PluginTrials::Resume() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   pause_ = false;
-  cv_.notify_all();
+  cv_.NotifyAll();
 }
 
 bool PluginTrials::WaitIdle(Clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_until(lock, deadline, [&] { return idle_ == options_.kubelets; });
+  MutexLock lock(mu_);
+  return cv_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return idle_ == options_.kubelets; });
 }
 
 void PluginTrials::StopKubelets() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   for (std::thread& t : kubelets_) t.join();
   kubelets_.clear();
@@ -367,12 +367,12 @@ Status PluginTrials::Recover(Clock::time_point killed) {
   }
   stats_.serving_ms.push_back(MsSince(killed));  // registered: the sockets are served
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++registrations_;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   if (!WaitIdle(deadline)) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::string failing;
     for (const auto& [i, error] : last_error_) failing += "\n  " + claims_[i].name + ": " + error;
     return Violation("the kubelet's retries did not all succeed within " +
@@ -381,7 +381,7 @@ Status PluginTrials::Recover(Clock::time_point killed) {
   }
   stats_.recovery_ms.push_back(MsSince(killed));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!violations_.empty()) return Violation(violations_.front());
   }
   return CheckDisk();
@@ -401,7 +401,7 @@ Status PluginTrials::CheckDisk() {
                    ReadPluginDisk(Dir("state"), Dir("cdi"), DriverHarness::kDriver));
   std::set<std::string> prepared;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (size_t i = 0; i < claims_.size(); ++i) {
       if (prepared_[i]) prepared.insert(claims_[i].uid);
     }

@@ -94,7 +94,7 @@ Driver::Driver(DriverOptions options, api::client::Client* client, InventoryFn i
       store_(options_.state_dir + "/checkpoint.json") {}
 
 Status Driver::Start() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   ASSIGN_OR_RETURN(checkpoint_, store_.Load());
   const std::string boot_id = ReadBootId(options_.host_root);
   if (!checkpoint_.boot_id.empty() && checkpoint_.boot_id != boot_id) {
@@ -143,7 +143,7 @@ Status Driver::SaveLocked() {
 Status Driver::CollectDeletedClaims() {
   std::vector<ClaimRef> refs;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     for (const auto& [uid, c] : checkpoint_.claims) refs.push_back({c.ns, c.name, c.uid});
   }
   std::vector<ClaimRef> gone;
@@ -203,7 +203,7 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
   // Claims already prepared are answered from the checkpoint, without a GET.
   std::vector<const ClaimRef*> todo;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     std::set<std::string_view> seen;
     for (const ClaimRef& ref : claims) {
       // A uid given twice is one claim with one answer, prepared once.
@@ -261,7 +261,7 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
   }
   CrashPoint("prepare-after-get");
 
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::string, checkpoint::Claim> batch;
   for (size_t i = 0; i < todo.size(); ++i) {
     const ClaimRef& ref = *todo[i];
@@ -326,7 +326,7 @@ std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<Claim
                                                          const CallBounds& bounds) {
   const CallBounds::Clock::duration reserve = Reserve(bounds) / 2;
   std::map<std::string, UnprepareResult> out;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::string> removed;
   std::set<std::string_view> seen;
   for (const ClaimRef& ref : claims) {
@@ -376,12 +376,12 @@ std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<Claim
 }
 
 DriverStats Driver::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
 checkpoint::Checkpoint Driver::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return checkpoint_;
 }
 
@@ -422,7 +422,7 @@ bool HealthMonitor::Update(const api::NodeInventory& inventory,
     h.last_updated_unix = now_s;
     next[d.name] = std::move(h);
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   bool changed = next.size() != health_.size();
   for (const auto& [name, h] : next) {
     auto it = health_.find(name);
@@ -433,13 +433,13 @@ bool HealthMonitor::Update(const api::NodeInventory& inventory,
   health_ = std::move(next);
   if (changed) {
     ++generation_;
-    changed_.notify_all();
+    changed_.NotifyAll();
   }
   return changed;
 }
 
 std::vector<DeviceHealth> HealthMonitor::Snapshot(uint64_t* generation) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (generation != nullptr) *generation = generation_;
   std::vector<DeviceHealth> out;
   for (const auto& [name, h] : health_) out.push_back(h);
@@ -448,8 +448,8 @@ std::vector<DeviceHealth> HealthMonitor::Snapshot(uint64_t* generation) {
 
 uint64_t HealthMonitor::WaitForChange(uint64_t seen,
                                       std::chrono::steady_clock::time_point deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
-  changed_.wait_until(lock, deadline, [&] { return generation_ != seen; });
+  MutexLock lock(mu_);
+  changed_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return generation_ != seen; });
   return generation_;
 }
 

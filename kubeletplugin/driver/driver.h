@@ -29,17 +29,16 @@
 #define XPU_KUBELETPLUGIN_DRIVER_DRIVER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
+#include "base/mutex.h"
 #include "base/status.h"
 #include "kubeletplugin/cdi/cdi.h"
 #include "kubeletplugin/checkpoint/checkpoint.h"
@@ -80,15 +79,15 @@ class Driver : public NodeService {
   Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory, LogFn log);
 
   // Reconciles disk, checkpoint and API (see above). Must succeed before Prepare/Unprepare.
-  Status Start();
+  Status Start() EXCLUDES(mu_);
   // Unprepares entries whose claim was deleted from the API or replaced (uid differs); API errors
   // leave the entries for the next pass. Called by Start and periodically.
-  Status CollectDeletedClaims();
+  Status CollectDeletedClaims() EXCLUDES(mu_);
 
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
-                                               const CallBounds& bounds) override;
+                                               const CallBounds& bounds) EXCLUDES(mu_) override;
   std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims,
-                                                   const CallBounds& bounds) override;
+                                                   const CallBounds& bounds) EXCLUDES(mu_) override;
   // Unbounded calls (tests, tools).
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims) {
     return Prepare(claims, CallBounds{});
@@ -97,17 +96,18 @@ class Driver : public NodeService {
     return Unprepare(claims, CallBounds{});
   }
 
-  DriverStats stats() const;
+  DriverStats stats() const EXCLUDES(mu_);
   // The current checkpoint (for tests and xpuctl-style inspection).
-  checkpoint::Checkpoint Snapshot() const;
+  checkpoint::Checkpoint Snapshot() const EXCLUDES(mu_);
 
  private:
   struct Fetched;
-  Fetched Fetch(const ClaimRef& ref);
+  // The claim GET, never with mu_ held.
+  Fetched Fetch(const ClaimRef& ref) EXCLUDES(mu_);
   PrepareResult PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
-                              std::map<std::string, checkpoint::Claim>* batch);
-  Status SaveLocked();
-  Status EnsureSpecLocked(const checkpoint::Claim& claim);
+                              std::map<std::string, checkpoint::Claim>* batch) REQUIRES(mu_);
+  Status SaveLocked() REQUIRES(mu_);
+  Status EnsureSpecLocked(const checkpoint::Claim& claim) REQUIRES(mu_);
 
   const DriverOptions options_;
   api::client::Client* const client_;
@@ -117,10 +117,10 @@ class Driver : public NodeService {
   const HostView host_;
   checkpoint::CheckpointStore store_;
 
-  mutable std::mutex mu_;
-  bool started_ = false;               // GUARDED_BY(mu_)
-  checkpoint::Checkpoint checkpoint_;  // GUARDED_BY(mu_)
-  DriverStats stats_;                  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  bool started_ GUARDED_BY(mu_) = false;
+  checkpoint::Checkpoint checkpoint_ GUARDED_BY(mu_);
+  DriverStats stats_ GUARDED_BY(mu_);
 };
 
 // Device health of this node for the kubelet's health stream, from the inventory discovery
@@ -138,10 +138,10 @@ class HealthMonitor : public HealthSource {
 
  private:
   const std::string pool_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  uint64_t generation_ = 0;                     // GUARDED_BY(mu_)
-  std::map<std::string, DeviceHealth> health_;  // GUARDED_BY(mu_), by device name
+  Mutex mu_;
+  CondVar changed_;
+  uint64_t generation_ GUARDED_BY(mu_) = 0;
+  std::map<std::string, DeviceHealth> health_ GUARDED_BY(mu_);  // by device name
 };
 
 // Test-only crash points: when $XPU_DRA_CRASH_AT equals `point`, the process kills itself with

@@ -11,15 +11,14 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <mutex>
 #include <stdexcept>
 #include <thread>
 
+#include "base/mutex.h"
 #include "base/testing/temp_dir.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
 #include "kubeletplugin/grpc/internal/translate.h"
@@ -51,19 +50,19 @@ class LogLines {
  public:
   std::function<void(const std::string&)> Sink() {
     return [this](const std::string& line) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       lines_.push_back(line);
     };
   }
   bool Contains(const std::string& text) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return std::any_of(lines_.begin(), lines_.end(),
                        [&](const std::string& l) { return l.find(text) != std::string::npos; });
   }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<std::string> lines_;
+  mutable Mutex mu_;
+  std::vector<std::string> lines_ GUARDED_BY(mu_);
 };
 
 // Counts how many Prepare / Unprepare calls run at once, across any number of fake services.
@@ -71,23 +70,23 @@ class LogLines {
 class OverlapDetector {
  public:
   void Enter() {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++active_;
     max_active_ = std::max(max_active_, active_);
-    cv_.notify_all();
-    cv_.wait_for(lock, milliseconds(200), [&] { return active_ > 1; });
+    cv_.NotifyAll();
+    cv_.WaitFor(mu_, milliseconds(200), [&]() REQUIRES(mu_) { return active_ > 1; });
     --active_;
   }
   int max_active() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return max_active_;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  int active_ = 0;
-  int max_active_ = 0;
+  mutable Mutex mu_;
+  CondVar cv_;
+  int active_ GUARDED_BY(mu_) = 0;
+  int max_active_ GUARDED_BY(mu_) = 0;
 };
 
 // A driver that prepares one device per claim: gpu-0 of pool node-1, shared under `share_id`.
@@ -108,7 +107,7 @@ class FakeService : public NodeService {
     }
     if (overlap != nullptr) overlap->Enter();
     if (throw_in_prepare) throw std::runtime_error("driver bug");
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     prepared.push_back(claims);
     std::map<std::string, PrepareResult> out;
     for (const auto& claim : claims) {
@@ -127,7 +126,7 @@ class FakeService : public NodeService {
   std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims,
                                                    const CallBounds& /*bounds*/) override {
     if (overlap != nullptr) overlap->Enter();
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     unprepared.push_back(claims);
     std::map<std::string, UnprepareResult> out;
     for (const auto& claim : claims) {
@@ -147,7 +146,7 @@ class FakeService : public NodeService {
   std::vector<std::vector<ClaimRef>> unprepared;
 
  private:
-  std::mutex mu_;
+  Mutex mu_;
 };
 
 class FakeHealth : public HealthSource {
@@ -165,33 +164,33 @@ class FakeHealth : public HealthSource {
                  .message = ""}};
   }
   std::vector<DeviceHealth> Snapshot(uint64_t* generation) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     *generation = generation_;
     return devices_;
   }
   uint64_t WaitForChange(uint64_t seen, Clock::time_point deadline) override {
-    std::unique_lock<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     last_wait_ = Clock::now();
-    cv_.wait_until(lock, deadline, [&] { return generation_ != seen; });
+    cv_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return generation_ != seen; });
     return generation_;
   }
   void Set(std::vector<DeviceHealth> devices) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     devices_ = std::move(devices);
     ++generation_;
-    cv_.notify_all();
+    cv_.NotifyAll();
   }
   Clock::time_point last_wait() {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return last_wait_;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<DeviceHealth> devices_;
-  uint64_t generation_ = 1;
-  Clock::time_point last_wait_;
+  Mutex mu_;
+  CondVar cv_;
+  std::vector<DeviceHealth> devices_ GUARDED_BY(mu_);
+  uint64_t generation_ GUARDED_BY(mu_) = 1;
+  Clock::time_point last_wait_ GUARDED_BY(mu_);
 };
 
 KubeletServerOptions Options(const TempDir& dir, LogLines* log = nullptr) {

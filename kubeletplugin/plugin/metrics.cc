@@ -44,7 +44,7 @@ PluginMetrics::PluginMetrics(metrics::Registry& r)
 void PluginMetrics::Collect(const DriverStats& stats) {
   prepared_claims.Set(static_cast<double>(stats.prepared_claims));
   prepared_devices.Set(static_cast<double>(stats.prepared_devices));
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stats.checkpoint_writes > checkpoint_writes_seen_) {
     checkpoint_writes.Inc({},
                           static_cast<double>(stats.checkpoint_writes - checkpoint_writes_seen_));
@@ -53,7 +53,7 @@ void PluginMetrics::Collect(const DriverStats& stats) {
 }
 
 void PluginMetrics::Collect(const PublisherStats& stats) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (stats.errors > publish_errors_seen_) {
     publish_errors.Inc({"error"}, static_cast<double>(stats.errors - publish_errors_seen_));
     publish_errors_seen_ = stats.errors;

@@ -23,11 +23,11 @@
 
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "base/metrics/metrics.h"
+#include "base/mutex.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/service.h"
 #include "kubeletplugin/publisher/publisher.h"
@@ -59,10 +59,10 @@ struct PluginMetrics {
   void SetHealth(const std::vector<DeviceHealth>& health);
 
  private:
-  std::mutex mu_;
-  uint64_t checkpoint_writes_seen_ = 0;  // GUARDED_BY(mu_)
-  uint64_t publish_errors_seen_ = 0;     // GUARDED_BY(mu_)
-  uint64_t terminal_errors_seen_ = 0;    // GUARDED_BY(mu_)
+  Mutex mu_;
+  uint64_t checkpoint_writes_seen_ GUARDED_BY(mu_) = 0;
+  uint64_t publish_errors_seen_ GUARDED_BY(mu_) = 0;
+  uint64_t terminal_errors_seen_ GUARDED_BY(mu_) = 0;
 };
 
 // A NodeService that times and counts the calls of another one.

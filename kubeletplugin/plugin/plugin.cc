@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <ostream>
 #include <thread>
 
@@ -17,6 +16,7 @@
 #include "base/log.h"
 #include "base/metrics/http_server.h"
 #include "base/metrics/metrics.h"
+#include "base/mutex.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/grpc/kubelet_server.h"
@@ -174,17 +174,17 @@ class InventoryHolder {
  public:
   void Set(api::NodeInventory inventory) {
     auto p = std::make_shared<const api::NodeInventory>(std::move(inventory));
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     latest_ = std::move(p);
   }
   std::shared_ptr<const api::NodeInventory> Get() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return latest_;
   }
 
  private:
-  mutable std::mutex mu_;
-  std::shared_ptr<const api::NodeInventory> latest_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::shared_ptr<const api::NodeInventory> latest_ GUARDED_BY(mu_);
 };
 
 }  // namespace

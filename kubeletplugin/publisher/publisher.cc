@@ -81,7 +81,7 @@ InventoryPublisher::InventoryPublisher(PublisherApi api, PublisherOptions option
     : api_(std::move(api)), options_(std::move(options)), discover_(std::move(discover)) {}
 
 PublisherStats InventoryPublisher::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 
@@ -103,7 +103,7 @@ StatusOr<bool> InventoryPublisher::PublishOnce() {
   ASSIGN_OR_RETURN(const std::string uid, NodeUid());
   auto discovered = discover_();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.discoveries;
   }
   if (!discovered.ok()) return discovered.status().WithContext("discover");
@@ -119,11 +119,11 @@ StatusOr<bool> InventoryPublisher::PublishOnce() {
   // What was refused for itself is not sent again unchanged.
   std::string wire = api::ToJson(inventory).dump();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (!refused_.empty() && refused_ == wire) return refused_status_;
   }
   StatusOr<bool> written = Write(inventory, uid);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (written.ok()) {
     refused_.clear();
   } else if (NextPublishStep(written.status(), options_).terminal) {
@@ -154,7 +154,7 @@ StatusOr<bool> InventoryPublisher::Write(const api::NodeInventory& inventory,
       }
       made->status = inventory.status;
       RETURN_IF_ERROR(api_.inventories->UpdateStatus(*made).status());
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.inventory_writes;
       return true;
     }
@@ -162,7 +162,7 @@ StatusOr<bool> InventoryPublisher::Write(const api::NodeInventory& inventory,
     const bool owner_ok = stored->metadata.owner_references.size() == 1 &&
                           stored->metadata.owner_references[0].uid == uid;
     if (owner_ok && StatusJson(want) == StatusJson(stored->status)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       ++stats_.unchanged;
       return false;
     }
@@ -183,7 +183,7 @@ StatusOr<bool> InventoryPublisher::Write(const api::NodeInventory& inventory,
       if (written.status().code() == StatusCode::kAborted) continue;  // re-read and retry once
       return written.status();
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.inventory_writes;
     return true;
   }
@@ -235,7 +235,7 @@ Status InventoryPublisher::RenewLease() {
         return updated.status();
       }
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.lease_renewals;
     return OkStatus();
   }
@@ -256,7 +256,7 @@ void InventoryPublisher::Report(const Status& status, bool terminal,
   const std::string what = status.ToString();
   const bool first = !terminal || what != last_reported_;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     ++stats_.errors;
     if (terminal && first) ++stats_.terminal_errors;
   }

@@ -19,7 +19,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "api/client/client.h"
@@ -28,6 +27,7 @@
 #include "api/core.h"
 #include "api/node_inventory.h"
 #include "base/clock.h"
+#include "base/mutex.h"
 #include "base/status.h"
 
 namespace xpu::plugin {
@@ -110,11 +110,11 @@ class InventoryPublisher {
   const PublisherApi api_;
   const PublisherOptions options_;
   const DiscoverFn discover_;
-  mutable std::mutex mu_;
-  PublisherStats stats_;  // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  PublisherStats stats_ GUARDED_BY(mu_);
   // The last inventory refused with a terminal error (its JSON), and the error.
-  std::string refused_;        // GUARDED_BY(mu_)
-  Status refused_status_;      // GUARDED_BY(mu_)
+  std::string refused_ GUARDED_BY(mu_);
+  Status refused_status_ GUARDED_BY(mu_);
   std::string last_reported_;  // Run's thread only: the terminal error last reported
 };
 

@@ -13,13 +13,13 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "api/client/objects.h"
+#include "base/mutex.h"
 
 namespace xpu::api::client::testing {
 
@@ -33,7 +33,7 @@ class FakeObjects final : public Objects<T> {
       : kind_(std::move(kind)), status_subresource_(status_subresource) {}
 
   StatusOr<T> Get(const std::string& ns, const std::string& name) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     RETURN_IF_ERROR(Called(FakeVerb::kGet));
     const auto it = objects_.find(Key(ns, name));
     if (it == objects_.end()) return Missing("get", ns, name);
@@ -41,7 +41,7 @@ class FakeObjects final : public Objects<T> {
   }
 
   StatusOr<T> Create(const T& object) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     RETURN_IF_ERROR(Called(FakeVerb::kCreate));
     const ObjectMeta& meta = object.metadata;
     if (!meta.resource_version.empty()) {
@@ -69,7 +69,7 @@ class FakeObjects final : public Objects<T> {
   }
 
   Status Delete(const std::string& ns, const std::string& name) override {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     RETURN_IF_ERROR(Called(FakeVerb::kDelete));
     if (objects_.erase(Key(ns, name)) == 0) return Missing("delete", ns, name).status();
     ++writes_;
@@ -79,7 +79,7 @@ class FakeObjects final : public Objects<T> {
   // Test controls.
   // Stores `object` as it is, setting a uid and a resourceVersion when they are empty.
   void Put(T object) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (object.metadata.uid.empty()) object.metadata.uid = "fake-uid-" + std::to_string(++uids_);
     if (object.metadata.resource_version.empty()) {
       object.metadata.resource_version = std::to_string(++version_);
@@ -87,23 +87,23 @@ class FakeObjects final : public Objects<T> {
     objects_[Key(object.metadata.namespace_name, object.metadata.name)] = std::move(object);
   }
   std::optional<T> Find(const std::string& ns, const std::string& name) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const auto it = objects_.find(Key(ns, name));
     if (it == objects_.end()) return std::nullopt;
     return it->second;
   }
   void FailNext(FakeVerb verb, Status status) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     faults_[verb].push_back(std::move(status));
   }
   int calls(FakeVerb verb) const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     const auto it = calls_.find(verb);
     return it == calls_.end() ? 0 : it->second;
   }
   // Writes that succeeded (create, update, update status, delete).
   int writes() const {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     return writes_;
   }
 
@@ -121,7 +121,7 @@ class FakeObjects final : public Objects<T> {
     return NotFoundError(std::string(verb) + " " + What(meta) + ": not found");
   }
   // Counts the call, and answers the queued fault for its verb, if any.
-  Status Called(FakeVerb verb) {
+  Status Called(FakeVerb verb) REQUIRES(mu_) {
     ++calls_[verb];
     std::deque<Status>& queued = faults_[verb];
     if (queued.empty()) {
@@ -132,8 +132,8 @@ class FakeObjects final : public Objects<T> {
     return s;
   }
 
-  StatusOr<T> Write(const T& object, FakeVerb verb) {
-    std::lock_guard<std::mutex> lock(mu_);
+  StatusOr<T> Write(const T& object, FakeVerb verb) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
     RETURN_IF_ERROR(Called(verb));
     const ObjectMeta& meta = object.metadata;
     const auto it = objects_.find(Key(meta.namespace_name, meta.name));
@@ -164,13 +164,13 @@ class FakeObjects final : public Objects<T> {
 
   const std::string kind_;
   const bool status_subresource_;
-  mutable std::mutex mu_;
-  std::map<std::string, T> objects_;               // GUARDED_BY(mu_): by "<ns>/<name>"
-  std::map<FakeVerb, std::deque<Status>> faults_;  // GUARDED_BY(mu_)
-  std::map<FakeVerb, int> calls_;                  // GUARDED_BY(mu_)
-  int64_t version_ = 0;                            // GUARDED_BY(mu_)
-  int64_t uids_ = 0;                               // GUARDED_BY(mu_)
-  int writes_ = 0;                                 // GUARDED_BY(mu_)
+  mutable Mutex mu_;
+  std::map<std::string, T> objects_ GUARDED_BY(mu_);  // by "<ns>/<name>"
+  std::map<FakeVerb, std::deque<Status>> faults_ GUARDED_BY(mu_);
+  std::map<FakeVerb, int> calls_ GUARDED_BY(mu_);
+  int64_t version_ GUARDED_BY(mu_) = 0;
+  int64_t uids_ GUARDED_BY(mu_) = 0;
+  int writes_ GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace xpu::api::client::testing

@@ -15,12 +15,12 @@
 #include <cstring>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
 
+#include "base/mutex.h"
 #include "kubeletplugin/discovery/internal/dcmi_types.h"
 
 namespace dc = ::xpu::discovery::dcmi;
@@ -28,11 +28,15 @@ namespace dc = ::xpu::discovery::dcmi;
 namespace {
 
 struct State {
-  std::mutex mu;
-  bool initialized = false;
-  nlohmann::json doc;
-  std::set<int> gone, unhealthy, links_down, hccs_down;
-  std::map<std::pair<int, std::string>, int> call_errors;  // (logic id, function) -> code
+  xpu::Mutex mu;
+  bool initialized GUARDED_BY(mu) = false;
+  nlohmann::json doc GUARDED_BY(mu);
+  std::set<int> gone GUARDED_BY(mu);
+  std::set<int> unhealthy GUARDED_BY(mu);
+  std::set<int> links_down GUARDED_BY(mu);
+  std::set<int> hccs_down GUARDED_BY(mu);
+  // (logic id, function) -> code
+  std::map<std::pair<int, std::string>, int> call_errors GUARDED_BY(mu);
 };
 
 State& S() {
@@ -40,7 +44,7 @@ State& S() {
   return state;
 }
 
-int Load(State& s) {
+int Load(State& s) REQUIRES(s.mu) {
   s.initialized = false;
   const char* path = std::getenv("XPU_FAKE_DCMI_JSON");
   if (path == nullptr || *path == '\0') {
@@ -76,7 +80,8 @@ int Load(State& s) {
 
 // The chip at (card, device) for function `fn`, after the faults: kOk and *chip set, or the code
 // the real library would give.
-int FindChip(State& s, int card, int device, const char* fn, const nlohmann::json** chip) {
+int FindChip(State& s, int card, int device, const char* fn, const nlohmann::json** chip)
+    REQUIRES(s.mu) {
   if (!s.initialized) return dc::kErrNotReady;
   for (const nlohmann::json& c : s.doc.at("chips")) {
     if (c.at("cardId").get<int>() != card || c.at("deviceId").get<int>() != device) continue;
@@ -90,16 +95,23 @@ int FindChip(State& s, int card, int device, const char* fn, const nlohmann::jso
   return dc::kErrInvalidDeviceId;
 }
 
+// Calls `fn(s, args...)`, s.mu held. NO_THREAD_SAFETY_ANALYSIS: the analysis cannot match the
+// callback's REQUIRES(s.mu), written on its own parameter, to this `s`; its body is still checked.
+template <typename Fn, typename... Args>
+auto CallLocked(State& s, Fn& fn, Args&... args) REQUIRES(s.mu) NO_THREAD_SAFETY_ANALYSIS {
+  return fn(s, args...);
+}
+
 // What every function but dcmi_init does first: under the lock, kErrInvalidParameter unless
 // `args_ok` (the caller's pointers are set), kErrNotReady before dcmi_init. `answer` gives the
 // code after that.
 template <typename Answer>
 int WithState(bool args_ok, Answer answer) {
   State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (!args_ok) return dc::kErrInvalidParameter;
   if (!s.initialized) return dc::kErrNotReady;
-  return answer(s);
+  return CallLocked(s, answer);
 }
 
 // What every per-chip function does first: under the lock, kErrInvalidParameter unless
@@ -108,11 +120,11 @@ int WithState(bool args_ok, Answer answer) {
 template <typename Answer>
 int WithChip(int card, int device, const char* fn, bool args_ok, Answer answer) {
   State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (!args_ok) return dc::kErrInvalidParameter;
   const nlohmann::json* chip = nullptr;
   if (const int rc = FindChip(s, card, device, fn, &chip); rc != dc::kOk) return rc;
-  return answer(s, *chip);
+  return CallLocked(s, answer, *chip);
 }
 
 int CopyString(const std::string& value, char* buf, long long len) {
@@ -134,23 +146,24 @@ void CopyField(const std::string& value, unsigned char (&out)[N]) {
 
 XPU_FAKE_EXPORT int dcmi_init() {
   State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   return Load(s);
 }
 
 XPU_FAKE_EXPORT int dcmi_get_dcmi_version(char* dcmi_ver, unsigned int len) {
-  return WithState(
-      true, [&](State& s) { return CopyString(s.doc.value("dcmiVersion", ""), dcmi_ver, len); });
+  return WithState(true, [&](State& s) REQUIRES(s.mu) {
+    return CopyString(s.doc.value("dcmiVersion", ""), dcmi_ver, len);
+  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_driver_version(char* driver_ver, unsigned int len) {
-  return WithState(true, [&](State& s) {
+  return WithState(true, [&](State& s) REQUIRES(s.mu) {
     return CopyString(s.doc.value("driverVersion", ""), driver_ver, len);
   });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_card_list(int* card_num, int* card_list, int list_len) {
-  return WithState(card_num != nullptr && card_list != nullptr, [&](State& s) {
+  return WithState(card_num != nullptr && card_list != nullptr, [&](State& s) REQUIRES(s.mu) {
     const nlohmann::json& cards = s.doc.at("cards");
     if (static_cast<int>(cards.size()) > list_len) return dc::kErrInvalidParameter;
     *card_num = 0;
@@ -160,7 +173,7 @@ XPU_FAKE_EXPORT int dcmi_get_card_list(int* card_num, int* card_list, int list_l
 }
 
 namespace {
-const nlohmann::json* FindCard(State& s, int card_id) {
+const nlohmann::json* FindCard(State& s, int card_id) REQUIRES(s.mu) {
   for (const nlohmann::json& c : s.doc.at("cards")) {
     if (c.at("cardId").get<int>() == card_id) return &c;
   }
@@ -169,7 +182,7 @@ const nlohmann::json* FindCard(State& s, int card_id) {
 }  // namespace
 
 XPU_FAKE_EXPORT int dcmi_get_device_num_in_card(int card_id, int* device_num) {
-  return WithState(device_num != nullptr, [&](State& s) {
+  return WithState(device_num != nullptr, [&](State& s) REQUIRES(s.mu) {
     const nlohmann::json* card = FindCard(s, card_id);
     if (card == nullptr) return dc::kErrInvalidDeviceId;
     *device_num = static_cast<int>(card->at("npuDeviceIds").size());
@@ -180,7 +193,7 @@ XPU_FAKE_EXPORT int dcmi_get_device_num_in_card(int card_id, int* device_num) {
 XPU_FAKE_EXPORT int dcmi_get_device_id_in_card(int card_id, int* device_id_max, int* mcu_id,
                                                int* cpu_id) {
   return WithState(device_id_max != nullptr && mcu_id != nullptr && cpu_id != nullptr,
-                   [&](State& s) {
+                   [&](State& s) REQUIRES(s.mu) {
                      const nlohmann::json* card = FindCard(s, card_id);
                      if (card == nullptr) return dc::kErrInvalidDeviceId;
                      *device_id_max = static_cast<int>(card->at("npuDeviceIds").size());
@@ -199,7 +212,7 @@ XPU_FAKE_EXPORT int dcmi_get_device_logic_id(int* device_logic_id, int card_id, 
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_phyid_from_logicid(unsigned int logicid, unsigned int* phyid) {
-  return WithState(phyid != nullptr, [&](State& s) {
+  return WithState(phyid != nullptr, [&](State& s) REQUIRES(s.mu) {
     for (const nlohmann::json& c : s.doc.at("chips")) {
       if (c.at("logicId").get<unsigned>() != logicid) continue;
       auto it =
@@ -214,7 +227,7 @@ XPU_FAKE_EXPORT int dcmi_get_device_phyid_from_logicid(unsigned int logicid, uns
 }
 
 XPU_FAKE_EXPORT int dcmi_get_device_logicid_from_phyid(unsigned int phyid, unsigned int* logicid) {
-  return WithState(logicid != nullptr, [&](State& s) {
+  return WithState(logicid != nullptr, [&](State& s) REQUIRES(s.mu) {
     for (const nlohmann::json& c : s.doc.at("chips")) {
       if (c.at("phyId").get<unsigned>() != phyid) continue;
       *logicid = c.at("logicId").get<unsigned>();
@@ -270,7 +283,7 @@ XPU_FAKE_EXPORT int dcmi_get_device_hbm_info(int card_id, int device_id,
 
 XPU_FAKE_EXPORT int dcmi_get_device_health(int card_id, int device_id, unsigned int* health) {
   return WithChip(card_id, device_id, __func__, health != nullptr,
-                  [&](State& s, const nlohmann::json& chip) {
+                  [&](State& s, const nlohmann::json& chip) REQUIRES(s.mu) {
                     *health = chip.value("health", 0U);
                     if (s.unhealthy.count(chip.at("logicId").get<int>()) != 0 && *health < 2) {
                       *health = 2;
@@ -299,7 +312,7 @@ XPU_FAKE_EXPORT int dcmi_get_device_ip(int card_id, int device_id,
 
 XPU_FAKE_EXPORT int dcmi_get_device_network_health(int card_id, int device_id, int* result) {
   return WithChip(card_id, device_id, __func__, result != nullptr,
-                  [&](State& s, const nlohmann::json& chip) {
+                  [&](State& s, const nlohmann::json& chip) REQUIRES(s.mu) {
                     *result = s.links_down.count(chip.at("logicId").get<int>()) != 0
                                   ? dc::kDetectUnreach
                                   : chip.value("networkHealth", 0);
@@ -309,15 +322,16 @@ XPU_FAKE_EXPORT int dcmi_get_device_network_health(int card_id, int device_id, i
 
 XPU_FAKE_EXPORT int dcmi_get_product_type(int card_id, int device_id, char* product_type_str,
                                           int buf_size) {
-  return WithChip(card_id, device_id, __func__, true, [&](State& s, const nlohmann::json&) {
-    return CopyString(s.doc.value("productType", ""), product_type_str, buf_size);
-  });
+  return WithChip(card_id, device_id, __func__, true,
+                  [&](State& s, const nlohmann::json&) REQUIRES(s.mu) {
+                    return CopyString(s.doc.value("productType", ""), product_type_str, buf_size);
+                  });
 }
 
 XPU_FAKE_EXPORT int dcmi_get_topo_info_by_device_id(int card_id1, int device_id1, int card_id2,
                                                     int device_id2, int* topo_type) {
   State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (topo_type == nullptr) return dc::kErrInvalidParameter;
   const nlohmann::json* a = nullptr;
   const nlohmann::json* b = nullptr;
@@ -336,7 +350,7 @@ XPU_FAKE_EXPORT int dcmi_get_topo_info_by_device_id(int card_id1, int device_id1
 XPU_FAKE_EXPORT int dcmi_get_device_info(int card_id, int device_id, int main_cmd,
                                          unsigned int sub_cmd, void* buf, unsigned int* size) {
   return WithChip(card_id, device_id, __func__, buf != nullptr && size != nullptr,
-                  [&](State& s, const nlohmann::json& chip) {
+                  [&](State& s, const nlohmann::json& chip) REQUIRES(s.mu) {
                     if (main_cmd != dc::kMainCmdHccs || sub_cmd != dc::kHccsCmdGetStatus ||
                         !chip.contains("hccs")) {
                       return dc::kErrNotSupport;

@@ -12,13 +12,13 @@
 #include <deque>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "base/mutex.h"
 #include "kubeletplugin/discovery/internal/nvml_types.h"
 
 namespace xpu::discovery::nvml {
@@ -35,12 +35,13 @@ struct nvmlEventSet_st {
 namespace {
 
 struct State {
-  std::mutex mu;
-  int init_count = 0;
-  nlohmann::json doc;
-  std::vector<std::unique_ptr<nvmlDevice_st>> devices;
-  std::set<unsigned> gone, unhealthy;
-  std::set<std::pair<unsigned, unsigned>> links_down;
+  Mutex mu;
+  int init_count GUARDED_BY(mu) = 0;
+  nlohmann::json doc GUARDED_BY(mu);
+  std::vector<std::unique_ptr<nvmlDevice_st>> devices GUARDED_BY(mu);
+  std::set<unsigned> gone GUARDED_BY(mu);
+  std::set<unsigned> unhealthy GUARDED_BY(mu);
+  std::set<std::pair<unsigned, unsigned>> links_down GUARDED_BY(mu);
 };
 
 State& S() {
@@ -48,7 +49,7 @@ State& S() {
   return state;
 }
 
-nvmlReturn_t Load(State& s) {
+nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
   const char* path = std::getenv("XPU_FAKE_NVML_JSON");
   if (path == nullptr || *path == '\0') {
     std::fprintf(stderr, "fake nvml: XPU_FAKE_NVML_JSON is not set\n");
@@ -85,7 +86,7 @@ nvmlReturn_t Load(State& s) {
 }
 
 // The device behind a handle the library gave out, or nullptr.
-const nvmlDevice_st* Find(State& s, nvmlDevice_t device) {
+const nvmlDevice_st* Find(State& s, nvmlDevice_t device) REQUIRES(s.mu) {
   for (const auto& d : s.devices) {
     if (d.get() == device) return d.get();
   }
@@ -117,16 +118,23 @@ void FillPci(const std::string& bus_id, const nlohmann::json& dev, nvmlPciInfo_t
   pci->pciSubSystemId = ParseHex(dev.value("pciSubSystemId", "0"));
 }
 
+// Calls `fn(s, args...)`, s.mu held. NO_THREAD_SAFETY_ANALYSIS: the analysis cannot match the
+// callback's REQUIRES(s.mu), written on its own parameter, to this `s`; its body is still checked.
+template <typename Fn, typename... Args>
+auto CallLocked(State& s, Fn& fn, Args&... args) REQUIRES(s.mu) NO_THREAD_SAFETY_ANALYSIS {
+  return fn(s, args...);
+}
+
 // Runs `fn(state, device json)` for a valid handle of an initialised library.
 template <typename Fn>
 nvmlReturn_t WithDevice(nvmlDevice_t device, Fn fn) {
   State& s = S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (s.init_count == 0) return kErrorUninitialized;
   const nvmlDevice_st* d = Find(s, device);
   if (d == nullptr) return kErrorInvalidArgument;
   try {
-    return fn(s, *d);
+    return CallLocked(s, fn, *d);
   } catch (const std::exception& e) {  // a malformed fixture: nothing may cross the C boundary
     std::fprintf(stderr, "fake nvml: device %u: %s\n", d->index, e.what());
     return kErrorUnknown;
@@ -157,7 +165,7 @@ using nv::nvmlReturn_t;
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlInit_v2() {
   nv::State& s = nv::S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (s.init_count == 0) {
     if (nvmlReturn_t rc = nv::Load(s); rc != nv::kSuccess) return rc;
   }
@@ -167,7 +175,7 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlInit_v2() {
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlShutdown() {
   nv::State& s = nv::S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (s.init_count == 0) return nv::kErrorUninitialized;
   if (--s.init_count == 0) {
     s.devices.clear();
@@ -203,20 +211,20 @@ XPU_FAKE_EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned int length) {
   nv::State& s = nv::S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (s.init_count == 0) return nv::kErrorUninitialized;
   return nv::CopyString(s.doc.value("driverVersion", ""), version, length);
 }
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned int length) {
   nv::State& s = nv::S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   return nv::CopyString(s.doc.value("nvmlVersion", ""), version, length);  // works before init
 }
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
   nv::State& s = nv::S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (version == nullptr) return nv::kErrorInvalidArgument;
   if (s.init_count == 0) return nv::kErrorUninitialized;
   *version = s.doc.value("cudaDriverVersion", 0);
@@ -225,7 +233,7 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int* version) {
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
   nv::State& s = nv::S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (count == nullptr) return nv::kErrorInvalidArgument;
   if (s.init_count == 0) return nv::kErrorUninitialized;
   *count = static_cast<unsigned>(s.devices.size());
@@ -235,7 +243,7 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int* count) {
 XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
                                                            nvmlDevice_t* device) {
   nv::State& s = nv::S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (device == nullptr) return nv::kErrorInvalidArgument;
   if (s.init_count == 0) return nv::kErrorUninitialized;
   for (const auto& d : s.devices) {
@@ -329,7 +337,7 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNumaNodeId(nvmlDevice_t device, unsign
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
                                                       nv::nvmlEnableState_t* active) {
-  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
     if (active == nullptr) return nv::kErrorInvalidArgument;
     const nlohmann::json* l = nullptr;
     if (nvmlReturn_t rc = nv::FindLink(d, link, &l); rc != nv::kSuccess) return rc;
@@ -387,7 +395,7 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device,
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetCreate(nv::nvmlEventSet_t* set) {
   nv::State& s = nv::S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (set == nullptr) return nv::kErrorInvalidArgument;
   if (s.init_count == 0) return nv::kErrorUninitialized;
   *set = new nv::nvmlEventSet_st;
@@ -397,7 +405,7 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetCreate(nv::nvmlEventSet_t* set) {
 XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device,
                                                       unsigned long long event_types,
                                                       nv::nvmlEventSet_t set) {
-  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
     if (set == nullptr) return nv::kErrorInvalidArgument;
     if ((event_types & nv::kEventTypeXidCriticalError) == 0 || s.unhealthy.count(d.index) == 0) {
       return nv::kSuccess;
@@ -416,7 +424,7 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device,
 XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nv::nvmlEventSet_t set, nv::nvmlEventData_t* data,
                                                  unsigned int /*timeoutms*/) {
   nv::State& s = nv::S();
-  std::lock_guard<std::mutex> lock(s.mu);
+  xpu::MutexLock lock(s.mu);
   if (set == nullptr || data == nullptr) return nv::kErrorInvalidArgument;
   if (s.init_count == 0) return nv::kErrorUninitialized;
   if (set->queue.empty()) return nv::kErrorTimeout;  // the fake never blocks
