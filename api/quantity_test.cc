@@ -144,6 +144,18 @@ TEST_CASE("Quantity canonical spellings read back unchanged across scales and su
   CHECK(checked > 300);
 }
 
+TEST_CASE("a binary value with no whole power of 1024 is written bare, and reads back decimal") {
+  // As Kubernetes does (found by the quantity fuzzer, whose invariant assumed a fixed point).
+  StatusOr<Quantity> binary = Quantity::Parse("62.5Ki");
+  REQUIRE(binary.ok());
+  CHECK(binary->String() == "64000");
+  StatusOr<Quantity> again = Quantity::Parse(binary->String());
+  REQUIRE(again.ok());
+  CHECK(*again == *binary);
+  CHECK(again->format() == Quantity::Format::kDecimalSI);
+  CHECK(again->String() == "64k");
+}
+
 TEST_CASE("Quantity::Parse rejects malformed and out-of-range text, naming it") {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "expected a number with an optional suffix"},
