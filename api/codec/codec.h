@@ -25,7 +25,7 @@
 //    as the API server reads it (Kubernetes objects).
 //  - reject: a struct without one fails on them, naming the member and the members it knows
 //    (the project's own files and configuration, where an unknown member is a typo); null is a
-//    value like any other.
+//    value like any other, unless the struct says NullIsUnset (below).
 //
 // Values: std::string, int64_t, bool, double, nlohmann::json (kept as it is), std::vector,
 // std::map<std::string, T>, std::optional, and structs with fields. Another type, or a struct
@@ -85,6 +85,14 @@ concept FieldsOf = std::same_as<std::remove_const_t<S>, T>;
 template <typename T>
 concept KeepsUnknown = requires(T& t) {
   { t.unknown } -> std::convertible_to<nlohmann::json>;
+};
+
+// A struct that rejects unknown members but reads a null member as absent, as its file format
+// says (CDI specs; YAML, where "key:" with nothing after it is null), declares
+//   static constexpr bool kNullIsUnset = true;
+template <typename T>
+concept NullIsUnset = KeepsUnknown<T> || requires {
+  requires T::kNullIsUnset;
 };
 
 // Trailing argument of a raw nlohmann::json member that must hold a JSON object.
@@ -401,7 +409,7 @@ nlohmann::json SchemaFor(Tag<T>) {
 // list is `visit(visitor, *out)`; the overload without one uses the struct's VisitFields.
 template <typename T, typename Visit>
 Status ReadFields(const Field& f, T* out, const Visit& visit) {
-  ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(f, KeepsUnknown<T>));
+  ASSIGN_OR_RETURN(ObjectReader r, ObjectReader::Open(f, NullIsUnset<T>));
   if constexpr (!KeepsUnknown<T>) {
     // Before reading any member, so that a misspelt member is named as such rather than as a
     // missing one.

@@ -11,9 +11,44 @@
 #include <set>
 #include <utility>
 
+#include "api/codec/codec.h"
 #include "base/atomic_file.h"
 
 namespace xpu::cdi {
+
+namespace codec = api::codec;
+
+// What a spec file may hold (the writer below spells the same members in the CDI order). Strict:
+// a member the model lacks (annotations, hooks, device node major/minor, ...) is an unknown
+// field; a null member reads as absent, as in the CDI library.
+template <typename V, codec::FieldsOf<DeviceNode> S>
+void VisitFields(V& v, S& node) {
+  v.Required("path", node.path);
+  v.Optional("hostPath", node.host_path);
+  v.Optional("permissions", node.permissions);
+}
+
+template <typename V, codec::FieldsOf<Mount> S>
+void VisitFields(V& v, S& mount) {
+  v.Required("hostPath", mount.host_path);
+  v.Required("containerPath", mount.container_path);
+  v.Optional("options", mount.options);
+  v.Optional("type", mount.type);
+}
+
+template <typename V, codec::FieldsOf<ContainerEdits> S>
+void VisitFields(V& v, S& edits) {
+  v.Optional("env", edits.env);
+  v.Optional("deviceNodes", edits.device_nodes);
+  v.Optional("mounts", edits.mounts);
+}
+
+template <typename V, codec::FieldsOf<Device> S>
+void VisitFields(V& v, S& device) {
+  v.Required("name", device.name);
+  v.Optional("containerEdits", device.edits);
+}
+
 namespace {
 
 using Json = nlohmann::json;
@@ -177,130 +212,35 @@ OrderedJson EditsToJson(const ContainerEdits& edits) {
   return out;
 }
 
-// Strict reading of one JSON object: every key must be taken by a Get* call; Finish reports the
-// first one that was not. Absent and null optional members read as empty, like the CDI library.
-class ObjectReader {
- public:
-  ObjectReader(const Json& j, std::string field) : j_(j), field_(std::move(field)) {}
-
-  Status Check() const {
-    if (!j_.is_object()) return InvalidArgumentError(field_ + ": expected an object");
-    return OkStatus();
-  }
-  std::string Field(std::string_view key) const {
-    return field_.empty() ? std::string(key) : field_ + "." + std::string(key);
-  }
-  // Null when absent.
-  const Json* Take(std::string_view key) {
-    const std::string k(key);
-    taken_.insert(k);
-    const auto it = j_.find(k);
-    if (it == j_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-  Status GetString(std::string_view key, std::string& out, bool required) {
-    const Json* v = Take(key);
-    if (v == nullptr) {
-      return required ? InvalidArgumentError(Field(key) + ": missing") : OkStatus();
-    }
-    if (!v->is_string()) return InvalidArgumentError(Field(key) + ": expected a string");
-    out = v->get<std::string>();
-    return OkStatus();
-  }
-  Status GetStrings(std::string_view key, std::vector<std::string>& out) {
-    const Json* v = Take(key);
-    if (v == nullptr) return OkStatus();
-    if (!v->is_array()) return InvalidArgumentError(Field(key) + ": expected an array");
-    for (size_t i = 0; i < v->size(); ++i) {
-      if (!(*v)[i].is_string()) {
-        return InvalidArgumentError(Field(key) + "[" + std::to_string(i) + "]: expected a string");
-      }
-      out.push_back((*v)[i].get<std::string>());
-    }
-    return OkStatus();
-  }
-  // An array of objects: each is read into a new element of `out` by `read`, which Gets its
-  // members (Check and Finish are done here).
-  template <typename T, typename Read>
-  Status GetObjects(std::string_view key, std::vector<T>& out, bool required, Read read) {
-    const Json* v = Take(key);
-    if (v == nullptr) {
-      return required ? InvalidArgumentError(Field(key) + ": missing") : OkStatus();
-    }
-    if (!v->is_array()) return InvalidArgumentError(Field(key) + ": expected an array");
-    for (size_t i = 0; i < v->size(); ++i) {
-      ObjectReader item((*v)[i], Field(key) + "[" + std::to_string(i) + "]");
-      RETURN_IF_ERROR(item.Check());
-      T value;
-      RETURN_IF_ERROR(read(item, value));
-      RETURN_IF_ERROR(item.Finish());
-      out.push_back(std::move(value));
-    }
-    return OkStatus();
-  }
-  Status Finish() const {
-    for (const auto& [key, value] : j_.items()) {
-      if (!taken_.contains(key)) return InvalidArgumentError(Field(key) + ": unknown field");
-    }
-    return OkStatus();
-  }
-
- private:
-  const Json& j_;
-  std::string field_;
-  std::set<std::string> taken_;
+// The document: cdiVersion around the spec.
+struct SpecDocument {
+  static constexpr bool kNullIsUnset = true;
+  std::string cdi_version;
+  Spec spec;
 };
 
-Status EditsFromJson(const Json& j, const std::string& field, ContainerEdits& out) {
-  ObjectReader r(j, field);
-  RETURN_IF_ERROR(r.Check());
-  RETURN_IF_ERROR(r.GetStrings("env", out.env));
-  const auto read_node = [](ObjectReader& n, DeviceNode& node) -> Status {
-    RETURN_IF_ERROR(n.GetString("path", node.path, true));
-    RETURN_IF_ERROR(n.GetString("hostPath", node.host_path, false));
-    return n.GetString("permissions", node.permissions, false);
-  };
-  const auto read_mount = [](ObjectReader& m, Mount& mount) -> Status {
-    RETURN_IF_ERROR(m.GetString("hostPath", mount.host_path, true));
-    RETURN_IF_ERROR(m.GetString("containerPath", mount.container_path, true));
-    RETURN_IF_ERROR(m.GetStrings("options", mount.options));
-    return m.GetString("type", mount.type, false);
-  };
-  RETURN_IF_ERROR(r.GetObjects("deviceNodes", out.device_nodes, false, read_node));
-  RETURN_IF_ERROR(r.GetObjects("mounts", out.mounts, false, read_mount));
-  return r.Finish();
+template <typename V, codec::FieldsOf<SpecDocument> S>
+void VisitFields(V& v, S& doc) {
+  v.Required("cdiVersion", doc.cdi_version);
+  v.Required("kind", doc.spec.kind);
+  v.Required("devices", doc.spec.devices);
+  v.Optional("containerEdits", doc.spec.edits);
 }
 
 StatusOr<Spec> SpecFromJson(const Json& j) {
-  ObjectReader r(j, "");
   if (!j.is_object()) return InvalidArgumentError("expected a JSON object");
-  Spec spec;
-  std::string version;
-  RETURN_IF_ERROR(r.GetString("cdiVersion", version, true));
-  if (VersionRank(version) < 0) {
-    return InvalidArgumentError("cdiVersion: unknown version \"" + version + "\"");
+  ASSIGN_OR_RETURN(SpecDocument doc, codec::Decode<SpecDocument>(j));
+  if (VersionRank(doc.cdi_version) < 0) {
+    return InvalidArgumentError("cdiVersion: unknown version \"" + doc.cdi_version + "\"");
   }
-  RETURN_IF_ERROR(r.GetString("kind", spec.kind, true));
-  const auto read_device = [](ObjectReader& d, Device& device) -> Status {
-    RETURN_IF_ERROR(d.GetString("name", device.name, true));
-    if (const Json* edits = d.Take("containerEdits")) {
-      RETURN_IF_ERROR(EditsFromJson(*edits, d.Field("containerEdits"), device.edits));
-    }
-    return OkStatus();
-  };
-  RETURN_IF_ERROR(r.GetObjects("devices", spec.devices, true, read_device));
-  if (const Json* edits = r.Take("containerEdits")) {
-    RETURN_IF_ERROR(EditsFromJson(*edits, "containerEdits", spec.edits));
-  }
-  RETURN_IF_ERROR(r.Finish());
   // As the CDI library: the declared version must cover the fields used.
-  const std::string needed = MinimumVersion(spec);
-  if (VersionRank(version) < VersionRank(needed)) {
-    return InvalidArgumentError("cdiVersion: \"" + version + "\" is below \"" + needed +
+  const std::string needed = MinimumVersion(doc.spec);
+  if (VersionRank(doc.cdi_version) < VersionRank(needed)) {
+    return InvalidArgumentError("cdiVersion: \"" + doc.cdi_version + "\" is below \"" + needed +
                                 "\" that the spec's fields need");
   }
-  RETURN_IF_ERROR(Validate(spec));
-  return spec;
+  RETURN_IF_ERROR(Validate(doc.spec));
+  return std::move(doc.spec);
 }
 
 // "<vendor>-<class>" of a kind: the file-name prefix of its specs.

@@ -14,13 +14,15 @@
 namespace xpu::cdi {
 
 struct DeviceNode {
-  std::string path;         // in the container, e.g. "/dev/davinci3"
+  static constexpr bool kNullIsUnset = true;  // a null member in a spec file is absent
+  std::string path;                           // in the container, e.g. "/dev/davinci3"
   std::string host_path;    // empty: same as path (a non-empty one needs cdiVersion 0.5.0)
   std::string permissions;  // subset of "rwm" or "none" (no cgroup rule); empty means rwm
   friend bool operator==(const DeviceNode&, const DeviceNode&) = default;
 };
 
 struct Mount {
+  static constexpr bool kNullIsUnset = true;  // a null member in a spec file is absent
   std::string host_path;
   std::string container_path;
   std::vector<std::string> options;  // e.g. {"ro", "nosuid", "nodev", "bind"}
@@ -29,7 +31,8 @@ struct Mount {
 };
 
 struct ContainerEdits {
-  std::vector<std::string> env;  // "NAME=VALUE"
+  static constexpr bool kNullIsUnset = true;  // a null member in a spec file is absent
+  std::vector<std::string> env;               // "NAME=VALUE"
   std::vector<DeviceNode> device_nodes;
   std::vector<Mount> mounts;
   bool empty() const { return env.empty() && device_nodes.empty() && mounts.empty(); }
@@ -37,7 +40,8 @@ struct ContainerEdits {
 };
 
 struct Device {
-  std::string name;  // "<claim-uid>-<device>"
+  static constexpr bool kNullIsUnset = true;  // a null member in a spec file is absent
+  std::string name;                           // "<claim-uid>-<device>"
   ContainerEdits edits;
   friend bool operator==(const Device&, const Device&) = default;
 };

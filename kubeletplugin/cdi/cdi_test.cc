@@ -235,6 +235,20 @@ TEST_CASE("FromJson accepts the minimal spec of the CDI reference and null membe
   CHECK(spec->devices.at(0).edits.mounts.at(0).options == std::vector<std::string>{"ro"});
 }
 
+TEST_CASE("FromJson reads a null member as absent, as the CDI library does") {
+  nlohmann::json j = nlohmann::json::parse(ToJson(GoodSpec()));
+  j["devices"][0]["containerEdits"]["mounts"] = nullptr;
+  j["devices"][0]["containerEdits"]["deviceNodes"][0]["hostPath"] = nullptr;
+  StatusOr<Spec> spec = FromJson(j.dump());
+  INFO(spec.status().ToString());
+  REQUIRE(spec.ok());
+  CHECK(spec->devices[0].edits.mounts.empty());
+  CHECK(spec->devices[0].edits.device_nodes[0].host_path.empty());
+  j["devices"][0]["name"] = nullptr;  // required: absent is missing
+  CHECK(FromJson(j.dump()).status().message().find("devices[0].name: missing") !=
+        std::string::npos);
+}
+
 TEST_CASE("FromJson is strict") {
   const std::string good = ToJson(GoodSpec());
   REQUIRE(FromJson(good).ok());
