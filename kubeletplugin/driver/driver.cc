@@ -85,8 +85,15 @@ struct Driver::Fetched {
 };
 
 Driver::Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory, LogFn log)
+    : Driver(std::move(options),
+             std::make_shared<api::client::ApiObjects<res::ResourceClaim>>(
+                 client, api::client::ResourceClaims()),
+             std::move(inventory), std::move(log)) {}
+
+Driver::Driver(DriverOptions options, std::shared_ptr<ClaimReader> claims, InventoryFn inventory,
+               LogFn log)
     : options_(std::move(options)),
-      client_(client),
+      claims_(std::move(claims)),
       inventory_(std::move(inventory)),
       log_(std::move(log)),
       specs_(options_.cdi_dir, cdi::KindForDriver(options_.driver_name)),
@@ -148,18 +155,14 @@ Status Driver::CollectDeletedClaims() {
   }
   std::vector<ClaimRef> gone;
   for (const ClaimRef& ref : refs) {
-    StatusOr<nlohmann::json> obj = client_->Get(api::client::ResourceClaims(), ref.ns, ref.name);
-    if (!obj.ok() && obj.status().code() != StatusCode::kNotFound) {
-      log_("check claim " + ref.ns + "/" + ref.name + ": " + obj.status().message() +
+    StatusOr<res::ResourceClaim> claim = claims_->Get(ref.ns, ref.name);
+    // Not found is gone; any other answer (one that does not decode included) keeps the entry.
+    if (!claim.ok() && claim.status().code() != StatusCode::kNotFound) {
+      log_("check claim " + ref.ns + "/" + ref.name + ": " + claim.status().message() +
            "; kept for the next pass");
       continue;
     }
-    if (obj.ok()) {
-      const auto meta = obj->find("metadata");
-      const bool same =
-          meta != obj->end() && meta->is_object() && meta->value("uid", std::string()) == ref.uid;
-      if (same) continue;
-    }
+    if (claim.ok() && claim->metadata.uid == ref.uid) continue;
     gone.push_back(ref);
   }
   if (gone.empty()) return OkStatus();
@@ -176,14 +179,9 @@ Status Driver::CollectDeletedClaims() {
 Driver::Fetched Driver::Fetch(const ClaimRef& ref) {
   Fetched f;
   const std::string what = "ResourceClaim " + ref.ns + "/" + ref.name;
-  StatusOr<nlohmann::json> obj = client_->Get(api::client::ResourceClaims(), ref.ns, ref.name);
-  if (!obj.ok()) {
-    f.status = obj.status();
-    return f;
-  }
-  StatusOr<res::ResourceClaim> claim = api::FromJson<res::ResourceClaim>(*obj);
+  StatusOr<res::ResourceClaim> claim = claims_->Get(ref.ns, ref.name);
   if (!claim.ok()) {
-    f.status = claim.status().WithContext("decode " + what);
+    f.status = claim.status();
     return f;
   }
   f.claim = std::move(*claim);

@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "api/client/client.h"
+#include "api/client/objects.h"
 #include "api/node_inventory.h"
 #include "base/mutex.h"
 #include "base/status.h"
@@ -75,8 +76,13 @@ using LogFn = std::function<void(const std::string&)>;
 
 class Driver : public NodeService {
  public:
+  using ClaimReader = api::client::ObjectReader<api::resource::ResourceClaim>;
+
   // `client` and the functions must outlive the driver.
   Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory, LogFn log);
+  // Claims read through `claims` (tests hand it api/client/testing/fake_objects.h).
+  Driver(DriverOptions options, std::shared_ptr<ClaimReader> claims, InventoryFn inventory,
+         LogFn log);
 
   // Reconciles disk, checkpoint and API (see above). Must succeed before Prepare/Unprepare.
   Status Start() EXCLUDES(mu_);
@@ -110,7 +116,7 @@ class Driver : public NodeService {
   Status EnsureSpecLocked(const checkpoint::Claim& claim) REQUIRES(mu_);
 
   const DriverOptions options_;
-  api::client::Client* const client_;
+  const std::shared_ptr<ClaimReader> claims_;
   const InventoryFn inventory_;
   const LogFn log_;
   cdi::SpecStore specs_;
