@@ -32,6 +32,7 @@ class StrongId {
   const std::string& value() const { return value_; }
   bool empty() const { return value_.empty(); }
 
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=> as comparing 0
   friend auto operator<=>(const StrongId&, const StrongId&) = default;
   friend std::ostream& operator<<(std::ostream& out, const StrongId& id) {
     return out << id.value_;

@@ -4,8 +4,10 @@
 #include <utility>
 
 #include "api/client/events.h"
+#include "api/client/objects.h"
 #include "base/clock.h"
 #include "base/time.h"
+#include "controller/class_sync.h"
 #include "controller/device_classes.h"
 
 namespace xpu::controller {
@@ -90,6 +92,7 @@ Controller::Controller(kc::Client* client, CoreOptions options, Config config,
       classes_(client, kc::DeviceClasses(),
                Selected("", std::string(kManagedByLabel) + "=" + std::string(kManagedByValue), "")),
       queue_(WorkQueueOptions{.clock = options_.clock}),
+      class_objects_(std::make_shared<kc::ApiObjects<DeviceClass>>(client, kc::DeviceClasses())),
       config_(std::make_shared<const Config>(std::move(config))) {}
 
 Controller::~Controller() { Stop(); }
@@ -489,66 +492,17 @@ Status Controller::SyncPoolKey(const std::string& node) {
 
 Status Controller::SyncClasses() {
   if (!CanWrite()) return OkStatus();
-  std::shared_ptr<const Config> cfg = config();
-  std::map<std::string, std::shared_ptr<const DeviceClass>> managed;
-  for (const auto& c : classes_.List()) managed[c->metadata.name] = c;
-  auto count = [this](const char* verb, const Status& s) {
-    metrics_->class_writes.Inc({verb, std::string(WriteResult(s))});
+  std::vector<DeviceClass> managed;
+  for (const auto& c : classes_.List()) managed.push_back(*c);
+  const ClassSyncPlan plan =
+      PlanClassSync(DesiredDeviceClasses(*config(), options_.driver), managed);
+  ClassSyncHooks hooks;
+  hooks.allowed = [this] { return CanWrite(); };
+  hooks.observe = [this](std::string_view verb, const Status& s) {
+    metrics_->class_writes.Inc({std::string(verb), std::string(WriteResult(s))});
   };
-  Status first;
-  auto update = [&](DeviceClass current, const DeviceClass& want) {
-    if (current.spec == want.spec && current.metadata.labels == want.metadata.labels &&
-        current.metadata.annotations == want.metadata.annotations) {
-      return;
-    }
-    current.spec = want.spec;
-    current.metadata.labels = want.metadata.labels;
-    current.metadata.annotations = want.metadata.annotations;
-    Status s = client_->Update(kc::DeviceClasses(), "", api::resource::ToJson(current)).status();
-    count("update", s);
-    if (!s.ok() && first.ok()) first = s;
-  };
-  for (const DeviceClass& want : DesiredDeviceClasses(*cfg, options_.driver)) {
-    if (!CanWrite()) return OkStatus();
-    auto it = managed.find(want.metadata.name);
-    if (it != managed.end()) {
-      update(*it->second, want);
-      managed.erase(it);
-      continue;
-    }
-    auto created = client_->Create(kc::DeviceClasses(), "", api::resource::ToJson(want));
-    count("create", created.status());
-    if (created.ok()) continue;
-    if (created.status().code() != StatusCode::kAlreadyExists) {
-      if (first.ok()) first = created.status();
-      continue;
-    }
-    // Ours but not yet in the informer, or someone else's: only ours is touched.
-    auto current = client_->Get(kc::DeviceClasses(), "", want.metadata.name);
-    if (!current.ok()) {
-      if (first.ok()) first = current.status();
-      continue;
-    }
-    auto parsed = api::FromJson<DeviceClass>(*current);
-    if (!parsed.ok()) continue;
-    auto label = parsed->metadata.labels.find(std::string(kManagedByLabel));
-    if (label == parsed->metadata.labels.end() || label->second != kManagedByValue) {
-      log_->Warning("deviceclass " + want.metadata.name + " exists and is not managed by " +
-                    std::string(kManagedByValue) + "; left alone");
-      continue;
-    }
-    update(*parsed, want);
-  }
-  for (const auto& [name, obsolete] : managed) {
-    if (!CanWrite()) return OkStatus();
-    kc::DeleteOptions pre;
-    pre.uid = obsolete->metadata.uid;
-    pre.resource_version = obsolete->metadata.resource_version;
-    Status s = client_->Delete(kc::DeviceClasses(), "", name, pre);
-    count("delete", s);
-    if (!s.ok() && s.code() != StatusCode::kNotFound && first.ok()) first = s;
-  }
-  return first.WithContext("sync deviceclasses");
+  hooks.warn = [this](const std::string& message) { log_->Warning(message); };
+  return ApplyClassSync(plan, *class_objects_, hooks).WithContext("sync deviceclasses");
 }
 
 void Controller::Worker() {

@@ -31,6 +31,7 @@
 
 #include "api/client/client.h"
 #include "api/client/informer.h"
+#include "api/client/objects.h"
 #include "api/core.h"
 #include "api/node_inventory.h"
 #include "api/resource.h"
@@ -168,6 +169,8 @@ class Controller {
   api::client::TypedInformer<StoredClaim> claims_;
   api::client::TypedInformer<api::resource::DeviceClass> classes_;
   WorkQueue queue_;
+  // DeviceClass writes (class_sync.h).
+  std::shared_ptr<api::client::Objects<api::resource::DeviceClass>> class_objects_;
   TerminalErrors terminal_;
 
   std::atomic<bool> taints_ok_{true};

@@ -37,7 +37,9 @@ class ObjectWriter {
   virtual StatusOr<T> Create(const T& object) = 0;
   virtual StatusOr<T> Update(const T& object) = 0;
   virtual StatusOr<T> UpdateStatus(const T& object) = 0;
-  virtual Status Delete(const std::string& ns, const std::string& name) = 0;
+  // `preconditions`: the uid and resourceVersion the object must still have (kAborted if not).
+  virtual Status Delete(const std::string& ns, const std::string& name,
+                        const DeleteOptions& preconditions) = 0;
 };
 
 template <typename T>
@@ -62,8 +64,9 @@ class ApiObjects final : public Objects<T> {
     return Written(client_->UpdateStatus(ref_, object.metadata.namespace_name, ToJson(object)),
                    object);
   }
-  Status Delete(const std::string& ns, const std::string& name) override {
-    return client_->Delete(ref_, ns, name);
+  Status Delete(const std::string& ns, const std::string& name,
+                const DeleteOptions& preconditions) override {
+    return client_->Delete(ref_, ns, name, preconditions);
   }
 
  private:

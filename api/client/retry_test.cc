@@ -33,8 +33,9 @@ TEST_CASE("RateLimiter never holds more than the burst", "[retry]") {
 
 TEST_CASE("RateLimiter with qps 0 never waits", "[retry]") {
   RateLimiter limiter(0, 1);
-  for (int i = 0; i < 100; ++i)
+  for (int i = 0; i < 100; ++i) {
     CHECK(limiter.Reserve(std::chrono::steady_clock::now()) == PaceDuration::zero());
+  }
 }
 
 TEST_CASE("Backoff grows within its cap, with jitter, and stops after max_attempts", "[retry]") {

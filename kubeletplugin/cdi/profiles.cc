@@ -183,7 +183,8 @@ HostFiles FixedHostFiles(std::set<std::string> paths) {
             const std::string parent = std::string(dir) + "/";
             for (const std::string& p : *shared) {
               if (!p.starts_with(parent)) continue;
-              const std::string_view rest = std::string_view(p).substr(parent.size());
+              std::string_view rest = p;
+              rest.remove_prefix(parent.size());
               if (rest.find('/') == std::string_view::npos && rest.starts_with(prefix)) {
                 names.emplace_back(rest);
               }

@@ -49,7 +49,8 @@ StatusOr<DeviceConfig> ParseDeviceConfig(const nlohmann::json& parameters,
     return InvalidArgumentError(where + ".kind: expected \"" + kDeviceConfigKind + "\"");
   }
   for (const auto& [name, text] : wire.env) {
-    const std::string field = where + ".env." + name;
+    std::string field = where;
+    field.append(".env.").append(name);
     if (!ValidEnvName(name)) {
       return InvalidArgumentError(field + ": not a valid variable name ([A-Za-z_][A-Za-z0-9_]*)");
     }

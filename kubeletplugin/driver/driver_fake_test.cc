@@ -106,7 +106,7 @@ TEST_CASE("driver (fakes): a claim deleted from the API is unprepared; an API er
   REQUIRE(driver->Prepare({{"default", "a", a}, {"default", "b", b}}).at(b).error.empty());
   REQUIRE(driver->Snapshot().claims.size() == 2);
 
-  REQUIRE(node.claims->Delete("default", "b").ok());
+  REQUIRE(node.claims->Delete("default", "b", {}).ok());
   // a's read (entries are checked in uid order: a first) fails: a is kept for the next pass,
   // and the deleted b is still collected.
   node.claims->FailNext(FakeVerb::kGet, UnavailableError("503"));

@@ -70,13 +70,15 @@ StatusOr<std::vector<Resolved>> Resolve(
     const bool shared = r->share_id.has_value() || r->admin_access.value_or(false);
     for (const std::string& name : names) {
       if (auto t = in.taken.find(name); !shared && t != in.taken.end() && t->second != in.ref.uid) {
-        return FailedPreconditionError(what + ": device " + name +
-                                       " is already prepared for claim " + t->second);
+        std::string error = what;
+        error.append(": device ").append(name).append(" is already prepared for claim ");
+        return FailedPreconditionError(error.append(t->second));
       }
       const api::InventoryDevice* device = FindDevice(*in.inventory, name);
       if (device == nullptr) {
-        return InvalidArgumentError(what + ": device " + name + " of group " + r->device +
-                                    " is not on node " + in.node_name);
+        std::string error = what;
+        error.append(": device ").append(name).append(" of group ").append(r->device);
+        return InvalidArgumentError(error.append(" is not on node ").append(in.node_name));
       }
       resolved.devices.push_back(device);
     }
@@ -175,10 +177,12 @@ StatusOr<PreparedClaim> ComputePreparedClaim(const PrepareInput& in, const HostV
     const std::string request = BaseRequestName(r.result->request);
     for (const auto& [name, value] : config->at(request).env) {
       if (driver_env.contains(name)) {
-        return InvalidArgumentError(what + ": opaque config env." + name +
-                                    ": set by the driver, cannot be overridden");
+        std::string error = what;
+        error.append(": opaque config env.").append(name);
+        return InvalidArgumentError(error.append(": set by the driver, cannot be overridden"));
       }
-      device.edits.env.push_back(name + "=" + value);
+      std::string entry = name;
+      device.edits.env.push_back(entry.append("=").append(value));
     }
     // Every device names its claim, so the device edits are never empty.
     device.edits.env.push_back("XPU_DRA_CLAIM_UID=" + in.ref.uid);

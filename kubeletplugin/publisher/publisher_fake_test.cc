@@ -97,7 +97,7 @@ TEST_CASE("publisher (fakes): a conflict is re-read and retried once; a new Node
   CHECK(publisher.PublishOnce().status().code() == StatusCode::kAborted);
 
   // The Node is replaced (a new uid): the owner reference follows before the status.
-  REQUIRE(f.nodes->Delete("", "n1").ok());
+  REQUIRE(f.nodes->Delete("", "n1", {}).ok());
   const std::string new_uid = f.AddNode();
   REQUIRE(new_uid != uid);
   REQUIRE(publisher.PublishOnce().ok());

@@ -4,7 +4,8 @@
 //  - Update and UpdateStatus refuse a missing object (kNotFound) and a stale resourceVersion
 //    (kAborted, a 409 Conflict); with a status subresource Update keeps the stored status and
 //    UpdateStatus changes only the status. Each write bumps the resourceVersion.
-//  - Get and Delete answer kNotFound for a missing object.
+//  - Get and Delete answer kNotFound for a missing object; Delete answers kAborted when its uid
+//    or resourceVersion precondition does not hold.
 // Faults: FailNext(verb, status) makes the next call of that verb answer `status` (queued, in
 // order); calls() counts the calls of each verb, failed ones included. Thread-safe.
 #ifndef XPU_API_CLIENT_TESTING_FAKE_OBJECTS_H_
@@ -68,10 +69,19 @@ class FakeObjects final : public Objects<T> {
     return Write(object, FakeVerb::kUpdateStatus);
   }
 
-  Status Delete(const std::string& ns, const std::string& name) override {
+  Status Delete(const std::string& ns, const std::string& name,
+                const DeleteOptions& preconditions) override {
     MutexLock lock(mu_);
     RETURN_IF_ERROR(Called(FakeVerb::kDelete));
-    if (objects_.erase(Key(ns, name)) == 0) return Missing("delete", ns, name).status();
+    const auto it = objects_.find(Key(ns, name));
+    if (it == objects_.end()) return Missing("delete", ns, name).status();
+    const ObjectMeta& meta = it->second.metadata;
+    if ((preconditions.uid && *preconditions.uid != meta.uid) ||
+        (preconditions.resource_version &&
+         *preconditions.resource_version != meta.resource_version)) {
+      return Status(StatusCode::kAborted, "delete " + What(meta) + ": precondition failed");
+    }
+    objects_.erase(it);
     ++writes_;
     return OkStatus();
   }
