@@ -74,7 +74,7 @@ TEST_CASE("class sync apply: writes through the typed writer, ours only, with pr
                       {"create", 1}, {"create:already exists", 1}, {"update", 1}, {"delete", 1}});
 }
 
-TEST_CASE("class sync apply: ours found on create is updated; stale deletes and errors reported") {
+TEST_CASE("class sync apply: ours found on create is updated, stale deletes and errors reported") {
   FakeObjects<DeviceClass> classes("deviceclasses");
   classes.Put(Class("a", "old"));  // ours, not yet seen by the informer
   const DeviceClass seen = [&] {

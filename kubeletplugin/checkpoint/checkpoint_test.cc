@@ -159,7 +159,7 @@ std::string WithData(const nlohmann::json& data) {
   return "{\"version\":1,\"checksum\":\"" + std::string(hex) + "\",\"data\":" + dump + "}";
 }
 
-TEST_CASE("every entry is written Prepared; an older plugin's Preparing entry reads as prepared") {
+TEST_CASE("every entry is written Prepared, an older plugin's Preparing entry reads as prepared") {
   const nlohmann::json data = nlohmann::json::parse(Encode(Sample()))["data"];
   for (const auto& claim : data["claims"]) CHECK(claim["state"] == "Prepared");
   nlohmann::json old = data;

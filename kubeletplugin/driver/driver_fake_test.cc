@@ -97,7 +97,7 @@ TEST_CASE("driver (fakes): prepares from the claim it reads, and checks uid and 
   CHECK_FALSE(driver->Snapshot().claims.contains(c));
 }
 
-TEST_CASE("driver (fakes): a claim deleted from the API is unprepared; an API error keeps it") {
+TEST_CASE("driver (fakes): a claim deleted from the API is unprepared, an API error keeps it") {
   FakeNode node;
   auto driver = node.NewDriver();
   REQUIRE(driver->Start().ok());

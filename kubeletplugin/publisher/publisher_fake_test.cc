@@ -45,7 +45,7 @@ struct FakeApi {
   }
 };
 
-TEST_CASE("publisher (fakes): writes once, owned by the Node; again only on change") {
+TEST_CASE("publisher (fakes): writes once, owned by the Node, again only on change") {
   FakeApi f;
   api::NodeInventory found = api::testing::ExampleNodeInventory();
   InventoryPublisher publisher(f.Api(), f.Options(), [&] { return found; });
@@ -77,7 +77,7 @@ TEST_CASE("publisher (fakes): writes once, owned by the Node; again only on chan
   CHECK(publisher.stats().unchanged == 1);
 }
 
-TEST_CASE("publisher (fakes): a conflict is re-read and retried once; a new Node gets its owner") {
+TEST_CASE("publisher (fakes): a conflict is re-read and retried once, a new Node gets its owner") {
   FakeApi f;
   const std::string uid = f.AddNode();
   api::NodeInventory found = api::testing::ExampleNodeInventory();
