@@ -89,9 +89,12 @@ Hosts& TheHosts() {
   return hosts;
 }
 
-// A path the input may edit: relative, without "." or "..".
+// A path the input may edit: relative, without "." or "..", and without NUL (the system calls
+// would stop there: "sys/bus/pci/<NUL>/x" names sys/bus/pci, and undoing an edit of it copied the
+// fixture's directory into itself until memory ran out).
 bool SafePath(const fs::path& path) {
   if (path.empty() || path.is_absolute()) return false;
+  if (path.native().find('\0') != std::string::npos) return false;
   for (const fs::path& part : path) {
     if (part == ".." || part == ".") return false;
   }
