@@ -6,6 +6,8 @@
 #include "controller/device_classes.h"
 
 namespace xpu::controller {
+
+using api::client::ObjectKey;
 namespace {
 
 using api::resource::DeviceClass;
@@ -67,7 +69,7 @@ Status ApplyClassSync(const ClassSyncPlan& plan, api::client::Objects<DeviceClas
     }
     if (hooks.observe) hooks.observe("create", created);
     // Ours but not yet in the informer, or someone else's: only ours is touched.
-    StatusOr<DeviceClass> current = classes.Get("", want.metadata.name);
+    StatusOr<DeviceClass> current = classes.Get(ObjectKey::Cluster(want.metadata.name));
     if (!current.ok()) {
       // One that does not even decode is not ours to fix.
       if (current.status().code() != StatusCode::kDataLoss && first.ok()) first = current.status();
@@ -91,7 +93,7 @@ Status ApplyClassSync(const ClassSyncPlan& plan, api::client::Objects<DeviceClas
     api::client::DeleteOptions preconditions;
     preconditions.uid = c.metadata.uid;
     preconditions.resource_version = c.metadata.resource_version;
-    Status s = classes.Delete("", c.metadata.name, preconditions);
+    Status s = classes.Delete(ObjectKey::Cluster(c.metadata.name), preconditions);
     if (hooks.observe) hooks.observe("delete", s);
     if (!s.ok() && s.code() != StatusCode::kNotFound && first.ok()) first = s;
   }

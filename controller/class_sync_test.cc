@@ -12,6 +12,7 @@
 namespace xpu::controller {
 namespace {
 
+using api::client::ObjectKey;
 using api::client::testing::FakeObjects;
 using api::client::testing::FakeVerb;
 using api::resource::DeviceClass;
@@ -53,7 +54,8 @@ TEST_CASE("class sync apply: writes through the typed writer, ours only, with pr
   classes.Put(Class("c", "old"));
   classes.Put(Class("z", "gone"));
   classes.Put(Class("b", "someone else's", false));  // not in the informer: not ours
-  std::vector<DeviceClass> managed = {*classes.Find("", "c"), *classes.Find("", "z")};
+  std::vector<DeviceClass> managed = {*classes.Find(ObjectKey::Cluster("c")),
+                                      *classes.Find(ObjectKey::Cluster("z"))};
   const ClassSyncPlan plan =
       PlanClassSync({Class("a", "x"), Class("b", "true"), Class("c", "y")}, managed);
   std::map<std::string, int> writes;
@@ -64,10 +66,11 @@ TEST_CASE("class sync apply: writes through the typed writer, ours only, with pr
   };
   hooks.warn = [&](const std::string& m) { warnings.push_back(m); };
   REQUIRE(ApplyClassSync(plan, classes, hooks).ok());
-  CHECK(classes.Find("", "a")->spec.selectors[0].cel->expression == "x");
-  CHECK(classes.Find("", "c")->spec.selectors[0].cel->expression == "y");
-  CHECK_FALSE(classes.Find("", "z").has_value());
-  CHECK(classes.Find("", "b")->spec.selectors[0].cel->expression == "someone else's");
+  CHECK(classes.Find(ObjectKey::Cluster("a"))->spec.selectors[0].cel->expression == "x");
+  CHECK(classes.Find(ObjectKey::Cluster("c"))->spec.selectors[0].cel->expression == "y");
+  CHECK_FALSE(classes.Find(ObjectKey::Cluster("z")).has_value());
+  CHECK(classes.Find(ObjectKey::Cluster("b"))->spec.selectors[0].cel->expression ==
+        "someone else's");
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("deviceclass b exists and is not managed by xpu-dra-controller") == 0);
   CHECK(writes == std::map<std::string, int>{
@@ -79,10 +82,10 @@ TEST_CASE("class sync apply: ours found on create is updated, stale deletes and 
   classes.Put(Class("a", "old"));  // ours, not yet seen by the informer
   const DeviceClass seen = [&] {
     classes.Put(Class("z", "gone"));
-    return *classes.Find("", "z");
+    return *classes.Find(ObjectKey::Cluster("z"));
   }();
   // z is recreated after the informer saw it: another uid.
-  REQUIRE(classes.Delete("", "z", {}).ok());
+  REQUIRE(classes.Delete(ObjectKey::Cluster("z"), {}).ok());
   classes.Put(Class("z", "new"));
   ClassSyncPlan plan;
   plan.creates = {Class("a", "x"), Class("q", "y")};
@@ -91,9 +94,10 @@ TEST_CASE("class sync apply: ours found on create is updated, stale deletes and 
   classes.FailNext(FakeVerb::kCreate, UnavailableError("503"));
   const Status s = ApplyClassSync(plan, classes, {});
   CHECK(s.code() == StatusCode::kUnavailable);  // the first error; the rest still tried
-  CHECK(classes.Find("", "a")->spec.selectors[0].cel->expression == "x");
-  CHECK_FALSE(classes.Find("", "q").has_value());
-  CHECK(classes.Find("", "z")->spec.selectors[0].cel->expression == "new");  // precondition held
+  CHECK(classes.Find(ObjectKey::Cluster("a"))->spec.selectors[0].cel->expression == "x");
+  CHECK_FALSE(classes.Find(ObjectKey::Cluster("q")).has_value());
+  CHECK(classes.Find(ObjectKey::Cluster("z"))->spec.selectors[0].cel->expression ==
+        "new");  // precondition held
 }
 
 TEST_CASE("class sync apply: nothing is written once it may not write") {

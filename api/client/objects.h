@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 
 #include "api/client/client.h"
 #include "api/meta.h"
@@ -20,12 +21,39 @@
 
 namespace xpu::api::client {
 
+// Which object of a kind: a cluster-scoped one by its name, a namespaced one by its namespace and
+// name. Built only through the named constructors, so that a namespace and a name (two strings)
+// are not swapped unseen at a call.
+class ObjectKey {
+ public:
+  static ObjectKey Cluster(std::string name) { return ObjectKey({}, std::move(name)); }
+  static ObjectKey Namespaced(std::string ns, std::string name) {
+    return ObjectKey(std::move(ns), std::move(name));
+  }
+  // The object `meta` describes (its namespace is empty for a cluster-scoped kind).
+  static ObjectKey Of(const ObjectMeta& meta) { return ObjectKey(meta.namespace_name, meta.name); }
+
+  // Empty for a cluster-scoped object.
+  const std::string& ns() const { return ns_; }
+  const std::string& name() const { return name_; }
+  // "<ns>/<name>", or "<name>" for a cluster-scoped object: for messages.
+  std::string String() const { return ns_.empty() ? name_ : ns_ + "/" + name_; }
+
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=> as comparing 0
+  friend auto operator<=>(const ObjectKey&, const ObjectKey&) = default;
+
+ private:
+  ObjectKey(std::string ns, std::string name) : ns_(std::move(ns)), name_(std::move(name)) {}
+
+  std::string ns_;
+  std::string name_;
+};
+
 template <typename T>
 class ObjectReader {
  public:
   virtual ~ObjectReader() = default;
-  // `ns` is empty for a cluster-scoped kind.
-  virtual StatusOr<T> Get(const std::string& ns, const std::string& name) = 0;
+  virtual StatusOr<T> Get(const ObjectKey& key) = 0;
 };
 
 template <typename T>
@@ -38,8 +66,7 @@ class ObjectWriter {
   virtual StatusOr<T> Update(const T& object) = 0;
   virtual StatusOr<T> UpdateStatus(const T& object) = 0;
   // `preconditions`: the uid and resourceVersion the object must still have (kAborted if not).
-  virtual Status Delete(const std::string& ns, const std::string& name,
-                        const DeleteOptions& preconditions) = 0;
+  virtual Status Delete(const ObjectKey& key, const DeleteOptions& preconditions) = 0;
 };
 
 template <typename T>
@@ -51,8 +78,8 @@ class ApiObjects final : public Objects<T> {
  public:
   ApiObjects(Client* client, ResourceRef ref) : client_(client), ref_(std::move(ref)) {}
 
-  StatusOr<T> Get(const std::string& ns, const std::string& name) override {
-    return Decoded(client_->Get(ref_, ns, name), ns, name);
+  StatusOr<T> Get(const ObjectKey& key) override {
+    return Decoded(client_->Get(ref_, key.ns(), key.name()), key);
   }
   StatusOr<T> Create(const T& object) override {
     return Written(client_->Create(ref_, object.metadata.namespace_name, ToJson(object)), object);
@@ -64,24 +91,22 @@ class ApiObjects final : public Objects<T> {
     return Written(client_->UpdateStatus(ref_, object.metadata.namespace_name, ToJson(object)),
                    object);
   }
-  Status Delete(const std::string& ns, const std::string& name,
-                const DeleteOptions& preconditions) override {
-    return client_->Delete(ref_, ns, name, preconditions);
+  Status Delete(const ObjectKey& key, const DeleteOptions& preconditions) override {
+    return client_->Delete(ref_, key.ns(), key.name(), preconditions);
   }
 
  private:
-  StatusOr<T> Decoded(StatusOr<nlohmann::json> answer, const std::string& ns,
-                      const std::string& name) const {
+  StatusOr<T> Decoded(StatusOr<nlohmann::json> answer, const ObjectKey& key) const {
     if (!answer.ok()) return answer.status();
     StatusOr<T> typed = FromJson<T>(*answer);
     if (!typed.ok()) {
-      return DataLossError("read " + ref_.Name() + " " + (ns.empty() ? "" : ns + "/") + name +
-                           ": " + typed.status().message());
+      return DataLossError("read " + ref_.Name() + " " + key.String() + ": " +
+                           typed.status().message());
     }
     return typed;
   }
   StatusOr<T> Written(StatusOr<nlohmann::json> answer, const T& object) const {
-    return Decoded(std::move(answer), object.metadata.namespace_name, object.metadata.name);
+    return Decoded(std::move(answer), ObjectKey::Of(object.metadata));
   }
 
   Client* const client_;

@@ -23,6 +23,8 @@
 #include "kubeletplugin/driver/prepare.h"
 
 namespace xpu::plugin {
+
+using api::client::ObjectKey;
 namespace {
 
 namespace res = api::resource;
@@ -155,7 +157,7 @@ Status Driver::CollectDeletedClaims() {
   }
   std::vector<ClaimRef> gone;
   for (const ClaimRef& ref : refs) {
-    StatusOr<res::ResourceClaim> claim = claims_->Get(ref.ns, ref.name);
+    StatusOr<res::ResourceClaim> claim = claims_->Get(ObjectKey::Namespaced(ref.ns, ref.name));
     // Not found is gone; any other answer (one that does not decode included) keeps the entry.
     if (!claim.ok() && claim.status().code() != StatusCode::kNotFound) {
       log_("check claim " + ref.ns + "/" + ref.name + ": " + claim.status().message() +
@@ -179,7 +181,7 @@ Status Driver::CollectDeletedClaims() {
 Driver::Fetched Driver::Fetch(const ClaimRef& ref) {
   Fetched f;
   const std::string what = "ResourceClaim " + ref.ns + "/" + ref.name;
-  StatusOr<res::ResourceClaim> claim = claims_->Get(ref.ns, ref.name);
+  StatusOr<res::ResourceClaim> claim = claims_->Get(ObjectKey::Namespaced(ref.ns, ref.name));
   if (!claim.ok()) {
     f.status = claim.status();
     return f;

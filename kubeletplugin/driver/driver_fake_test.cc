@@ -14,6 +14,7 @@ namespace xpu::plugin {
 namespace {
 
 namespace res = api::resource;
+using api::client::ObjectKey;
 using api::client::testing::FakeObjects;
 using api::client::testing::FakeVerb;
 
@@ -53,7 +54,7 @@ struct FakeNode {
     }
     claims->Put(claim);
     // FakeObjects' uids are not UUIDs; the kubelet's are: give it one.
-    res::ResourceClaim stored = *claims->Find("default", name);
+    res::ResourceClaim stored = *claims->Find(ObjectKey::Namespaced("default", name));
     stored.metadata.uid = "0b5f1c2e-7d3a-4e6b-9c8d-00000000000" + std::to_string(++uids);
     claims->Put(stored);
     return stored.metadata.uid;
@@ -84,7 +85,7 @@ TEST_CASE("driver (fakes): prepares from the claim it reads, and checks uid and 
         std::string::npos);
 
   // Not allocated.
-  res::ResourceClaim unallocated = *node.claims->Find("default", "b");
+  res::ResourceClaim unallocated = *node.claims->Find(ObjectKey::Namespaced("default", "b"));
   unallocated.status.allocation.reset();
   node.claims->Put(unallocated);
   CHECK(driver->Prepare({{"default", "b", b}}).at(b).error.find("is not allocated") !=
@@ -106,7 +107,7 @@ TEST_CASE("driver (fakes): a claim deleted from the API is unprepared, an API er
   REQUIRE(driver->Prepare({{"default", "a", a}, {"default", "b", b}}).at(b).error.empty());
   REQUIRE(driver->Snapshot().claims.size() == 2);
 
-  REQUIRE(node.claims->Delete("default", "b", {}).ok());
+  REQUIRE(node.claims->Delete(ObjectKey::Namespaced("default", "b"), {}).ok());
   // a's read (entries are checked in uid order: a first) fails: a is kept for the next pass,
   // and the deleted b is still collected.
   node.claims->FailNext(FakeVerb::kGet, UnavailableError("503"));
@@ -115,7 +116,7 @@ TEST_CASE("driver (fakes): a claim deleted from the API is unprepared, an API er
   CHECK_FALSE(driver->Snapshot().claims.contains(b));
 
   // a replaced by a new claim of the same name (another uid): its entry goes too.
-  res::ResourceClaim replaced = *node.claims->Find("default", "a");
+  res::ResourceClaim replaced = *node.claims->Find(ObjectKey::Namespaced("default", "a"));
   replaced.metadata.uid = "0b5f1c2e-7d3a-4e6b-9c8d-0000000000aa";
   node.claims->Put(replaced);
   REQUIRE(driver->CollectDeletedClaims().ok());

@@ -14,6 +14,8 @@
 #include "base/time.h"
 
 namespace xpu::plugin {
+
+using api::client::ObjectKey;
 namespace {
 
 using nlohmann::json;
@@ -86,7 +88,7 @@ PublisherStats InventoryPublisher::stats() const {
 }
 
 StatusOr<std::string> InventoryPublisher::NodeUid() {
-  StatusOr<api::core::Node> node = api_.nodes->Get("", options_.node_name);
+  StatusOr<api::core::Node> node = api_.nodes->Get(ObjectKey::Cluster(options_.node_name));
   if (!node.ok()) {
     if (node.status().code() == StatusCode::kNotFound) {
       return NotFoundError("node " + options_.node_name + " does not exist (yet)");
@@ -136,7 +138,8 @@ StatusOr<bool> InventoryPublisher::PublishOnce() {
 StatusOr<bool> InventoryPublisher::Write(const api::NodeInventory& inventory,
                                          const std::string& uid) {
   for (int attempt = 0; attempt < 2; ++attempt) {
-    StatusOr<api::NodeInventory> stored = api_.inventories->Get("", options_.node_name);
+    StatusOr<api::NodeInventory> stored =
+        api_.inventories->Get(ObjectKey::Cluster(options_.node_name));
     if (!stored.ok() && stored.status().code() != StatusCode::kNotFound) return stored.status();
     if (!stored.ok()) {
       // Create (the API server ignores status there), then write the status.
@@ -197,7 +200,7 @@ Status InventoryPublisher::RenewLease() {
       options_.holder_identity.empty() ? options_.node_name : options_.holder_identity;
   const std::string now = MicroTime(options_.clock->WallNow());
   for (int attempt = 0; attempt < 2; ++attempt) {
-    StatusOr<api::core::Lease> lease = api_.leases->Get(options_.ns, name);
+    StatusOr<api::core::Lease> lease = api_.leases->Get(ObjectKey::Namespaced(options_.ns, name));
     if (!lease.ok() && lease.status().code() != StatusCode::kNotFound) return lease.status();
     if (!lease.ok()) {
       api::core::Lease fresh;

@@ -16,6 +16,7 @@ namespace xpu::plugin {
 namespace {
 
 namespace kc = api::client;
+using kc::ObjectKey;
 using kc::testing::FakeObjects;
 using kc::testing::FakeVerb;
 using std::chrono::seconds;
@@ -41,7 +42,7 @@ struct FakeApi {
     api::core::Node node;
     node.metadata.name = "n1";
     nodes->Put(node);
-    return nodes->Find("", "n1")->metadata.uid;
+    return nodes->Find(ObjectKey::Cluster("n1"))->metadata.uid;
   }
 };
 
@@ -58,7 +59,7 @@ TEST_CASE("publisher (fakes): writes once, owned by the Node, again only on chan
   StatusOr<bool> first = publisher.PublishOnce();
   REQUIRE(first.ok());
   CHECK(*first);
-  std::optional<api::NodeInventory> stored = f.inventories->Find("", "n1");
+  std::optional<api::NodeInventory> stored = f.inventories->Find(ObjectKey::Cluster("n1"));
   REQUIRE(stored);
   CHECK(stored->status == found.status);  // created, then the status written
   CHECK(stored->metadata.owner_references.at(0).uid == uid);
@@ -72,7 +73,7 @@ TEST_CASE("publisher (fakes): writes once, owned by the Node, again only on chan
 
   found.status.devices[0].health = "Unhealthy";
   REQUIRE(publisher.PublishOnce().ok());
-  CHECK(f.inventories->Find("", "n1")->status.devices[0].health == "Unhealthy");
+  CHECK(f.inventories->Find(ObjectKey::Cluster("n1"))->status.devices[0].health == "Unhealthy");
   CHECK(publisher.stats().inventory_writes == 2);
   CHECK(publisher.stats().unchanged == 1);
 }
@@ -97,12 +98,13 @@ TEST_CASE("publisher (fakes): a conflict is re-read and retried once, a new Node
   CHECK(publisher.PublishOnce().status().code() == StatusCode::kAborted);
 
   // The Node is replaced (a new uid): the owner reference follows before the status.
-  REQUIRE(f.nodes->Delete("", "n1", {}).ok());
+  REQUIRE(f.nodes->Delete(ObjectKey::Cluster("n1"), {}).ok());
   const std::string new_uid = f.AddNode();
   REQUIRE(new_uid != uid);
   REQUIRE(publisher.PublishOnce().ok());
-  CHECK(f.inventories->Find("", "n1")->metadata.owner_references.at(0).uid == new_uid);
-  CHECK(f.inventories->Find("", "n1")->status.devices[0].health == "Healthy");
+  CHECK(f.inventories->Find(ObjectKey::Cluster("n1"))->metadata.owner_references.at(0).uid ==
+        new_uid);
+  CHECK(f.inventories->Find(ObjectKey::Cluster("n1"))->status.devices[0].health == "Healthy");
 }
 
 // The Node appears at a given time on the clock; counts the reads.
@@ -110,10 +112,10 @@ class NodeFrom final : public kc::ObjectReader<api::core::Node> {
  public:
   NodeFrom(const Clock& clock, Clock::SteadyTime from, kc::ObjectReader<api::core::Node>* nodes)
       : clock_(clock), from_(from), nodes_(nodes) {}
-  StatusOr<api::core::Node> Get(const std::string& ns, const std::string& name) override {
+  StatusOr<api::core::Node> Get(const ObjectKey& key) override {
     ++gets;
-    if (clock_.Now() < from_) return NotFoundError("get nodes " + name + ": not found");
-    return nodes_->Get(ns, name);
+    if (clock_.Now() < from_) return NotFoundError("get nodes " + key.String() + ": not found");
+    return nodes_->Get(key);
   }
   std::atomic<int> gets{0};
 
@@ -154,7 +156,9 @@ TEST_CASE("publisher (fakes): Run renews and rediscovers on the clock, sooner wh
   const auto renewals = publisher.stats().lease_renewals;
   CHECK(renewals >= static_cast<uint64_t>(total / o.lease_renew));
   CHECK(renewals <= static_cast<uint64_t>(total / o.lease_renew) + 1);
-  CHECK(f.leases->Find("xpu-dra", "xpu-dra-plugin-n1")->spec.holder_identity == "n1");
+  CHECK(
+      f.leases->Find(ObjectKey::Namespaced("xpu-dra", "xpu-dra-plugin-n1"))->spec.holder_identity ==
+      "n1");
   CHECK(publisher.stats().discoveries == 10);
   CHECK(publisher.stats().inventory_writes == 1);
   CHECK(publisher.stats().unchanged == 9);
@@ -183,7 +187,7 @@ TEST_CASE("publisher (fakes): a refused inventory is reported once and not sent 
   CHECK(publisher.stats().terminal_errors == 1);
   CHECK(publisher.stats().errors == 5);  // the refusal, and the four answered without a request
   CHECK(publisher.stats().inventory_writes == 1);
-  CHECK(f.inventories->Find("", "n1")->status.devices[0].health == "Unhealthy");
+  CHECK(f.inventories->Find(ObjectKey::Cluster("n1"))->status.devices[0].health == "Unhealthy");
   const std::vector<kc::EventInfo> events = f.events->events();
   REQUIRE(events.size() == 1);
   CHECK(events[0].reason == "InventoryRejected");

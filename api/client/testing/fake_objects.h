@@ -33,11 +33,11 @@ class FakeObjects final : public Objects<T> {
   explicit FakeObjects(std::string kind, bool status_subresource = false)
       : kind_(std::move(kind)), status_subresource_(status_subresource) {}
 
-  StatusOr<T> Get(const std::string& ns, const std::string& name) override {
+  StatusOr<T> Get(const ObjectKey& key) override {
     MutexLock lock(mu_);
     RETURN_IF_ERROR(Called(FakeVerb::kGet));
-    const auto it = objects_.find(Key(ns, name));
-    if (it == objects_.end()) return Missing("get", ns, name);
+    const auto it = objects_.find(key);
+    if (it == objects_.end()) return Missing("get", key);
     return it->second;
   }
 
@@ -49,7 +49,7 @@ class FakeObjects final : public Objects<T> {
       return InvalidArgumentError("create " + What(meta) + ": resourceVersion should not be set");
     }
     if (meta.name.empty()) return InvalidArgumentError("create " + kind_ + ": name is required");
-    const std::string key = Key(meta.namespace_name, meta.name);
+    const ObjectKey key = ObjectKey::Of(meta);
     if (objects_.contains(key)) {
       return Status(StatusCode::kAlreadyExists, "create " + What(meta) + ": already exists");
     }
@@ -69,12 +69,11 @@ class FakeObjects final : public Objects<T> {
     return Write(object, FakeVerb::kUpdateStatus);
   }
 
-  Status Delete(const std::string& ns, const std::string& name,
-                const DeleteOptions& preconditions) override {
+  Status Delete(const ObjectKey& key, const DeleteOptions& preconditions) override {
     MutexLock lock(mu_);
     RETURN_IF_ERROR(Called(FakeVerb::kDelete));
-    const auto it = objects_.find(Key(ns, name));
-    if (it == objects_.end()) return Missing("delete", ns, name).status();
+    const auto it = objects_.find(key);
+    if (it == objects_.end()) return Missing("delete", key).status();
     const ObjectMeta& meta = it->second.metadata;
     if ((preconditions.uid && *preconditions.uid != meta.uid) ||
         (preconditions.resource_version &&
@@ -94,11 +93,12 @@ class FakeObjects final : public Objects<T> {
     if (object.metadata.resource_version.empty()) {
       object.metadata.resource_version = std::to_string(++version_);
     }
-    objects_[Key(object.metadata.namespace_name, object.metadata.name)] = std::move(object);
+    ObjectKey key = ObjectKey::Of(object.metadata);
+    objects_[std::move(key)] = std::move(object);
   }
-  std::optional<T> Find(const std::string& ns, const std::string& name) const {
+  std::optional<T> Find(const ObjectKey& key) const {
     MutexLock lock(mu_);
-    const auto it = objects_.find(Key(ns, name));
+    const auto it = objects_.find(key);
     if (it == objects_.end()) return std::nullopt;
     return it->second;
   }
@@ -120,15 +120,11 @@ class FakeObjects final : public Objects<T> {
  private:
   static constexpr bool kHasStatus = requires(T t) { t.status; };
 
-  static std::string Key(const std::string& ns, const std::string& name) { return ns + "/" + name; }
   std::string What(const ObjectMeta& meta) const {
-    return kind_ + " " + (meta.namespace_name.empty() ? "" : meta.namespace_name + "/") + meta.name;
+    return kind_ + " " + ObjectKey::Of(meta).String();
   }
-  StatusOr<T> Missing(const char* verb, const std::string& ns, const std::string& name) const {
-    ObjectMeta meta;
-    meta.namespace_name = ns;
-    meta.name = name;
-    return NotFoundError(std::string(verb) + " " + What(meta) + ": not found");
+  StatusOr<T> Missing(const char* verb, const ObjectKey& key) const {
+    return NotFoundError(std::string(verb) + " " + kind_ + " " + key.String() + ": not found");
   }
   // Counts the call, and answers the queued fault for its verb, if any.
   Status Called(FakeVerb verb) REQUIRES(mu_) {
@@ -146,9 +142,10 @@ class FakeObjects final : public Objects<T> {
     MutexLock lock(mu_);
     RETURN_IF_ERROR(Called(verb));
     const ObjectMeta& meta = object.metadata;
-    const auto it = objects_.find(Key(meta.namespace_name, meta.name));
+    const ObjectKey key = ObjectKey::Of(meta);
+    const auto it = objects_.find(key);
     const char* name = verb == FakeVerb::kUpdate ? "update" : "update status of";
-    if (it == objects_.end()) return Missing(name, meta.namespace_name, meta.name);
+    if (it == objects_.end()) return Missing(name, key);
     T& stored = it->second;
     if (!meta.resource_version.empty() &&
         meta.resource_version != stored.metadata.resource_version) {
@@ -175,7 +172,7 @@ class FakeObjects final : public Objects<T> {
   const std::string kind_;
   const bool status_subresource_;
   mutable Mutex mu_;
-  std::map<std::string, T> objects_ GUARDED_BY(mu_);  // by "<ns>/<name>"
+  std::map<ObjectKey, T> objects_ GUARDED_BY(mu_);
   std::map<FakeVerb, std::deque<Status>> faults_ GUARDED_BY(mu_);
   std::map<FakeVerb, int> calls_ GUARDED_BY(mu_);
   int64_t version_ GUARDED_BY(mu_) = 0;
