@@ -1,6 +1,7 @@
 #include "e2e/kubesim/store.h"
 
 #include <ctime>
+#include <initializer_list>
 #include <utility>
 
 #include "base/text.h"
@@ -10,6 +11,19 @@ namespace xpu::kubesim {
 namespace {
 
 using nlohmann::json;
+
+// The value at `path` through nested objects, or null where a step is missing or not an object:
+// a body is outside input, so no shape is assumed (json_pointer lookups throw on an array step).
+const json* MemberAt(const json& root, std::initializer_list<const char*> path) {
+  const json* at = &root;
+  for (const char* key : path) {
+    if (!at->is_object()) return nullptr;
+    const auto it = at->find(key);
+    if (it == at->end()) return nullptr;
+    at = &*it;
+  }
+  return at;
+}
 
 std::string Now() {
   const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -101,13 +115,14 @@ api::FieldErrors Store::AdminAccessErrorsLocked(size_t type, const std::string& 
       (t.resource != "resourceclaims" && t.resource != "resourceclaimtemplates")) {
     return {};
   }
-  const json::json_pointer requests_at(
-      t.resource == "resourceclaims" ? "/spec/devices/requests" : "/spec/spec/devices/requests");
-  const json requests = obj.value(requests_at, json::array());
+  const json* spec = MemberAt(obj, {"spec"});
+  if (spec != nullptr && t.resource == "resourceclaimtemplates") spec = MemberAt(*spec, {"spec"});
+  const json* requests = spec == nullptr ? nullptr : MemberAt(*spec, {"devices", "requests"});
   std::string field;
-  for (size_t i = 0; i < requests.size() && field.empty(); ++i) {
-    if (requests[i].is_object() &&
-        requests[i].value("/exactly/adminAccess"_json_pointer, false) == true) {
+  for (size_t i = 0;
+       requests != nullptr && requests->is_array() && i < requests->size() && field.empty(); ++i) {
+    const json* admin = MemberAt((*requests)[i], {"exactly", "adminAccess"});
+    if (admin != nullptr && *admin == true) {
       field = "spec.devices.requests[" + std::to_string(i) + "].adminAccess";
     }
   }
@@ -115,11 +130,11 @@ api::FieldErrors Store::AdminAccessErrorsLocked(size_t type, const std::string& 
   for (size_t i = 0; i < options_.types.size(); ++i) {
     if (!options_.types[i].group.empty() || options_.types[i].resource != "namespaces") continue;
     const auto it = objects_[i].find(Key("", ns));
-    if (it != objects_[i].end() &&
-        it->second.value("/metadata/labels/resource.kubernetes.io~1admin-access"_json_pointer,
-                         "") == "true") {
-      return {};
-    }
+    const json* label =
+        it == objects_[i].end()
+            ? nullptr
+            : MemberAt(it->second, {"metadata", "labels", "resource.kubernetes.io/admin-access"});
+    if (label != nullptr && *label == "true") return {};
   }
   return {api::FieldError{api::FieldErrorType::kForbidden, field,
                           "Forbidden: admin access to devices requires the "
