@@ -20,6 +20,16 @@ using nlohmann::json;
 
 }  // namespace
 
+const std::vector<std::string>& GangTierNames() {
+  static const std::vector<std::string> names = {"scaleUpDomain", "superpod", "leaf", "spine",
+                                                 std::string(kGangTierAny)};
+  return names;
+}
+
+const std::string& GangDeviceClass(const AcceleratorGangSpec& spec) {
+  return spec.capability_class.empty() ? spec.device_class_name : spec.capability_class;
+}
+
 // ---- Field lists (codec and schema) ----
 
 template <typename V, codec::FieldsOf<AcceleratorGangSpec> S>
@@ -27,13 +37,23 @@ void VisitFields(V& v, S& self) {
   v.Required("nodes", self.nodes, "number of nodes", codec::Minimum(1), codec::Maximum(65536));
   v.Required("devicesPerNode", self.devices_per_node, "devices on each node", codec::Minimum(1),
              codec::Maximum(topology::kMaxDevices));
-  v.Required("capabilityClass", self.capability_class,
-             "capability class, the name of the DeviceClass generated from it",
+  v.Optional("capabilityClass", self.capability_class,
+             "capability class, the name of the DeviceClass generated from it (or deviceClassName)",
+             codec::MaxLength(kMaxDnsSubdomainLength));
+  v.Optional("deviceClassName", self.device_class_name,
+             "a DeviceClass, instead of a capability class",
              codec::MaxLength(kMaxDnsSubdomainLength));
   v.Optional("maxTier", self.max_tier,
-             "highest fabric tier the gang may span (a tier name of the fabric, e.g. leaf, "
-             "spine, superpod); absent: any",
-             codec::MaxLength(kMaxDnsLabelLength), codec::Pattern(kDnsLabelPattern));
+             "highest fabric tier the gang may span: scaleUpDomain (or clique), superpod, leaf, "
+             "spine, any; absent: any",
+             codec::Enum({"scaleUpDomain", "clique", "superpod", "leaf", "spine", "any"}));
+  v.Optional("preferredTier", self.preferred_tier,
+             "a tier to try first; placement may still go up to maxTier",
+             codec::Enum({"scaleUpDomain", "clique", "superpod", "leaf", "spine", "any"}));
+  v.Optional("onNodeFailure", self.on_node_failure,
+             "when a member node fails: replace (default) places the gang again without it, fail "
+             "fails it",
+             codec::Enum({"replace", "fail"}));
   v.Optional("nodeSelector", self.node_selector, "only nodes with all these labels are candidates",
              codec::MaxProperties(64), codec::Items(codec::MaxLength(kMaxLabelValueLength)));
 }
@@ -44,6 +64,7 @@ void VisitFields(V& v, S& self) {
   v.Required("rank", self.rank, "node rank, in fabric order", codec::Minimum(0));
   v.Required("devices", self.devices, "the devices of the gang on this node",
              codec::MaxItems(topology::kMaxDevices), codec::ListSet());
+  v.Optional("address", self.address, "the node's InternalIP", codec::MaxLength(45));
 }
 
 template <typename V, codec::FieldsOf<GangRank> S>
@@ -54,6 +75,9 @@ void VisitFields(V& v, S& self) {
              codec::MaxLength(kMaxDnsLabelLength));
   v.Optional("ipAddress", self.ip_address, "the device's collective-network address",
              codec::MaxLength(45));
+  v.Optional("localRank", self.local_rank, "the device's rank on its node", codec::Minimum(0));
+  v.Optional("superPodId", self.super_pod_id, "the Ascend super-pod of the device",
+             codec::MaxLength(kMaxDnsSubdomainLength));
 }
 
 template <typename V, codec::FieldsOf<AcceleratorGangStatus> S>
@@ -130,7 +154,6 @@ Status ValidateGangStatus(const AcceleratorGang& gang) {
     return InvalidArgumentError("status.nodes: expected " + std::to_string(gang.spec.nodes) +
                                 " nodes when Placed, got " + std::to_string(s.nodes.size()));
   }
-  if (!s.tier.empty()) RETURN_IF_ERROR(ValidateDnsLabel(s.tier, "status.tier"));
   if (!s.resource_claim_name.empty()) {
     RETURN_IF_ERROR(ValidateDnsSubdomain(s.resource_claim_name, "status.resourceClaimName"));
   }
@@ -176,8 +199,15 @@ Status ValidateAcceleratorGang(const AcceleratorGang& gang) {
     RETURN_IF_ERROR(ValidateDnsLabel(gang.metadata.namespace_name, "metadata.namespace"));
   }
   const AcceleratorGangSpec& spec = gang.spec;
-  RETURN_IF_ERROR(ValidateDnsSubdomain(spec.capability_class, "spec.capabilityClass"));
-  if (!spec.max_tier.empty()) RETURN_IF_ERROR(ValidateDnsLabel(spec.max_tier, "spec.maxTier"));
+  if (spec.capability_class.empty() == spec.device_class_name.empty()) {
+    return InvalidArgumentError(
+        "spec: exactly one of capabilityClass and deviceClassName must be set");
+  }
+  if (!spec.capability_class.empty()) {
+    RETURN_IF_ERROR(ValidateDnsSubdomain(spec.capability_class, "spec.capabilityClass"));
+  } else {
+    RETURN_IF_ERROR(ValidateDnsSubdomain(spec.device_class_name, "spec.deviceClassName"));
+  }
   for (const auto& [key, value] : spec.node_selector) {
     const std::string path = "spec.nodeSelector[\"" + key + "\"]";
     RETURN_IF_ERROR(ValidateLabelKey(key, path));

@@ -30,13 +30,27 @@ inline constexpr std::string_view kAcceleratorGangKind = "AcceleratorGang";
 // name is a DNS label of at most 63 - 5 bytes.
 inline constexpr int kMaxGangNameLength = 58;
 
+// The fabric tiers a gang may be limited to, lowest first as a default order: a scale-up domain
+// (an NVL72 clique, an Ascend super-pod over HCCS; "clique" is another name for it), a super-pod,
+// a leaf switch, a spine, anything. The order among the tiers a cluster labels is taken from the
+// labels themselves (controller/gang_plan.h): a tier whose domains hold another's sits above it.
+inline constexpr std::string_view kGangTierAny = "any";
+const std::vector<std::string>& GangTierNames();
+
 struct AcceleratorGangSpec {
   int64_t nodes = 0;             // >= 1
   int64_t devices_per_node = 0;  // 1..64
-  std::string capability_class;  // the DeviceClass generated from the capability class
-  // The highest fabric tier the gang may span ("leaf", "spine", "superpod", "nvl72", ...: the
-  // tier names of the fabric). Empty: any tier.
+  // Exactly one of the two: the capability class (the DeviceClass generated from it has its
+  // name) or any DeviceClass.
+  std::string capability_class;
+  std::string device_class_name;
+  // The highest tier the gang may span (GangTierNames()). Empty: any tier.
   std::string max_tier;
+  // A lower tier to try first; placement still goes up to max_tier when it does not fit.
+  std::string preferred_tier;
+  // What happens when a member node fails: "replace" (default: placed again, without it) or
+  // "fail" (phase Failed).
+  std::string on_node_failure;
   // Only nodes with all these labels are candidates.
   std::map<std::string, std::string> node_selector;
   nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
@@ -47,6 +61,7 @@ struct GangNode {
   std::string name;  // node name
   int64_t rank = 0;  // node rank, 0..nodes-1, in fabric order
   std::vector<std::string> devices;
+  std::string address = {};  // the Node's InternalIP, where it has one (HCCL server_id, NCCL hosts)
   nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const GangNode&, const GangNode&) = default;
 };
@@ -57,6 +72,8 @@ struct GangRank {
   std::string node;
   std::string device;
   std::string ip_address;  // the device's collective-network address, where the vendor needs it
+  int64_t local_rank = 0;  // the device's rank on its node
+  std::string super_pod_id = {};     // Ascend super-pod (HCCL rank table 1.2), where known
   nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const GangRank&, const GangRank&) = default;
 };
@@ -90,12 +107,15 @@ nlohmann::json ToJson(const AcceleratorGang& gang);
 // The OpenAPI v3 structural schema of the object, generated from the codec's field list.
 nlohmann::json AcceleratorGangSchema();
 
+// The DeviceClass the gang's devices come from: capabilityClass, else deviceClassName.
+const std::string& GangDeviceClass(const AcceleratorGangSpec& spec);
+
 // Checks the object against its schema, then: the name is a DNS label of at most 58 bytes,
-// capabilityClass a DNS subdomain, maxTier a DNS label, node selector labels valid; in status,
-// node names valid and unique, node ranks 0..n-1 each once, each node's devices unique DNS labels;
-// when Placed, exactly spec.nodes nodes of spec.devicesPerNode devices; rank table ranks
-// 0..N-1 each once, naming a node of status.nodes and one of its devices; condition types
-// unique. Errors name the field path.
+// exactly one of capabilityClass and deviceClassName, each a DNS subdomain, node selector labels
+// valid; in status, node names valid and unique, node ranks 0..n-1 each once, each node's devices
+// unique DNS labels; when Placed, exactly spec.nodes nodes of spec.devicesPerNode devices; rank
+// table ranks 0..N-1 each once, naming a node of status.nodes and one of its devices; condition
+// types unique. Errors name the field path.
 Status ValidateAcceleratorGang(const AcceleratorGang& gang);
 
 }  // namespace xpu::api

@@ -20,10 +20,15 @@ TEST_CASE("AcceleratorGang survives object -> JSON -> object") {
                             {"devicesPerNode", 2},
                             {"capabilityClass", "training-large-memory"},
                             {"maxTier", "spine"},
+                            {"preferredTier", "leaf"},
+                            {"onNodeFailure", "replace"},
                             {"nodeSelector", {{"xpu.dra.dev/pool", "a3"}}}});
-  CHECK(
-      doc["status"]["rankTable"][3] ==
-      json{{"rank", 3}, {"node", "node-a3-2"}, {"device", "npu-3"}, {"ipAddress", "192.168.1.13"}});
+  CHECK(doc["status"]["rankTable"][3] == json{{"rank", 3},
+                                              {"node", "node-a3-2"},
+                                              {"device", "npu-3"},
+                                              {"ipAddress", "192.168.1.13"},
+                                              {"localRank", 1},
+                                              {"superPodId", "sp-0"}});
 }
 
 TEST_CASE("A new AcceleratorGang has a spec and no status") {
@@ -70,7 +75,19 @@ TEST_CASE("ValidateAcceleratorGang accepts the example and names the first broke
        "spec.devicesPerNode: must be at most 64, got 65"},
       {[](AcceleratorGang& g) { g.spec.capability_class = "Big_GPU"; },
        "spec.capabilityClass: \"Big_GPU\""},
-      {[](AcceleratorGang& g) { g.spec.max_tier = "Spine"; }, "spec.maxTier: \"Spine\""},
+      {[](AcceleratorGang& g) { g.spec.max_tier = "Spine"; },
+       "spec.maxTier: unsupported value \"Spine\""},
+      {[](AcceleratorGang& g) { g.spec.device_class_name = "gpu.example.com"; },
+       "spec: exactly one of capabilityClass and deviceClassName"},
+      {[](AcceleratorGang& g) { g.spec.capability_class.clear(); },
+       "spec: exactly one of capabilityClass and deviceClassName"},
+      {[](AcceleratorGang& g) {
+         g.spec.capability_class.clear();
+         g.spec.device_class_name = "Bad_Class";
+       },
+       "spec.deviceClassName: \"Bad_Class\""},
+      {[](AcceleratorGang& g) { g.spec.on_node_failure = "retry"; },
+       "spec.onNodeFailure: unsupported value \"retry\""},
       {[](AcceleratorGang& g) { g.spec.node_selector["bad key!"] = "x"; },
        "spec.nodeSelector[\"bad key!\"]"},
       {[](AcceleratorGang& g) { g.status.phase = "Running"; },
@@ -97,7 +114,6 @@ TEST_CASE("ValidateAcceleratorGang accepts the example and names the first broke
        "status.rankTable[0].device: \"npu-3\" is not a device of node-a3-1"},
       {[](AcceleratorGang& g) { g.status.rank_table[1].device = "npu-0"; },
        "status.rankTable[1]: device node-a3-1/npu-0 has two ranks"},
-      {[](AcceleratorGang& g) { g.status.tier = "Leaf"; }, "status.tier: \"Leaf\""},
       {[](AcceleratorGang& g) { g.status.conditions[0].last_transition_time.clear(); },
        "status.conditions[0].lastTransitionTime"},
   };

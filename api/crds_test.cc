@@ -100,7 +100,12 @@ TEST_CASE("The full examples validate against their generated schema and set eve
         NodeInventorySchema());
   }
   SECTION("AcceleratorGang") {
-    CheckExamplesCoverSchema({ToJson(testing::ExampleAcceleratorGang())}, AcceleratorGangSchema());
+    // The example names a capability class; a second one takes a DeviceClass instead.
+    AcceleratorGang by_class = testing::ExampleAcceleratorGang();
+    by_class.spec.capability_class.clear();
+    by_class.spec.device_class_name = "huawei.xpu.dra.dev";
+    CheckExamplesCoverSchema({ToJson(testing::ExampleAcceleratorGang()), ToJson(by_class)},
+                             AcceleratorGangSchema());
   }
 }
 

@@ -49,7 +49,7 @@ struct VocabularyEntry {
 };
 
 // DESIGN.md "Names and attributes"; memory is a capacity, not an attribute.
-constexpr std::array<VocabularyEntry, 21> kVocabulary = {{
+constexpr std::array<VocabularyEntry, 23> kVocabulary = {{
     {"vendor", "string"},
     {"family", "string"},
     {"model", "string"},
@@ -71,6 +71,8 @@ constexpr std::array<VocabularyEntry, 21> kVocabulary = {{
     {"fabricDomain", "string"},
     {"leaf", "string"},
     {"spine", "string"},
+    {"gang", "string"},    // the uid of the AcceleratorGang holding the device's node
+    {"gangNodes", "int"},  // on a gang device only: the gang's node count
 }};
 
 }  // namespace

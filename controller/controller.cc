@@ -22,9 +22,11 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::string_view kPluginLeasePrefix = "xpu-dra-plugin-";
 constexpr std::string_view kPoolKeyPrefix = "pool/";
 const std::string kClassesKey = "classes";
+constexpr std::string_view kGangKeyPrefix = "gang/";
 constexpr std::chrono::seconds kMutationCacheTtl{60};
 
 std::string PoolKey(const std::string& node) { return std::string(kPoolKeyPrefix) + node; }
+std::string GangQueueKey(const std::string& key) { return std::string(kGangKeyPrefix) + key; }
 
 kc::InformerOptions Selected(std::string ns, std::string labels, std::string fields) {
   kc::InformerOptions o;
@@ -91,8 +93,15 @@ Controller::Controller(kc::Client* client, CoreOptions options, Config config,
       claims_(client, kc::ResourceClaims()),
       classes_(client, kc::DeviceClasses(),
                Selected("", std::string(kManagedByLabel) + "=" + std::string(kManagedByValue), "")),
+      gangs_(client, kc::AcceleratorGangs()),
       queue_(WorkQueueOptions{.clock = options_.clock}),
       class_objects_(std::make_shared<kc::ApiObjects<DeviceClass>>(client, kc::DeviceClasses())),
+      gang_objects_(
+          std::make_shared<kc::ApiObjects<api::AcceleratorGang>>(client, kc::AcceleratorGangs())),
+      slice_objects_(std::make_shared<kc::ApiObjects<ResourceSlice>>(client, kc::ResourceSlices())),
+      claim_objects_(std::make_shared<kc::ApiObjects<ResourceClaim>>(client, kc::ResourceClaims())),
+      template_objects_(std::make_shared<kc::ApiObjects<api::resource::ResourceClaimTemplate>>(
+          client, kc::ResourceClaimTemplates())),
       config_(std::make_shared<const Config>(std::move(config))) {}
 
 Controller::~Controller() { Stop(); }
@@ -117,7 +126,7 @@ void Controller::SetConfig(Config config) {
 
 bool Controller::synced() const {
   return inventories_.synced() && nodes_.synced() && leases_.synced() && slices_.synced() &&
-         claims_.synced() && classes_.synced();
+         claims_.synced() && classes_.synced() && gangs_.synced();
 }
 
 Status Controller::Start(std::chrono::milliseconds sync_timeout) {
@@ -168,12 +177,17 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
                         [classes_changed](const auto&, const auto& n) { classes_changed(n); },
                         classes_changed});
 
+  gangs_.AddHandlers({[this](const auto& g) { OnGang(nullptr, g); },
+                      [this](const auto& o, const auto& n) { OnGang(o, n); },
+                      [this](const auto& g) { OnGang(g, nullptr); }});
+
   inventories_.Start();
   nodes_.Start();
   leases_.Start();
   slices_.Start();
   claims_.Start();
   classes_.Start();
+  gangs_.Start();
   const auto deadline = SteadyClock::now() + sync_timeout;
   auto left = [&] {
     return std::max(
@@ -182,7 +196,8 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
   };
   const bool ok = inventories_.WaitForSync(left()) && nodes_.WaitForSync(left()) &&
                   leases_.WaitForSync(left()) && slices_.WaitForSync(left()) &&
-                  claims_.WaitForSync(left()) && classes_.WaitForSync(left());
+                  claims_.WaitForSync(left()) && classes_.WaitForSync(left()) &&
+                  gangs_.WaitForSync(left());
   // Workers sync only from complete caches: a pool synced before the slice informer listed
   // would look empty and get a second set of slices. Until then the queue only collects keys.
   for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { Worker(); });
@@ -206,6 +221,7 @@ void Controller::Stop() {
   slices_.Stop();
   claims_.Stop();
   classes_.Stop();
+  gangs_.Stop();
 }
 
 void Controller::ResyncAll() {
@@ -215,8 +231,11 @@ void Controller::ResyncAll() {
     MutexLock lock(mu_);
     for (const auto& [pool, names] : pool_slices_) pools.push_back(pool);
   }
-  for (const std::string& p : pools) queue_.Add(PoolKey(p));
+  for (const std::string& p : pools) {
+    if (p != kGangPool) queue_.Add(PoolKey(p));
+  }
   queue_.Add(kClassesKey);
+  QueueGangs(std::chrono::milliseconds(0));
 }
 
 void Controller::OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
@@ -247,7 +266,12 @@ void Controller::OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
       }
     }
   }
-  for (const std::string& p : pools) queue_.Add(PoolKey(p));
+  for (const std::string& p : pools) {
+    if (p != kGangPool) queue_.Add(PoolKey(p));
+  }
+  // A gang's slice changed or went: its gang puts it right.
+  const std::string& name = new_slice ? new_slice->name : old_slice->name;
+  if (auto gang = GangOfSlice(name)) queue_.Add(GangQueueKey(gang->String()));
 }
 
 void Controller::OnClaim(const std::shared_ptr<const StoredClaim>& old_claim,
@@ -280,6 +304,7 @@ void Controller::OnClaim(const std::shared_ptr<const StoredClaim>& old_claim,
     if (!now_held.empty()) claim_devices_[uid] = now_held;
   }
   for (const std::string& p : pools) queue_.AddAfter(PoolKey(p), options_.claim_debounce);
+  if (!pools.empty()) QueueGangs(options_.claim_debounce);
 }
 
 std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
@@ -355,6 +380,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
   std::set<std::string> allocated;
   std::shared_ptr<const Config> cfg;
   std::string inputs;
+  std::string gang_uid;
   bool memo = false;
   {
     MutexLock lock(mu_);
@@ -370,6 +396,8 @@ Status Controller::SyncPoolKey(const std::string& node) {
       for (const auto& [k, v] : node_obj->labels) inputs.append(k).append("=").append(v) += ",";
     }
     inputs += "|";
+    if (auto it = held_.find(node); it != held_.end()) gang_uid = it->second;
+    inputs += gang_uid + "|";
     for (const std::string& d : allocated) inputs.append(d) += ",";
     inputs += "|";
     if (auto it = pool_slices_.find(node); it != pool_slices_.end()) {
@@ -396,7 +424,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
     decoded_inventory = std::move(parsed).value();
   }
   if (live) {
-    NodeFacts facts{node, node_obj->uid, node_obj->labels};
+    NodeFacts facts{node, node_obj->uid, node_obj->labels, gang_uid};
     PublishOptions publish;
     publish.driver = options_.driver;
     publish.version = options_.version;
@@ -415,8 +443,11 @@ Status Controller::SyncPoolKey(const std::string& node) {
 
   NodeFacts owner{node, node_obj ? node_obj->uid : "", {}};
   const std::vector<SlicePtr> existing = ExistingSlices(node);
+  bool liveness_changed = false;
   {
     MutexLock lock(mu_);
+    auto was = live_.find(node);
+    liveness_changed = (was != live_.end() && was->second) != live;
     live_[node] = live;
     if (desired) {
       tainted_[node] = desired->tainted;
@@ -425,6 +456,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
     }
     if (!inventory) live_.erase(node);
   }
+  if (liveness_changed) QueueGangs(std::chrono::milliseconds(0));
   log_->Debug("sync pool " + node + ": " + (live ? "live" : "not live") + ", " +
               std::to_string(existing.size()) + " slices, " +
               std::to_string(desired ? desired->slices.size() : 0) + " desired");
@@ -509,8 +541,12 @@ void Controller::Worker() {
   while (!synced() && !stop_) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   while (auto key = queue_.Get()) {
     const bool classes = *key == kClassesKey;
-    metrics::ScopeTimer timer(metrics_->reconcile_seconds, {classes ? "classes" : "pool", "ok"});
-    Status s = classes ? SyncClasses() : SyncPoolKey(key->substr(kPoolKeyPrefix.size()));
+    const bool gang = key->starts_with(kGangKeyPrefix);
+    metrics::ScopeTimer timer(metrics_->reconcile_seconds,
+                              {classes ? "classes" : (gang ? "gang" : "pool"), "ok"});
+    Status s = classes ? SyncClasses()
+               : gang  ? SyncGangKey(key->substr(kGangKeyPrefix.size()))
+                       : SyncPoolKey(key->substr(kPoolKeyPrefix.size()));
     if (s.ok()) {
       queue_.Forget(*key);
       terminal_.Clear(*key);
@@ -542,11 +578,12 @@ void Controller::ReportTerminal(const std::string& key, bool classes, const Stat
     return;
   }
   log_->Error(msg);
+  const bool gang = key.starts_with(kGangKeyPrefix);
   metrics_->terminal_errors.Inc(
-      {classes ? "classes" : "pool", std::string(StatusCodeName(s.code()))});
+      {classes ? "classes" : (gang ? "gang" : "pool"), std::string(StatusCodeName(s.code()))});
   RecordEvent({.reason = "SyncFailed",
                .message = msg,
-               .about_node = classes ? std::string() : key.substr(kPoolKeyPrefix.size())});
+               .about_node = classes || gang ? std::string() : key.substr(kPoolKeyPrefix.size())});
 }
 
 void Controller::Periodic() {
@@ -584,8 +621,207 @@ void Controller::UpdateGauges() {
   }
   metrics_->nodes.Set({"live"}, live);
   metrics_->nodes.Set({"stale"}, std::max(0, static_cast<int>(inventories_.size()) - live));
+  std::map<std::string, int> phases = {{"Pending", 0}, {"Placed", 0}, {"Failed", 0}};
+  for (const auto& g : gangs_.List())
+    ++phases[g->status.phase.empty() ? "Pending" : g->status.phase];
+  for (const auto& [phase, n] : phases) metrics_->gangs.Set({phase}, n);
   metrics_->devices_tainted.Clear();
   for (const auto& [key, n] : tainted) metrics_->devices_tainted.Set({key}, n);
+}
+
+// ---- Gangs ----
+
+void Controller::QueueGangs(std::chrono::milliseconds delay) {
+  for (const auto& g : gangs_.List()) {
+    queue_.AddAfter(GangQueueKey(GangKey(*g)), delay);
+  }
+}
+
+std::set<std::string> Controller::HoldNodes(const std::string& key, const std::string& uid,
+                                            const std::string& version,
+                                            const std::vector<std::string>& nodes) {
+  std::set<std::string> changed;
+  auto it = holdings_.find(key);
+  if (it != holdings_.end() && !version.empty() &&
+      kc::CompareResourceVersions(version, it->second.version).value_or(1) < 0) {
+    return changed;  // older than what we know
+  }
+  if (it != holdings_.end()) {
+    for (const std::string& n : it->second.nodes) {
+      auto h = held_.find(n);
+      if (h != held_.end() && h->second == it->second.uid) {
+        held_.erase(h);
+        changed.insert(n);
+      }
+    }
+  }
+  if (version.empty() && nodes.empty()) {
+    holdings_.erase(key);
+    return changed;
+  }
+  for (const std::string& n : nodes) {
+    held_[n] = uid;
+    if (!changed.erase(n)) changed.insert(n);
+  }
+  holdings_[key] = Holding{uid, version, nodes};
+  return changed;
+}
+
+namespace {
+
+std::vector<std::string> PlacedNodes(const api::AcceleratorGang& gang) {
+  std::vector<std::string> nodes;
+  if (gang.status.phase != "Placed") return nodes;
+  for (const api::GangNode& n : gang.status.nodes) nodes.push_back(n.name);
+  return nodes;
+}
+
+}  // namespace
+
+void Controller::OnGang(const std::shared_ptr<const api::AcceleratorGang>& old_gang,
+                        const std::shared_ptr<const api::AcceleratorGang>& new_gang) {
+  const api::AcceleratorGang& any = new_gang ? *new_gang : *old_gang;
+  const std::string key = GangKey(any);
+  std::set<std::string> changed;
+  {
+    MutexLock lock(mu_);
+    changed = new_gang ? HoldNodes(key, new_gang->metadata.uid, new_gang->metadata.resource_version,
+                                   PlacedNodes(*new_gang))
+                       : HoldNodes(key, "", "", {});
+  }
+  for (const std::string& n : changed) queue_.Add(PoolKey(n));
+  queue_.Add(GangQueueKey(key));
+}
+
+std::shared_ptr<const api::NodeInventory> Controller::Inventory(const StoredInventory& stored) {
+  {
+    MutexLock lock(mu_);
+    auto it = decoded_.find(stored.name);
+    if (it != decoded_.end() && it->second.first == stored.resource_version) {
+      return it->second.second;
+    }
+  }
+  auto parsed =
+      api::FromJson<api::NodeInventory>(nlohmann::json::parse(stored.json, nullptr, false));
+  if (!parsed.ok()) return nullptr;
+  auto decoded = std::make_shared<const api::NodeInventory>(std::move(parsed).value());
+  MutexLock lock(mu_);
+  decoded_[stored.name] = {stored.resource_version, decoded};
+  return decoded;
+}
+
+Status Controller::SyncGangKey(const std::string& key) {
+  if (!CanWrite()) return OkStatus();
+  const size_t slash = key.find('/');
+  if (slash == std::string::npos) return OkStatus();
+  const kc::ObjectKey okey = kc::ObjectKey::Namespaced(key.substr(0, slash), key.substr(slash + 1));
+  MutexLock serial(gang_mu_);
+  const auto gang = gangs_.Get(key);
+
+  // The slices of the pool: this gang's, and the highest generation of all.
+  std::vector<ResourceSlice> own;
+  int64_t top_generation = 0;
+  for (const SlicePtr& s : ExistingSlices(std::string(kGangPool))) {
+    top_generation = std::max(top_generation, s->spec.pool.generation);
+    auto of = GangOfSlice(s->metadata.name);
+    if (of && *of == okey) own.push_back(*s);
+  }
+
+  GangObjectOptions objects;
+  objects.driver = options_.driver;
+  std::shared_ptr<const Config> cfg = config();
+  objects.mode = cfg->mode;
+  std::optional<api::AcceleratorGang> current;
+  std::optional<api::AcceleratorGangStatus> next;
+  bool moved = false;
+  if (gang) {
+    current = *gang;
+    GangPlanInput in;
+    in.gang = &*current;
+    in.config = cfg.get();
+    in.driver = options_.driver;
+    in.now = FormatTime(std::chrono::system_clock::now());
+    std::vector<std::pair<std::string, bool>> live;
+    std::map<std::string, std::string> held;
+    std::map<std::string, std::set<std::string>> allocated;
+    {
+      MutexLock lock(mu_);
+      for (const auto& [node, is_live] : live_) {
+        if (is_live) live.emplace_back(node, true);
+      }
+      for (const auto& [node, uid] : held_) {
+        if (uid != gang->metadata.uid) held[node] = uid;
+      }
+      for (const auto& [pool, devices] : allocated_) {
+        allocated[pool] = std::set<std::string>(devices.begin(), devices.end());
+      }
+    }
+    std::vector<std::shared_ptr<const api::NodeInventory>> keep;
+    for (const auto& [node, is_live] : live) {
+      const auto stored = inventories_.Get(node);
+      const auto node_obj = nodes_.Get(node);
+      if (!stored || !node_obj) continue;
+      auto inventory = Inventory(*stored);
+      if (!inventory) continue;
+      keep.push_back(inventory);
+      GangCandidate c;
+      c.name = node;
+      c.address = node_obj->address;
+      c.labels = node_obj->labels;
+      if (auto h = c.labels.find("kubernetes.io/hostname"); h != c.labels.end()) {
+        objects.hostnames[node] = h->second;
+      }
+      c.inventory = inventory.get();
+      if (auto a = allocated.find(node); a != allocated.end()) c.allocated = a->second;
+      if (auto h = held.find(node); h != held.end()) c.held_by = h->second;
+      in.nodes.push_back(std::move(c));
+    }
+    GangPlan plan = PlanGang(in);
+    for (const std::string& note : plan.notes) log_->Debug("gang " + key + ": " + note);
+    moved = plan.moved;
+    // The template asks for one scale-up domain when every chosen set lies in one.
+    for (const api::GangNode& member : plan.status.nodes) {
+      for (const auto& inv : keep) {
+        if (inv->metadata.name != member.name) continue;
+        const auto domains = DeviceScaleUpDomains(*inv);
+        std::set<std::string> seen;
+        for (const std::string& d : member.devices) {
+          auto it = domains.find(d);
+          seen.insert(it == domains.end() ? "" : it->second);
+        }
+        if (seen.size() > 1) objects.scale_up_aligned = false;
+      }
+    }
+    next = std::move(plan.status);
+  }
+  const GangSyncPlan plan = PlanGangSync(okey, current, next, moved, own, top_generation, objects);
+  GangWriters writers{gang_objects_.get(), slice_objects_.get(), claim_objects_.get(),
+                      template_objects_.get()};
+  GangSyncResult result = ApplyGangSync(plan, writers);
+  metrics_->gang_writes.Inc({result.status.ok() ? "ok" : std::string(WriteResult(result.status))},
+                            result.writes);
+  if (result.written) {
+    std::set<std::string> changed;
+    {
+      MutexLock lock(mu_);
+      changed = HoldNodes(key, result.written->metadata.uid,
+                          result.written->metadata.resource_version, PlacedNodes(*result.written));
+    }
+    for (const std::string& n : changed) queue_.Add(PoolKey(n));
+    const api::AcceleratorGangStatus& st = result.written->status;
+    std::string nodes;
+    for (const api::GangNode& n : st.nodes) nodes += (nodes.empty() ? "" : ",") + n.name;
+    log_->Info("gang " + key + ": " + st.phase + (nodes.empty() ? "" : " on " + nodes) +
+               (st.conditions.empty() ? "" : " (" + st.conditions.back().message + ")"));
+  }
+  if (!gang) {
+    MutexLock lock(mu_);
+    for (const std::string& n : HoldNodes(key, "", "", {})) queue_.Add(PoolKey(n));
+  }
+  if (result.status.ok() && result.waiting) {
+    queue_.AddAfter(GangQueueKey(key), std::chrono::milliseconds(500));
+  }
+  return result.status;
 }
 
 void Controller::RecordEvent(const Event& event) {
@@ -633,7 +869,22 @@ StatusOr<StoredSlice> FromJson<StoredSlice>(const nlohmann::json& json) {
 template <>
 StatusOr<StoredNode> FromJson<StoredNode>(const nlohmann::json& json) {
   ASSIGN_OR_RETURN(core::Node node, FromJson<core::Node>(json));
-  return StoredNode{node.metadata.name, node.metadata.uid, node.metadata.labels};
+  std::string address;
+  const auto status = json.find("status");
+  if (status != json.end() && status->is_object()) {
+    const auto addresses = status->find("addresses");
+    if (addresses != status->end() && addresses->is_array()) {
+      for (const nlohmann::json& a : *addresses) {
+        if (a.is_object() && a.value("type", nlohmann::json()) == "InternalIP" &&
+            a.contains("address") && a["address"].is_string()) {
+          address = a["address"].get<std::string>();
+          break;
+        }
+      }
+    }
+  }
+  return StoredNode{node.metadata.name, node.metadata.uid, node.metadata.labels,
+                    std::move(address)};
 }
 
 template <>

@@ -29,6 +29,7 @@
 #include <tuple>
 #include <vector>
 
+#include "api/accelerator_gang.h"
 #include "api/client/client.h"
 #include "api/client/informer.h"
 #include "api/client/objects.h"
@@ -40,6 +41,8 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "controller/config.h"
+#include "controller/gang_plan.h"
+#include "controller/gangs.h"
 #include "controller/metrics.h"
 #include "controller/pool_sync.h"
 #include "controller/slices.h"
@@ -81,6 +84,7 @@ struct StoredNode {
   std::string name;
   std::string uid;
   std::map<std::string, std::string> labels;
+  std::string address;  // the first InternalIP, for gang rank tables
 };
 struct StoredClaim {
   std::string uid;
@@ -146,6 +150,19 @@ class Controller {
   void ReportTerminal(const std::string& key, bool classes, const Status& s);
   Status SyncPoolKey(const std::string& node);
   Status SyncClasses();
+  // AcceleratorGangs (controller/gangs.h): one at a time, under gang_mu_, so that two gangs
+  // never take the same nodes.
+  Status SyncGangKey(const std::string& key);
+  void OnGang(const std::shared_ptr<const api::AcceleratorGang>& old_gang,
+              const std::shared_ptr<const api::AcceleratorGang>& new_gang);
+  // Every gang again after `delay`: capacity or liveness changed.
+  void QueueGangs(std::chrono::milliseconds delay);
+  // Records where a gang holds nodes (its uid per node) as of resourceVersion `version`; an
+  // older version than the one recorded is ignored. Returns the nodes whose holder changed.
+  std::set<std::string> HoldNodes(const std::string& key, const std::string& uid,
+                                  const std::string& version, const std::vector<std::string>& nodes)
+      REQUIRES(mu_);
+  std::shared_ptr<const api::NodeInventory> Inventory(const StoredInventory& stored);
   std::vector<SlicePtr> ExistingSlices(const std::string& pool);
   void RememberWrites(const PoolSyncResult& result);
   void OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
@@ -168,10 +185,16 @@ class Controller {
   api::client::TypedInformer<StoredSlice> slices_;
   api::client::TypedInformer<StoredClaim> claims_;
   api::client::TypedInformer<api::resource::DeviceClass> classes_;
+  api::client::TypedInformer<api::AcceleratorGang> gangs_;
   WorkQueue queue_;
   // DeviceClass writes (class_sync.h).
   std::shared_ptr<api::client::Objects<api::resource::DeviceClass>> class_objects_;
+  std::shared_ptr<api::client::Objects<api::AcceleratorGang>> gang_objects_;
+  std::shared_ptr<api::client::Objects<api::resource::ResourceSlice>> slice_objects_;
+  std::shared_ptr<api::client::Objects<api::resource::ResourceClaim>> claim_objects_;
+  std::shared_ptr<api::client::Objects<api::resource::ResourceClaimTemplate>> template_objects_;
   TerminalErrors terminal_;
+  Mutex gang_mu_;  // taken before mu_
 
   std::atomic<bool> taints_ok_{true};
   std::atomic<bool> counters_ok_{true};
@@ -197,6 +220,18 @@ class Controller {
   // The inventory resourceVersion each pool was last published from.
   std::map<std::string, std::string> published_inventory_ GUARDED_BY(mu_);
   std::map<std::string, std::map<std::string, int>> tainted_ GUARDED_BY(mu_);
+  // Gangs: node -> uid of the gang holding it; gang key -> its nodes and the resourceVersion
+  // that said so (the newer of the watch and our own status writes).
+  std::map<std::string, std::string> held_ GUARDED_BY(mu_);
+  struct Holding {
+    std::string uid;
+    std::string version;
+    std::vector<std::string> nodes;
+  };
+  std::map<std::string, Holding> holdings_ GUARDED_BY(mu_);
+  // Decoded inventories by node, with the resourceVersion they were decoded from.
+  std::map<std::string, std::pair<std::string, std::shared_ptr<const api::NodeInventory>>> decoded_
+      GUARDED_BY(mu_);
 };
 
 }  // namespace xpu::controller

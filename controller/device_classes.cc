@@ -108,6 +108,59 @@ std::string JoinComma(const std::vector<std::string>& items) {
 
 }  // namespace
 
+std::string GangClassName(std::string_view driver) { return "gang." + std::string(driver); }
+
+namespace {
+
+bool Contains(const std::vector<std::string>& list, const std::string& value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+std::string StringAttribute(const api::InventoryDevice& device, const std::string& name) {
+  auto it = device.attributes.find(name);
+  return it != device.attributes.end() && it->second.string_value ? *it->second.string_value : "";
+}
+
+bool CapabilityAdmits(const CapabilityClass& c, const std::vector<std::string>& vendors,
+                      const api::InventoryDevice& device) {
+  if (!vendors.empty() && !Contains(vendors, device.vendor)) return false;
+  if (!c.families.empty() && !Contains(c.families, StringAttribute(device, "family"))) {
+    return false;
+  }
+  if (!c.models.empty() && !Contains(c.models, device.model)) return false;
+  if (!c.min_memory.empty()) {
+    StatusOr<api::Quantity> want = api::Quantity::Parse(c.min_memory);
+    StatusOr<api::Quantity> have = api::Quantity::Parse(device.memory);
+    if (!want.ok() || !have.ok() || *have < *want) return false;
+  }
+  for (const std::string& precision : c.precisions) {
+    auto it = device.attributes.find(precision);
+    if (it == device.attributes.end() || it->second.bool_value != true) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::optional<bool> DeviceInClass(const Config& config, std::string_view class_name,
+                                  std::string_view driver, const api::InventoryDevice& device) {
+  if (config.vendor_classes) {
+    for (const std::string& vendor : KnownVendors()) {
+      if (class_name == VendorClassName(api::VendorName(vendor), api::DriverName(driver))) {
+        return device.vendor == vendor;
+      }
+    }
+  }
+  for (const CapabilityClass& c : config.capability_classes) {
+    if (class_name == c.name) return CapabilityAdmits(c, c.vendors, device);
+    const std::vector<std::string>& allowed = c.vendors.empty() ? KnownVendors() : c.vendors;
+    for (const std::string& vendor : allowed) {
+      if (class_name == c.name + "." + vendor) return CapabilityAdmits(c, {vendor}, device);
+    }
+  }
+  return std::nullopt;
+}
+
 std::string VendorClassName(const api::VendorName& vendor, const api::DriverName& driver) {
   return vendor.value() + "." + driver.value();
 }
@@ -147,6 +200,10 @@ std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& confi
       classes.push_back(std::move(per_vendor));
     }
   }
+  // The gang devices (controller/gangs.h), which the shared claim of each gang asks for.
+  classes.push_back(NewClass(GangClassName(driver),
+                             "device.driver == " + Literal(driver) + " && 'gangNodes' in " +
+                                 "device.attributes[" + Literal(driver) + "]"));
   // Sorted by name; ValidateConfig rejects colliding names, and should two collide anyway (a
   // driver name other than the one it checks against) the first one made is kept.
   std::stable_sort(classes.begin(), classes.end(),

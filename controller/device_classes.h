@@ -13,11 +13,13 @@
 #ifndef XPU_CONTROLLER_DEVICE_CLASSES_H_
 #define XPU_CONTROLLER_DEVICE_CLASSES_H_
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "api/ids.h"
+#include "api/node_inventory.h"
 #include "api/resource.h"
 #include "controller/config.h"
 
@@ -29,6 +31,17 @@ inline constexpr std::string_view kManagedByValue = "xpu-dra-controller";
 // The classes `config` asks for, sorted by name; metadata has name, labels and annotations only.
 std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& config,
                                                              std::string_view driver);
+
+// The class of gang devices (controller/gangs.h): "gang.<driver>", selecting the devices that
+// carry the attribute gangNodes.
+std::string GangClassName(std::string_view driver);
+
+// Whether the DeviceClass `class_name` of this config selects `device` (an inventory device),
+// judged from the same fields its CEL selector is generated from: vendor, family, model, memory,
+// precisions. nullopt for a class this config does not generate. The scheduler evaluates the CEL
+// itself; this is for counting capacity ahead of it (gang placement).
+std::optional<bool> DeviceInClass(const Config& config, std::string_view class_name,
+                                  std::string_view driver, const api::InventoryDevice& device);
 
 // "<vendor>.<driver>", e.g. "nvidia.xpu.dra.dev".
 std::string VendorClassName(const api::VendorName& vendor, const api::DriverName& driver);

@@ -97,8 +97,8 @@ TEST_CASE("DesiredDeviceClasses of the default config") {
   CHECK(std::is_sorted(names.begin(), names.end()));
   CHECK(std::adjacent_find(names.begin(), names.end()) == names.end());
   // 9 vendor classes; training-large-memory and 4 per-vendor classes; training-standard and
-  // inference, each with one per known vendor.
-  CHECK(classes.size() == 9 + 5 + 10 + 10);
+  // inference, each with one per known vendor; the gang class.
+  CHECK(classes.size() == 9 + 5 + 10 + 10 + 1);
   const auto by_name = ByName(classes);
   for (const auto& vendor : KnownVendors()) {
     CHECK(by_name.count(vendor + ".xpu.dra.dev") == 1);
@@ -166,7 +166,7 @@ TEST_CASE("DesiredDeviceClasses of a full config") {
   const auto classes = DesiredDeviceClasses(config, kDriver);
   const auto names = Names(classes);
   CHECK(std::is_sorted(names.begin(), names.end()));
-  CHECK(classes.size() == 9 + 3 + 10 + 2);
+  CHECK(classes.size() == 9 + 3 + 10 + 2 + 1);
   const auto by_name = ByName(classes);
 
   const auto& large = by_name.at("training-large-memory");
@@ -228,7 +228,7 @@ TEST_CASE("DesiredDeviceClasses without vendor classes, for another driver name"
   config.vendor_classes = false;
   const std::string driver = "accel.example.com";
   const auto classes = DesiredDeviceClasses(config, driver);
-  CHECK(classes.size() == 3 + 10 + 2);
+  CHECK(classes.size() == 3 + 10 + 2 + 1);
   for (const auto& cls : classes) {
     INFO(cls.metadata.name);
     CHECK_THAT(cls.metadata.name, !Contains("xpu.dra.dev"));
@@ -238,7 +238,13 @@ TEST_CASE("DesiredDeviceClasses without vendor classes, for another driver name"
   }
   Config empty;
   empty.vendor_classes = false;
-  CHECK(DesiredDeviceClasses(empty, driver).empty());
+  // Only the class of gang devices.
+  const auto only = DesiredDeviceClasses(empty, driver);
+  REQUIRE(only.size() == 1);
+  CHECK(only[0].metadata.name == "gang.accel.example.com");
+  CHECK(Expression(only[0]) ==
+        "device.driver == 'accel.example.com' && 'gangNodes' in "
+        "device.attributes['accel.example.com']");
 }
 
 TEST_CASE("The largest selector a valid config allows stays below 10 KiB") {

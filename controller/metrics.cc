@@ -37,6 +37,11 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
                                    "Syncs that failed with an error retrying cannot fix (a 4xx "
                                    "other than 409 and 429), counted once per key and error; the "
                                    "key is not requeued.",
-                                   {"kind", "code"})) {}
+                                   {"kind", "code"})),
+      gangs(r.AddGauge("xpu_dra_controller_gangs", "AcceleratorGangs by phase.", {"phase"})),
+      gang_writes(r.AddCounter("xpu_dra_controller_gang_writes_total",
+                               "Writes made for AcceleratorGangs (status, slice, claim, template), "
+                               "by the result of their sync.",
+                               {"result"})) {}
 
 }  // namespace xpu::controller

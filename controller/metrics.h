@@ -15,6 +15,9 @@
 //   xpu_dra_controller_config_valid                   0 while the file in place is rejected
 //   xpu_dra_controller_fallbacks_total{field}         fields the server dropped (taints, counters)
 //   xpu_dra_controller_api_requests_total{verb,code}  Kubernetes API attempts (code 0: no answer)
+//   xpu_dra_controller_gangs{phase}                   AcceleratorGangs by phase
+//   xpu_dra_controller_gang_writes_total{result}      writes for gangs (status, slice, claim,
+//                                                     template), by the sync's result
 #ifndef XPU_CONTROLLER_METRICS_H_
 #define XPU_CONTROLLER_METRICS_H_
 
@@ -39,6 +42,8 @@ struct ControllerMetrics {
   metrics::Counter& fallbacks;
   metrics::Counter& api_requests;
   metrics::Counter& terminal_errors;
+  metrics::Gauge& gangs;
+  metrics::Counter& gang_writes;
 };
 
 }  // namespace xpu::controller

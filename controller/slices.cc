@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "api/validation.h"
+#include "controller/fabric_tiers.h"
 #include "topology/model.h"
 #include "topology/solver.h"
 
@@ -133,40 +134,20 @@ std::vector<std::string> ScaleUpDomains(const api::NodeInventory& inventory) {
   return domains;
 }
 
-struct FabricAttribute {
-  std::string_view attribute;
-  std::vector<std::string_view> labels;  // in order of preference
-};
-
-const std::vector<FabricAttribute>& FabricAttributes() {
-  static const std::vector<FabricAttribute> attributes = {
-      {"fabricDomain",
-       {"topology.xpu.dra.dev/superpod", "accelerator.topograph.run/domain",
-        "network.topology.nvidia.com/accelerator", "nvidia.com/gpu.clique"}},
-      {"leaf",
-       {"topology.xpu.dra.dev/leaf", "fabric.topograph.run/tier-0",
-        "network.topology.nvidia.com/leaf", "cloud.google.com/gce-topology-subblock",
-        "topology.k8s.aws/network-node-layer-3"}},
-      {"spine",
-       {"topology.xpu.dra.dev/spine", "fabric.topograph.run/tier-1",
-        "network.topology.nvidia.com/spine", "cloud.google.com/gce-topology-block",
-        "topology.k8s.aws/network-node-layer-2"}},
-  };
-  return attributes;
-}
-
 // fabricDomain, leaf and spine from the Node's labels, else from the inventory's fabric.
+// fabricDomain is the super-pod label, else a scale-up (clique) label; from the inventory, the
+// clique id, else the super-pod id.
 std::map<std::string, std::string> FabricValues(const api::NodeInventory& inventory,
                                                 const NodeFacts& node) {
   std::map<std::string, std::string> values;
-  for (const FabricAttribute& f : FabricAttributes()) {
-    for (std::string_view label : f.labels) {
-      auto it = node.labels.find(std::string(label));
-      if (it != node.labels.end() && !it->second.empty()) {
-        values.emplace(f.attribute, it->second);
-        break;
-      }
-    }
+  const std::map<FabricTier, std::string> tiers = NodeFabricTiers(node.labels, nullptr);
+  for (FabricTier tier : {FabricTier::kSuperPod, FabricTier::kScaleUp}) {
+    if (auto it = tiers.find(tier); it != tiers.end()) values.emplace("fabricDomain", it->second);
+  }
+  if (auto it = tiers.find(FabricTier::kLeaf); it != tiers.end())
+    values.emplace("leaf", it->second);
+  if (auto it = tiers.find(FabricTier::kSpine); it != tiers.end()) {
+    values.emplace("spine", it->second);
   }
   if (inventory.status.fabric.has_value()) {
     const api::InventoryFabric& fabric = *inventory.status.fabric;
@@ -260,6 +241,7 @@ StatusOr<std::vector<BuiltDevice>> BuildDevices(const api::NodeInventory& invent
     for (const auto& [name, value] : fabric) {
       d.attributes.insert_or_assign(name, StringAttribute(value));
     }
+    if (!node.gang.empty()) d.attributes.insert_or_assign("gang", StringAttribute(node.gang));
     for (auto it = d.attributes.begin(); it != d.attributes.end();) {
       const DeviceAttribute& a = it->second;
       const std::optional<std::string>& text = a.string_value ? a.string_value : a.version;
@@ -508,6 +490,18 @@ std::optional<GroupsResult> BuildGroups(const api::NodeInventory& inventory,
 }
 
 }  // namespace
+
+std::map<std::string, std::string> DeviceScaleUpDomains(const api::NodeInventory& inventory) {
+  const std::vector<std::string> computed = ScaleUpDomains(inventory);
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < inventory.status.devices.size(); ++i) {
+    const api::InventoryDevice& d = inventory.status.devices[i];
+    auto it = d.attributes.find("scaleUpDomain");
+    out[d.name] = it != d.attributes.end() && it->second.string_value ? *it->second.string_value
+                                                                      : computed[i];
+  }
+  return out;
+}
 
 StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeFacts& node,
                                 const Config& config, const PublishOptions& options,

@@ -58,6 +58,7 @@ struct NodeFacts {
   std::string name;
   std::string uid;  // for the owner reference
   std::map<std::string, std::string> labels;
+  std::string gang = {};  // uid of the AcceleratorGang holding the node: attribute `gang`
 };
 
 struct PublishOptions {
@@ -77,6 +78,10 @@ struct DesiredPool {
   std::map<std::string, int> tainted;           // taint key -> devices carrying it
   int devices = 0;                              // devices published, groups included
 };
+
+// Each device's scale-up domain, by device name: the inventory's scaleUpDomain attribute, else
+// its scale-up group, else its component of direct links, else "node" (the published value).
+std::map<std::string, std::string> DeviceScaleUpDomains(const api::NodeInventory& inventory);
 
 // `allocated`: device names of this pool that claims hold (attributes mode orders by them).
 // Errors only for an inventory that cannot be projected (names the field).

@@ -109,19 +109,28 @@ AcceleratorGang ExampleAcceleratorGang() {
   gang.spec.devices_per_node = 2;
   gang.spec.capability_class = "training-large-memory";
   gang.spec.max_tier = "spine";
+  gang.spec.preferred_tier = "leaf";
+  gang.spec.on_node_failure = "replace";
   gang.spec.node_selector["xpu.dra.dev/pool"] = "a3";
 
   AcceleratorGangStatus& s = gang.status;
   s.phase = "Placed";
-  s.nodes.push_back({"node-a3-1", 0, {"npu-0", "npu-1"}, nullptr});
-  s.nodes.push_back({"node-a3-2", 1, {"npu-2", "npu-3"}, nullptr});
+  s.nodes.push_back(
+      {.name = "node-a3-1", .rank = 0, .devices = {"npu-0", "npu-1"}, .address = "10.0.3.1"});
+  s.nodes.push_back(
+      {.name = "node-a3-2", .rank = 1, .devices = {"npu-2", "npu-3"}, .address = "10.0.3.2"});
   s.tier = "leaf";
   s.domain = "leaf-3";
   int rank = 0;
   for (const GangNode& node : s.nodes) {
+    int local = 0;
     for (const std::string& device : node.devices) {
-      s.rank_table.push_back(
-          {rank, node.name, device, "192.168.1." + std::to_string(10 + rank), nullptr});
+      s.rank_table.push_back({.rank = rank,
+                              .node = node.name,
+                              .device = device,
+                              .ip_address = "192.168.1." + std::to_string(10 + rank),
+                              .local_rank = local++,
+                              .super_pod_id = "sp-0"});
       ++rank;
     }
   }

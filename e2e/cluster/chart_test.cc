@@ -588,7 +588,15 @@ TEST_CASE("chart: SubjectAccessReviews show least privilege for both identities"
   CHECK_FALSE(Allowed(ctl, "get", "resource.k8s.io", "resourceslices"));
   CHECK(Allowed(ctl, "create", "resource.k8s.io", "deviceclasses"));
   CHECK(Allowed(ctl, "watch", "resource.k8s.io", "resourceclaims"));
-  CHECK_FALSE(Allowed(ctl, "get", "resource.k8s.io", "resourceclaims", "default"));
+  // The gangs' shared claims and per-pod templates: made and deleted, never changed.
+  CHECK(Allowed(ctl, "create", "resource.k8s.io", "resourceclaims", "default"));
+  CHECK(Allowed(ctl, "delete", "resource.k8s.io", "resourceclaimtemplates", "default"));
+  CHECK_FALSE(Allowed(ctl, "update", "resource.k8s.io", "resourceclaims", "default"));
+  CHECK_FALSE(Allowed(ctl, "update", "resource.k8s.io", "resourceclaims/status", "default"));
+  CHECK_FALSE(Allowed(ctl, "update", "resource.k8s.io", "resourceclaimtemplates", "default"));
+  CHECK(Allowed(ctl, "watch", "xpu.dra.dev", "acceleratorgangs"));
+  CHECK(Allowed(ctl, "update", "xpu.dra.dev", "acceleratorgangs/status", "default"));
+  CHECK_FALSE(Allowed(ctl, "update", "xpu.dra.dev", "acceleratorgangs", "default"));
   CHECK(Allowed(ctl, "watch", "xpu.dra.dev", "nodeinventories"));
   CHECK_FALSE(Allowed(ctl, "update", "xpu.dra.dev", "nodeinventories"));
   CHECK_FALSE(Allowed(ctl, "update", "xpu.dra.dev", "nodeinventories/status"));

@@ -1,0 +1,354 @@
+#include "controller/gang_plan.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "api/node_description.h"
+#include "controller/device_classes.h"
+#include "controller/fabric_tiers.h"
+#include "topology/model.h"
+#include "topology/solver.h"
+
+namespace xpu::controller {
+namespace {
+
+using api::AcceleratorGang;
+using api::AcceleratorGangStatus;
+using api::GangNode;
+using api::GangRank;
+
+constexpr std::string_view kAny = api::kGangTierAny;
+constexpr std::string_view kPlacedCondition = "Placed";
+
+// The default rank of a tier name; "clique" is the scale-up tier.
+int NominalRank(std::string_view name) {
+  if (name == "clique") name = "scaleUpDomain";
+  const auto& names = api::GangTierNames();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<int>(i);
+  }
+  return static_cast<int>(names.size());
+}
+
+// Per candidate node, its domain in each labelled tier.
+using TierValues = std::map<FabricTier, std::string>;
+
+// True when every domain of `lower` lies inside one domain of `upper`: all nodes of a `lower`
+// domain carry the same `upper` value.
+bool Nested(const std::vector<TierValues>& values, FabricTier lower, FabricTier upper) {
+  std::map<std::string, std::optional<std::string>> parent;  // lower domain -> upper domain
+  for (const TierValues& v : values) {
+    auto l = v.find(lower);
+    if (l == v.end()) continue;
+    auto u = v.find(upper);
+    const std::string up = u == v.end() ? std::string() : u->second;
+    auto [it, inserted] = parent.emplace(l->second, up);
+    if (!inserted && it->second != up) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string GangKey(const AcceleratorGang& gang) {
+  return gang.metadata.namespace_name + "/" + gang.metadata.name;
+}
+
+StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes) {
+  GangFabric out;
+  std::vector<TierValues> values;
+  values.reserve(nodes.size());
+  std::set<FabricTier> present;
+  for (const GangCandidate& n : nodes) {
+    values.push_back(NodeFabricTiers(n.labels, n.inventory));
+    for (const auto& [tier, value] : values.back()) present.insert(tier);
+  }
+  // Order by containment, the default order breaking ties: repeatedly take the first tier (in
+  // default order) that no remaining tier lies strictly inside.
+  std::vector<FabricTier> order;
+  std::vector<FabricTier> left(present.begin(), present.end());
+  while (!left.empty()) {
+    for (size_t i = 0; i < left.size(); ++i) {
+      bool below_other = false;
+      for (size_t j = 0; j < left.size(); ++j) {
+        if (i != j && Nested(values, left[j], left[i]) && !Nested(values, left[i], left[j])) {
+          below_other = true;
+          break;
+        }
+      }
+      if (!below_other) {
+        order.push_back(left[i]);
+        left.erase(left.begin() + static_cast<std::ptrdiff_t>(i));
+        break;
+      }
+    }
+  }
+  // A tier whose domains cross those of the next one cannot be part of a tree: leave the
+  // higher one out.
+  for (size_t i = 0; i + 1 < order.size();) {
+    if (Nested(values, order[i], order[i + 1])) {
+      ++i;
+      continue;
+    }
+    out.notes.push_back("tier " + std::string(FabricTierName(order[i + 1])) +
+                        " left out: its domains cut across those of tier " +
+                        std::string(FabricTierName(order[i])));
+    order.erase(order.begin() + static_cast<std::ptrdiff_t>(i + 1));
+  }
+
+  topology::FabricSpec spec;
+  for (FabricTier t : order) {
+    spec.tiers.push_back({std::string(FabricTierName(t)), 0});
+    out.tiers.emplace_back(FabricTierName(t));
+  }
+  spec.tiers.push_back({std::string(kAny), 0});
+  out.tiers.emplace_back(kAny);
+  const int any_tier = static_cast<int>(order.size());
+  const std::string any_domain = std::string(kAny);
+  spec.domains.push_back({any_domain, any_tier, ""});
+  auto domain_name = [](FabricTier t, const std::string& value) {
+    return std::string(FabricTierName(t)) + "/" + value;
+  };
+  std::set<std::string> made;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    std::string lowest;
+    std::string child;  // the domain made (or found) one tier down, whose parent is next
+    for (size_t t = 0; t < order.size(); ++t) {
+      auto it = values[n].find(order[t]);
+      if (it == values[n].end()) continue;
+      const std::string name = domain_name(order[t], it->second);
+      if (lowest.empty()) lowest = name;
+      if (made.insert(name).second) spec.domains.push_back({name, static_cast<int>(t), ""});
+      if (!child.empty()) {
+        for (topology::DomainSpec& d : spec.domains) {
+          if (d.name == child && d.parent.empty()) d.parent = name;
+        }
+      }
+      child = name;
+    }
+    if (!child.empty()) {
+      for (topology::DomainSpec& d : spec.domains) {
+        if (d.name == child && d.parent.empty()) d.parent = any_domain;
+      }
+    }
+    spec.nodes.push_back({nodes[n].name, lowest.empty() ? any_domain : lowest});
+  }
+  ASSIGN_OR_RETURN(out.fabric, topology::Fabric::Build(spec));
+  return out;
+}
+
+namespace {
+
+// What one node can give the gang.
+struct NodeOffer {
+  int free = 0;                      // free devices the class admits; 0 when k is not possible
+  std::vector<std::string> devices;  // the solver's set of k, in its order
+};
+
+NodeOffer Offer(const GangCandidate& node, const GangPlanInput& in, const std::string& cls, int k) {
+  NodeOffer offer;
+  if (node.inventory == nullptr) return offer;
+  StatusOr<topology::NodeSpec> spec = api::NodeDescriptionFromInventory(*node.inventory);
+  if (!spec.ok()) return offer;
+  StatusOr<topology::Node> model = topology::Node::Build(*spec);
+  if (!model.ok()) return offer;
+  std::map<std::string, const api::InventoryDevice*> by_name;
+  for (const api::InventoryDevice& d : node.inventory->status.devices) by_name[d.name] = &d;
+  topology::DeviceSet free;
+  for (int id = 0; id < model->size(); ++id) {
+    auto it = by_name.find(model->device(id).name);
+    if (it == by_name.end()) continue;
+    const api::InventoryDevice& d = *it->second;
+    if (d.health != "Healthy" || node.allocated.contains(d.name)) continue;
+    if (DeviceInClass(*in.config, cls, in.driver, d) == false) continue;
+    free.Add(id);
+  }
+  if (free.size() < k) return offer;
+  const topology::SolveResult best = topology::Solve(*model, free, k);
+  if (!best.feasible) return offer;
+  offer.free = free.size();
+  for (int id : best.devices.Ids()) offer.devices.push_back(model->device(id).name);
+  return offer;
+}
+
+bool Selected(const GangCandidate& node, const std::map<std::string, std::string>& selector) {
+  for (const auto& [key, value] : selector) {
+    auto it = node.labels.find(key);
+    if (it == node.labels.end() || it->second != value) return false;
+  }
+  return true;
+}
+
+void SetPlacedCondition(AcceleratorGangStatus& status, const AcceleratorGang& gang, bool placed,
+                        std::string reason, std::string message, const std::string& now) {
+  api::Condition c;
+  c.type = std::string(kPlacedCondition);
+  c.status = placed ? "True" : "False";
+  c.reason = std::move(reason);
+  c.message = std::move(message);
+  c.observed_generation = gang.metadata.generation;
+  c.last_transition_time = now;
+  for (api::Condition& old : status.conditions) {
+    if (old.type != c.type) continue;
+    if (old.status == c.status) c.last_transition_time = old.last_transition_time;
+    old = std::move(c);
+    return;
+  }
+  status.conditions.push_back(std::move(c));
+}
+
+// The highest fabric tier index `max_tier` allows, or -1 when none: the tier itself when the
+// fabric has it, else the longest run of tiers from the bottom whose default rank is below it.
+int HighestTier(const GangFabric& f, const std::string& max_tier) {
+  if (max_tier.empty() || max_tier == kAny) return f.fabric.tier_count() - 1;
+  const std::string name = max_tier == "clique" ? "scaleUpDomain" : max_tier;
+  for (int t = 0; t + 1 < f.fabric.tier_count(); ++t) {
+    if (f.tiers[static_cast<size_t>(t)] == name) return t;
+  }
+  const int limit = NominalRank(name);
+  int highest = -1;
+  for (int t = 0; t + 1 < f.fabric.tier_count(); ++t) {
+    if (NominalRank(f.tiers[static_cast<size_t>(t)]) > limit) break;
+    highest = t;
+  }
+  return highest;
+}
+
+// The device's collective-network address: the vendor's device IP (Ascend's hccn address), else
+// the address of the NIC paired with it.
+std::string DeviceAddress(const api::NodeInventory& inventory, const std::string& device) {
+  for (const api::InventoryDevice& d : inventory.status.devices) {
+    if (d.name != device) continue;
+    auto it = d.attributes.find("huawei.com/deviceIP");
+    if (it != d.attributes.end() && it->second.string_value) return *it->second.string_value;
+  }
+  for (const api::InventoryNic& nic : inventory.status.nics) {
+    if (nic.paired_device == device && !nic.ip_address.empty()) return nic.ip_address;
+  }
+  return "";
+}
+
+}  // namespace
+
+GangPlan PlanGang(const GangPlanInput& in) {
+  const AcceleratorGang& gang = *in.gang;
+  const std::string key = GangKey(gang);
+  GangPlan plan;
+  plan.status = gang.status;
+  AcceleratorGangStatus& status = plan.status;
+  status.observed_generation = gang.metadata.generation;
+  status.resource_claim_name = gang.metadata.name + "-gang";
+  if (status.phase == "Failed") return plan;
+
+  std::map<std::string, const GangCandidate*> live;
+  for (const GangCandidate& n : in.nodes) {
+    if (n.inventory != nullptr) live[n.name] = &n;
+  }
+  // A placed gang stays where it is while every member node is live.
+  std::string failed_nodes;
+  if (status.phase == "Placed" && !status.nodes.empty()) {
+    for (const GangNode& member : status.nodes) {
+      if (!live.contains(member.name))
+        failed_nodes += (failed_nodes.empty() ? "" : ", ") + member.name;
+    }
+    if (failed_nodes.empty()) return plan;
+    if (gang.spec.on_node_failure == "fail") {
+      status.phase = "Failed";
+      SetPlacedCondition(status, gang, false, "NodeFailed",
+                         "member node " + failed_nodes +
+                             " is gone or its plugin stopped; "
+                             "spec.onNodeFailure is fail",
+                         in.now);
+      return plan;
+    }
+    plan.moved = true;
+  }
+
+  const std::string& cls = api::GangDeviceClass(gang.spec);
+  const int k = static_cast<int>(gang.spec.devices_per_node);
+  const int m = static_cast<int>(gang.spec.nodes);
+  std::vector<GangCandidate> nodes(in.nodes.begin(), in.nodes.end());
+  std::sort(nodes.begin(), nodes.end(),
+            [](const GangCandidate& a, const GangCandidate& b) { return a.name < b.name; });
+  std::vector<int> free(nodes.size(), 0);
+  std::vector<std::vector<std::string>> chosen(nodes.size());
+  int offering = 0;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const GangCandidate& n = nodes[i];
+    if (!n.held_by.empty() && n.held_by != key) continue;
+    if (!Selected(n, gang.spec.node_selector)) continue;
+    NodeOffer offer = Offer(n, in, cls, k);
+    free[i] = offer.free;
+    chosen[i] = std::move(offer.devices);
+    if (offer.free > 0) ++offering;
+  }
+  auto pending = [&](std::string reason, std::string message) {
+    status.phase = "Pending";
+    status.nodes.clear();
+    status.rank_table.clear();
+    status.tier.clear();
+    status.domain.clear();
+    if (!failed_nodes.empty()) message = "member node " + failed_nodes + " failed; " + message;
+    SetPlacedCondition(status, gang, false, std::move(reason), std::move(message), in.now);
+    return plan;
+  };
+  StatusOr<GangFabric> fabric = BuildGangFabric(nodes);
+  if (!fabric.ok()) return pending("FabricInvalid", fabric.status().message());
+  plan.notes = fabric->notes;
+  const int highest = HighestTier(*fabric, gang.spec.max_tier);
+  if (highest < 0) {
+    return pending("Unschedulable", "the fabric has no tier at or below " + gang.spec.max_tier);
+  }
+  const topology::GangResult result = topology::PlaceGang(fabric->fabric, free, m, k, highest);
+  if (!result.feasible) {
+    return pending("Unschedulable", result.reason + "; " + std::to_string(offering) + " of " +
+                                        std::to_string(nodes.size()) + " live nodes can give " +
+                                        std::to_string(k) + " free devices of class " + cls +
+                                        "; retried as capacity changes");
+  }
+
+  status.phase = "Placed";
+  status.nodes.clear();
+  status.rank_table.clear();
+  status.tier = fabric->tiers[static_cast<size_t>(result.tier)];
+  const std::string& domain = fabric->fabric.domain_name(result.domain);
+  status.domain = domain.substr(domain.find('/') + 1);
+  int64_t rank = 0;
+  for (size_t r = 0; r < result.nodes.size(); ++r) {
+    const size_t i = static_cast<size_t>(result.nodes[r]);
+    const GangCandidate& n = nodes[i];
+    GangNode member;
+    member.name = n.name;
+    member.rank = static_cast<int64_t>(r);
+    member.devices = chosen[i];
+    member.address = n.address;
+    const std::string super_pod = n.inventory->status.fabric.has_value()
+                                      ? n.inventory->status.fabric->super_pod_id
+                                      : std::string();
+    for (size_t d = 0; d < chosen[i].size(); ++d) {
+      GangRank entry;
+      entry.rank = rank++;
+      entry.node = n.name;
+      entry.device = chosen[i][d];
+      entry.ip_address = DeviceAddress(*n.inventory, chosen[i][d]);
+      entry.local_rank = static_cast<int64_t>(d);
+      entry.super_pod_id = super_pod;
+      status.rank_table.push_back(std::move(entry));
+    }
+    status.nodes.push_back(std::move(member));
+  }
+  std::string message = std::to_string(m) + " nodes x " + std::to_string(k) + " devices in " +
+                        status.tier + " " + status.domain;
+  if (!failed_nodes.empty())
+    message = "member node " + failed_nodes + " failed; placed again: " + message;
+  std::string reason = plan.moved ? "Replaced" : "Placed";
+  if (!gang.spec.preferred_tier.empty() &&
+      NominalRank(status.tier) > NominalRank(gang.spec.preferred_tier)) {
+    message += " (above the preferred tier " + gang.spec.preferred_tier + ")";
+  }
+  SetPlacedCondition(status, gang, true, std::move(reason), std::move(message), in.now);
+  return plan;
+}
+
+}  // namespace xpu::controller
