@@ -29,6 +29,9 @@ inline constexpr std::string_view kAcceleratorGangKind = "AcceleratorGang";
 // The controller publishes the gang as a device named "gang-<name>" (a DNS label), so a gang's
 // name is a DNS label of at most 63 - 5 bytes.
 inline constexpr int kMaxGangNameLength = 58;
+// The pool of gang devices ("gang-<name>", network-attached: their slices select the member nodes).
+inline constexpr std::string_view kGangPoolName = "gangs";
+inline constexpr std::string_view kGangDevicePrefix = "gang-";
 
 // The fabric tiers a gang may be limited to, lowest first as a default order: a scale-up domain
 // (an NVL72 clique, an Ascend super-pod over HCCS; "clique" is another name for it), a super-pod,

@@ -44,7 +44,7 @@
 
 namespace xpu::controller {
 
-inline constexpr std::string_view kGangPool = "gangs";
+inline constexpr std::string_view kGangPool = api::kGangPoolName;
 inline constexpr std::string_view kGangSlicePrefix = "xpu-dra-gang.";
 
 // "xpu-dra-gang.<ns>.<name>", and back (nullopt for another name).

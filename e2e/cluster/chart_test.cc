@@ -610,6 +610,8 @@ TEST_CASE("chart: SubjectAccessReviews show least privilege for both identities"
   // The plugin: its claims at prepare, its Node, its inventory and Lease, Events beside the
   // Lease; no ResourceSlice at all (the controller is the only writer), no list of anything.
   CHECK(Allowed(plugin, "get", "resource.k8s.io", "resourceclaims", "default"));
+  CHECK(Allowed(plugin, "get", "xpu.dra.dev", "acceleratorgangs", "default"));
+  CHECK_FALSE(Allowed(plugin, "list", "xpu.dra.dev", "acceleratorgangs", "default"));
   CHECK_FALSE(Allowed(plugin, "list", "resource.k8s.io", "resourceclaims"));
   CHECK(Allowed(plugin, "get", "", "nodes"));
   CHECK_FALSE(Allowed(plugin, "list", "", "nodes"));

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <optional>
@@ -15,6 +16,7 @@
 
 #include "api/resource.h"
 #include "api/validation.h"
+#include "base/atomic_file.h"
 #include "base/text.h"
 #include "kubeletplugin/cdi/profiles.h"
 #include "kubeletplugin/discovery/discovery.h"
@@ -84,18 +86,22 @@ Status DriverOptions::Validate() const {
 struct Driver::Fetched {
   Status status;  // of the GET and the checks that need only the claim
   res::ResourceClaim claim;
+  std::optional<api::AcceleratorGang> gang;  // the gang whose device the claim holds
 };
 
 Driver::Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory, LogFn log)
     : Driver(std::move(options),
              std::make_shared<api::client::ApiObjects<res::ResourceClaim>>(
                  client, api::client::ResourceClaims()),
-             std::move(inventory), std::move(log)) {}
+             std::move(inventory), std::move(log),
+             std::make_shared<api::client::ApiObjects<api::AcceleratorGang>>(
+                 client, api::client::AcceleratorGangs())) {}
 
 Driver::Driver(DriverOptions options, std::shared_ptr<ClaimReader> claims, InventoryFn inventory,
-               LogFn log)
+               LogFn log, std::shared_ptr<GangReader> gangs)
     : options_(std::move(options)),
       claims_(std::move(claims)),
+      gangs_(std::move(gangs)),
       inventory_(std::move(inventory)),
       log_(std::move(log)),
       specs_(options_.cdi_dir, cdi::KindForDriver(options_.driver_name)),
@@ -178,6 +184,11 @@ Status Driver::CollectDeletedClaims() {
   return OkStatus();
 }
 
+Status Driver::WriteGangFile(const std::string& path, const std::string& content) {
+  RETURN_IF_ERROR(MakeDirectories(path.substr(0, path.rfind('/')), 0755));
+  return WriteFileAtomically(path, content, 0644);
+}
+
 Driver::Fetched Driver::Fetch(const ClaimRef& ref) {
   Fetched f;
   const std::string what = "ResourceClaim " + ref.ns + "/" + ref.name;
@@ -192,6 +203,22 @@ Driver::Fetched Driver::Fetch(const ClaimRef& ref) {
                                        ", the kubelet asked for " + ref.uid);
   } else if (!f.claim.status.allocation) {
     f.status = FailedPreconditionError(what + " is not allocated");
+  } else if (gangs_ != nullptr) {
+    // A gang device: its AcceleratorGang (same namespace) holds the ranks.
+    for (const res::DeviceRequestAllocationResult& r : f.claim.status.allocation->devices.results) {
+      if (r.driver != options_.driver_name || r.pool != api::kGangPoolName ||
+          !r.device.starts_with(api::kGangDevicePrefix)) {
+        continue;
+      }
+      const std::string name = r.device.substr(api::kGangDevicePrefix.size());
+      StatusOr<api::AcceleratorGang> gang = gangs_->Get(ObjectKey::Namespaced(ref.ns, name));
+      if (!gang.ok()) {
+        f.status = gang.status().WithContext(what + ": read its AcceleratorGang");
+      } else {
+        f.gang = std::move(gang).value();
+      }
+      break;
+    }
   }
   return f;
 }
@@ -308,9 +335,17 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
   in.inventory = inventory.get();
   for (const auto& [uid, c] : checkpoint_.claims) NoteTakenDevices(c, &in.taken);
   for (const auto& [uid, c] : *batch) NoteTakenDevices(c, &in.taken);
+  if (fetched.gang) in.gang = &*fetched.gang;
+  in.gang_dir = GangDir();
   StatusOr<PreparedClaim> prepared = ComputePreparedClaim(in, host_);
   if (!prepared.ok()) return PrepareResult{{}, prepared.status().message()};
-  // ... then act: the spec first, the checkpoint entry (by the caller, for the whole batch) last.
+  // ... then act: the files and the spec first, the checkpoint entry (by the caller, for the
+  // whole batch) last.
+  for (const auto& [path, content] : prepared->files) {
+    if (Status s = WriteGangFile(path, content); !s.ok()) {
+      return PrepareResult{{}, "ResourceClaim " + ref.ns + "/" + ref.name + ": " + s.message()};
+    }
+  }
   if (prepared->spec) {
     if (Status s = specs_.Write(ref.uid, *prepared->spec); !s.ok()) {
       return PrepareResult{{}, "ResourceClaim " + ref.ns + "/" + ref.name + ": " + s.message()};
@@ -349,6 +384,8 @@ std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<Claim
       out[ref.uid].error = s.message();
       continue;
     }
+    std::error_code ec;
+    std::filesystem::remove_all(GangDir() + "/" + ref.uid, ec);  // a gang member's files, if any
     removed.push_back(ref.uid);
   }
   CrashPoint("unprepare-after-cdi");

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "api/accelerator_gang.h"
 #include "api/client/client.h"
 #include "api/client/objects.h"
 #include "api/node_inventory.h"
@@ -77,12 +78,15 @@ using LogFn = std::function<void(const std::string&)>;
 class Driver : public NodeService {
  public:
   using ClaimReader = api::client::ObjectReader<api::resource::ResourceClaim>;
+  using GangReader = api::client::ObjectReader<api::AcceleratorGang>;
 
   // `client` and the functions must outlive the driver.
   Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory, LogFn log);
   // Claims read through `claims` (tests hand it api/client/testing/fake_objects.h).
+  // A claim holding a gang device has its AcceleratorGang read through `gangs` (none: such a
+  // claim fails with a retryable error).
   Driver(DriverOptions options, std::shared_ptr<ClaimReader> claims, InventoryFn inventory,
-         LogFn log);
+         LogFn log, std::shared_ptr<GangReader> gangs = nullptr);
 
   // Reconciles disk, checkpoint and API (see above). Must succeed before Prepare/Unprepare.
   Status Start() EXCLUDES(mu_);
@@ -114,9 +118,13 @@ class Driver : public NodeService {
                               std::map<std::string, checkpoint::Claim>* batch) REQUIRES(mu_);
   Status SaveLocked() REQUIRES(mu_);
   Status EnsureSpecLocked(const checkpoint::Claim& claim) REQUIRES(mu_);
+  // Gang members' files (rank table, host file): <state_dir>/gangs/<claim uid>/.
+  std::string GangDir() const { return options_.state_dir + "/gangs"; }
+  static Status WriteGangFile(const std::string& path, const std::string& content);
 
   const DriverOptions options_;
   const std::shared_ptr<ClaimReader> claims_;
+  const std::shared_ptr<GangReader> gangs_;
   const InventoryFn inventory_;
   const LogFn log_;
   cdi::SpecStore specs_;

@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/rank_table.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/driver/config.h"
 
@@ -101,6 +102,117 @@ cdi::DeviceFacts FactsOf(const api::InventoryDevice& d, const HostView& host) {
 
 std::string VariableName(const std::string& entry) { return entry.substr(0, entry.find('=')); }
 
+// The local devices' edits and records, appended to `spec` and `record`.
+Status AddLocalDevices(const PrepareInput& in, const HostView& host,
+                       const std::map<std::string, DeviceConfig>& config,
+                       const std::vector<Resolved>& resolved, cdi::Spec& spec,
+                       checkpoint::Claim& claim_record) {
+  const std::string what = "ResourceClaim " + in.ref.ns + "/" + in.ref.name;
+  std::vector<cdi::DeviceFacts> facts;
+  for (const Resolved& r : resolved) {
+    for (const api::InventoryDevice* d : r.devices) facts.push_back(FactsOf(*d, host));
+  }
+  const cdi::ClaimEdits edits = cdi::EditsForClaim(facts, host.files);
+  spec.edits = edits.common;
+  std::set<std::string> driver_env;
+  for (const std::string& e : edits.common.env) driver_env.insert(VariableName(e));
+  size_t next_fact = 0;
+  for (const Resolved& r : resolved) {
+    cdi::Device device;
+    device.name = in.ref.uid + "-" + r.result->device;
+    for (size_t k = 0; k < r.devices.size(); ++k, ++next_fact) {
+      const cdi::ContainerEdits& e = edits.per_device[next_fact];
+      device.edits.env.insert(device.edits.env.end(), e.env.begin(), e.env.end());
+      device.edits.device_nodes.insert(device.edits.device_nodes.end(), e.device_nodes.begin(),
+                                       e.device_nodes.end());
+      device.edits.mounts.insert(device.edits.mounts.end(), e.mounts.begin(), e.mounts.end());
+    }
+    for (const std::string& e : device.edits.env) driver_env.insert(VariableName(e));
+    const std::string request = BaseRequestName(r.result->request);
+    for (const auto& [name, value] : config.at(request).env) {
+      if (driver_env.contains(name)) {
+        std::string error = what;
+        error.append(": opaque config env.").append(name);
+        return InvalidArgumentError(error.append(": set by the driver, cannot be overridden"));
+      }
+      std::string entry = name;
+      device.edits.env.push_back(entry.append("=").append(value));
+    }
+    // Every device names its claim, so the device edits are never empty.
+    device.edits.env.push_back("XPU_DRA_CLAIM_UID=" + in.ref.uid);
+    checkpoint::Device record;
+    record.request_names = {request};
+    record.pool = r.result->pool;
+    record.device = r.result->device;
+    record.cdi_device_ids = {cdi::QualifiedName(spec.kind, device.name)};
+    record.share_id = r.result->share_id.value_or("");
+    record.members = r.members;
+    spec.devices.push_back(std::move(device));
+    claim_record.devices.push_back(std::move(record));
+  }
+  return OkStatus();
+}
+
+// The gang device's files, mounts and variables (see prepare.h).
+Status AddGangDevice(const PrepareInput& in, const res::DeviceRequestAllocationResult& result,
+                     const std::string& what, cdi::Spec& spec, PreparedClaim& out) {
+  const std::string name = result.device.substr(
+      result.device.starts_with(api::kGangDevicePrefix) ? api::kGangDevicePrefix.size() : 0);
+  if (in.gang == nullptr || in.gang->metadata.name != name) {
+    return UnavailableError(what + ": AcceleratorGang " + in.ref.ns + "/" + name + " of device " +
+                            result.device + " could not be read; retry");
+  }
+  const api::AcceleratorGangStatus& status = in.gang->status;
+  const api::GangNode* self = nullptr;
+  const api::GangNode* first = nullptr;
+  for (const api::GangNode& n : status.nodes) {
+    if (n.name == in.node_name) self = &n;
+    if (n.rank == 0) first = &n;
+  }
+  if (status.phase != "Placed" || self == nullptr || first == nullptr) {
+    return FailedPreconditionError(what + ": AcceleratorGang " + in.ref.ns + "/" + name +
+                                   " is not placed on node " + in.node_name);
+  }
+  const bool super_pods =
+      std::any_of(status.rank_table.begin(), status.rank_table.end(),
+                  [](const api::GangRank& r) { return !r.super_pod_id.empty(); });
+  StatusOr<nlohmann::json> table = api::HcclRankTable(status, super_pods ? "1.2" : "1.0");
+  if (!table.ok()) return InvalidArgumentError(what + ": " + table.status().message());
+  const std::string dir = in.gang_dir + "/" + in.ref.uid;
+  const std::string container = std::string(kGangContainerDir);
+  out.files[dir + "/rank_table.json"] = table->dump(2) + "\n";
+  out.files[dir + "/hostfile"] = api::HostFile(status);
+
+  cdi::Device device;
+  device.name = in.ref.uid + "-" + result.device;
+  for (const char* file : {"rank_table.json", "hostfile"}) {
+    device.edits.mounts.push_back(
+        {dir + "/" + file, container + "/" + file, {"ro", "nosuid", "nodev", "bind"}, ""});
+  }
+  const size_t per_node = self->devices.size();
+  device.edits.env = {
+      "RANK_TABLE_FILE=" + container + "/rank_table.json",
+      "XPU_DRA_HOSTFILE=" + container + "/hostfile",
+      "WORLD_SIZE=" + std::to_string(status.rank_table.size()),
+      "RANK_SIZE=" + std::to_string(status.rank_table.size()),
+      "NNODES=" + std::to_string(status.nodes.size()),
+      "NODE_RANK=" + std::to_string(self->rank),
+      "LOCAL_WORLD_SIZE=" + std::to_string(per_node),
+      "MASTER_ADDR=" + (first->address.empty() ? first->name : first->address),
+      "XPU_DRA_GANG=" + in.ref.ns + "/" + name,
+      "XPU_DRA_CLAIM_UID=" + in.ref.uid,
+  };
+  checkpoint::Device record;
+  record.request_names = {BaseRequestName(result.request)};
+  record.pool = result.pool;
+  record.device = result.device;
+  record.cdi_device_ids = {cdi::QualifiedName(spec.kind, device.name)};
+  record.share_id = result.share_id.value_or("");
+  spec.devices.push_back(std::move(device));
+  out.record.devices.push_back(std::move(record));
+  return OkStatus();
+}
+
 }  // namespace
 
 HostView HostViewUnder(const std::string& host_root) {
@@ -135,66 +247,35 @@ StatusOr<PreparedClaim> ComputePreparedClaim(const PrepareInput& in, const HostV
   out.record.name = in.ref.name;
 
   std::vector<const res::DeviceRequestAllocationResult*> mine;
+  std::vector<const res::DeviceRequestAllocationResult*> gangs;
   std::vector<std::string> requests;
   for (const res::DeviceRequestAllocationResult& r : in.allocation->devices.results) {
-    if (r.driver != in.driver_name || r.pool != in.node_name) continue;
+    if (r.driver != in.driver_name) continue;
+    if (r.pool == api::kGangPoolName) {
+      gangs.push_back(&r);
+      continue;
+    }
+    if (r.pool != in.node_name) continue;
     mine.push_back(&r);
     requests.push_back(r.request);
   }
   // Nothing of ours on this node (another driver's or node's results): nothing to hand over.
-  if (mine.empty()) return out;
+  if (mine.empty() && gangs.empty()) return out;
 
-  StatusOr<std::map<std::string, DeviceConfig>> config =
-      ConfigByRequest(in.allocation->devices.config, in.driver_name, requests);
-  if (!config.ok()) return InvalidArgumentError(what + ": " + config.status().message());
-  if (in.inventory == nullptr) {
-    return UnavailableError("the node's devices are not discovered yet; retry");
-  }
-  ASSIGN_OR_RETURN(const std::vector<Resolved> resolved, Resolve(in, mine, what));
-
-  std::vector<cdi::DeviceFacts> facts;
-  for (const Resolved& r : resolved) {
-    for (const api::InventoryDevice* d : r.devices) facts.push_back(FactsOf(*d, host));
-  }
-  const cdi::ClaimEdits edits = cdi::EditsForClaim(facts, host.files);
   cdi::Spec spec;
   spec.kind = in.cdi_kind;
-  spec.edits = edits.common;
-  std::set<std::string> driver_env;
-  for (const std::string& e : edits.common.env) driver_env.insert(VariableName(e));
-  size_t next_fact = 0;
-  for (const Resolved& r : resolved) {
-    cdi::Device device;
-    device.name = in.ref.uid + "-" + r.result->device;
-    for (size_t k = 0; k < r.devices.size(); ++k, ++next_fact) {
-      const cdi::ContainerEdits& e = edits.per_device[next_fact];
-      device.edits.env.insert(device.edits.env.end(), e.env.begin(), e.env.end());
-      device.edits.device_nodes.insert(device.edits.device_nodes.end(), e.device_nodes.begin(),
-                                       e.device_nodes.end());
-      device.edits.mounts.insert(device.edits.mounts.end(), e.mounts.begin(), e.mounts.end());
+  if (!mine.empty()) {
+    StatusOr<std::map<std::string, DeviceConfig>> config =
+        ConfigByRequest(in.allocation->devices.config, in.driver_name, requests);
+    if (!config.ok()) return InvalidArgumentError(what + ": " + config.status().message());
+    if (in.inventory == nullptr) {
+      return UnavailableError("the node's devices are not discovered yet; retry");
     }
-    for (const std::string& e : device.edits.env) driver_env.insert(VariableName(e));
-    const std::string request = BaseRequestName(r.result->request);
-    for (const auto& [name, value] : config->at(request).env) {
-      if (driver_env.contains(name)) {
-        std::string error = what;
-        error.append(": opaque config env.").append(name);
-        return InvalidArgumentError(error.append(": set by the driver, cannot be overridden"));
-      }
-      std::string entry = name;
-      device.edits.env.push_back(entry.append("=").append(value));
-    }
-    // Every device names its claim, so the device edits are never empty.
-    device.edits.env.push_back("XPU_DRA_CLAIM_UID=" + in.ref.uid);
-    checkpoint::Device record;
-    record.request_names = {request};
-    record.pool = r.result->pool;
-    record.device = r.result->device;
-    record.cdi_device_ids = {cdi::QualifiedName(spec.kind, device.name)};
-    record.share_id = r.result->share_id.value_or("");
-    record.members = r.members;
-    spec.devices.push_back(std::move(device));
-    out.record.devices.push_back(std::move(record));
+    ASSIGN_OR_RETURN(const std::vector<Resolved> resolved, Resolve(in, mine, what));
+    RETURN_IF_ERROR(AddLocalDevices(in, host, *config, resolved, spec, out.record));
+  }
+  for (const res::DeviceRequestAllocationResult* r : gangs) {
+    RETURN_IF_ERROR(AddGangDevice(in, *r, what, spec, out));
   }
   if (Status s = cdi::Validate(spec); !s.ok()) {
     return InvalidArgumentError(what + ": CDI spec: " + s.message());

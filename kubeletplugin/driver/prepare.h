@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 
+#include "api/accelerator_gang.h"
 #include "api/node_inventory.h"
 #include "api/resource.h"
 #include "base/status.h"
@@ -40,7 +41,14 @@ struct PrepareInput {
   const api::NodeInventory* inventory = nullptr;                // null: not discovered yet
   // Devices prepared for other claims: device name -> claim uid (NoteTakenDevices).
   std::map<std::string, std::string> taken;
+  // The AcceleratorGang whose device ("gang-<name>" in pool "gangs") the claim holds, read by
+  // the caller; null when the claim holds none. Its files go under gang_dir/<claim uid>/.
+  const api::AcceleratorGang* gang = nullptr;
+  std::string gang_dir = "/var/lib/xpu-dra/gangs";
 };
+
+// Where a gang member's container finds its files.
+inline constexpr std::string_view kGangContainerDir = "/etc/xpu-dra/gang";
 
 // The claim as it is to be prepared. `spec` is empty when none of the allocation's results is
 // this driver's on this node (nothing to hand the container; the claim is still recorded).
@@ -48,8 +56,18 @@ struct PrepareInput {
 struct PreparedClaim {
   std::optional<cdi::Spec> spec;
   checkpoint::Claim record;
+  // Files to write before the spec (host path -> content): a gang member's rank table and host
+  // file, mounted read-only by the spec.
+  std::map<std::string, std::string> files;
 };
 
+// A gang device hands the container, besides its mounts (rank_table.json: the HCCL rank table,
+// layout 1.2 when the ranks name super-pods, else 1.0; hostfile: one line per node), the
+// variables RANK_TABLE_FILE, XPU_DRA_HOSTFILE, WORLD_SIZE and RANK_SIZE (devices in the gang),
+// NNODES, NODE_RANK (this node's rank), LOCAL_WORLD_SIZE (devices per node), MASTER_ADDR (the
+// rank-0 node's address or name) and XPU_DRA_GANG (<ns>/<name>). The gang must be placed with
+// this node among its members.
+//
 // Errors name the claim ("ResourceClaim ns/name: device npu-9 of request r is not on node n1"):
 // kInvalidArgument for what the claim asks that cannot be given, kFailedPrecondition for a
 // device another claim holds, kUnavailable while the node's devices are not discovered yet.

@@ -236,3 +236,70 @@ TEST_CASE("prepare: the fixed host lists directory entries by prefix, sorted") {
 
 }  // namespace
 }  // namespace xpu::plugin
+
+namespace xpu::plugin {
+namespace {
+
+TEST_CASE("prepare: a gang device hands the rank table, host file and ranks to the container") {
+  Fixture f;
+  const api::AcceleratorGang gang = api::testing::ExampleAcceleratorGang();  // team-a/train-llm
+  f.allocation.devices.results = {Result("npus", "npu-0"), Result("npus", "npu-1"),
+                                  Result("gang", "gang-train-llm", "xpu.dra.dev", "gangs")};
+  PrepareInput in = f.Input();
+  in.gang = &gang;
+  in.gang_dir = "/var/lib/xpu-dra/gangs";
+  StatusOr<PreparedClaim> p = ComputePreparedClaim(in, f.host);
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  REQUIRE(p->spec.has_value());
+  REQUIRE(p->spec->devices.size() == 3);
+  const cdi::Device& g = p->spec->devices[2];
+  CHECK(g.name == std::string(kUid) + "-gang-train-llm");
+  for (const char* entry :
+       {"WORLD_SIZE=4", "RANK_SIZE=4", "NNODES=2", "NODE_RANK=0", "LOCAL_WORLD_SIZE=2",
+        "MASTER_ADDR=10.0.3.1", "XPU_DRA_GANG=team-a/train-llm",
+        "RANK_TABLE_FILE=/etc/xpu-dra/gang/rank_table.json",
+        "XPU_DRA_HOSTFILE=/etc/xpu-dra/gang/hostfile"}) {
+    INFO(entry);
+    CHECK(HasEnv(g.edits, entry));
+  }
+  REQUIRE(g.edits.mounts.size() == 2);
+  const std::string dir = std::string("/var/lib/xpu-dra/gangs/") + kUid;
+  CHECK(g.edits.mounts[0].host_path == dir + "/rank_table.json");
+  CHECK(g.edits.mounts[0].container_path == "/etc/xpu-dra/gang/rank_table.json");
+  CHECK(std::find(g.edits.mounts[0].options.begin(), g.edits.mounts[0].options.end(), "ro") !=
+        g.edits.mounts[0].options.end());
+  // The files: the rank table (1.2: the ranks name a super-pod) and the host file.
+  REQUIRE(p->files.size() == 2);
+  const nlohmann::json table = nlohmann::json::parse(p->files.at(dir + "/rank_table.json"));
+  CHECK(table["version"] == "1.2");
+  CHECK(table["server_count"] == "2");
+  CHECK(table["server_list"][0]["server_id"] == "10.0.3.1");
+  CHECK(table["server_list"][1]["device"][1]["rank_id"] == "3");
+  CHECK(p->files.at(dir + "/hostfile") == "10.0.3.1 slots=2\n10.0.3.2 slots=2\n");
+  // The checkpoint records it like any device.
+  REQUIRE(p->record.devices.size() == 3);
+  CHECK(p->record.devices[2].pool == "gangs");
+  CHECK(p->record.devices[2].device == "gang-train-llm");
+}
+
+TEST_CASE("prepare: a gang device without its gang, or not placed here, fails the claim") {
+  Fixture f;
+  f.allocation.devices.results = {Result("gang", "gang-train-llm", "xpu.dra.dev", "gangs")};
+  StatusOr<PreparedClaim> missing = ComputePreparedClaim(f.Input(), f.host);
+  CHECK(missing.status().code() == StatusCode::kUnavailable);
+  CHECK(missing.status().message().find("AcceleratorGang team-a/train-llm") != std::string::npos);
+
+  api::AcceleratorGang gang = api::testing::ExampleAcceleratorGang();
+  gang.status.nodes[0].name = "elsewhere";
+  PrepareInput in = f.Input();
+  in.gang = &gang;
+  StatusOr<PreparedClaim> away = ComputePreparedClaim(in, f.host);
+  CHECK(away.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(away.status().message() ==
+        "ResourceClaim team-a/train: AcceleratorGang team-a/train-llm is not placed on node "
+        "node-a3-1");
+}
+
+}  // namespace
+}  // namespace xpu::plugin
