@@ -988,6 +988,132 @@ TEST_CASE("upstream: pods reach Running through the node agent, and deletion unp
   for (auto& a : agents) CHECK(a->Stop() == 0);
 }
 
+// ---- Gangs -------------------------------------------------------------------------------------
+
+TEST_CASE("upstream: a 4 x 8 gang lands in one super-pod; its members run with their ranks",
+          "[gang]") {
+  // Six Atlas 800T A2: super-pod pod-a holds leaves a1 (g-1, g-2) and a2 (g-3, g-4); pod-b holds
+  // leaf b1 (g-5, g-6); one spine over both.
+  auto harness = DriverHarness::Create(Upstream(), WorkDir("gang"));
+  REQUIRE_OK(harness);
+  DriverHarness& h = **harness;
+  REQUIRE_OK(h.StartController());
+  std::vector<std::string> nodes;
+  for (int i = 1; i <= 6; ++i) {
+    const std::string node = "g-" + std::to_string(i);
+    const std::string leaf = i <= 2 ? "a1" : i <= 4 ? "a2" : "b1";
+    REQUIRE_OK(h.AddNode(node, "atlas800t-a2",
+                         {{"topology.xpu.dra.dev/leaf", leaf},
+                          {"topology.xpu.dra.dev/superpod", i <= 4 ? "pod-a" : "pod-b"},
+                          {"topology.xpu.dra.dev/spine", "spine-0"}}));
+    nodes.push_back(node);
+  }
+  for (const auto& node : nodes) REQUIRE_OK(h.WaitPublished(node, 1));
+  kc::Client& client = h.client();
+  REQUIRE_OK(EnsureNamespace(client, "train"));
+  const json gang = {{"apiVersion", "xpu.dra.dev/v1alpha1"},
+                     {"kind", "AcceleratorGang"},
+                     {"metadata", {{"name", "llm"}, {"namespace", "train"}}},
+                     {"spec",
+                      {{"nodes", 4},
+                       {"devicesPerNode", 8},
+                       {"capabilityClass", "huawei.xpu.dra.dev"},
+                       {"maxTier", "superpod"}}}};
+  REQUIRE_OK(client.Create(kc::AcceleratorGangs(), "train", gang));
+  json placed;
+  const bool ok = WaitFor([&] {
+    auto got = client.Get(kc::AcceleratorGangs(), "train", "llm");
+    if (got.ok()) placed = *got;
+    return got.ok() && placed.value("/status/phase"_json_pointer, "") == "Placed";
+  });
+  INFO(placed.dump(1) << "\n" << h.controller()->Log());
+  REQUIRE(ok);
+  CHECK(placed.value("/status/tier"_json_pointer, "") == "superpod");
+  CHECK(placed.value("/status/domain"_json_pointer, "") == "pod-a");
+  std::map<int64_t, std::string> rank_of_node;
+  std::set<std::string> chosen;
+  for (const auto& n : placed.at("status").at("nodes")) {
+    rank_of_node[n.at("rank").get<int64_t>()] = n.at("name").get<std::string>();
+    chosen.insert(n.at("name").get<std::string>());
+  }
+  CHECK(chosen == std::set<std::string>{"g-1", "g-2", "g-3", "g-4"});
+
+  // The members: each references the shared claim and its own claim from the gang's template.
+  std::vector<std::unique_ptr<ChildProcess>> agents;
+  for (const auto& node : nodes) agents.push_back(StartAgent(h, node));
+  for (int m = 0; m < 4; ++m) {
+    json pod = PodObject("train", "llm-" + std::to_string(m), "llm-gang", "");
+    pod["spec"]["containers"][0]["resources"]["claims"] =
+        json::array({{{"name", "gang"}}, {{"name", "devs"}}});
+    pod["spec"]["resourceClaims"] =
+        json::array({{{"name", "gang"}, {"resourceClaimName", "llm-gang"}},
+                     {{"name", "devs"}, {"resourceClaimTemplateName", "llm-member"}}});
+    REQUIRE_OK(client.Create(Pods(), "train", pod));
+  }
+  std::map<std::string, std::string> node_of_pod;
+  const bool ran = WaitFor(
+      [&] {
+        for (int m = 0; m < 4; ++m) {
+          const std::string name = "llm-" + std::to_string(m);
+          auto got = client.Get(Pods(), "train", name);
+          if (!got.ok() || got->value("/status/phase"_json_pointer, "") != "Running") return false;
+          node_of_pod[name] = got->value("/spec/nodeName"_json_pointer, "");
+        }
+        return true;
+      },
+      std::chrono::seconds(120));
+  INFO(h.controller()->Log());
+  REQUIRE(ran);
+  std::set<std::string> used;
+  for (const auto& [pod, node] : node_of_pod) {
+    INFO(pod << " on " << node);
+    CHECK(chosen.contains(node));
+    used.insert(node);
+  }
+  CHECK(used == chosen);  // one member per chosen node
+
+  // What a container would read: the rank table its node's plugin wrote for the shared claim.
+  auto shared = client.Get(kc::ResourceClaims(), "train", "llm-gang");
+  REQUIRE_OK(shared);
+  const std::string uid = shared->value("/metadata/uid"_json_pointer, "");
+  for (const auto& node : chosen) {
+    INFO(node);
+    const json table = ReadJson(h.NodeDir(node) + "/state/gangs/" + uid + "/rank_table.json");
+    CHECK(table.at("server_count") == "4");
+    REQUIRE(table.at("server_list").size() == 4);
+    for (const auto& [rank, name] : rank_of_node) {
+      const json& server = table.at("server_list").at(static_cast<size_t>(rank));
+      CHECK(server.at("server_id") == name);
+      REQUIRE(server.at("device").size() == 8);
+      for (size_t d = 0; d < 8; ++d) {
+        CHECK(server.at("device")[d].at("rank_id") == std::to_string(rank * 8 + d));
+      }
+    }
+  }
+  // Each member's own claim: eight devices of its node.
+  for (const auto& [pod, node] : node_of_pod) {
+    auto got = client.Get(Pods(), "train", pod);
+    REQUIRE_OK(got);
+    for (const auto& st : got->value("/status/resourceClaimStatuses"_json_pointer, json::array())) {
+      if (st.value("name", "") != "devs") continue;
+      auto claim = client.Get(kc::ResourceClaims(), "train", st.value("resourceClaimName", ""));
+      REQUIRE_OK(claim);
+      const auto devices = AllocatedDevices(*claim);
+      CHECK(devices.size() == 8);
+      for (const auto& d : devices) CHECK(d.rfind(node + "/", 0) == 0);
+    }
+  }
+  std::vector<std::string> pods;
+  for (const auto& [pod, node] : node_of_pod) pods.push_back(pod);
+  REQUIRE_OK(DeletePodsNow(Upstream(), "train", pods));
+  REQUIRE_OK(client.Delete(kc::AcceleratorGangs(), "train", "llm"));
+  CHECK(WaitFor([&] {
+    return client.Get(kc::ResourceClaimTemplates(), "train", "llm-member").status().code() ==
+           StatusCode::kNotFound;
+  }));
+  for (auto& a : agents) CHECK(a->Stop() == 0);
+}
+
 // ---- Liveness ---------------------------------------------------------------------------------
 
 TEST_CASE("upstream: a stopped plugin's pool is withdrawn, a deleted Node's pool collected",
