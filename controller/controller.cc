@@ -133,9 +133,24 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
   auto pool_of_node = [this](const auto& obj) {
     if (obj) queue_.Add(PoolKey(obj->name));
   };
-  inventories_.AddHandlers({pool_of_node,
-                            [pool_of_node](const auto&, const auto& n) { pool_of_node(n); },
-                            pool_of_node});
+  // A member node's inventory (device health, links) feeds its gang's status.
+  auto inventory_changed = [this, pool_of_node](const auto& obj) {
+    pool_of_node(obj);
+    if (!obj) return;
+    std::string gang;
+    {
+      MutexLock lock(mu_);
+      if (auto h = held_.find(obj->name); h != held_.end()) {
+        for (const auto& [key, holding] : holdings_) {
+          if (holding.uid == h->second) gang = key;
+        }
+      }
+    }
+    if (!gang.empty()) queue_.Add(GangQueueKey(gang));
+  };
+  inventories_.AddHandlers(
+      {inventory_changed, [inventory_changed](const auto&, const auto& n) { inventory_changed(n); },
+       inventory_changed});
   nodes_.AddHandlers({pool_of_node,
                       [this](const auto& o, const auto& n) {
                         // Heartbeats change status only; labels and uid matter here.

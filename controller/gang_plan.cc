@@ -180,11 +180,11 @@ bool Selected(const GangCandidate& node, const std::map<std::string, std::string
   return true;
 }
 
-void SetPlacedCondition(AcceleratorGangStatus& status, const AcceleratorGang& gang, bool placed,
-                        std::string reason, std::string message, const std::string& now) {
+void SetCondition(AcceleratorGangStatus& status, const AcceleratorGang& gang, std::string_view type,
+                  bool value, std::string reason, std::string message, const std::string& now) {
   api::Condition c;
-  c.type = std::string(kPlacedCondition);
-  c.status = placed ? "True" : "False";
+  c.type = std::string(type);
+  c.status = value ? "True" : "False";
   c.reason = std::move(reason);
   c.message = std::move(message);
   c.observed_generation = gang.metadata.generation;
@@ -196,6 +196,50 @@ void SetPlacedCondition(AcceleratorGangStatus& status, const AcceleratorGang& ga
     return;
   }
   status.conditions.push_back(std::move(c));
+}
+
+void SetPlacedCondition(AcceleratorGangStatus& status, const AcceleratorGang& gang, bool placed,
+                        std::string reason, std::string message, const std::string& now) {
+  SetCondition(status, gang, kPlacedCondition, placed, std::move(reason), std::move(message), now);
+}
+
+// The gang's devices that are not healthy, or whose scale-up links are down: "node/device
+// (why)"; empty when all are well.
+std::string UnwellDevices(const AcceleratorGangStatus& status,
+                          const std::map<std::string, const GangCandidate*>& live) {
+  std::string out;
+  for (const GangNode& member : status.nodes) {
+    auto it = live.find(member.name);
+    if (it == live.end() || it->second->inventory == nullptr) continue;
+    const api::NodeInventory& inv = *it->second->inventory;
+    std::set<std::string> link_down;
+    for (const api::InventoryLink& l : inv.status.links) {
+      if (l.state == "down") link_down.insert({l.a, l.b});
+    }
+    for (const std::string& name : member.devices) {
+      std::string why;
+      for (const api::InventoryDevice& d : inv.status.devices) {
+        if (d.name != name) continue;
+        if (d.health != "Healthy") why = d.health.empty() ? "Unknown" : d.health;
+      }
+      if (why.empty() && link_down.contains(name)) why = "link down";
+      if (!why.empty())
+        out += (out.empty() ? "" : ", ") + member.name + "/" + name + " (" + why + ")";
+    }
+  }
+  return out;
+}
+
+void SetHealthCondition(AcceleratorGangStatus& status, const AcceleratorGang& gang,
+                        const std::map<std::string, const GangCandidate*>& live,
+                        const std::string& now) {
+  const std::string unwell = UnwellDevices(status, live);
+  if (unwell.empty()) {
+    SetCondition(status, gang, "DevicesHealthy", true, "Healthy",
+                 "every device of the gang is healthy", now);
+  } else {
+    SetCondition(status, gang, "DevicesHealthy", false, "DevicesUnhealthy", unwell, now);
+  }
 }
 
 // The highest fabric tier index `max_tier` allows, or -1 when none: the tier itself when the
@@ -252,7 +296,10 @@ GangPlan PlanGang(const GangPlanInput& in) {
       if (!live.contains(member.name))
         failed_nodes += (failed_nodes.empty() ? "" : ", ") + member.name;
     }
-    if (failed_nodes.empty()) return plan;
+    if (failed_nodes.empty()) {
+      SetHealthCondition(status, gang, live, in.now);
+      return plan;
+    }
     if (gang.spec.on_node_failure == "fail") {
       status.phase = "Failed";
       SetPlacedCondition(status, gang, false, "NodeFailed",
@@ -290,6 +337,8 @@ GangPlan PlanGang(const GangPlanInput& in) {
     status.tier.clear();
     status.domain.clear();
     if (!failed_nodes.empty()) message = "member node " + failed_nodes + " failed; " + message;
+    std::erase_if(status.conditions,
+                  [](const api::Condition& c) { return c.type == "DevicesHealthy"; });
     SetPlacedCondition(status, gang, false, std::move(reason), std::move(message), in.now);
     return plan;
   };
@@ -348,6 +397,7 @@ GangPlan PlanGang(const GangPlanInput& in) {
     message += " (above the preferred tier " + gang.spec.preferred_tier + ")";
   }
   SetPlacedCondition(status, gang, true, std::move(reason), std::move(message), in.now);
+  SetHealthCondition(status, gang, live, in.now);
   return plan;
 }
 

@@ -107,8 +107,11 @@ TEST_CASE("PlanGang: 2 x 8 up to a leaf lands in one leaf with a full rank table
     CHECK(e.local_rank == static_cast<int64_t>(r % 8));
     CHECK(e.ip_address.starts_with("192.168.101."));
   }
-  REQUIRE(s.conditions.size() == 1);
+  REQUIRE(s.conditions.size() == 2);
+  CHECK(s.conditions[0].type == "Placed");
   CHECK(s.conditions[0].status == "True");
+  CHECK(s.conditions[1].type == "DevicesHealthy");
+  CHECK(s.conditions[1].status == "True");
   CHECK(api::ValidateAcceleratorGang([&] {
           auto g = Gang("g1", 2, "leaf");
           g.status = s;
@@ -187,6 +190,26 @@ TEST_CASE("PlanGang: a placed gang stays put, is replaced or fails when a member
   // Failed is final.
   gang.status = failed.status;
   CHECK(Plan(gang, SixNodes()).status.phase == "Failed");
+}
+
+TEST_CASE("PlanGang: a member device going unhealthy shows in the gang's conditions") {
+  auto gang = Gang("g", 2, "leaf");
+  gang.status = Plan(gang, SixNodes()).status;
+  REQUIRE(gang.status.phase == "Placed");
+  const std::string member = gang.status.nodes[1].name;
+  api::NodeInventory sick = Atlas();
+  sick.status.devices[3].health = "Unhealthy";
+  auto nodes = SixNodes();
+  for (auto& n : nodes) {
+    if (n.name == member) n.inventory = &sick;
+  }
+  const GangPlan plan = Plan(gang, nodes);
+  CHECK(plan.status.phase == "Placed");  // placement stays; the workload decides
+  REQUIRE(plan.status.conditions.size() == 2);
+  const api::Condition& health = plan.status.conditions[1];
+  CHECK(health.status == "False");
+  CHECK(health.reason == "DevicesUnhealthy");
+  CHECK(health.message == member + "/npu-3 (Unhealthy)");
 }
 
 TEST_CASE("PlanGang: a max tier the fabric lacks leaves nothing to place in") {

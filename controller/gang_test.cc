@@ -52,12 +52,19 @@ struct GangCluster {
     }
   }
 
-  std::unique_ptr<e2e::ChildProcess> StartController(const std::string& log = "controller.log") {
-    auto p = e2e::ChildProcess::Start(XPU_CONTROLLER_BINARY,
-                                      {"--kubeconfig", sim->kubeconfig(), "--namespace", "xpu-dra",
-                                       "--metrics-addr", "127.0.0.1:0", "--claim-debounce", "100ms",
-                                       "--leader-elect", "false", "--log-level", "debug"},
-                                      sim->dir() + "/" + log);
+  // Without leader election, or (`elect`) with a short lease so that a standby takes over fast.
+  std::unique_ptr<e2e::ChildProcess> StartController(const std::string& log = "controller.log",
+                                                     bool elect = false) {
+    std::vector<std::string> args = {
+        "--kubeconfig", sim->kubeconfig(),  "--namespace", "xpu-dra",     "--metrics-addr",
+        "127.0.0.1:0",  "--claim-debounce", "100ms",       "--log-level", "debug"};
+    if (elect) {
+      args.insert(args.end(), {"--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period",
+                               "200ms", "--identity", log});
+    } else {
+      args.insert(args.end(), {"--leader-elect", "false"});
+    }
+    auto p = e2e::ChildProcess::Start(XPU_CONTROLLER_BINARY, args, sim->dir() + "/" + log);
     REQUIRE(p.ok());
     return std::move(p).value();
   }
@@ -207,6 +214,24 @@ TEST_CASE("gangs: a member node whose plugin stops is replaced, or fails the gan
   REQUIRE(c.CreateGang("r", 2, "spine").ok());
   REQUIRE(c.CreateGang("f", 2, "spine", "fail").ok());
   REQUIRE(Eventually([&] { return c.NodesOf("r").size() == 2 && c.NodesOf("f").size() == 2; }));
+  // A member's device going unhealthy shows in the gang's conditions.
+  {
+    const std::string member = c.NodesOf("r")[1];
+    auto inventory = testing::FixtureInventory(XPU_SOURCE_DIR, "atlas800t-a2", member);
+    REQUIRE(inventory.ok());
+    inventory->status.devices[2].health = "Unhealthy";
+    REQUIRE(testing::PutInventory(*c.client, *inventory).ok());
+    REQUIRE(Eventually([&] {
+      auto g = c.Gang("r");
+      for (const auto& cond : g ? g->status.conditions : std::vector<api::Condition>{}) {
+        if (cond.type == "DevicesHealthy" && cond.status == "False" &&
+            cond.message == member + "/npu-2 (Unhealthy)") {
+          return true;
+        }
+      }
+      return false;
+    }));
+  }
   const std::string lost_r = c.NodesOf("r")[0];
   const std::string lost_f = c.NodesOf("f")[0];
   REQUIRE(testing::RenewPluginLease(*c.client, "xpu-dra", lost_r, 1).ok());
@@ -270,6 +295,46 @@ TEST_CASE("gangs: controller kills under 20% API faults leave no partial reserva
     return true;
   };
   REQUIRE(Eventually(consistent, milliseconds(60'000)));
+}
+
+TEST_CASE(
+    "gangs: the leader killed mid-placement, the standby finishes without a partial reservation",
+    "[controller][e2e][gang]") {
+  GangCluster c({"--fault-codes", "409,500"});
+  auto first = c.StartController("first.log", true);
+  REQUIRE(Eventually([&] { return first->Log().find("became leader") != std::string::npos; }));
+  auto second = c.StartController("second.log", true);
+  for (const char* name : {"a", "b", "c"}) REQUIRE(c.CreateGang(name, 2, "spine").ok());
+  // Faults on a third of the requests stretch the placement out, so that the kill lands in it.
+  REQUIRE(c.client->PostPath("/kube-sim/faults", {{"rate", 0.3}, {"seed", 5}}).ok());
+  // Kill the leader as soon as it has placed anything; the standby waits out the lease.
+  Eventually([&] { return !c.NodesOf("a").empty() || !c.NodesOf("b").empty(); },
+             milliseconds(5'000));
+  first->Kill();
+  REQUIRE(c.client->PostPath("/kube-sim/faults", {{"rate", 0}}).ok());
+  auto consistent = [&] {
+    std::set<std::string> taken;
+    std::map<std::string, std::set<std::string>> placed;
+    for (const char* name : {"a", "b", "c"}) {
+      const auto nodes = c.NodesOf(name);
+      if (nodes.size() != 2) return false;
+      for (const std::string& n : nodes) {
+        if (!taken.insert(n).second) return false;
+      }
+      placed[std::string("gang-") + name] = {nodes.begin(), nodes.end()};
+    }
+    const auto slices = c.GangSlices();
+    if (slices.size() != 3) return false;
+    for (const auto& s : slices) {
+      auto it = placed.find(s.spec.devices.at(0).name);
+      if (it == placed.end() || it->second != SelectedNodes(s)) return false;
+    }
+    return true;
+  };
+  const bool done = Eventually(consistent, milliseconds(30'000));
+  INFO(c.Log("second.log"));
+  REQUIRE(done);
+  CHECK(second->Log().find("became leader") != std::string::npos);
 }
 
 }  // namespace
