@@ -708,21 +708,13 @@ void Controller::OnGang(const std::shared_ptr<const api::AcceleratorGang>& old_g
   queue_.Add(GangQueueKey(key));
 }
 
-std::shared_ptr<const api::NodeInventory> Controller::Inventory(const StoredInventory& stored) {
-  {
-    MutexLock lock(mu_);
-    auto it = decoded_.find(stored.name);
-    if (it != decoded_.end() && it->second.first == stored.resource_version) {
-      return it->second.second;
-    }
-  }
+std::shared_ptr<const api::NodeInventory> Controller::DecodedInventory(const std::string& node) {
+  const auto stored = inventories_.Get(node);
+  if (!stored) return nullptr;
   auto parsed =
-      api::FromJson<api::NodeInventory>(nlohmann::json::parse(stored.json, nullptr, false));
+      api::FromJson<api::NodeInventory>(nlohmann::json::parse(stored->json, nullptr, false));
   if (!parsed.ok()) return nullptr;
-  auto decoded = std::make_shared<const api::NodeInventory>(std::move(parsed).value());
-  MutexLock lock(mu_);
-  decoded_[stored.name] = {stored.resource_version, decoded};
-  return decoded;
+  return std::make_shared<const api::NodeInventory>(std::move(parsed).value());
 }
 
 Status Controller::SyncGangKey(const std::string& key) {
@@ -771,14 +763,17 @@ Status Controller::SyncGangKey(const std::string& key) {
         allocated[pool] = std::set<std::string>(devices.begin(), devices.end());
       }
     }
-    std::vector<std::shared_ptr<const api::NodeInventory>> keep;
+    uint64_t config_generation = 0;
+    {
+      MutexLock lock(mu_);
+      config_generation = config_generation_;
+    }
+    const std::string& cls = api::GangDeviceClass(gang->spec);
+    const int k = static_cast<int>(gang->spec.devices_per_node);
     for (const auto& [node, is_live] : live) {
       const auto stored = inventories_.Get(node);
       const auto node_obj = nodes_.Get(node);
       if (!stored || !node_obj) continue;
-      auto inventory = Inventory(*stored);
-      if (!inventory) continue;
-      keep.push_back(inventory);
       GangCandidate c;
       c.name = node;
       c.address = node_obj->address;
@@ -786,26 +781,47 @@ Status Controller::SyncGangKey(const std::string& key) {
       if (auto h = c.labels.find("kubernetes.io/hostname"); h != c.labels.end()) {
         objects.hostnames[node] = h->second;
       }
-      c.inventory = inventory.get();
       if (auto a = allocated.find(node); a != allocated.end()) c.allocated = a->second;
       if (auto h = held.find(node); h != held.end()) c.held_by = h->second;
+      std::string inputs = stored->resource_version + "|" + cls + "|" + std::to_string(k) + "|" +
+                           std::to_string(config_generation) + "|";
+      for (const std::string& d : c.allocated) inputs.append(d) += ",";
+      CachedOffer& cached = offers_[node];
+      if (cached.inputs != inputs) {
+        auto inventory = DecodedInventory(node);
+        if (!inventory) continue;
+        cached.inputs = std::move(inputs);
+        cached.offer = OfferOf(*inventory, c.allocated, *cfg, cls, options_.driver, k);
+        cached.fabric = inventory->status.fabric;
+      }
+      c.offer = cached.offer;
+      c.fabric = cached.fabric;
       in.nodes.push_back(std::move(c));
     }
+    // Offers of nodes that are gone.
+    for (auto it = offers_.begin(); it != offers_.end();) {
+      it = inventories_.Get(it->first) ? std::next(it) : offers_.erase(it);
+    }
+    std::map<std::string, std::shared_ptr<const api::NodeInventory>> members;
+    in.inventory_of = [this, &members](const std::string& node) {
+      auto& slot = members[node];
+      if (!slot) slot = DecodedInventory(node);
+      return slot;
+    };
     GangPlan plan = PlanGang(in);
     for (const std::string& note : plan.notes) log_->Debug("gang " + key + ": " + note);
     moved = plan.moved;
     // The template asks for one scale-up domain when every chosen set lies in one.
     for (const api::GangNode& member : plan.status.nodes) {
-      for (const auto& inv : keep) {
-        if (inv->metadata.name != member.name) continue;
-        const auto domains = DeviceScaleUpDomains(*inv);
-        std::set<std::string> seen;
-        for (const std::string& d : member.devices) {
-          auto it = domains.find(d);
-          seen.insert(it == domains.end() ? "" : it->second);
-        }
-        if (seen.size() > 1) objects.scale_up_aligned = false;
+      const auto inv = in.inventory_of(member.name);
+      if (!inv) continue;
+      const auto domains = DeviceScaleUpDomains(*inv);
+      std::set<std::string> seen;
+      for (const std::string& d : member.devices) {
+        auto it = domains.find(d);
+        seen.insert(it == domains.end() ? "" : it->second);
       }
+      if (seen.size() > 1) objects.scale_up_aligned = false;
     }
     next = std::move(plan.status);
   }

@@ -162,7 +162,9 @@ class Controller {
   std::set<std::string> HoldNodes(const std::string& key, const std::string& uid,
                                   const std::string& version, const std::vector<std::string>& nodes)
       REQUIRES(mu_);
-  std::shared_ptr<const api::NodeInventory> Inventory(const StoredInventory& stored);
+  // The node's inventory, decoded now (not kept: 10,000 decoded inventories would be most of the
+  // controller's memory); null when absent or malformed.
+  std::shared_ptr<const api::NodeInventory> DecodedInventory(const std::string& node);
   std::vector<SlicePtr> ExistingSlices(const std::string& pool);
   void RememberWrites(const PoolSyncResult& result);
   void OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
@@ -229,9 +231,14 @@ class Controller {
     std::vector<std::string> nodes;
   };
   std::map<std::string, Holding> holdings_ GUARDED_BY(mu_);
-  // Decoded inventories by node, with the resourceVersion they were decoded from.
-  std::map<std::string, std::pair<std::string, std::shared_ptr<const api::NodeInventory>>> decoded_
-      GUARDED_BY(mu_);
+  // Per node, what it offers gangs, and the inputs that offer was computed from (inventory
+  // version, devices held, class, count, config): a placement decodes only changed inventories.
+  struct CachedOffer {
+    std::string inputs;
+    GangOffer offer;
+    std::optional<api::InventoryFabric> fabric;
+  };
+  std::map<std::string, CachedOffer> offers_ GUARDED_BY(gang_mu_);
 };
 
 }  // namespace xpu::controller

@@ -43,7 +43,7 @@ const std::vector<std::string_view>& FabricTierLabels(FabricTier tier) {
 }
 
 std::map<FabricTier, std::string> NodeFabricTiers(const std::map<std::string, std::string>& labels,
-                                                  const api::NodeInventory* inventory) {
+                                                  const api::InventoryFabric* fabric) {
   std::map<FabricTier, std::string> out;
   for (FabricTier tier : kFabricTiers) {
     for (std::string_view label : FabricTierLabels(tier)) {
@@ -54,8 +54,8 @@ std::map<FabricTier, std::string> NodeFabricTiers(const std::map<std::string, st
       }
     }
   }
-  if (inventory != nullptr && inventory->status.fabric.has_value()) {
-    const api::InventoryFabric& f = *inventory->status.fabric;
+  if (fabric != nullptr) {
+    const api::InventoryFabric& f = *fabric;
     if (!f.clique_id.empty()) out.emplace(FabricTier::kScaleUp, f.clique_id);
     if (!f.super_pod_id.empty()) out.emplace(FabricTier::kSuperPod, f.super_pod_id);
     if (!f.leaf.empty()) out.emplace(FabricTier::kLeaf, f.leaf);

@@ -28,7 +28,7 @@ const std::vector<std::string_view>& FabricTierLabels(FabricTier tier);
 // The node's domain in each tier it has one in: the first label present (non-empty), else the
 // inventory's fabric (clique id; super-pod id; leaf; spine).
 std::map<FabricTier, std::string> NodeFabricTiers(const std::map<std::string, std::string>& labels,
-                                                  const api::NodeInventory* inventory);
+                                                  const api::InventoryFabric* fabric);
 
 }  // namespace xpu::controller
 

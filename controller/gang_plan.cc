@@ -61,7 +61,11 @@ StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes) {
   values.reserve(nodes.size());
   std::set<FabricTier> present;
   for (const GangCandidate& n : nodes) {
-    values.push_back(NodeFabricTiers(n.labels, n.inventory));
+    values.push_back(n.inventory != nullptr
+                         ? NodeFabricTiers(n.labels, n.inventory->status.fabric
+                                                         ? &*n.inventory->status.fabric
+                                                         : nullptr)
+                         : NodeFabricTiers(n.labels, n.fabric ? &*n.fabric : nullptr));
     for (const auto& [tier, value] : values.back()) present.insert(tier);
   }
   // Order by containment, the default order breaking ties: repeatedly take the first tier (in
@@ -138,30 +142,23 @@ StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes) {
   return out;
 }
 
-namespace {
-
-// What one node can give the gang.
-struct NodeOffer {
-  int free = 0;                      // free devices the class admits; 0 when k is not possible
-  std::vector<std::string> devices;  // the solver's set of k, in its order
-};
-
-NodeOffer Offer(const GangCandidate& node, const GangPlanInput& in, const std::string& cls, int k) {
-  NodeOffer offer;
-  if (node.inventory == nullptr) return offer;
-  StatusOr<topology::NodeSpec> spec = api::NodeDescriptionFromInventory(*node.inventory);
+GangOffer OfferOf(const api::NodeInventory& inventory, const std::set<std::string>& allocated,
+                  const Config& config, std::string_view device_class, std::string_view driver,
+                  int k) {
+  GangOffer offer;
+  StatusOr<topology::NodeSpec> spec = api::NodeDescriptionFromInventory(inventory);
   if (!spec.ok()) return offer;
   StatusOr<topology::Node> model = topology::Node::Build(*spec);
   if (!model.ok()) return offer;
   std::map<std::string, const api::InventoryDevice*> by_name;
-  for (const api::InventoryDevice& d : node.inventory->status.devices) by_name[d.name] = &d;
+  for (const api::InventoryDevice& d : inventory.status.devices) by_name[d.name] = &d;
   topology::DeviceSet free;
   for (int id = 0; id < model->size(); ++id) {
     auto it = by_name.find(model->device(id).name);
     if (it == by_name.end()) continue;
     const api::InventoryDevice& d = *it->second;
-    if (d.health != "Healthy" || node.allocated.contains(d.name)) continue;
-    if (DeviceInClass(*in.config, cls, in.driver, d) == false) continue;
+    if (d.health != "Healthy" || allocated.contains(d.name)) continue;
+    if (DeviceInClass(config, device_class, driver, d) == false) continue;
     free.Add(id);
   }
   if (free.size() < k) return offer;
@@ -171,6 +168,8 @@ NodeOffer Offer(const GangCandidate& node, const GangPlanInput& in, const std::s
   for (int id : best.devices.Ids()) offer.devices.push_back(model->device(id).name);
   return offer;
 }
+
+namespace {
 
 bool Selected(const GangCandidate& node, const std::map<std::string, std::string>& selector) {
   for (const auto& [key, value] : selector) {
@@ -205,13 +204,14 @@ void SetPlacedCondition(AcceleratorGangStatus& status, const AcceleratorGang& ga
 
 // The gang's devices that are not healthy, or whose scale-up links are down: "node/device
 // (why)"; empty when all are well.
-std::string UnwellDevices(const AcceleratorGangStatus& status,
-                          const std::map<std::string, const GangCandidate*>& live) {
+using InventoryOf = std::function<const api::NodeInventory*(const std::string&)>;
+
+std::string UnwellDevices(const AcceleratorGangStatus& status, const InventoryOf& inventory_of) {
   std::string out;
   for (const GangNode& member : status.nodes) {
-    auto it = live.find(member.name);
-    if (it == live.end() || it->second->inventory == nullptr) continue;
-    const api::NodeInventory& inv = *it->second->inventory;
+    const api::NodeInventory* found = inventory_of(member.name);
+    if (found == nullptr) continue;
+    const api::NodeInventory& inv = *found;
     std::set<std::string> link_down;
     for (const api::InventoryLink& l : inv.status.links) {
       if (l.state == "down") link_down.insert({l.a, l.b});
@@ -231,9 +231,8 @@ std::string UnwellDevices(const AcceleratorGangStatus& status,
 }
 
 void SetHealthCondition(AcceleratorGangStatus& status, const AcceleratorGang& gang,
-                        const std::map<std::string, const GangCandidate*>& live,
-                        const std::string& now) {
-  const std::string unwell = UnwellDevices(status, live);
+                        const InventoryOf& inventory_of, const std::string& now) {
+  const std::string unwell = UnwellDevices(status, inventory_of);
   if (unwell.empty()) {
     SetCondition(status, gang, "DevicesHealthy", true, "Healthy",
                  "every device of the gang is healthy", now);
@@ -286,9 +285,17 @@ GangPlan PlanGang(const GangPlanInput& in) {
   if (status.phase == "Failed") return plan;
 
   std::map<std::string, const GangCandidate*> live;
-  for (const GangCandidate& n : in.nodes) {
-    if (n.inventory != nullptr) live[n.name] = &n;
-  }
+  for (const GangCandidate& n : in.nodes) live[n.name] = &n;
+  // A member's inventory: the candidate's, else asked for.
+  std::map<std::string, std::shared_ptr<const api::NodeInventory>> asked;
+  auto inventory_of = [&](const std::string& node) -> const api::NodeInventory* {
+    auto it = live.find(node);
+    if (it != live.end() && it->second->inventory != nullptr) return it->second->inventory;
+    if (!in.inventory_of) return nullptr;
+    auto& slot = asked[node];
+    if (!slot) slot = in.inventory_of(node);
+    return slot.get();
+  };
   // A placed gang stays where it is while every member node is live.
   std::string failed_nodes;
   if (status.phase == "Placed" && !status.nodes.empty()) {
@@ -297,7 +304,7 @@ GangPlan PlanGang(const GangPlanInput& in) {
         failed_nodes += (failed_nodes.empty() ? "" : ", ") + member.name;
     }
     if (failed_nodes.empty()) {
-      SetHealthCondition(status, gang, live, in.now);
+      SetHealthCondition(status, gang, inventory_of, in.now);
       return plan;
     }
     if (gang.spec.on_node_failure == "fail") {
@@ -323,9 +330,12 @@ GangPlan PlanGang(const GangPlanInput& in) {
   int offering = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     const GangCandidate& n = nodes[i];
-    if (!n.held_by.empty() && n.held_by != key) continue;
+    if (!n.held_by.empty() && n.held_by != gang.metadata.uid) continue;
     if (!Selected(n, gang.spec.node_selector)) continue;
-    NodeOffer offer = Offer(n, in, cls, k);
+    GangOffer offer = n.offer ? *n.offer
+                      : n.inventory != nullptr
+                          ? OfferOf(*n.inventory, n.allocated, *in.config, cls, in.driver, k)
+                          : GangOffer{};
     free[i] = offer.free;
     chosen[i] = std::move(offer.devices);
     if (offer.free > 0) ++offering;
@@ -372,15 +382,16 @@ GangPlan PlanGang(const GangPlanInput& in) {
     member.rank = static_cast<int64_t>(r);
     member.devices = chosen[i];
     member.address = n.address;
-    const std::string super_pod = n.inventory->status.fabric.has_value()
-                                      ? n.inventory->status.fabric->super_pod_id
+    const api::NodeInventory* inventory = inventory_of(n.name);
+    const std::string super_pod = inventory != nullptr && inventory->status.fabric.has_value()
+                                      ? inventory->status.fabric->super_pod_id
                                       : std::string();
     for (size_t d = 0; d < chosen[i].size(); ++d) {
       GangRank entry;
       entry.rank = rank++;
       entry.node = n.name;
       entry.device = chosen[i][d];
-      entry.ip_address = DeviceAddress(*n.inventory, chosen[i][d]);
+      entry.ip_address = inventory != nullptr ? DeviceAddress(*inventory, chosen[i][d]) : "";
       entry.local_rank = static_cast<int64_t>(d);
       entry.super_pod_id = super_pod;
       status.rank_table.push_back(std::move(entry));
@@ -397,7 +408,7 @@ GangPlan PlanGang(const GangPlanInput& in) {
     message += " (above the preferred tier " + gang.spec.preferred_tier + ")";
   }
   SetPlacedCondition(status, gang, true, std::move(reason), std::move(message), in.now);
-  SetHealthCondition(status, gang, live, in.now);
+  SetHealthCondition(status, gang, inventory_of, in.now);
   return plan;
 }
 

@@ -22,9 +22,13 @@
 #ifndef XPU_CONTROLLER_GANG_PLAN_H_
 #define XPU_CONTROLLER_GANG_PLAN_H_
 
+#include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/accelerator_gang.h"
@@ -35,14 +39,29 @@
 
 namespace xpu::controller {
 
-// One node as gang placement sees it.
+// What one node can give a gang of `k` devices per node: its free devices that the class admits
+// (healthy, not held by a claim), when its vendor's rules allow a set of k of them, else 0; and
+// the solver's set of k, in its order.
+struct GangOffer {
+  int free = 0;
+  std::vector<std::string> devices;
+};
+GangOffer OfferOf(const api::NodeInventory& inventory, const std::set<std::string>& allocated,
+                  const Config& config, std::string_view device_class, std::string_view driver,
+                  int k);
+
+// One live node as gang placement sees it.
 struct GangCandidate {
   std::string name;
   std::string address;  // InternalIP, may be empty
   std::map<std::string, std::string> labels;
-  const api::NodeInventory* inventory = nullptr;  // not owned; null: not a candidate
-  std::set<std::string> allocated;                // devices claims hold
-  std::string held_by;                            // "<ns>/<name>" of the gang holding it, or ""
+  // Not owned. Either the inventory, or the node's offer and its inventory's fabric (the
+  // controller caches those, so that a placement over 10,000 nodes decodes none of them).
+  const api::NodeInventory* inventory = nullptr;
+  std::optional<GangOffer> offer;
+  std::optional<api::InventoryFabric> fabric;
+  std::set<std::string> allocated;  // devices claims hold
+  std::string held_by;              // uid of the gang holding it, or ""
 };
 
 // The fabric tree over the candidates.
@@ -56,6 +75,9 @@ StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes);
 struct GangPlanInput {
   const api::AcceleratorGang* gang = nullptr;
   std::vector<GangCandidate> nodes;  // the live nodes, in any order
+  // The inventory of a member node (device addresses, super-pod, health), for candidates given
+  // without one; may answer null.
+  std::function<std::shared_ptr<const api::NodeInventory>(const std::string& node)> inventory_of;
   const Config* config = nullptr;
   std::string driver = "xpu.dra.dev";
   std::string now;  // RFC 3339, for condition transition times
