@@ -9,6 +9,7 @@
 #include <chrono>
 #include <iostream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
   auto controller = xpu::e2e::ChildProcess::Start(
       XPU_CONTROLLER_BINARY,
       {"--kubeconfig", (*sim)->kubeconfig(), "--namespace", "xpu-dra", "--qps", qps, "--burst", qps,
-       "--leader-elect", "false", "--metrics-addr", "127.0.0.1:0", "--log-level", "info"},
+       "--leader-elect", "false", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug"},
       (*sim)->dir() + "/controller.log");
   if (!controller.ok()) return Fail(controller.status().message());
   int port = 0;
@@ -125,6 +126,16 @@ int main(int argc, char** argv) {
   if (done < nodes) return Fail("only " + std::to_string(done) + " pools published");
   std::cout << "full publish: " << nodes << " nodes in " << Ms(Clock::now() - start) / 1000
             << " s at QPS " << qps << "\n";
+  // Steady state: the syncs that follow the publish (each slice's watch event re-checks its
+  // pool) drain first; a gang created before waits behind them in the queue.
+  const auto drain_start = Clock::now();
+  const std::string depth = "xpu_dra_controller_queue_depth";
+  while (MetricValue(xpu::e2e::HttpGet(port, "/metrics"), depth) > 0 &&
+         Clock::now() - drain_start < std::chrono::seconds(300)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  std::cout << "work queue drained " << Ms(Clock::now() - drain_start) / 1000
+            << " s after the publish\n";
 
   // Gangs, one after another; a watch sees each placed.
   kc::TypedInformer<xpu::api::AcceleratorGang> watch(client->get(), kc::AcceleratorGangs());
@@ -169,6 +180,15 @@ int main(int argc, char** argv) {
             << " ms, p99 " << Percentile(latencies, 0.99) << " ms, max "
             << Percentile(latencies, 1.0) << " ms (budget p99 2000 ms)\n";
   std::cout << "controller peak VmHWM " << StatusMb((*controller)->pid(), "VmHWM") << " MB\n";
+  // Where a placement's time goes, from the controller's debug lines.
+  std::istringstream log((*controller)->Log());
+  int shown = 0;
+  for (std::string line; std::getline(log, line) && shown < 3;) {
+    if (line.find("candidates (") != std::string::npos) {
+      std::cout << "  " << line.substr(line.find("msg=")) << "\n";
+      ++shown;
+    }
+  }
   (*controller)->Stop();
   return 0;
 }

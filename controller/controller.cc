@@ -437,6 +437,15 @@ Status Controller::SyncPoolKey(const std::string& node) {
     auto parsed = api::FromJson<api::NodeInventory>(inventory_json);
     if (!parsed.ok()) return parsed.status().WithContext("decode inventory of node " + node);
     decoded_inventory = std::move(parsed).value();
+    // What gang placement needs of it, while it is decoded.
+    auto facts = GangFactsOf(*decoded_inventory);
+    MutexLock lock(mu_);
+    if (facts.ok()) {
+      gang_facts_[node] = {inventory->resource_version,
+                           std::make_shared<const GangNodeFacts>(std::move(facts).value())};
+    } else {
+      gang_facts_.erase(node);
+    }
   }
   if (live) {
     NodeFacts facts{node, node_obj->uid, node_obj->labels, gang_uid};
@@ -770,6 +779,9 @@ Status Controller::SyncGangKey(const std::string& key) {
     }
     const std::string& cls = api::GangDeviceClass(gang->spec);
     const int k = static_cast<int>(gang->spec.devices_per_node);
+    int computed = 0;  // offers computed now (the rest were cached)
+    int decoded = 0;   // of which from an inventory decoded now
+    const auto started = SteadyClock::now();
     for (const auto& [node, is_live] : live) {
       const auto stored = inventories_.Get(node);
       const auto node_obj = nodes_.Get(node);
@@ -788,19 +800,40 @@ Status Controller::SyncGangKey(const std::string& key) {
       for (const std::string& d : c.allocated) inputs.append(d) += ",";
       CachedOffer& cached = offers_[node];
       if (cached.inputs != inputs) {
-        auto inventory = DecodedInventory(node);
-        if (!inventory) continue;
+        std::shared_ptr<const GangNodeFacts> facts;
+        {
+          MutexLock lock(mu_);
+          auto f = gang_facts_.find(node);
+          if (f != gang_facts_.end() && f->second.first == stored->resource_version) {
+            facts = f->second.second;
+          }
+        }
+        ++computed;
+        if (!facts) {  // not synced since the inventory changed: decode it now
+          ++decoded;
+          auto inventory = DecodedInventory(node);
+          if (!inventory) continue;
+          auto made = GangFactsOf(*inventory);
+          if (!made.ok()) continue;
+          facts = std::make_shared<const GangNodeFacts>(std::move(made).value());
+        }
         cached.inputs = std::move(inputs);
-        cached.offer = OfferOf(*inventory, c.allocated, *cfg, cls, options_.driver, k);
-        cached.fabric = inventory->status.fabric;
+        cached.offer = OfferOf(*facts, c.allocated, *cfg, cls, options_.driver, k);
+        cached.fabric = facts->fabric;
       }
       c.offer = cached.offer;
       c.fabric = cached.fabric;
       in.nodes.push_back(std::move(c));
     }
-    // Offers of nodes that are gone.
+    // Offers and facts of nodes that are gone.
     for (auto it = offers_.begin(); it != offers_.end();) {
       it = inventories_.Get(it->first) ? std::next(it) : offers_.erase(it);
+    }
+    {
+      MutexLock lock(mu_);
+      for (auto it = gang_facts_.begin(); it != gang_facts_.end();) {
+        it = inventories_.Get(it->first) ? std::next(it) : gang_facts_.erase(it);
+      }
     }
     std::map<std::string, std::shared_ptr<const api::NodeInventory>> members;
     in.inventory_of = [this, &members](const std::string& node) {
@@ -808,7 +841,19 @@ Status Controller::SyncGangKey(const std::string& key) {
       if (!slot) slot = DecodedInventory(node);
       return slot;
     };
+    const auto gathered = SteadyClock::now();
     GangPlan plan = PlanGang(in);
+    log_->Debug(
+        "gang " + key + ": " + std::to_string(in.nodes.size()) + " candidates (" +
+        std::to_string(computed) + " offers computed, " + std::to_string(decoded) +
+        " inventories decoded) in " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(gathered - started).count()) +
+        " ms, placed in " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - gathered)
+                .count()) +
+        " ms");
     for (const std::string& note : plan.notes) log_->Debug("gang " + key + ": " + note);
     moved = plan.moved;
     // The template asks for one scale-up domain when every chosen set lies in one.

@@ -239,6 +239,10 @@ class Controller {
     std::optional<api::InventoryFabric> fabric;
   };
   std::map<std::string, CachedOffer> offers_ GUARDED_BY(gang_mu_);
+  // Per node, the small facts gang placement needs, kept by each pool sync (which decodes the
+  // inventory anyway) with the inventory version they came from.
+  std::map<std::string, std::pair<std::string, std::shared_ptr<const GangNodeFacts>>> gang_facts_
+      GUARDED_BY(mu_);
 };
 
 }  // namespace xpu::controller

@@ -114,7 +114,11 @@ StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes) {
   auto domain_name = [](FabricTier t, const std::string& value) {
     return std::string(FabricTierName(t)) + "/" + value;
   };
-  std::set<std::string> made;
+  std::map<std::string, size_t> made;  // domain name -> index in spec.domains
+  auto set_parent = [&](const std::string& child, const std::string& parent) {
+    topology::DomainSpec& d = spec.domains[made.at(child)];
+    if (d.parent.empty()) d.parent = parent;
+  };
   for (size_t n = 0; n < nodes.size(); ++n) {
     std::string lowest;
     std::string child;  // the domain made (or found) one tier down, whose parent is next
@@ -123,35 +127,48 @@ StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes) {
       if (it == values[n].end()) continue;
       const std::string name = domain_name(order[t], it->second);
       if (lowest.empty()) lowest = name;
-      if (made.insert(name).second) spec.domains.push_back({name, static_cast<int>(t), ""});
-      if (!child.empty()) {
-        for (topology::DomainSpec& d : spec.domains) {
-          if (d.name == child && d.parent.empty()) d.parent = name;
-        }
+      if (made.emplace(name, spec.domains.size()).second) {
+        spec.domains.push_back({name, static_cast<int>(t), ""});
       }
+      if (!child.empty()) set_parent(child, name);
       child = name;
     }
-    if (!child.empty()) {
-      for (topology::DomainSpec& d : spec.domains) {
-        if (d.name == child && d.parent.empty()) d.parent = any_domain;
-      }
-    }
+    if (!child.empty()) set_parent(child, any_domain);
     spec.nodes.push_back({nodes[n].name, lowest.empty() ? any_domain : lowest});
   }
   ASSIGN_OR_RETURN(out.fabric, topology::Fabric::Build(spec));
   return out;
 }
 
-GangOffer OfferOf(const api::NodeInventory& inventory, const std::set<std::string>& allocated,
+StatusOr<GangNodeFacts> GangFactsOf(const api::NodeInventory& inventory) {
+  GangNodeFacts facts;
+  ASSIGN_OR_RETURN(facts.topology, api::NodeDescriptionFromInventory(inventory));
+  for (const api::InventoryDevice& d : inventory.status.devices) {
+    api::InventoryDevice slim;
+    slim.name = d.name;
+    slim.vendor = d.vendor;
+    slim.model = d.model;
+    slim.memory = d.memory;
+    slim.health = d.health;
+    for (const char* name : {"family", "bf16", "fp16", "fp8", "int8"}) {
+      if (auto it = d.attributes.find(name); it != d.attributes.end()) {
+        slim.attributes.emplace(it->first, it->second);
+      }
+    }
+    facts.devices.push_back(std::move(slim));
+  }
+  facts.fabric = inventory.status.fabric;
+  return facts;
+}
+
+GangOffer OfferOf(const GangNodeFacts& facts, const std::set<std::string>& allocated,
                   const Config& config, std::string_view device_class, std::string_view driver,
                   int k) {
   GangOffer offer;
-  StatusOr<topology::NodeSpec> spec = api::NodeDescriptionFromInventory(inventory);
-  if (!spec.ok()) return offer;
-  StatusOr<topology::Node> model = topology::Node::Build(*spec);
+  StatusOr<topology::Node> model = topology::Node::Build(facts.topology);
   if (!model.ok()) return offer;
   std::map<std::string, const api::InventoryDevice*> by_name;
-  for (const api::InventoryDevice& d : inventory.status.devices) by_name[d.name] = &d;
+  for (const api::InventoryDevice& d : facts.devices) by_name[d.name] = &d;
   topology::DeviceSet free;
   for (int id = 0; id < model->size(); ++id) {
     auto it = by_name.find(model->device(id).name);
@@ -167,6 +184,14 @@ GangOffer OfferOf(const api::NodeInventory& inventory, const std::set<std::strin
   offer.free = free.size();
   for (int id : best.devices.Ids()) offer.devices.push_back(model->device(id).name);
   return offer;
+}
+
+GangOffer OfferOf(const api::NodeInventory& inventory, const std::set<std::string>& allocated,
+                  const Config& config, std::string_view device_class, std::string_view driver,
+                  int k) {
+  StatusOr<GangNodeFacts> facts = GangFactsOf(inventory);
+  if (!facts.ok()) return GangOffer{};
+  return OfferOf(*facts, allocated, config, device_class, driver, k);
 }
 
 namespace {

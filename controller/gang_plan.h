@@ -46,6 +46,21 @@ struct GangOffer {
   int free = 0;
   std::vector<std::string> devices;
 };
+// What gang placement needs of a node's inventory, kept small so that the controller can hold it
+// for every node (a decoded inventory is about 40 times larger): the topology description, the
+// devices with only the fields classes and health are judged by (name, vendor, model, memory,
+// health, family and precision attributes), and the fabric.
+struct GangNodeFacts {
+  topology::NodeSpec topology;
+  std::vector<api::InventoryDevice> devices;
+  std::optional<api::InventoryFabric> fabric;
+};
+// Errors when the inventory does not project onto a topology (the node offers nothing then).
+StatusOr<GangNodeFacts> GangFactsOf(const api::NodeInventory& inventory);
+
+GangOffer OfferOf(const GangNodeFacts& facts, const std::set<std::string>& allocated,
+                  const Config& config, std::string_view device_class, std::string_view driver,
+                  int k);
 GangOffer OfferOf(const api::NodeInventory& inventory, const std::set<std::string>& allocated,
                   const Config& config, std::string_view device_class, std::string_view driver,
                   int k);
