@@ -5,6 +5,7 @@
 
 #include "api/client/events.h"
 #include "api/client/objects.h"
+#include "api/node_description.h"
 #include "base/clock.h"
 #include "base/time.h"
 #include "controller/class_sync.h"
@@ -439,10 +440,31 @@ Status Controller::SyncPoolKey(const std::string& node) {
     decoded_inventory = std::move(parsed).value();
     // What gang placement needs of it, while it is decoded.
     auto facts = GangFactsOf(*decoded_inventory);
+    std::string content;
+    if (facts.ok()) {
+      nlohmann::json key = api::NodeDescriptionToJson(facts->topology);
+      key.erase("name");
+      for (const api::InventoryDevice& d : facts->devices) {
+        key["devices*"].push_back({d.name, d.vendor, d.model, d.memory, d.health});
+        for (const auto& [name, a] : d.attributes) {
+          key["devices*"].back().push_back(name + "=" + a.string_value.value_or("") +
+                                           (a.bool_value.value_or(false) ? "1" : "0"));
+        }
+      }
+      if (const auto& f = facts->fabric) {
+        key["fabric*"] = {f->clique_id, f->cluster_uuid, f->super_pod_id,
+                          f->rack_id,   f->leaf,         f->spine};
+      }
+      content = key.dump();
+    }
     MutexLock lock(mu_);
     if (facts.ok()) {
-      gang_facts_[node] = {inventory->resource_version,
-                           std::make_shared<const GangNodeFacts>(std::move(facts).value())};
+      std::shared_ptr<const GangNodeFacts> shared = shared_facts_[content].lock();
+      if (!shared) {
+        shared = std::make_shared<const GangNodeFacts>(std::move(facts).value());
+        shared_facts_[content] = shared;
+      }
+      gang_facts_[node] = {inventory->resource_version, std::move(shared)};
     } else {
       gang_facts_.erase(node);
     }
@@ -833,6 +855,9 @@ Status Controller::SyncGangKey(const std::string& key) {
       MutexLock lock(mu_);
       for (auto it = gang_facts_.begin(); it != gang_facts_.end();) {
         it = inventories_.Get(it->first) ? std::next(it) : gang_facts_.erase(it);
+      }
+      for (auto it = shared_facts_.begin(); it != shared_facts_.end();) {
+        it = it->second.expired() ? shared_facts_.erase(it) : std::next(it);
       }
     }
     std::map<std::string, std::shared_ptr<const api::NodeInventory>> members;

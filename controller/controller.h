@@ -243,6 +243,8 @@ class Controller {
   // inventory anyway) with the inventory version they came from.
   std::map<std::string, std::pair<std::string, std::shared_ptr<const GangNodeFacts>>> gang_facts_
       GUARDED_BY(mu_);
+  // Nodes of one server model in one state have equal facts: they share one copy (by content).
+  std::map<std::string, std::weak_ptr<const GangNodeFacts>> shared_facts_ GUARDED_BY(mu_);
 };
 
 }  // namespace xpu::controller

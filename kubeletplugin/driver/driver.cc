@@ -337,6 +337,7 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
   for (const auto& [uid, c] : *batch) NoteTakenDevices(c, &in.taken);
   if (fetched.gang) in.gang = &*fetched.gang;
   in.gang_dir = GangDir();
+  if (options_.device_metadata) in.metadata_dir = MetadataDir();
   StatusOr<PreparedClaim> prepared = ComputePreparedClaim(in, host_);
   if (!prepared.ok()) return PrepareResult{{}, prepared.status().message()};
   // ... then act: the files and the spec first, the checkpoint entry (by the caller, for the
@@ -386,6 +387,8 @@ std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<Claim
     }
     std::error_code ec;
     std::filesystem::remove_all(GangDir() + "/" + ref.uid, ec);  // a gang member's files, if any
+    const checkpoint::Claim& recorded = checkpoint_.claims.at(ref.uid);
+    std::filesystem::remove_all(MetadataDir() + "/" + recorded.ns + "_" + recorded.name, ec);
     removed.push_back(ref.uid);
   }
   CrashPoint("unprepare-after-cdi");

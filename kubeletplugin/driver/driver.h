@@ -56,6 +56,9 @@ struct DriverOptions {
   std::string cdi_dir = "/var/run/cdi";
   std::string state_dir = "/var/lib/xpu-dra";
   int fetch_parallelism = 8;  // concurrent claim GETs in one batch
+  // KEP-5304 device metadata files, under <plugin_dir>/dra-device-metadata/ (prepare.h).
+  bool device_metadata = false;
+  std::string plugin_dir = "/var/lib/kubelet/plugins/xpu.dra.dev";
 
   Status Validate() const;
 };
@@ -120,6 +123,7 @@ class Driver : public NodeService {
   Status EnsureSpecLocked(const checkpoint::Claim& claim) REQUIRES(mu_);
   // Gang members' files (rank table, host file): <state_dir>/gangs/<claim uid>/.
   std::string GangDir() const { return options_.state_dir + "/gangs"; }
+  std::string MetadataDir() const { return options_.plugin_dir + "/dra-device-metadata"; }
   static Status WriteGangFile(const std::string& path, const std::string& content);
 
   const DriverOptions options_;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/rank_table.h"
+#include "base/name_list.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/driver/config.h"
 
@@ -213,6 +214,83 @@ Status AddGangDevice(const PrepareInput& in, const res::DeviceRequestAllocationR
   return OkStatus();
 }
 
+// A device attribute as ResourceSlices write it: {"string": ...}, {"int": ...}, {"bool": ...} or
+// {"version": ...}.
+nlohmann::json AttributeJson(const api::InventoryAttribute& a) {
+  if (a.int_value) return {{"int", *a.int_value}};
+  if (a.bool_value) return {{"bool", *a.bool_value}};
+  if (a.version) return {{"version", *a.version}};
+  return {{"string", a.string_value.value_or("")}};
+}
+
+// What the metadata file says of one local device.
+nlohmann::json DeviceAttributesJson(const api::InventoryDevice& d) {
+  nlohmann::json attributes = nlohmann::json::object();
+  for (const auto& [name, value] : d.attributes) attributes[name] = AttributeJson(value);
+  auto set = [&](const std::string& name, nlohmann::json value) {
+    if (!attributes.contains(name)) attributes[name] = std::move(value);
+  };
+  set("vendor", {{"string", d.vendor}});
+  set("model", {{"string", d.model}});
+  set("index", {{"int", d.index}});
+  if (!d.uuid.empty()) set("uuid", {{"string", d.uuid}});
+  if (!d.pci_address.empty()) set("resource.kubernetes.io/pciBusID", {{"string", d.pci_address}});
+  if (!d.pcie_root.empty()) set("resource.kubernetes.io/pcieRoot", {{"string", d.pcie_root}});
+  return attributes;
+}
+
+// The KEP-5304 files and their CDI devices (see prepare.h).
+void AddDeviceMetadata(const PrepareInput& in, cdi::Spec& spec, PreparedClaim& out) {
+  std::map<std::string, nlohmann::json> by_request;  // request -> its devices
+  std::map<std::string, std::vector<checkpoint::Device*>> records;
+  for (checkpoint::Device& r : out.record.devices) {
+    const std::string& request = r.request_names.at(0);
+    nlohmann::json device = {{"name", r.device}, {"driver", in.driver_name}, {"pool", r.pool}};
+    nlohmann::json attributes = nlohmann::json::object();
+    if (r.pool == api::kGangPoolName && in.gang != nullptr) {
+      const api::AcceleratorGangStatus& g = in.gang->status;
+      attributes["gang"] = {{"string", in.ref.ns + "/" + in.gang->metadata.name}};
+      for (const api::GangNode& n : g.nodes) {
+        if (n.name == in.node_name) attributes["nodeRank"] = {{"int", n.rank}};
+      }
+      attributes["nodes"] = {{"int", static_cast<int64_t>(g.nodes.size())}};
+      attributes["worldSize"] = {{"int", static_cast<int64_t>(g.rank_table.size())}};
+      attributes["rankTableFile"] = {
+          {"string", std::string(kGangContainerDir) + "/rank_table.json"}};
+    } else if (in.inventory != nullptr) {
+      if (const api::InventoryDevice* d = FindDevice(*in.inventory, r.device)) {
+        attributes = DeviceAttributesJson(*d);
+      } else if (!r.members.empty()) {
+        attributes["groupSize"] = {{"int", static_cast<int64_t>(r.members.size())}};
+        attributes["members"] = {{"string", JoinNames(r.members)}};
+      }
+    }
+    device["attributes"] = std::move(attributes);
+    by_request[request].push_back(std::move(device));
+    records[request].push_back(&r);
+  }
+  const std::string claim_dir = in.metadata_dir + "/" + in.ref.ns + "_" + in.ref.name;
+  for (auto& [request, devices] : by_request) {
+    const nlohmann::json doc = {
+        {"apiVersion", "metadata.resource.k8s.io/v1alpha1"},
+        {"kind", "DeviceMetadata"},
+        {"metadata", {{"name", in.ref.name}, {"namespace", in.ref.ns}, {"uid", in.ref.uid}}},
+        {"requests", {{{"name", request}, {"devices", std::move(devices)}}}}};
+    const std::string host = claim_dir + "/" + request + "/metadata.json";
+    out.files[host] = doc.dump(2) + "\n";
+    cdi::Device device;
+    device.name = in.ref.uid + "-metadata-" + request;
+    device.edits.mounts.push_back({host,
+                                   "/var/run/dra-device-attributes/" + in.ref.name + "/" + request +
+                                       "/" + in.driver_name + "-metadata.json",
+                                   {"ro", "nosuid", "nodev", "bind"},
+                                   ""});
+    const std::string id = cdi::QualifiedName(spec.kind, device.name);
+    for (checkpoint::Device* r : records[request]) r->cdi_device_ids.push_back(id);
+    spec.devices.push_back(std::move(device));
+  }
+}
+
 }  // namespace
 
 HostView HostViewUnder(const std::string& host_root) {
@@ -277,6 +355,7 @@ StatusOr<PreparedClaim> ComputePreparedClaim(const PrepareInput& in, const HostV
   for (const res::DeviceRequestAllocationResult* r : gangs) {
     RETURN_IF_ERROR(AddGangDevice(in, *r, what, spec, out));
   }
+  if (!in.metadata_dir.empty()) AddDeviceMetadata(in, spec, out);
   if (Status s = cdi::Validate(spec); !s.ok()) {
     return InvalidArgumentError(what + ": CDI spec: " + s.message());
   }

@@ -45,6 +45,8 @@ struct PrepareInput {
   // the caller; null when the claim holds none. Its files go under gang_dir/<claim uid>/.
   const api::AcceleratorGang* gang = nullptr;
   std::string gang_dir = "/var/lib/xpu-dra/gangs";
+  // Non-empty: write KEP-5304 device metadata files under it (<plugin dir>/dra-device-metadata).
+  std::string metadata_dir;
 };
 
 // Where a gang member's container finds its files.
@@ -67,6 +69,14 @@ struct PreparedClaim {
 // NNODES, NODE_RANK (this node's rank), LOCAL_WORLD_SIZE (devices per node), MASTER_ADDR (the
 // rank-0 node's address or name) and XPU_DRA_GANG (<ns>/<name>). The gang must be placed with
 // this node among its members.
+//
+// Device metadata (KEP-5304), when metadata_dir is set: per request of the claim, a file
+// <metadata_dir>/<ns>_<claim>/<request>/metadata.json (apiVersion
+// metadata.resource.k8s.io/v1alpha1, kind DeviceMetadata: the claim's name, namespace and uid,
+// and the request's devices with driver, pool and attributes as ResourceSlices write them; a gang
+// device carries its node rank, world size and rank table path), mounted read-only by a CDI
+// device of its own at /var/run/dra-device-attributes/<claim>/<request>/<driver>-metadata.json;
+// the request's devices list that CDI device too.
 //
 // Errors name the claim ("ResourceClaim ns/name: device npu-9 of request r is not on node n1"):
 // kInvalidArgument for what the claim asks that cannot be given, kFailedPrecondition for a

@@ -283,6 +283,58 @@ TEST_CASE("prepare: a gang device hands the rank table, host file and ranks to t
   CHECK(p->record.devices[2].device == "gang-train-llm");
 }
 
+TEST_CASE("prepare: device metadata files per request, mounted where KEP-5304 says") {
+  Fixture f;
+  const api::AcceleratorGang gang = api::testing::ExampleAcceleratorGang();
+  f.allocation.devices.results = {Result("npus", "npu-0"), Result("npus", "npu-1"),
+                                  Result("gang", "gang-train-llm", "xpu.dra.dev", "gangs")};
+  PrepareInput in = f.Input();
+  in.gang = &gang;
+  in.metadata_dir = "/var/lib/kubelet/plugins/xpu.dra.dev/dra-device-metadata";
+  StatusOr<PreparedClaim> p = ComputePreparedClaim(in, f.host);
+  INFO(p.status().ToString());
+  REQUIRE(p.ok());
+  const std::string dir = "/var/lib/kubelet/plugins/xpu.dra.dev/dra-device-metadata/team-a_train";
+  REQUIRE(p->files.contains(dir + "/npus/metadata.json"));
+  REQUIRE(p->files.contains(dir + "/gang/metadata.json"));
+  const nlohmann::json npus = nlohmann::json::parse(p->files.at(dir + "/npus/metadata.json"));
+  CHECK(npus["apiVersion"] == "metadata.resource.k8s.io/v1alpha1");
+  CHECK(npus["kind"] == "DeviceMetadata");
+  CHECK(npus["metadata"] ==
+        nlohmann::json{{"name", "train"}, {"namespace", "team-a"}, {"uid", kUid}});
+  REQUIRE(npus["requests"].size() == 1);
+  CHECK(npus["requests"][0]["name"] == "npus");
+  const nlohmann::json& d0 = npus["requests"][0]["devices"][0];
+  CHECK(d0["name"] == "npu-0");
+  CHECK(d0["driver"] == "xpu.dra.dev");
+  CHECK(d0["pool"] == "node-a3-1");
+  CHECK(d0["attributes"]["vendor"] == nlohmann::json{{"string", "huawei"}});
+  CHECK(d0["attributes"]["index"].contains("int"));
+  const nlohmann::json g = nlohmann::json::parse(p->files.at(dir + "/gang/metadata.json"));
+  const nlohmann::json& ga = g["requests"][0]["devices"][0]["attributes"];
+  CHECK(ga["nodeRank"] == nlohmann::json{{"int", 0}});
+  CHECK(ga["worldSize"] == nlohmann::json{{"int", 4}});
+  // One CDI device per request mounts its file; the request's devices name it.
+  const auto& devices = p->spec->devices;
+  const auto meta = std::find_if(devices.begin(), devices.end(), [](const cdi::Device& d) {
+    return d.name == std::string(kUid) + "-metadata-npus";
+  });
+  REQUIRE(meta != devices.end());
+  REQUIRE(meta->edits.mounts.size() == 1);
+  CHECK(meta->edits.mounts[0].host_path == dir + "/npus/metadata.json");
+  CHECK(meta->edits.mounts[0].container_path ==
+        "/var/run/dra-device-attributes/train/npus/xpu.dra.dev-metadata.json");
+  const std::string id = "k8s.xpu.dra.dev/device=" + std::string(kUid) + "-metadata-npus";
+  for (const auto& r : p->record.devices) {
+    if (r.request_names[0] != "npus") continue;
+    CHECK(std::find(r.cdi_device_ids.begin(), r.cdi_device_ids.end(), id) !=
+          r.cdi_device_ids.end());
+  }
+  // Off by default: no files but the gang's.
+  in.metadata_dir.clear();
+  CHECK(ComputePreparedClaim(in, f.host)->files.size() == 2);
+}
+
 TEST_CASE("prepare: a gang device without its gang, or not placed here, fails the claim") {
   Fixture f;
   f.allocation.devices.results = {Result("gang", "gang-train-llm", "xpu.dra.dev", "gangs")};

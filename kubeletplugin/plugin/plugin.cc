@@ -145,6 +145,10 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        DurationFlag(&o->health_resend)},
       {"--claim-gc", "DURATION", "unprepare claims deleted from the API (default 60s)",
        DurationFlag(&o->claim_gc)},
+      {"--device-metadata", "BOOL",
+       "write device metadata files for the containers (KEP-5304,\n"
+       "Kubernetes 1.36+; default false)",
+       BoolFlag(&o->device_metadata)},
       LogLevelFlag(&o->log_level),
   };
 }
@@ -251,6 +255,10 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   driver_options.host_root = options.host_root;
   driver_options.cdi_dir = options.cdi_dir;
   driver_options.state_dir = options.state_dir;
+  driver_options.device_metadata = options.device_metadata;
+  driver_options.plugin_dir = options.plugin_dir.empty()
+                                  ? "/var/lib/kubelet/plugins/" + options.driver_name
+                                  : options.plugin_dir;
   if (Status s = driver_options.Validate(); !s.ok()) {
     log.Error(s.message());
     return 2;

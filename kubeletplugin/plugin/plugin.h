@@ -40,6 +40,9 @@ struct PluginOptions {
   std::chrono::milliseconds health_resend{10'000};   // health stream resend (kubelet: 30 s)
   std::chrono::milliseconds claim_gc{60'000};        // unprepare claims deleted from the API
   std::string log_level = "info";                    // error, warning, info, debug
+  // KEP-5304 device metadata files (Kubernetes 1.36 alpha, 1.37 beta): written per request and
+  // mounted at /var/run/dra-device-attributes/<claim>/<request>/<driver>-metadata.json.
+  bool device_metadata = false;
 
   Status Validate() const;
 };
