@@ -98,6 +98,7 @@ StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes) {
     out.notes.push_back("tier " + std::string(FabricTierName(order[i + 1])) +
                         " left out: its domains cut across those of tier " +
                         std::string(FabricTierName(order[i])));
+    out.dropped.emplace_back(FabricTierName(order[i + 1]));
     order.erase(order.begin() + static_cast<std::ptrdiff_t>(i + 1));
   }
 
@@ -380,6 +381,17 @@ GangPlan PlanGang(const GangPlanInput& in) {
   StatusOr<GangFabric> fabric = BuildGangFabric(nodes);
   if (!fabric.ok()) return pending("FabricInvalid", fabric.status().message());
   plan.notes = fabric->notes;
+  const std::string limit = gang.spec.max_tier == "clique" ? "scaleUpDomain" : gang.spec.max_tier;
+  if (std::find(fabric->dropped.begin(), fabric->dropped.end(), limit) != fabric->dropped.end()) {
+    // Its domains are not a tree with the others': placing "within a leaf" cannot be judged.
+    std::string why;
+    for (const std::string& note : fabric->notes) {
+      if (note.starts_with("tier " + limit + " ")) why = note;
+    }
+    return pending("FabricInconsistent", "the nodes' labels for tier " + limit +
+                                             " are inconsistent (" + why +
+                                             "); fix the labels or choose another maxTier");
+  }
   const int highest = HighestTier(*fabric, gang.spec.max_tier);
   if (highest < 0) {
     return pending("Unschedulable", "the fabric has no tier at or below " + gang.spec.max_tier);

@@ -86,6 +86,12 @@ TEST_CASE("Gang fabric: a tier cutting across the one below it is left out, with
   CHECK(std::find(fabric->tiers.begin(), fabric->tiers.end(), "spine") == fabric->tiers.end());
   REQUIRE(fabric->notes.size() == 1);
   CHECK(fabric->notes[0].find("tier spine left out") != std::string::npos);
+  CHECK(fabric->dropped == std::vector<std::string>{"spine"});
+  // A gang limited to that tier is not placed by guesswork in another: it says why.
+  const GangPlan plan = Plan(Gang("g", 4, "spine"), nodes);
+  CHECK(plan.status.phase == "Pending");
+  CHECK(plan.status.conditions[0].reason == "FabricInconsistent");
+  CHECK(plan.status.conditions[0].message.find("tier spine are inconsistent") != std::string::npos);
 }
 
 TEST_CASE("PlanGang: 2 x 8 up to a leaf lands in one leaf with a full rank table") {

@@ -859,7 +859,7 @@ TEST_CASE("chart: the controller and two plugins run as the chart's service acco
   managed.label_selector = "app.kubernetes.io/managed-by=xpu-dra-controller";
   CHECK(WaitFor([&] {
     auto classes = admin.List(kc::DeviceClasses(), "", managed);
-    return classes.ok() && classes->items.size() == 34;
+    return classes.ok() && classes->items.size() == 35;  // vendors, capability classes, gang
   }));
 
   // The examples, through a node agent per node (the kubelet's part): allocated by the

@@ -31,7 +31,13 @@ for p in P:
     assert p["devices"] and len(p["devices"]) == len(set(p["devices"])), p
     assert len(p["solver"]) == len(p["devices"]), p
 steps = {p["step"] for p in P}
-assert {"training", "nvlink", "burst", "large-memory", "refill", "fault"} <= steps, steps
+assert {"training", "nvlink", "burst", "large-memory", "refill", "gang", "fault"} <= steps, steps
+G = {g["name"]: g for g in d["gangs"]}
+assert G["llm"]["phase"] == "Placed" and len(G["llm"]["members"]) == 2, G["llm"]
+assert G["wide"]["phase"] == "Pending" and "no domain up to tier leaf" in G["wide"]["message"], G["wide"]
+members = [p for p in P if p["step"] == "gang"]
+assert sorted(p["node"] for p in members) == sorted(G["llm"]["members"]), (members, G["llm"])
+assert all(len(p["devices"]) == 8 for p in members), members
 large = [p for p in P if p["step"] == "large-memory"][0]
 assert "firstAvailable chose" in large["note"] and not large["note"].endswith("/nvidia"), large
 sick = {n["node"]: set(n["unhealthy"]) for n in d["nodes"]}
@@ -39,7 +45,7 @@ fault = [p for p in P if p["step"] == "fault"][0]
 assert sick[fault["node"]], "no device was tainted"
 assert not (set(fault["devices"]) & sick[fault["node"]]), "the claim after the fault got the sick device"
 html = open(f"{out}/report.html").read()
-assert html.count("<svg") == len(d["nodes"]), "one picture per node"
+assert html.count("<svg") == len(d["nodes"]) + len(d["gangs"]), "one picture per node and per gang"
 assert 'src="http' not in html and "<script" not in html
-print(f"demo: {len(P)} placements on {len(models)} models, agreement {d['agreement']:.2f}, rules kept in all")
+print(f"demo: {len(P)} placements on {len(models)} models, agreement {d['agreement']:.2f}, rules kept in all; gang llm on {G['llm']['members']}")
 PYEOF

@@ -48,6 +48,24 @@ const std::vector<std::string>& FleetHosts() {
   return hosts;
 }
 
+// A small super-pod fabric for the gang scenario: four Atlas 800T A2 in two leaves of one
+// super-pod, labelled as a cluster's network tiers are.
+const std::vector<std::pair<std::string, std::string>>& GangNodes() {
+  static const std::vector<std::pair<std::string, std::string>> nodes = {
+      {"a2-1", "a2-leaf-1"}, {"a2-2", "a2-leaf-1"}, {"a2-3", "a2-leaf-2"}, {"a2-4", "a2-leaf-2"}};
+  return nodes;
+}
+constexpr const char* kGangHost = "atlas800t-a2";
+constexpr const char* kGangSuperPod = "a2-pod";
+constexpr const char* kGangFabricLabel = "xpu.dra.dev/demo-fabric";
+
+// Every node of the demo: the mixed fleet, then the gang fabric.
+std::vector<std::string> AllNodes() {
+  std::vector<std::string> nodes = FleetHosts();
+  for (const auto& [node, leaf] : GangNodes()) nodes.push_back(node);
+  return nodes;
+}
+
 // A claim template in the demo namespace: one request "devs" (or firstAvailable subrequests).
 json Template(const std::string& name, const json& devices) {
   return {{"apiVersion", "resource.k8s.io/v1"},
@@ -89,6 +107,12 @@ class Demo {
   Status Release(const std::vector<std::string>& pods);
   Status AddTemplate(const std::string& name, const json& devices);
   Status FailDevice();
+  Status Gangs();
+  Status AddGangFabric();
+  // Waits for the node's slices, keeps its topology and prints the node's line.
+  Status Joined(const std::string& host);
+  // Creates the gang and waits until its status has a phase and a Placed condition.
+  StatusOr<json> MakeGang(const std::string& name, int nodes, const std::string& max_tier);
   Status WriteReport();
   Status SettleOrder(const std::string& node);
   void Say(const std::string& line, bool story = true);
@@ -138,24 +162,45 @@ Status Demo::StartFleet() {
     agents_.push_back(std::move(agent));
   }
   std::cout << "fleet (one plugin and node agent per node):\n";
-  for (const auto& host : FleetHosts()) {
-    RETURN_IF_ERROR(harness_->WaitPublished(host, 1));
-    ASSIGN_OR_RETURN(auto topo, e2e::NodeTopology(harness_->client(), host));
-    RETURN_IF_ERROR(SettleOrder(host));
-    ASSIGN_OR_RETURN(auto devices, harness_->PublishedDevices(host));
-    const std::string vendor =
-        devices.empty() ? "" : devices[0].value("/attributes/vendor/string"_json_pointer, "");
-    const std::string model =
-        devices.empty() ? "" : devices[0].value("/attributes/model/string"_json_pointer, "");
-    char line[256];
-    std::snprintf(line, sizeof(line), "  %-20s %2zu x %-8s %-22s rule set %s", host.c_str(),
-                  devices.size(), vendor.c_str(), model.c_str(),
-                  std::string(topology::RuleSetKindName(topo.rule_set())).c_str());
-    std::cout << line << "\n";
-    topo_.emplace(host, std::move(topo));
-  }
+  for (const auto& host : FleetHosts()) RETURN_IF_ERROR(Joined(host));
   Say("fleet up: " + std::to_string(FleetHosts().size()) +
       " nodes published their devices; the controller wrote the DeviceClasses");
+  return OkStatus();
+}
+
+Status Demo::Joined(const std::string& host) {
+  RETURN_IF_ERROR(harness_->WaitPublished(host, 1));
+  ASSIGN_OR_RETURN(auto topo, e2e::NodeTopology(harness_->client(), host));
+  RETURN_IF_ERROR(SettleOrder(host));
+  ASSIGN_OR_RETURN(auto devices, harness_->PublishedDevices(host));
+  const std::string vendor =
+      devices.empty() ? "" : devices[0].value("/attributes/vendor/string"_json_pointer, "");
+  const std::string model =
+      devices.empty() ? "" : devices[0].value("/attributes/model/string"_json_pointer, "");
+  char line[256];
+  std::snprintf(line, sizeof(line), "  %-20s %2zu x %-8s %-22s rule set %s", host.c_str(),
+                devices.size(), vendor.c_str(), model.c_str(),
+                std::string(topology::RuleSetKindName(topo.rule_set())).c_str());
+  std::cout << line << "\n";
+  topo_.emplace(host, std::move(topo));
+  return OkStatus();
+}
+
+// The gang fabric joins the cluster only now, so that the earlier jobs did not land on it.
+Status Demo::AddGangFabric() {
+  for (const auto& [node, leaf] : GangNodes()) {
+    RETURN_IF_ERROR(harness_->AddNode(node, kGangHost,
+                                      {{"topology.xpu.dra.dev/leaf", leaf},
+                                       {"topology.xpu.dra.dev/superpod", kGangSuperPod},
+                                       {"topology.xpu.dra.dev/spine", "a2-spine"},
+                                       {kGangFabricLabel, "a2"}}));
+    model_of_[node] = kGangHost;
+    ASSIGN_OR_RETURN(auto agent, e2e::StartNodeAgent(*harness_, node));
+    agents_.push_back(std::move(agent));
+  }
+  for (const auto& [node, leaf] : GangNodes()) RETURN_IF_ERROR(Joined(node));
+  Say("gang fabric: 4 Atlas 800T A2 joined, in two leaves of one super-pod (" +
+      std::string(kGangSuperPod) + ")");
   return OkStatus();
 }
 
@@ -333,8 +378,114 @@ Status Demo::FailDevice() {
   return OkStatus();
 }
 
+StatusOr<json> Demo::MakeGang(const std::string& name, int nodes, const std::string& max_tier) {
+  kc::Client& client = harness_->client();
+  const json gang = {{"apiVersion", "xpu.dra.dev/v1alpha1"},
+                     {"kind", "AcceleratorGang"},
+                     {"metadata", {{"name", name}, {"namespace", kNs}}},
+                     {"spec",
+                      {{"nodes", nodes},
+                       {"devicesPerNode", 8},
+                       {"capabilityClass", "huawei.xpu.dra.dev"},
+                       {"maxTier", max_tier},
+                       {"nodeSelector", {{kGangFabricLabel, "a2"}}}}}};
+  RETURN_IF_ERROR(client.Create(kc::AcceleratorGangs(), kNs, gang).status());
+  json got;
+  const bool decided = e2e::WaitFor([&] {
+    auto g = client.Get(kc::AcceleratorGangs(), kNs, name);
+    if (!g.ok()) return false;
+    got = *g;
+    return !got.value("/status/phase"_json_pointer, "").empty() &&
+           !got.value("/status/conditions"_json_pointer, json::array()).empty();
+  });
+  if (!decided) return UnavailableError("gang " + name + " got no status within 30 s");
+  return got;
+}
+
+namespace {
+
+GangView ViewOf(const json& gang) {
+  GangView v;
+  v.name = gang.value("/metadata/name"_json_pointer, "");
+  v.phase = gang.value("/status/phase"_json_pointer, "");
+  v.tier = gang.value("/status/tier"_json_pointer, "");
+  v.domain = gang.value("/status/domain"_json_pointer, "");
+  for (const auto& c : gang.value("/status/conditions"_json_pointer, json::array())) {
+    if (c.value("type", "") == "Placed") v.message = c.value("message", "");
+  }
+  std::map<int64_t, std::string> by_rank;
+  for (const auto& n : gang.value("/status/nodes"_json_pointer, json::array())) {
+    by_rank[n.value("rank", int64_t{0})] = n.value("name", "");
+  }
+  for (const auto& [rank, node] : by_rank) v.members.push_back(node);
+  for (const auto& [node, leaf] : GangNodes()) v.fabric.push_back({node, leaf, kGangSuperPod});
+  return v;
+}
+
+}  // namespace
+
+Status Demo::Gangs() {
+  RETURN_IF_ERROR(AddGangFabric());
+  kc::Client& client = harness_->client();
+  ASSIGN_OR_RETURN(const json llm, MakeGang("llm", 2, "leaf"));
+  GangView placed = ViewOf(llm);
+  if (placed.phase != "Placed") {
+    return FailedPreconditionError("gang llm was not placed: " + placed.message);
+  }
+  Say("gang: llm (2 nodes x 8 NPUs, up to a leaf) placed by the controller in " + placed.tier +
+      " " + placed.domain + ", ranks " + JoinNames(placed.members, ", "));
+  for (size_t m = 0; m < placed.members.size(); ++m) {
+    const std::string pod_name = "llm-" + std::to_string(m);
+    json pod = e2e::PodObject(kNs, pod_name, "", "");
+    // The member's own claim first: the placement record reads the first template claim.
+    pod["spec"]["containers"][0]["resources"]["claims"] =
+        json::array({{{"name", "devs"}}, {{"name", "gang"}}});
+    pod["spec"]["resourceClaims"] =
+        json::array({{{"name", "devs"}, {"resourceClaimTemplateName", "llm-member"}},
+                     {{"name", "gang"}, {"resourceClaimName", "llm-gang"}}});
+    RETURN_IF_ERROR(Place("gang", pod, "8 x huawei, a member of gang llm"));
+    const std::string& node = result_.placements.back().node;
+    if (std::find(placed.members.begin(), placed.members.end(), node) == placed.members.end()) {
+      return InternalError("member " + pod_name + " ran on " + node + ", not a node of the gang");
+    }
+  }
+  // What the containers read: the rank table the plugin wrote on the rank-0 node.
+  ASSIGN_OR_RETURN(const json shared, client.Get(kc::ResourceClaims(), kNs, "llm-gang"));
+  const std::string table_path = harness_->NodeDir(placed.members[0]) + "/state/gangs/" +
+                                 shared.value("/metadata/uid"_json_pointer, "") +
+                                 "/rank_table.json";
+  std::ifstream in(table_path);
+  const json table = json::parse(in, nullptr, false);
+  if (table.is_discarded()) return InternalError("no rank table at " + table_path);
+  Say("gang: both members run on the gang's nodes, one each; their containers read " +
+      std::string("/etc/xpu-dra/gang/rank_table.json (HCCL ") + table.value("version", "") + ", " +
+      table.value("server_count", "") + " servers, ranks 0-15) and NODE_RANK, WORLD_SIZE=16");
+  result_.gangs.push_back(std::move(placed));
+
+  ASSIGN_OR_RETURN(const json wide, MakeGang("wide", 3, "leaf"));
+  GangView pending = ViewOf(wide);
+  Say("gang: wide (3 nodes x 8 NPUs, up to a leaf) stays " + pending.phase + ": " +
+      pending.message.substr(0, pending.message.find(';')));
+  result_.gangs.push_back(std::move(pending));
+  return OkStatus();
+}
+
+// Writes BASE.dot and, with Graphviz (run without a shell: the output folder is the user's),
+// BASE.svg; the SVG ready to inline.
+StatusOr<std::string> RenderSvg(const std::string& base, const std::string& dot_text) {
+  std::ofstream(base + ".dot") << dot_text;
+  ASSIGN_OR_RETURN(auto dot, e2e::ChildProcess::Start("/usr/bin/dot",
+                                                      {"-Tsvg", base + ".dot", "-o", base + ".svg"},
+                                                      base + ".dot.log"));
+  if (dot->Wait() != 0) return InternalError("graphviz failed on " + base + ".dot: " + dot->Log());
+  std::ifstream in(base + ".svg");
+  std::stringstream svg;
+  svg << in.rdbuf();
+  return InlineSvg(svg.str());
+}
+
 Status Demo::WriteReport() {
-  for (const auto& host : FleetHosts()) {
+  for (const auto& host : AllNodes()) {
     NodeView v;
     v.node = host;
     v.model = model_of_[host];
@@ -351,19 +502,13 @@ Status Demo::WriteReport() {
   const auto colours = PodColours(result_.nodes);
   std::map<std::string, std::string> svg_of_node;
   for (const auto& n : result_.nodes) {
-    const std::string base = out_dir_ + "/nodes/" + n.node;
-    std::ofstream(base + ".dot") << ColouredDot(n, colours);
-    // Graphviz, without a shell: the output folder is the user's.
-    ASSIGN_OR_RETURN(auto dot, e2e::ChildProcess::Start(
-                                   "/usr/bin/dot", {"-Tsvg", base + ".dot", "-o", base + ".svg"},
-                                   base + ".dot.log"));
-    if (dot->Wait() != 0) {
-      return InternalError("graphviz failed on " + base + ".dot: " + dot->Log());
-    }
-    std::ifstream in(base + ".svg");
-    std::stringstream svg;
-    svg << in.rdbuf();
-    svg_of_node[n.node] = InlineSvg(svg.str());
+    ASSIGN_OR_RETURN(svg_of_node[n.node],
+                     RenderSvg(out_dir_ + "/nodes/" + n.node, ColouredDot(n, colours)));
+  }
+  fs::create_directories(out_dir_ + "/gangs", ec);
+  for (const auto& g : result_.gangs) {
+    ASSIGN_OR_RETURN(svg_of_node["gang/" + g.name],
+                     RenderSvg(out_dir_ + "/gangs/" + g.name, GangFabricDot(g)));
   }
   std::ofstream(out_dir_ + "/demo.json") << DemoJson(result_).dump(2) << "\n";
   std::ofstream(out_dir_ + "/report.html") << ReportHtml(result_, svg_of_node);
@@ -430,6 +575,7 @@ Status Demo::Run() {
                                "4 x nvidia, else huawei, else hygon, one scaleUpDomain"));
   RETURN_IF_ERROR(
       ApplyExample("refill", "capability-class.yaml", "1 x training-large-memory, any vendor"));
+  RETURN_IF_ERROR(Gangs());
   RETURN_IF_ERROR(FailDevice());
   return WriteReport();
 }
@@ -443,7 +589,8 @@ int Main(int argc, char** argv) {
           << "usage: xpu-demo [--out DIR]\n"
              "Runs the xpu-dra driver on a local upstream control plane (scripts/cluster) with a\n"
              "mixed fleet of fixture hosts, places workloads through the real kube-scheduler,\n"
-             "compares each placement with the topology solver, fails a device, and writes\n"
+             "compares each placement with the topology solver, places a multi-node gang on a\n"
+             "small super-pod fabric, fails a device, and writes\n"
              "DIR/demo.json and DIR/report.html (default DIR: out). Stops everything it started.\n"
              "  --out DIR   where the results go (default out)\n"
              "  --help      print this help\n";

@@ -61,10 +61,20 @@ nlohmann::json DemoJson(const DemoResult& result) {
                      {"held", n.owner},
                      {"unhealthy", n.unhealthy}});
   }
+  nlohmann::json gangs = nlohmann::json::array();
+  for (const auto& g : result.gangs) {
+    gangs.push_back({{"name", g.name},
+                     {"phase", g.phase},
+                     {"tier", g.tier},
+                     {"domain", g.domain},
+                     {"message", g.message},
+                     {"members", g.members}});
+  }
   return {{"kubernetesVersion", result.kubernetes_version},
           {"placements", placements},
           {"agreement", Agreement(result.placements)},
           {"nodes", nodes},
+          {"gangs", gangs},
           {"story", result.story},
           {"seconds", result.seconds}};
 }
@@ -78,6 +88,48 @@ std::string SummaryLine(const Placement& p) {
                 p.rules_hold ? "rules ok" : "RULES BROKEN", p.as_good ? "" : ", worse than solver",
                 p.note.empty() ? "" : ("; " + p.note).c_str());
   return buf;
+}
+
+std::string GangFabricDot(const GangView& gang) {
+  std::map<std::string, std::map<std::string, std::vector<std::string>>> tree;  // pod -> leaf
+  for (const auto& n : gang.fabric) tree[n.superpod][n.leaf].push_back(n.name);
+  std::map<std::string, size_t> rank;
+  for (size_t r = 0; r < gang.members.size(); ++r) rank[gang.members[r]] = r;
+  std::ostringstream d;
+  d << "digraph " << Quote("gang " + gang.name) << " {\n  rankdir=TB;\n"
+    << "  node [shape=box, fontname=Helvetica, fontsize=11];\n"
+    << "  label="
+    << Quote("gang " + gang.name + ": " + gang.phase +
+             (gang.domain.empty() ? "" : " in " + gang.tier + " " + gang.domain))
+    << ";\n";
+  int cluster = 0;
+  for (const auto& [pod, leaves] : tree) {
+    d << "  subgraph cluster_" << cluster++ << " {\n    label=" << Quote("superpod " + pod)
+      << "; style=rounded; color=\"#607d8b\";\n";
+    for (const auto& [leaf, nodes] : leaves) {
+      d << "    subgraph cluster_" << cluster++ << " {\n      label=" << Quote("leaf " + leaf)
+        << "; style=dashed; color=\"#90a4ae\";\n";
+      for (const auto& n : nodes) {
+        auto r = rank.find(n);
+        d << "      " << Quote(n);
+        if (r != rank.end()) {
+          // Node names are DNS labels: nothing to escape; backslash-n is a DOT line break.
+          d << " [label=\"" << n << "\\nrank " << r->second << "\""
+            << ", style=filled, fillcolor=\"#80b1d3\", penwidth=2]";
+        }
+        d << ";\n";
+      }
+      d << "    }\n";
+    }
+    d << "  }\n";
+  }
+  // The ring of ranks, in order.
+  for (size_t r = 0; r + 1 < gang.members.size(); ++r) {
+    d << "  " << Quote(gang.members[r]) << " -> " << Quote(gang.members[r + 1])
+      << " [color=\"#1f78b4\", constraint=false];\n";
+  }
+  d << "}\n";
+  return d.str();
 }
 
 std::map<std::string, std::string> PodColours(const std::vector<NodeView>& nodes) {
@@ -185,6 +237,23 @@ std::string ReportHtml(const DemoResult& result,
       << "</td><td>" << HtmlEscape(p.note) << "</td></tr>\n";
   }
   h << "</table>\n";
+
+  if (!result.gangs.empty()) {
+    h << "<h2>Multi-node gangs</h2>\n<p>Each gang was placed by the xpu-dra controller on the "
+         "fabric (super-pods, leaves) from the nodes' labels; its members are filled and carry "
+         "their rank.</p>\n";
+    for (const auto& g : result.gangs) {
+      h << "<div class=\"node\"><h3>gang " << HtmlEscape(g.name) << ": " << HtmlEscape(g.phase);
+      if (!g.domain.empty()) h << " in " << HtmlEscape(g.tier) << " " << HtmlEscape(g.domain);
+      h << "</h3>\n<p>" << HtmlEscape(g.message) << "</p>\n";
+      if (!g.members.empty()) {
+        h << "<p>ranks: " << HtmlEscape(JoinNames(g.members, ", ")) << "</p>\n";
+      }
+      const auto svg = svg_of_node.find("gang/" + g.name);
+      if (svg != svg_of_node.end()) h << svg->second << "\n";
+      h << "</div>\n";
+    }
+  }
 
   h << "<h2>Nodes at the end</h2>\n<p>Each device is filled in the colour of the pod holding "
        "it; a red outline marks a device tainted unhealthy.</p>\n";

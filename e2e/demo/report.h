@@ -37,10 +37,27 @@ struct NodeView {
   int devices = 0;
 };
 
+// A multi-node gang at the end of the demo, with the fabric it was placed in.
+struct GangView {
+  std::string name;
+  std::string phase;                 // Placed, Pending, Failed
+  std::string tier;                  // the tier holding it, when placed
+  std::string domain;                // the domain holding it, when placed
+  std::string message;               // its Placed condition's message
+  std::vector<std::string> members;  // node names in rank order
+  struct FabricNode {
+    std::string name;
+    std::string leaf;
+    std::string superpod;
+  };
+  std::vector<FabricNode> fabric;  // the candidate nodes and their domains
+};
+
 struct DemoResult {
   std::string kubernetes_version;  // what the API server reports
   std::vector<Placement> placements;
   std::vector<NodeView> nodes;
+  std::vector<GangView> gangs;
   std::vector<std::string> story;  // what happened, one line per event, in order
   double seconds = 0;
 };
@@ -50,7 +67,7 @@ double Agreement(const std::vector<Placement>& placements);
 
 // {"kubernetesVersion", "placements": [{"step", "pod", "request", "node", "model", "devices",
 // "solver", "freeBefore", "rulesHold", "asGoodAsSolver", "note"}], "agreement", "nodes": [...],
-// "seconds"}.
+// "gangs": [{"name", "phase", "tier", "domain", "message", "members"}], "seconds"}.
 nlohmann::json DemoJson(const DemoResult& result);
 
 // One line for the terminal: pod, node, picked devices, the solver's set and the verdicts.
@@ -60,11 +77,16 @@ std::string SummaryLine(const Placement& p);
 // outlined red; the colours come from PodColours.
 std::string ColouredDot(const NodeView& node, const std::map<std::string, std::string>& colours);
 
+// The fabric as a DOT digraph: super-pods and leaves as nested clusters, nodes as boxes; the
+// gang's members filled and labelled with their rank.
+std::string GangFabricDot(const GangView& gang);
+
 // A colour for each pod that holds devices at the end, stable in pod order.
 std::map<std::string, std::string> PodColours(const std::vector<NodeView>& nodes);
 
 // The self-contained page: summary, placements table, per node the picture (`svg_of_node`:
-// node -> inline SVG, prolog stripped) with its legend. No scripts, no network.
+// node -> inline SVG, prolog stripped; a gang's fabric picture under "gang/<name>") with its
+// legend. No scripts, no network.
 std::string ReportHtml(const DemoResult& result,
                        const std::map<std::string, std::string>& svg_of_node);
 

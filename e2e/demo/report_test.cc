@@ -104,5 +104,50 @@ TEST_CASE("the report is self-contained HTML with inline SVG and escaped text") 
   CHECK(html.find("<?xml") == std::string::npos);
 }
 
+GangView TwoLeafGang() {
+  GangView g;
+  g.name = "llm";
+  g.phase = "Placed";
+  g.tier = "leaf";
+  g.domain = "leaf-2";
+  g.message = "2 nodes x 8 devices in leaf leaf-2";
+  g.members = {"a2-4", "a2-3"};
+  g.fabric = {{"a2-1", "leaf-1", "pod-1"},
+              {"a2-2", "leaf-1", "pod-1"},
+              {"a2-3", "leaf-2", "pod-1"},
+              {"a2-4", "leaf-2", "pod-1"}};
+  return g;
+}
+
+TEST_CASE("the gang picture nests leaves in super-pods and marks the members with their rank") {
+  const std::string dot = GangFabricDot(TwoLeafGang());
+  CHECK(dot.starts_with("digraph \"gang llm\" {"));
+  CHECK(dot.find("label=\"superpod pod-1\"") != std::string::npos);
+  CHECK(dot.find("label=\"leaf leaf-1\"") != std::string::npos);
+  CHECK(dot.find("\"a2-4\" [label=\"a2-4\\nrank 0\", style=filled") != std::string::npos);
+  CHECK(dot.find("\"a2-3\" [label=\"a2-3\\nrank 1\", style=filled") != std::string::npos);
+  CHECK(dot.find("\"a2-1\";") != std::string::npos);  // not a member: plain
+  CHECK(dot.find("\"a2-4\" -> \"a2-3\"") != std::string::npos);
+  CHECK(dot.find("Placed in leaf leaf-2") != std::string::npos);
+}
+
+TEST_CASE("gangs go into demo.json and the report") {
+  DemoResult r;
+  r.gangs = {TwoLeafGang()};
+  GangView pending;
+  pending.name = "wide";
+  pending.phase = "Pending";
+  pending.message = "no domain up to tier leaf has 3 nodes";
+  r.gangs.push_back(pending);
+  const auto j = DemoJson(r);
+  REQUIRE(j.at("gangs").size() == 2);
+  CHECK(j.at("gangs")[0].at("members") == nlohmann::json({"a2-4", "a2-3"}));
+  CHECK(j.at("gangs")[1].at("phase") == "Pending");
+  const auto html = ReportHtml(r, {{"gang/llm", "<svg id=\"g\"></svg>"}});
+  CHECK(html.find("<h2>Multi-node gangs</h2>") != std::string::npos);
+  CHECK(html.find("<svg id=\"g\">") != std::string::npos);
+  CHECK(html.find("no domain up to tier leaf has 3 nodes") != std::string::npos);
+}
+
 }  // namespace
 }  // namespace xpu::demo
