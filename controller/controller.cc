@@ -148,6 +148,8 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
       }
     }
     if (!gang.empty()) queue_.Add(GangQueueKey(gang));
+    // Capacity may have come back (a device healthy again): pending gangs try again.
+    QueueGangs(options_.claim_debounce, /*pending_only=*/true);
   };
   inventories_.AddHandlers(
       {inventory_changed, [inventory_changed](const auto&, const auto& n) { inventory_changed(n); },
@@ -320,7 +322,7 @@ void Controller::OnClaim(const std::shared_ptr<const StoredClaim>& old_claim,
     if (!now_held.empty()) claim_devices_[uid] = now_held;
   }
   for (const std::string& p : pools) queue_.AddAfter(PoolKey(p), options_.claim_debounce);
-  if (!pools.empty()) QueueGangs(options_.claim_debounce);
+  if (!pools.empty()) QueueGangs(options_.claim_debounce, /*pending_only=*/true);
 }
 
 std::vector<SlicePtr> Controller::ExistingSlices(const std::string& pool) {
@@ -677,8 +679,9 @@ void Controller::UpdateGauges() {
 
 // ---- Gangs ----
 
-void Controller::QueueGangs(std::chrono::milliseconds delay) {
+void Controller::QueueGangs(std::chrono::milliseconds delay, bool pending_only) {
   for (const auto& g : gangs_.List()) {
+    if (pending_only && (g->status.phase == "Placed" || g->status.phase == "Failed")) continue;
     queue_.AddAfter(GangQueueKey(GangKey(*g)), delay);
   }
 }
@@ -786,6 +789,19 @@ Status Controller::SyncGangKey(const std::string& key) {
       MutexLock lock(mu_);
       for (const auto& [node, is_live] : live_) {
         if (is_live) live.emplace_back(node, true);
+      }
+      // A placed gang whose members are all live stays where it is: only its members matter
+      // (their health), not the 10,000 other nodes.
+      if (gang->status.phase == "Placed" || gang->status.phase == "Failed") {
+        std::set<std::string> members;
+        for (const api::GangNode& n : gang->status.nodes) members.insert(n.name);
+        std::vector<std::pair<std::string, bool>> live_members;
+        for (const auto& entry : live) {
+          if (members.contains(entry.first)) live_members.push_back(entry);
+        }
+        if (gang->status.phase == "Failed" || live_members.size() == members.size()) {
+          live = std::move(live_members);
+        }
       }
       for (const auto& [node, uid] : held_) {
         if (uid != gang->metadata.uid) held[node] = uid;
@@ -899,6 +915,14 @@ Status Controller::SyncGangKey(const std::string& key) {
   GangWriters writers{gang_objects_.get(), slice_objects_.get(), claim_objects_.get(),
                       template_objects_.get()};
   GangSyncResult result = ApplyGangSync(plan, writers);
+  {
+    PoolSyncResult remembered;
+    for (auto& slice : result.written_slices) {
+      remembered.written.push_back(std::make_shared<const ResourceSlice>(std::move(slice)));
+    }
+    remembered.deleted_names = result.deleted_slices;
+    RememberWrites(remembered);
+  }
   metrics_->gang_writes.Inc({result.status.ok() ? "ok" : std::string(WriteResult(result.status))},
                             result.writes);
   if (result.written) {

@@ -155,8 +155,8 @@ class Controller {
   Status SyncGangKey(const std::string& key);
   void OnGang(const std::shared_ptr<const api::AcceleratorGang>& old_gang,
               const std::shared_ptr<const api::AcceleratorGang>& new_gang);
-  // Every gang again after `delay`: capacity or liveness changed.
-  void QueueGangs(std::chrono::milliseconds delay);
+  // Every gang (or only those not placed) again after `delay`: capacity or liveness changed.
+  void QueueGangs(std::chrono::milliseconds delay, bool pending_only = false);
   // Records where a gang holds nodes (its uid per node) as of resourceVersion `version`; an
   // older version than the one recorded is ignored. Returns the nodes whose holder changed.
   std::set<std::string> HoldNodes(const std::string& key, const std::string& uid,

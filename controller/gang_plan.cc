@@ -309,6 +309,23 @@ GangPlan PlanGang(const GangPlanInput& in) {
   status.observed_generation = gang.metadata.generation;
   status.resource_claim_name = gang.metadata.name + "-gang";
   if (status.phase == "Failed") return plan;
+  // What the CRD schema cannot say (exactly one class, label syntax): checked here, so that a
+  // gang the API server admitted but that asks for nothing sensible is never placed.
+  {
+    api::AcceleratorGang spec_only;
+    spec_only.metadata.name = gang.metadata.name;
+    spec_only.metadata.namespace_name = gang.metadata.namespace_name;
+    spec_only.spec = gang.spec;
+    if (Status valid = api::ValidateAcceleratorGang(spec_only); !valid.ok()) {
+      status.phase = "Pending";
+      status.nodes.clear();
+      status.rank_table.clear();
+      status.tier.clear();
+      status.domain.clear();
+      SetPlacedCondition(status, gang, false, "InvalidSpec", valid.message(), in.now);
+      return plan;
+    }
+  }
 
   std::map<std::string, const GangCandidate*> live;
   for (const GangCandidate& n : in.nodes) live[n.name] = &n;

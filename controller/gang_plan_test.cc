@@ -218,6 +218,16 @@ TEST_CASE("PlanGang: a member device going unhealthy shows in the gang's conditi
   CHECK(health.message == member + "/npu-3 (Unhealthy)");
 }
 
+TEST_CASE("PlanGang: a spec the schema admits but that names no class is not placed") {
+  auto gang = Gang("g", 1, "");
+  gang.spec.capability_class.clear();
+  const GangPlan plan = Plan(gang, SixNodes());
+  CHECK(plan.status.phase == "Pending");
+  CHECK(plan.status.conditions[0].reason == "InvalidSpec");
+  CHECK(plan.status.conditions[0].message ==
+        "spec: exactly one of capabilityClass and deviceClassName must be set");
+}
+
 TEST_CASE("PlanGang: a max tier the fabric lacks leaves nothing to place in") {
   const GangPlan plan = Plan(Gang("g", 1, "scaleUpDomain"), SixNodes());
   CHECK(plan.status.phase == "Pending");

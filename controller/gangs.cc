@@ -253,16 +253,19 @@ GangSyncResult ApplyGangSync(const GangSyncPlan& plan, const GangWriters& w) {
     ++result.writes;
     Status s = w.slices->Delete(kc::ObjectKey::Cluster(name), {});
     if (!s.ok() && s.code() != StatusCode::kNotFound) return fail(s, "delete slice " + name);
+    result.deleted_slices.push_back(name);
   }
   if (plan.create_slice.has_value()) {
     ++result.writes;
     StatusOr<ResourceSlice> s = w.slices->Create(*plan.create_slice);
     if (!s.ok()) return fail(s.status(), "create slice");
+    result.written_slices.push_back(std::move(s).value());
   }
   if (plan.update_slice.has_value()) {
     ++result.writes;
     StatusOr<ResourceSlice> s = w.slices->Update(*plan.update_slice);
     if (!s.ok()) return fail(s.status(), "update slice");
+    result.written_slices.push_back(std::move(s).value());
   }
   const std::string gang = plan.gang.name();
   if (plan.delete_owned) {

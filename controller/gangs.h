@@ -101,6 +101,11 @@ struct GangWriters {
 struct GangSyncResult {
   Status status;                                // OK or the first failed write
   std::optional<api::AcceleratorGang> written;  // the gang as the status write returned it
+  // The slices created or updated, as the server returned them, and those deleted: the caller's
+  // mutation cache holds them until its watch catches up (else the next sync, right after this
+  // one, would not see the new slice and create it again).
+  std::vector<api::resource::ResourceSlice> written_slices;
+  std::vector<std::string> deleted_slices;
   int writes = 0;
   bool waiting = false;  // a claim being deleted before it is made again: sync again soon
 };

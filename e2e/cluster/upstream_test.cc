@@ -997,7 +997,7 @@ TEST_CASE("upstream: a 4 x 8 gang lands in one super-pod; its members run with t
   auto harness = DriverHarness::Create(Upstream(), WorkDir("gang"));
   REQUIRE_OK(harness);
   DriverHarness& h = **harness;
-  REQUIRE_OK(h.StartController());
+  REQUIRE_OK(h.StartController("", {"--log-level", "debug"}));
   std::vector<std::string> nodes;
   for (int i = 1; i <= 6; ++i) {
     const std::string node = "g-" + std::to_string(i);
@@ -1111,7 +1111,51 @@ TEST_CASE("upstream: a 4 x 8 gang lands in one super-pod; its members run with t
     return client.Get(kc::ResourceClaimTemplates(), "train", "llm-member").status().code() ==
            StatusCode::kNotFound;
   }));
-  for (auto& a : agents) CHECK(a->Stop() == 0);
+
+  // A member node fails before the pods start: its plugin stops, its Lease runs out, and the
+  // gang is placed again without it; the gang device follows.
+  json small = gang;
+  small["metadata"]["name"] = "small";
+  small["spec"]["nodes"] = 2;
+  small["spec"]["maxTier"] = "leaf";
+  REQUIRE_OK(client.Create(kc::AcceleratorGangs(), "train", small));
+  auto members = [&] {
+    std::vector<std::string> out;
+    auto got = client.Get(kc::AcceleratorGangs(), "train", "small");
+    if (!got.ok() || got->value("/status/phase"_json_pointer, "") != "Placed") return out;
+    for (const auto& n : got->at("status").at("nodes")) out.push_back(n.value("name", ""));
+    return out;
+  };
+  REQUIRE(WaitFor([&] { return members().size() == 2; }));
+  const std::string lost = members()[0];
+  REQUIRE_OK(h.StopPlugin(lost));
+  const bool replaced = WaitFor(
+      [&] {
+        const auto now = members();
+        return now.size() == 2 && std::find(now.begin(), now.end(), lost) == now.end();
+      },
+      std::chrono::seconds(60));
+  INFO(h.controller()->Log());
+  REQUIRE(replaced);
+  auto after = client.Get(kc::AcceleratorGangs(), "train", "small");
+  REQUIRE_OK(after);
+  CHECK(after->value("/status/conditions/0/reason"_json_pointer, "") == "Replaced");
+  const bool followed = WaitFor([&] {
+    auto slice = client.Get(kc::ResourceSlices(), "", "xpu-dra-gang.train.small");
+    if (!slice.ok()) return false;
+    const auto values = slice->value(
+        "/spec/nodeSelector/nodeSelectorTerms/0/matchExpressions/0/values"_json_pointer,
+        json::array());
+    for (const auto& v : values) {
+      if (v == lost) return false;
+    }
+    return values.size() == 2;
+  });
+  const std::string log = h.controller()->Log();
+  INFO(log.substr(log.size() > 6000 ? log.size() - 6000 : 0));
+  CHECK(followed);
+  REQUIRE_OK(client.Delete(kc::AcceleratorGangs(), "train", "small"));
+  for (auto& a : agents) a->Stop();
 }
 
 // ---- Liveness ---------------------------------------------------------------------------------

@@ -203,7 +203,7 @@ TEST_CASE("custom resources are pruned to their CRD schema and validated against
   REQUIRE(causes.size() == 1);
   CHECK(causes[0].field == "status.bootID");
   json gang = Named("g");
-  gang["spec"] = {{"nodes", 2}, {"devicesPerNode", 4}};  // capabilityClass is required
+  gang["spec"] = {{"nodes", 0}, {"devicesPerNode", 4}, {"capabilityClass", "c"}};  // nodes >= 1
   CHECK(f.store.Create(gangs, "ns", gang).status().code() == StatusCode::kInvalidArgument);
 }
 
