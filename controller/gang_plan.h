@@ -82,8 +82,8 @@ struct GangCandidate {
 // The fabric tree over the candidates.
 struct GangFabric {
   topology::Fabric fabric;
-  std::vector<std::string> tiers;  // fabric tier index -> name ("leaf", ..., "any" last)
-  std::vector<std::string> notes;  // tiers left out, and why
+  std::vector<std::string> tiers;    // fabric tier index -> name ("leaf", ..., "any" last)
+  std::vector<std::string> notes;    // tiers left out, and why
   std::vector<std::string> dropped;  // the names of the tiers left out
 };
 StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes);
