@@ -670,8 +670,9 @@ void Controller::UpdateGauges() {
   metrics_->nodes.Set({"live"}, live);
   metrics_->nodes.Set({"stale"}, std::max(0, static_cast<int>(inventories_.size()) - live));
   std::map<std::string, int> phases = {{"Pending", 0}, {"Placed", 0}, {"Failed", 0}};
-  for (const auto& g : gangs_.List())
+  for (const auto& g : gangs_.List()) {
     ++phases[g->status.phase.empty() ? "Pending" : g->status.phase];
+  }
   for (const auto& [phase, n] : phases) metrics_->gangs.Set({phase}, n);
   metrics_->devices_tainted.Clear();
   for (const auto& [key, n] : tainted) metrics_->devices_tainted.Set({key}, n);
@@ -895,7 +896,10 @@ Status Controller::SyncGangKey(const std::string& key) {
             std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - gathered)
                 .count()) +
         " ms");
-    for (const std::string& note : plan.notes) log_->Debug("gang " + key + ": " + note);
+    for (const std::string& note : plan.notes) {
+      std::string line = "gang " + key;
+      log_->Debug(line.append(": ").append(note));
+    }
     moved = plan.moved;
     // The template asks for one scale-up domain when every chosen set lies in one.
     for (const api::GangNode& member : plan.status.nodes) {

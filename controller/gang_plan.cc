@@ -249,8 +249,10 @@ std::string UnwellDevices(const AcceleratorGangStatus& status, const InventoryOf
         if (d.health != "Healthy") why = d.health.empty() ? "Unknown" : d.health;
       }
       if (why.empty() && link_down.contains(name)) why = "link down";
-      if (!why.empty())
-        out += (out.empty() ? "" : ", ") + member.name + "/" + name + " (" + why + ")";
+      if (!why.empty()) {
+        if (!out.empty()) out += ", ";
+        out.append(member.name).append("/").append(name).append(" (").append(why).append(")");
+      }
     }
   }
   return out;
@@ -343,8 +345,10 @@ GangPlan PlanGang(const GangPlanInput& in) {
   std::string failed_nodes;
   if (status.phase == "Placed" && !status.nodes.empty()) {
     for (const GangNode& member : status.nodes) {
-      if (!live.contains(member.name))
-        failed_nodes += (failed_nodes.empty() ? "" : ", ") + member.name;
+      if (!live.contains(member.name)) {
+        if (!failed_nodes.empty()) failed_nodes += ", ";
+        failed_nodes += member.name;
+      }
     }
     if (failed_nodes.empty()) {
       SetHealthCondition(status, gang, inventory_of, in.now);
@@ -454,8 +458,9 @@ GangPlan PlanGang(const GangPlanInput& in) {
   }
   std::string message = std::to_string(m) + " nodes x " + std::to_string(k) + " devices in " +
                         status.tier + " " + status.domain;
-  if (!failed_nodes.empty())
+  if (!failed_nodes.empty()) {
     message = "member node " + failed_nodes + " failed; placed again: " + message;
+  }
   std::string reason = plan.moved ? "Replaced" : "Placed";
   if (!gang.spec.preferred_tier.empty() &&
       NominalRank(status.tier) > NominalRank(gang.spec.preferred_tier)) {

@@ -227,8 +227,9 @@ template <typename T>
 Status DeleteIfOwned(kc::Objects<T>& objects, const kc::ObjectKey& key, std::string_view gang,
                      int& writes) {
   StatusOr<T> current = objects.Get(key);
-  if (!current.ok())
+  if (!current.ok()) {
     return current.status().code() == StatusCode::kNotFound ? OkStatus() : current.status();
+  }
   if (!OwnedBy(current->metadata, gang)) return OkStatus();
   ++writes;
   Status s = objects.Delete(key, UidPrecondition(current->metadata.uid));
@@ -239,7 +240,7 @@ Status DeleteIfOwned(kc::Objects<T>& objects, const kc::ObjectKey& key, std::str
 
 GangSyncResult ApplyGangSync(const GangSyncPlan& plan, const GangWriters& w) {
   GangSyncResult result;
-  auto fail = [&](Status s, const std::string& what) {
+  auto fail = [&](const Status& s, const std::string& what) {
     result.status = s.WithContext(what + " of gang " + plan.gang.String());
     return result;
   };
@@ -292,8 +293,9 @@ GangSyncResult ApplyGangSync(const GangSyncPlan& plan, const GangWriters& w) {
     } else if (current.ok() && current->metadata.deletion_timestamp.has_value()) {
       result.waiting = true;  // being deleted: made again once gone
     } else if (!current.ok()) {
-      if (current.status().code() != StatusCode::kNotFound)
+      if (current.status().code() != StatusCode::kNotFound) {
         return fail(current.status(), "read claim");
+      }
       ++result.writes;
       StatusOr<ResourceClaim> made = w.claims->Create(*plan.claim);
       if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) {

@@ -144,8 +144,9 @@ std::map<std::string, std::string> FabricValues(const api::NodeInventory& invent
   for (FabricTier tier : {FabricTier::kSuperPod, FabricTier::kScaleUp}) {
     if (auto it = tiers.find(tier); it != tiers.end()) values.emplace("fabricDomain", it->second);
   }
-  if (auto it = tiers.find(FabricTier::kLeaf); it != tiers.end())
+  if (auto it = tiers.find(FabricTier::kLeaf); it != tiers.end()) {
     values.emplace("leaf", it->second);
+  }
   if (auto it = tiers.find(FabricTier::kSpine); it != tiers.end()) {
     values.emplace("spine", it->second);
   }

@@ -446,7 +446,8 @@ Status Demo::Gangs() {
     RETURN_IF_ERROR(Place("gang", pod, "8 x huawei, a member of gang llm"));
     const std::string& node = result_.placements.back().node;
     if (std::find(placed.members.begin(), placed.members.end(), node) == placed.members.end()) {
-      return InternalError("member " + pod_name + " ran on " + node + ", not a node of the gang");
+      std::string what = "member " + pod_name;
+      return InternalError(what.append(" ran on ").append(node).append(", not a node of the gang"));
     }
   }
   // What the containers read: the rank table the plugin wrote on the rank-0 node.

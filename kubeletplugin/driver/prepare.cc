@@ -276,7 +276,8 @@ void AddDeviceMetadata(const PrepareInput& in, cdi::Spec& spec, PreparedClaim& o
         {"kind", "DeviceMetadata"},
         {"metadata", {{"name", in.ref.name}, {"namespace", in.ref.ns}, {"uid", in.ref.uid}}},
         {"requests", {{{"name", request}, {"devices", std::move(devices)}}}}};
-    const std::string host = claim_dir + "/" + request + "/metadata.json";
+    std::string host = claim_dir;
+    host.append("/").append(request).append("/metadata.json");
     out.files[host] = doc.dump(2) + "\n";
     cdi::Device device;
     device.name = in.ref.uid + "-metadata-" + request;
