@@ -990,7 +990,7 @@ TEST_CASE("upstream: pods reach Running through the node agent, and deletion unp
 
 // ---- Gangs -------------------------------------------------------------------------------------
 
-TEST_CASE("upstream: a 4 x 8 gang lands in one super-pod; its members run with their ranks",
+TEST_CASE("upstream: a 4 x 8 gang lands in one super-pod, its members run with their ranks",
           "[gang]") {
   // Six Atlas 800T A2: super-pod pod-a holds leaves a1 (g-1, g-2) and a2 (g-3, g-4); pod-b holds
   // leaf b1 (g-5, g-6); one spine over both.
