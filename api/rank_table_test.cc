@@ -1,6 +1,7 @@
 #include "api/rank_table.h"
 
 #include <catch2/catch.hpp>
+#include <tuple>
 
 namespace xpu::api {
 namespace {
@@ -11,28 +12,21 @@ AcceleratorGangStatus TwoNodes() {
   // Listed out of rank order: the table follows the ranks.
   s.nodes = {{.name = "n4", .rank = 1, .devices = {"npu-0", "npu-1"}, .address = "10.0.0.4"},
              {.name = "n1", .rank = 0, .devices = {"npu-6", "npu-7"}, .address = ""}};
-  s.rank_table = {
-      {.rank = 2,
-       .node = "n4",
-       .device = "npu-0",
-       .ip_address = "192.168.4.0",
-       .super_pod_id = "sp1"},
-      {.rank = 0,
-       .node = "n1",
-       .device = "npu-6",
-       .ip_address = "192.168.1.6",
-       .super_pod_id = "sp0"},
-      {.rank = 1,
-       .node = "n1",
-       .device = "npu-7",
-       .ip_address = "192.168.1.7",
-       .super_pod_id = "sp0"},
-      {.rank = 3,
-       .node = "n4",
-       .device = "npu-1",
-       .ip_address = "192.168.4.1",
-       .super_pod_id = "sp1"},
-  };
+  // Out of rank order too: rank, node, device, the device's address, its super-pod.
+  const std::tuple<int64_t, const char*, const char*, const char*, const char*> ranks[] = {
+      {2, "n4", "npu-0", "192.168.4.0", "sp1"},
+      {0, "n1", "npu-6", "192.168.1.6", "sp0"},
+      {1, "n1", "npu-7", "192.168.1.7", "sp0"},
+      {3, "n4", "npu-1", "192.168.4.1", "sp1"}};
+  for (const auto& [rank, node, device, ip, super_pod] : ranks) {
+    GangRank r;
+    r.rank = rank;
+    r.node = node;
+    r.device = device;
+    r.ip_address = ip;
+    r.super_pod_id = super_pod;
+    s.rank_table.push_back(std::move(r));
+  }
   return s;
 }
 

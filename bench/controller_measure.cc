@@ -14,6 +14,7 @@
 #include "api/client/client.h"
 #include "api/client/informer.h"
 #include "base/mutex.h"
+#include "bench/controller_run.h"
 #include "bench/measure_support.h"
 #include "controller/testing/cluster.h"
 #include "e2e/client/child_process.h"
@@ -30,85 +31,40 @@ using xpu::bench::StatusMb;
 
 int Fail(const std::string& what) { return xpu::bench::Fail("controller_measure", what); }
 
-// A counter's value from a /metrics page; 0 when absent.
-double MetricValue(const std::string& page, const std::string& series) {
-  const auto at = page.find("\n" + series + " ");
-  if (at == std::string::npos) return 0;
-  return std::stod(page.substr(at + series.size() + 2));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
-  int nodes = 5000;
-  int changes = 200;
-  std::string qps = "200";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--nodes") {
-      nodes = std::stoi(argv[i + 1]);
-    } else if (flag == "--changes") {
-      changes = std::stoi(argv[i + 1]);
-    } else if (flag == "--qps") {
-      qps = argv[i + 1];
-    } else {
-      return Fail("usage: controller_measure [--nodes N] [--changes M] [--qps Q]");
-    }
+  std::map<std::string, std::string> flags = {
+      {"nodes", "5000"}, {"changes", "200"}, {"qps", "200"}};
+  if (!xpu::bench::ParseValueFlags(argc, argv, flags).ok()) {
+    return Fail("usage: controller_measure [--nodes N] [--changes M] [--qps Q]");
   }
-  auto sim = xpu::e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY, {"--history", "100000"});
-  if (!sim.ok()) return Fail(sim.status().message());
-  kc::ClientOptions unlimited;
-  unlimited.qps = 0;
-  auto client = ct::Connect(**sim, unlimited);
-  if (!client.ok()) return Fail(client.status().message());
-  if (!ct::MakeNamespace(**client, "xpu-dra").ok()) return Fail("namespace");
+  const int nodes = std::stoi(flags["nodes"]);
+  const int changes = std::stoi(flags["changes"]);
+  const std::string qps = flags["qps"];
+  // The cluster: nodes with inventories and live plugin Leases.
+  const auto setup_start = Clock::now();
+  auto fleet = xpu::bench::StartSimFleet(XPU_KUBE_SIM_BINARY, XPU_SOURCE_DIR, "hgx-h200", nodes,
+                                         {"xpu-dra"});
+  if (!fleet.ok()) return Fail(fleet.status().message());
+  auto& sim = fleet->sim;
+  auto& client = fleet->client;
   auto inventory = ct::FixtureInventory(XPU_SOURCE_DIR, "hgx-h200", "x");
   if (!inventory.ok()) return Fail(inventory.status().message());
-
-  // The cluster: nodes with inventories and live plugin Leases, written by 4 threads.
-  const auto setup_start = Clock::now();
-  std::atomic<int> next{0};
-  std::atomic<int> errors{0};
-  std::vector<std::thread> writers;
-  for (int w = 0; w < 4; ++w) {
-    writers.emplace_back([&] {
-      for (int i = next++; i < nodes; i = next++) {
-        const std::string name = "node-" + std::to_string(i);
-        xpu::api::NodeInventory inv = *inventory;
-        inv.metadata.name = name;
-        if (!ct::MakeNode(**client, name).ok() || !ct::PutInventory(**client, inv).ok() ||
-            !ct::RenewPluginLease(**client, "xpu-dra", name, 3600).ok()) {
-          ++errors;
-        }
-      }
-    });
-  }
-  for (auto& t : writers) t.join();
-  if (errors > 0) return Fail(std::to_string(errors) + " setup writes failed");
   std::cout << "setup: " << nodes << " nodes in " << Ms(Clock::now() - setup_start) / 1000
             << " s\n";
 
   const auto start = Clock::now();
   auto controller = xpu::e2e::ChildProcess::Start(
       XPU_CONTROLLER_BINARY,
-      {"--kubeconfig", (*sim)->kubeconfig(), "--namespace", "xpu-dra", "--qps", qps, "--burst", qps,
+      {"--kubeconfig", sim->kubeconfig(), "--namespace", "xpu-dra", "--qps", qps, "--burst", qps,
        "--leader-elect", "false", "--metrics-addr", "127.0.0.1:0", "--log-level", "info",
        "--claim-debounce", "100ms"},
-      (*sim)->dir() + "/controller.log");
+      sim->dir() + "/controller.log");
   if (!controller.ok()) return Fail(controller.status().message());
-  int port = 0;
-  while (port == 0 && Clock::now() - start < std::chrono::seconds(30)) {
-    const std::string log = (*controller)->Log();
-    if (auto at = log.find("(port "); at != std::string::npos) port = std::stoi(log.substr(at + 6));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const int port = xpu::bench::MetricsPort(**controller, std::chrono::seconds(30));
   if (port == 0) return Fail("no metrics port in the log:\n" + (*controller)->Log());
-  const std::string created = R"(xpu_dra_controller_slice_writes_total{verb="create",result="ok"})";
-  double done = 0;
-  while (done < nodes && Clock::now() - start < std::chrono::seconds(600)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    done = MetricValue(xpu::e2e::HttpGet(port, "/metrics"), created);
-  }
+  const double done = xpu::bench::WaitPublished(port, nodes, std::chrono::seconds(600));
   const double publish_s = Ms(Clock::now() - start) / 1000;
   if (done < nodes) return Fail("only " + std::to_string(done) + " pools published");
   std::cout << "full publish: " << nodes << " nodes x 8 devices in " << publish_s << " s at QPS "
@@ -120,7 +76,7 @@ int main(int argc, char** argv) {
   // Inventory change -> slice updated, seen through a watch.
   kc::InformerOptions by_driver;
   by_driver.field_selector = "spec.driver=xpu.dra.dev";
-  kc::TypedInformer<xpu::api::resource::ResourceSlice> slices(client->get(), kc::ResourceSlices(),
+  kc::TypedInformer<xpu::api::resource::ResourceSlice> slices(client.get(), kc::ResourceSlices(),
                                                               by_driver);
   xpu::Mutex mu;
   xpu::CondVar cv;
@@ -145,7 +101,7 @@ int main(int argc, char** argv) {
     inv.metadata.name = name;
     inv.status.devices[0].health = "Unhealthy";
     const auto t0 = Clock::now();
-    if (!ct::PutInventory(**client, inv).ok()) return Fail("inventory write " + name);
+    if (!ct::PutInventory(*client, inv).ok()) return Fail("inventory write " + name);
     xpu::MutexLock lock(mu);
     if (!cv.WaitFor(mu, std::chrono::seconds(30),
                     [&]() REQUIRES(mu) { return tainted_pool == name; })) {

@@ -18,6 +18,7 @@
 #include "api/client/client.h"
 #include "api/client/informer.h"
 #include "base/mutex.h"
+#include "bench/controller_run.h"
 #include "bench/measure_support.h"
 #include "controller/testing/cluster.h"
 #include "e2e/client/child_process.h"
@@ -26,119 +27,64 @@
 namespace {
 
 namespace kc = xpu::api::client;
-namespace ct = xpu::controller::testing;
 using Clock = std::chrono::steady_clock;
-using xpu::bench::Ms;
-using xpu::bench::Percentile;
-using xpu::bench::StatusMb;
-
 int Fail(const std::string& what) { return xpu::bench::Fail("gang_measure", what); }
-
-double MetricValue(const std::string& page, const std::string& series) {
-  const auto at = page.find("\n" + series + " ");
-  if (at == std::string::npos) return 0;
-  return std::stod(page.substr(at + series.size() + 2));
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  int nodes = 10000;
-  int gangs = 20;
-  int gang_nodes = 64;
-  std::string qps = "200";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--nodes") {
-      nodes = std::stoi(argv[i + 1]);
-    } else if (flag == "--gangs") {
-      gangs = std::stoi(argv[i + 1]);
-    } else if (flag == "--gang-nodes") {
-      gang_nodes = std::stoi(argv[i + 1]);
-    } else if (flag == "--qps") {
-      qps = argv[i + 1];
-    } else {
-      return Fail("usage: gang_measure [--nodes N] [--gangs M] [--gang-nodes G] [--qps Q]");
-    }
+  std::map<std::string, std::string> flags = {
+      {"nodes", "10000"}, {"gangs", "20"}, {"gang-nodes", "64"}, {"qps", "200"}};
+  if (!xpu::bench::ParseValueFlags(argc, argv, flags).ok()) {
+    return Fail("usage: gang_measure [--nodes N] [--gangs M] [--gang-nodes G] [--qps Q]");
   }
-  auto sim = xpu::e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY, {"--history", "200000"});
-  if (!sim.ok()) return Fail(sim.status().message());
-  kc::ClientOptions unlimited;
-  unlimited.qps = 0;
-  auto client = ct::Connect(**sim, unlimited);
-  if (!client.ok()) return Fail(client.status().message());
-  if (!ct::MakeNamespace(**client, "xpu-dra").ok()) return Fail("namespace");
-  if (!ct::MakeNamespace(**client, "train").ok()) return Fail("namespace");
-  auto inventory = ct::FixtureInventory(XPU_SOURCE_DIR, "atlas800t-a2", "x");
-  if (!inventory.ok()) return Fail(inventory.status().message());
-
+  const int nodes = std::stoi(flags["nodes"]);
+  const int gangs = std::stoi(flags["gangs"]);
+  const int gang_nodes = std::stoi(flags["gang-nodes"]);
+  const std::string qps = flags["qps"];
   const auto setup_start = Clock::now();
-  std::atomic<int> next{0};
-  std::atomic<int> errors{0};
-  std::vector<std::thread> writers;
-  for (int w = 0; w < 4; ++w) {
-    writers.emplace_back([&] {
-      for (int i = next++; i < nodes; i = next++) {
-        const std::string name = "node-" + std::to_string(i);
+  auto fleet = xpu::bench::StartSimFleet(
+      XPU_KUBE_SIM_BINARY, XPU_SOURCE_DIR, "atlas800t-a2", nodes, {"xpu-dra", "train"},
+      [](int i, xpu::api::NodeInventory& inv, std::map<std::string, std::string>& labels) {
         const int leaf = i / 32;
         const int spine = leaf / 16;
-        xpu::api::NodeInventory inv = *inventory;
-        inv.metadata.name = name;
         if (i % 4 == 3) inv.status.devices[static_cast<size_t>(i % 8)].health = "Unhealthy";
-        if (!ct::MakeNode(**client, name,
-                          {{"kubernetes.io/hostname", name},
-                           {"topology.xpu.dra.dev/leaf", "leaf-" + std::to_string(leaf)},
-                           {"topology.xpu.dra.dev/spine", "spine-" + std::to_string(spine)},
-                           {"topology.xpu.dra.dev/superpod", "pod-" + std::to_string(spine / 4)}})
-                 .ok() ||
-            !ct::PutInventory(**client, inv).ok() ||
-            !ct::RenewPluginLease(**client, "xpu-dra", name, 3600).ok()) {
-          ++errors;
-        }
-      }
-    });
-  }
-  for (auto& t : writers) t.join();
-  if (errors > 0) return Fail(std::to_string(errors) + " setup writes failed");
-  std::cout << "setup: " << nodes << " nodes in " << Ms(Clock::now() - setup_start) / 1000
-            << " s\n";
+        labels["topology.xpu.dra.dev/leaf"] = "leaf-" + std::to_string(leaf);
+        labels["topology.xpu.dra.dev/spine"] = "spine-" + std::to_string(spine);
+        labels["topology.xpu.dra.dev/superpod"] = "pod-" + std::to_string(spine / 4);
+      });
+  if (!fleet.ok()) return Fail(fleet.status().message());
+  auto& sim = fleet->sim;
+  auto& client = fleet->client;
+  std::cout << "setup: " << nodes << " nodes in "
+            << xpu::bench::Ms(Clock::now() - setup_start) / 1000 << " s\n";
 
   const auto start = Clock::now();
   auto controller = xpu::e2e::ChildProcess::Start(
       XPU_CONTROLLER_BINARY,
-      {"--kubeconfig", (*sim)->kubeconfig(), "--namespace", "xpu-dra", "--qps", qps, "--burst", qps,
+      {"--kubeconfig", sim->kubeconfig(), "--namespace", "xpu-dra", "--qps", qps, "--burst", qps,
        "--leader-elect", "false", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug"},
-      (*sim)->dir() + "/controller.log");
+      sim->dir() + "/controller.log");
   if (!controller.ok()) return Fail(controller.status().message());
-  int port = 0;
-  while (port == 0 && Clock::now() - start < std::chrono::seconds(30)) {
-    const std::string log = (*controller)->Log();
-    if (auto at = log.find("(port "); at != std::string::npos) port = std::stoi(log.substr(at + 6));
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  const int port = xpu::bench::MetricsPort(**controller, std::chrono::seconds(30));
   if (port == 0) return Fail("no metrics port in the log:\n" + (*controller)->Log());
-  const std::string created = R"(xpu_dra_controller_slice_writes_total{verb="create",result="ok"})";
-  double done = 0;
-  while (done < nodes && Clock::now() - start < std::chrono::seconds(900)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    done = MetricValue(xpu::e2e::HttpGet(port, "/metrics"), created);
-  }
+  const double done = xpu::bench::WaitPublished(port, nodes, std::chrono::seconds(900));
   if (done < nodes) return Fail("only " + std::to_string(done) + " pools published");
-  std::cout << "full publish: " << nodes << " nodes in " << Ms(Clock::now() - start) / 1000
-            << " s at QPS " << qps << "\n";
+  std::cout << "full publish: " << nodes << " nodes in "
+            << xpu::bench::Ms(Clock::now() - start) / 1000 << " s at QPS " << qps << "\n";
   // Steady state: the syncs that follow the publish (each slice's watch event re-checks its
   // pool) drain first; a gang created before waits behind them in the queue.
   const auto drain_start = Clock::now();
   const std::string depth = "xpu_dra_controller_queue_depth";
-  while (MetricValue(xpu::e2e::HttpGet(port, "/metrics"), depth) > 0 &&
+  while (xpu::bench::MetricValue(xpu::e2e::HttpGet(port, "/metrics"), depth) > 0 &&
          Clock::now() - drain_start < std::chrono::seconds(300)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  std::cout << "work queue drained " << Ms(Clock::now() - drain_start) / 1000
+  std::cout << "work queue drained " << xpu::bench::Ms(Clock::now() - drain_start) / 1000
             << " s after the publish\n";
 
   // Gangs, one after another; a watch sees each placed.
-  kc::TypedInformer<xpu::api::AcceleratorGang> watch(client->get(), kc::AcceleratorGangs());
+  kc::TypedInformer<xpu::api::AcceleratorGang> watch(client.get(), kc::AcceleratorGangs());
   xpu::Mutex mu;
   xpu::CondVar cv;
   std::set<std::string> placed;
@@ -164,7 +110,7 @@ int main(int argc, char** argv) {
                                    {"capabilityClass", "huawei.xpu.dra.dev"},
                                    {"maxTier", "spine"}}}};
     const auto t0 = Clock::now();
-    if (!(*client)->Create(kc::AcceleratorGangs(), "train", gang).ok()) {
+    if (!client->Create(kc::AcceleratorGangs(), "train", gang).ok()) {
       return Fail("create " + name);
     }
     xpu::MutexLock lock(mu);
@@ -172,14 +118,15 @@ int main(int argc, char** argv) {
                     [&]() REQUIRES(mu) { return placed.contains(name); })) {
       return Fail(name + " not placed within 60 s:\n" + (*controller)->Log().substr(0, 4000));
     }
-    latencies.push_back(Ms(Clock::now() - t0));
+    latencies.push_back(xpu::bench::Ms(Clock::now() - t0));
   }
   watch.Stop();
   std::cout << "gang placed (" << gangs << " gangs of " << gang_nodes << " x 8 in " << nodes
-            << " nodes, created to status written): p50 " << Percentile(latencies, 0.5)
-            << " ms, p99 " << Percentile(latencies, 0.99) << " ms, max "
-            << Percentile(latencies, 1.0) << " ms (budget p99 2000 ms)\n";
-  std::cout << "controller peak VmHWM " << StatusMb((*controller)->pid(), "VmHWM") << " MB\n";
+            << " nodes, created to status written): p50 " << xpu::bench::Percentile(latencies, 0.5)
+            << " ms, p99 " << xpu::bench::Percentile(latencies, 0.99) << " ms, max "
+            << xpu::bench::Percentile(latencies, 1.0) << " ms (budget p99 2000 ms)\n";
+  std::cout << "controller peak VmHWM " << xpu::bench::StatusMb((*controller)->pid(), "VmHWM")
+            << " MB\n";
   // Where a placement's time goes, from the controller's debug lines.
   std::istringstream log((*controller)->Log());
   int shown = 0;

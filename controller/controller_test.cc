@@ -38,10 +38,8 @@ using testing::kDriver;
 
 struct Cluster {
   explicit Cluster(const std::vector<std::string>& flags = {}) {
-    kc::ClientOptions options;
-    options.qps = 0;
-    auto started =
-        testing::StartCluster(XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"}, options);
+    auto started = testing::StartCluster(XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"},
+                                         testing::Unthrottled());
     REQUIRE_OK(started);
     sim = std::move(started->sim);
     client = std::move(started->client);

@@ -251,13 +251,16 @@ struct Fakes {
   FakeObjects<api::resource::ResourceClaim> claims{"resourceclaims", true};
   FakeObjects<api::resource::ResourceClaimTemplate> templates{"resourceclaimtemplates"};
   GangWriters writers() { return {&gangs, &slices, &claims, &templates}; }
+  // Stores `gang` and gives it back as stored (uid, resourceVersion).
+  api::AcceleratorGang Stored(const api::AcceleratorGang& gang) {
+    gangs.Put(gang);
+    return *gangs.Find(kc::ObjectKey::Of(gang.metadata));
+  }
 };
 
 TEST_CASE("Gang sync: status first, then the gang device, the shared claim and the template") {
   Fakes f;
-  auto gang = Gang("g1", 2, "leaf");
-  f.gangs.Put(gang);
-  gang = *f.gangs.Find(kc::ObjectKey::Namespaced("default", "g1"));
+  const auto gang = f.Stored(Gang("g1", 2, "leaf"));
   const GangPlan placed = Plan(gang, SixNodes());
   const auto key = kc::ObjectKey::Namespaced("default", "g1");
   const GangSyncPlan plan = PlanGangSync(key, gang, placed.status, false, {}, 7, {});
@@ -312,9 +315,7 @@ TEST_CASE("Gang sync: status first, then the gang device, the shared claim and t
 
 TEST_CASE("Gang sync: a conflict on the status writes nothing else") {
   Fakes f;
-  auto gang = Gang("g1", 2, "leaf");
-  f.gangs.Put(gang);
-  gang = *f.gangs.Find(kc::ObjectKey::Namespaced("default", "g1"));
+  const auto gang = f.Stored(Gang("g1", 2, "leaf"));
   f.gangs.FailNext(FakeVerb::kUpdateStatus, Status(StatusCode::kAborted, "conflict"));
   const GangPlan placed = Plan(gang, SixNodes());
   const GangSyncPlan plan = PlanGangSync(kc::ObjectKey::Namespaced("default", "g1"), gang,
@@ -328,9 +329,7 @@ TEST_CASE("Gang sync: a conflict on the status writes nothing else") {
 
 TEST_CASE("Gang sync: a moved gang deletes its old claim, and makes it again once gone") {
   Fakes f;
-  auto gang = Gang("g1", 2, "leaf");
-  f.gangs.Put(gang);
-  gang = *f.gangs.Find(kc::ObjectKey::Namespaced("default", "g1"));
+  const auto gang = f.Stored(Gang("g1", 2, "leaf"));
   const GangPlan placed = Plan(gang, SixNodes());
   const auto key = kc::ObjectKey::Namespaced("default", "g1");
   REQUIRE(ApplyGangSync(PlanGangSync(key, gang, placed.status, false, {}, 0, {}), f.writers())

@@ -29,10 +29,8 @@ using testing::kDriver;
 
 struct GangCluster {
   explicit GangCluster(const std::vector<std::string>& flags = {}) {
-    kc::ClientOptions options;
-    options.qps = 0;
-    auto started =
-        testing::StartCluster(XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"}, options);
+    auto started = testing::StartCluster(XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"},
+                                         testing::Unthrottled());
     REQUIRE_OK(started);
     sim = std::move(started->sim);
     client = std::move(started->client);
@@ -135,6 +133,28 @@ std::set<std::string> SelectedNodes(const ResourceSlice& slice) {
     }
   }
   return out;
+}
+
+// Every gang placed on 2 nodes no other gang has, and exactly one gang slice per gang selecting
+// exactly its nodes: no partial reservation, no stale slice.
+bool EachPlacedOnceWithItsSlice(GangCluster& c, const std::vector<std::string>& gangs) {
+  std::set<std::string> taken;
+  std::map<std::string, std::set<std::string>> placed;  // gang device -> nodes
+  for (const std::string& name : gangs) {
+    const auto nodes = c.NodesOf(name);
+    if (nodes.size() != 2) return false;
+    for (const std::string& n : nodes) {
+      if (!taken.insert(n).second) return false;  // overlap
+    }
+    placed["gang-" + name] = {nodes.begin(), nodes.end()};
+  }
+  const auto slices = c.GangSlices();
+  if (slices.size() != gangs.size()) return false;
+  for (const auto& s : slices) {
+    auto it = placed.find(s.spec.devices.at(0).name);
+    if (it == placed.end() || it->second != SelectedNodes(s)) return false;
+  }
+  return true;
 }
 
 std::string Leaf(const std::string& node) { return node <= "n3" ? "leaf-a" : "leaf-b"; }
@@ -275,25 +295,7 @@ TEST_CASE("gangs: controller kills under 20% API faults leave no partial reserva
   }
   REQUIRE(c.client->PostPath("/kube-sim/faults", {{"rate", 0}}).ok());
   auto controller = c.StartController("controller-final.log");
-  auto consistent = [&] {
-    std::map<std::string, std::string> owner;  // node -> gang
-    std::map<std::string, std::set<std::string>> placed;
-    for (const char* name : {"a", "b", "c"}) {
-      const auto nodes = c.NodesOf(name);
-      if (nodes.size() != 2) return false;
-      for (const std::string& n : nodes) {
-        if (!owner.emplace(n, name).second) return false;  // overlap
-      }
-      placed[std::string("gang-") + name] = {nodes.begin(), nodes.end()};
-    }
-    const auto slices = c.GangSlices();
-    if (slices.size() != 3) return false;
-    for (const auto& s : slices) {
-      auto it = placed.find(s.spec.devices.at(0).name);
-      if (it == placed.end() || it->second != SelectedNodes(s)) return false;
-    }
-    return true;
-  };
+  auto consistent = [&] { return EachPlacedOnceWithItsSlice(c, {"a", "b", "c"}); };
   REQUIRE(Eventually(consistent, milliseconds(60'000)));
 }
 
@@ -312,25 +314,7 @@ TEST_CASE(
              milliseconds(5'000));
   first->Kill();
   REQUIRE(c.client->PostPath("/kube-sim/faults", {{"rate", 0}}).ok());
-  auto consistent = [&] {
-    std::set<std::string> taken;
-    std::map<std::string, std::set<std::string>> placed;
-    for (const char* name : {"a", "b", "c"}) {
-      const auto nodes = c.NodesOf(name);
-      if (nodes.size() != 2) return false;
-      for (const std::string& n : nodes) {
-        if (!taken.insert(n).second) return false;
-      }
-      placed[std::string("gang-") + name] = {nodes.begin(), nodes.end()};
-    }
-    const auto slices = c.GangSlices();
-    if (slices.size() != 3) return false;
-    for (const auto& s : slices) {
-      auto it = placed.find(s.spec.devices.at(0).name);
-      if (it == placed.end() || it->second != SelectedNodes(s)) return false;
-    }
-    return true;
-  };
+  auto consistent = [&] { return EachPlacedOnceWithItsSlice(c, {"a", "b", "c"}); };
   const bool done = Eventually(consistent, milliseconds(30'000));
   INFO(c.Log("second.log"));
   REQUIRE(done);

@@ -14,7 +14,7 @@ using api::resource::DeviceAttribute;
 using api::resource::ResourceClaim;
 using api::resource::ResourceClaimTemplate;
 using api::resource::ResourceSlice;
-
+// Labels of the objects made for a gang.
 constexpr std::string_view kGangNameLabel = "xpu.dra.dev/gang";
 constexpr std::string_view kGangNamespaceLabel = "xpu.dra.dev/gang-namespace";
 constexpr std::string_view kManagedBy = "app.kubernetes.io/managed-by";
@@ -236,6 +236,17 @@ Status DeleteIfOwned(kc::Objects<T>& objects, const kc::ObjectKey& key, std::str
   return s.code() == StatusCode::kNotFound ? OkStatus() : s;
 }
 
+// After a Get that answered `read`: creates `object` when it was not found (AlreadyExists is
+// fine: someone made it meanwhile); other read errors are returned.
+template <typename T>
+Status CreateIfMissing(kc::Objects<T>& objects, const Status& read, const T& object, int& writes) {
+  if (read.code() != StatusCode::kNotFound) return read;
+  ++writes;
+  StatusOr<T> made = objects.Create(object);
+  if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) return made.status();
+  return OkStatus();
+}
+
 }  // namespace
 
 GangSyncResult ApplyGangSync(const GangSyncPlan& plan, const GangWriters& w) {
@@ -293,28 +304,17 @@ GangSyncResult ApplyGangSync(const GangSyncPlan& plan, const GangWriters& w) {
     } else if (current.ok() && current->metadata.deletion_timestamp.has_value()) {
       result.waiting = true;  // being deleted: made again once gone
     } else if (!current.ok()) {
-      if (current.status().code() != StatusCode::kNotFound) {
-        return fail(current.status(), "read claim");
-      }
-      ++result.writes;
-      StatusOr<ResourceClaim> made = w.claims->Create(*plan.claim);
-      if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) {
-        return fail(made.status(), "create claim");
-      }
+      Status s = CreateIfMissing(*w.claims, current.status(), *plan.claim, result.writes);
+      if (!s.ok()) return fail(s, "make claim");
     }
   }
   if (plan.claim_template.has_value()) {
     const kc::ObjectKey key = kc::ObjectKey::Of(plan.claim_template->metadata);
     StatusOr<ResourceClaimTemplate> current = w.templates->Get(key);
     if (!current.ok()) {
-      if (current.status().code() != StatusCode::kNotFound) {
-        return fail(current.status(), "read claim template");
-      }
-      ++result.writes;
-      StatusOr<ResourceClaimTemplate> made = w.templates->Create(*plan.claim_template);
-      if (!made.ok() && made.status().code() != StatusCode::kAlreadyExists) {
-        return fail(made.status(), "create claim template");
-      }
+      Status s =
+          CreateIfMissing(*w.templates, current.status(), *plan.claim_template, result.writes);
+      if (!s.ok()) return fail(s, "make claim template");
     } else if (OwnedBy(current->metadata, gang) && current->spec != plan.claim_template->spec) {
       // A template's spec cannot change: delete it, and make it again once gone.
       ++result.writes;

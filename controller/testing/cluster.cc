@@ -17,6 +17,12 @@ StatusOr<std::unique_ptr<kc::Client>> Connect(const e2e::KubeSimProcess& sim,
   return kc::Client::Create(config, std::move(options));
 }
 
+api::client::ClientOptions Unthrottled() {
+  api::client::ClientOptions options;
+  options.qps = 0;
+  return options;
+}
+
 StatusOr<SimCluster> StartCluster(const std::string& binary, const std::vector<std::string>& flags,
                                   const std::vector<std::string>& namespaces,
                                   kc::ClientOptions options) {

@@ -31,6 +31,8 @@ struct SimCluster {
   std::unique_ptr<e2e::KubeSimProcess> sim;
   std::unique_ptr<api::client::Client> client;
 };
+// Client options without the client-side rate limit (tests make their own load).
+api::client::ClientOptions Unthrottled();
 // Starts the kube-sim `binary` with `flags`, connects with `options` and creates `namespaces`.
 StatusOr<SimCluster> StartCluster(const std::string& binary,
                                   const std::vector<std::string>& flags = {},
