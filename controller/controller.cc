@@ -786,8 +786,10 @@ Status Controller::SyncGangKey(const std::string& key) {
     std::vector<std::pair<std::string, bool>> live;
     std::map<std::string, std::string> held;
     std::map<std::string, std::set<std::string>> allocated;
+    uint64_t config_generation = 0;
     {
       MutexLock lock(mu_);
+      config_generation = config_generation_;
       for (const auto& [node, is_live] : live_) {
         if (is_live) live.emplace_back(node, true);
       }
@@ -810,11 +812,6 @@ Status Controller::SyncGangKey(const std::string& key) {
       for (const auto& [pool, devices] : allocated_) {
         allocated[pool] = std::set<std::string>(devices.begin(), devices.end());
       }
-    }
-    uint64_t config_generation = 0;
-    {
-      MutexLock lock(mu_);
-      config_generation = config_generation_;
     }
     const std::string& cls = api::GangDeviceClass(gang->spec);
     const int k = static_cast<int>(gang->spec.devices_per_node);

@@ -223,6 +223,15 @@ void SetCondition(AcceleratorGangStatus& status, const AcceleratorGang& gang, st
   status.conditions.push_back(std::move(c));
 }
 
+// Pending, holding nothing.
+void ClearPlacement(AcceleratorGangStatus& status) {
+  status.phase = "Pending";
+  status.nodes.clear();
+  status.rank_table.clear();
+  status.tier.clear();
+  status.domain.clear();
+}
+
 void SetPlacedCondition(AcceleratorGangStatus& status, const AcceleratorGang& gang, bool placed,
                         std::string reason, std::string message, const std::string& now) {
   SetCondition(status, gang, kPlacedCondition, placed, std::move(reason), std::move(message), now);
@@ -319,11 +328,7 @@ GangPlan PlanGang(const GangPlanInput& in) {
     spec_only.metadata.namespace_name = gang.metadata.namespace_name;
     spec_only.spec = gang.spec;
     if (Status valid = api::ValidateAcceleratorGang(spec_only); !valid.ok()) {
-      status.phase = "Pending";
-      status.nodes.clear();
-      status.rank_table.clear();
-      status.tier.clear();
-      status.domain.clear();
+      ClearPlacement(status);
       SetPlacedCondition(status, gang, false, "InvalidSpec", valid.message(), in.now);
       return plan;
     }
@@ -388,11 +393,7 @@ GangPlan PlanGang(const GangPlanInput& in) {
     if (offer.free > 0) ++offering;
   }
   auto pending = [&](std::string reason, std::string message) {
-    status.phase = "Pending";
-    status.nodes.clear();
-    status.rank_table.clear();
-    status.tier.clear();
-    status.domain.clear();
+    ClearPlacement(status);
     if (!failed_nodes.empty()) message = "member node " + failed_nodes + " failed; " + message;
     std::erase_if(status.conditions,
                   [](const api::Condition& c) { return c.type == "DevicesHealthy"; });
