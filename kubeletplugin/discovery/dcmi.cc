@@ -5,14 +5,17 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/enum_names.h"
 #include "base/text.h"
 #include "kubeletplugin/discovery/internal/dcmi_types.h"
 #include "kubeletplugin/discovery/internal/dl_library.h"
+#include "kubeletplugin/discovery/telemetry.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
 
 namespace xpu::discovery {
@@ -101,6 +104,11 @@ struct DcmiApi {
   dc::GetNetworkHealthFn get_device_network_health = nullptr;
   dc::GetDeviceInfoFn get_device_info = nullptr;
   dc::GetComponentVersionFn get_device_component_static_version = nullptr;
+  // Telemetry only (BindTelemetry): optional, never part of the discovery probe's status.
+  dc::GetTemperatureFn get_device_temperature = nullptr;
+  dc::GetPowerInfoFn get_device_power_info = nullptr;
+  dc::GetUtilizationRateFn get_device_utilization_rate = nullptr;
+  dc::GetEccInfoFn get_device_ecc_info = nullptr;
 };
 
 std::vector<std::string> Bind(const DlLibrary& lib, DcmiApi* api,
@@ -127,6 +135,19 @@ std::vector<std::string> Bind(const DlLibrary& lib, DcmiApi* api,
   lib.Bind("dcmi_get_device_component_static_version", &api->get_device_component_static_version,
            opt);
   return required_missing;
+}
+
+void BindTelemetry(const DlLibrary& lib, DcmiApi* api, std::vector<std::string>* missing) {
+  lib.Bind("dcmi_get_device_temperature", &api->get_device_temperature, missing);
+  lib.Bind("dcmi_get_device_power_info", &api->get_device_power_info, missing);
+  lib.Bind("dcmi_get_device_utilization_rate", &api->get_device_utilization_rate, missing);
+  lib.Bind("dcmi_get_device_ecc_info", &api->get_device_ecc_info, missing);
+}
+
+// dcmi_get_device_info(HCCS, GET_STATUS), shared by the probe and the telemetry.
+int ReadHccsStatus(const DcmiApi& api, int card, int device, dc::dcmi_hccs_statues* st) {
+  unsigned size = sizeof *st;
+  return api.get_device_info(card, device, dc::kMainCmdHccs, dc::kHccsCmdGetStatus, st, &size);
 }
 
 class ChipProbe {
@@ -227,9 +248,7 @@ class ChipProbe {
   // "For PCIe inference and training hardware, HCCS is not supported" (hardware.md §1.6).
   void HccsStatus() {
     dc::dcmi_hccs_statues st{};
-    unsigned size = sizeof st;
-    int rc = api_.get_device_info(out_->card_id, out_->device_id, dc::kMainCmdHccs,
-                                  dc::kHccsCmdGetStatus, &st, &size);
+    int rc = ReadHccsStatus(api_, out_->card_id, out_->device_id, &st);
     if (rc == dc::kErrNotSupport) return;
     if (!Ok("dcmi_get_device_info(HCCS, GET_STATUS)", rc)) return;
     out_->hccs_pcs_status = st.pcs_status;
@@ -256,26 +275,65 @@ class ChipProbe {
   bool gone_ = false;
 };
 
+// Loads, binds and initialises the library into `lib` and `api`; sets status.loaded on success.
+void OpenDcmi(const std::vector<std::string>& lib_dirs, DlLibrary* lib, DcmiApi* api,
+              LibraryStatus* status) {
+  status->name = "dcmi";
+  if (!lib->Open(kDcmiFile, lib_dirs, &status->error)) return;
+  status->path = lib->path();
+  std::vector<std::string> required_missing = Bind(*lib, api, &status->missing_symbols);
+  if (!required_missing.empty()) {
+    status->error = MissingSymbolsError(status->path, required_missing);
+    return;
+  }
+  if (int rc = api->init(); rc != dc::kOk) {
+    status->error = DcmiCallError("dcmi_init", rc);
+    return;
+  }
+  status->loaded = true;
+}
+
+// Every chip, card by card, probed; `present[i]`: chip i's logic id is known. The first failing
+// library-wide call goes to status->error.
+std::vector<DcmiChip> EnumerateChips(const DcmiApi& api, LibraryStatus* status,
+                                     std::vector<bool>* present) {
+  auto library_error = [&](std::string_view fn, int rc) {
+    if (status->error.empty()) status->error = DcmiCallError(fn, rc);
+  };
+  std::vector<DcmiChip> chips;
+  int card_count = 0;
+  int cards[dc::kMaxCardNum] = {};
+  if (int rc = api.get_card_list(&card_count, cards, dc::kMaxCardNum); rc != dc::kOk) {
+    library_error("dcmi_get_card_list", rc);
+    card_count = 0;
+  }
+  card_count = std::clamp(card_count, 0, dc::kMaxCardNum);
+  for (int c = 0; c < card_count; ++c) {
+    int devices = 0;
+    if (int rc = api.get_device_num_in_card(cards[c], &devices); rc != dc::kOk) {
+      library_error("dcmi_get_device_num_in_card", rc);
+      continue;
+    }
+    devices = std::clamp(devices, 0, kMaxDevicesPerCard);
+    for (int d = 0; d < devices; ++d) {
+      DcmiChip& chip = chips.emplace_back();
+      chip.card_id = cards[c];
+      chip.device_id = d;
+      present->push_back(ChipProbe(api, &chip).Run());
+    }
+  }
+  return chips;
+}
+
 }  // namespace
 
 DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
   DcmiFacts facts;
   LibraryStatus& status = facts.library;
-  status.name = "dcmi";
   DlLibrary lib;
-  if (!lib.Open(kDcmiFile, lib_dirs, &status.error)) return facts;
-  status.path = lib.path();
   DcmiApi api;
-  std::vector<std::string> required_missing = Bind(lib, &api, &status.missing_symbols);
-  if (!required_missing.empty()) {
-    status.error = MissingSymbolsError(status.path, required_missing);
-    return facts;
-  }
-  if (int rc = api.init(); rc != dc::kOk) {
-    status.error = DcmiCallError("dcmi_init", rc);
-    return facts;
-  }
-  status.loaded = true;
+  OpenDcmi(lib_dirs, &lib, &api, &status);
+  if (!status.loaded) return facts;
   auto library_error = [&](std::string_view fn, int rc) {
     if (status.error.empty()) status.error = DcmiCallError(fn, rc);
   };
@@ -297,28 +355,8 @@ DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
     }
   }
 
-  int card_count = 0;
-  int cards[dc::kMaxCardNum] = {};
-  if (int rc = api.get_card_list(&card_count, cards, dc::kMaxCardNum); rc != dc::kOk) {
-    library_error("dcmi_get_card_list", rc);
-    card_count = 0;
-  }
-  card_count = std::clamp(card_count, 0, dc::kMaxCardNum);
   std::vector<bool> present;  // per chip: logic id known
-  for (int c = 0; c < card_count; ++c) {
-    int devices = 0;
-    if (int rc = api.get_device_num_in_card(cards[c], &devices); rc != dc::kOk) {
-      library_error("dcmi_get_device_num_in_card", rc);
-      continue;
-    }
-    devices = std::clamp(devices, 0, kMaxDevicesPerCard);
-    for (int d = 0; d < devices; ++d) {
-      DcmiChip& chip = facts.chips.emplace_back();
-      chip.card_id = cards[c];
-      chip.device_id = d;
-      present.push_back(ChipProbe(api, &chip).Run());
-    }
-  }
+  facts.chips = EnumerateChips(api, &status, &present);
 
   // Product type is per system, read through the first chip that answers.
   if (api.get_product_type != nullptr) {
@@ -352,6 +390,101 @@ DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
               });
   }
   return facts;
+}
+
+namespace {
+
+// Telemetry from a library kept initialised: the chips are enumerated once (card and device ids,
+// PCI address); each Sample() reads the counters.
+class DcmiTelemetry final : public TelemetrySource {
+ public:
+  explicit DcmiTelemetry(const std::vector<std::string>& lib_dirs) {
+    OpenDcmi(lib_dirs, &lib_, &api_, &status_);
+    if (!status_.loaded) return;
+    BindTelemetry(lib_, &api_, &status_.missing_symbols);
+    std::vector<bool> present;
+    for (DcmiChip& chip : EnumerateChips(api_, &status_, &present)) {
+      if (!chip.pci_bus_id.empty()) chips_.push_back(std::move(chip));  // else cannot be joined
+    }
+  }
+
+  const LibraryStatus& status() const override { return status_; }
+
+  std::vector<DeviceTelemetry> Sample() override {
+    std::vector<DeviceTelemetry> out;
+    out.reserve(chips_.size());
+    for (const DcmiChip& chip : chips_) out.push_back(Read(chip));
+    return out;
+  }
+
+ private:
+  DeviceTelemetry Read(const DcmiChip& chip) const {
+    DeviceTelemetry t;
+    t.pci_address = chip.pci_bus_id;
+    const int card = chip.card_id, dev = chip.device_id;
+    // Not supported (a PCIe card without HCCS or RoCE, ECC off) is an answer, not an error.
+    auto ok = [&t](std::string_view fn, int rc) {
+      if (rc == dc::kOk) return true;
+      if (rc != dc::kErrNotSupport) {
+        if (!t.error.empty()) t.error += "; ";
+        t.error += DcmiCallError(fn, rc);
+      }
+      return false;
+    };
+    if (int celsius = 0;
+        api_.get_device_temperature != nullptr &&
+        ok("dcmi_get_device_temperature", api_.get_device_temperature(card, dev, &celsius))) {
+      t.temperature_celsius = celsius;
+    }
+    if (int deciwatts = 0;
+        api_.get_device_power_info != nullptr &&
+        ok("dcmi_get_device_power_info", api_.get_device_power_info(card, dev, &deciwatts))) {
+      t.power_watts = deciwatts / 10.0;
+    }
+    if (unsigned percent = 0;
+        api_.get_device_utilization_rate != nullptr &&
+        ok("dcmi_get_device_utilization_rate",
+           api_.get_device_utilization_rate(card, dev, dc::kUtilizationAiCore, &percent))) {
+      t.utilization_ratio = percent / 100.0;
+    }
+    constexpr double kMiB = 1024.0 * 1024.0;
+    if (dc::dcmi_hbm_info hbm{};
+        api_.get_device_hbm_info != nullptr &&
+        ok("dcmi_get_device_hbm_info", api_.get_device_hbm_info(card, dev, &hbm))) {
+      t.memory_used_bytes = static_cast<double>(hbm.memory_usage) * kMiB;
+      t.memory_total_bytes = static_cast<double>(hbm.memory_size) * kMiB;
+    }
+    if (dc::dcmi_ecc_info ecc{};
+        api_.get_device_ecc_info != nullptr &&
+        ok("dcmi_get_device_ecc_info",
+           api_.get_device_ecc_info(card, dev, dc::kDeviceTypeHbm, &ecc))) {
+      t.ecc_errors["corrected"] = ecc.single_bit_error_cnt;
+      t.ecc_errors["uncorrected"] = ecc.double_bit_error_cnt;
+    }
+    if (api_.get_device_info != nullptr) {
+      dc::dcmi_hccs_statues st{};
+      if (ok("dcmi_get_device_info(HCCS, GET_STATUS)", ReadHccsStatus(api_, card, dev, &st))) {
+        t.links_up["hccs"] = st.pcs_status == 0 && st.hdlc_status == dc::kHdlcStatusOk ? 1 : 0;
+      }
+    }
+    if (int result = dc::kDetectOk;
+        api_.get_device_network_health != nullptr &&
+        ok("dcmi_get_device_network_health", api_.get_device_network_health(card, dev, &result))) {
+      t.links_up["roce"] = result == dc::kDetectOk ? 1 : 0;
+    }
+    return t;
+  }
+
+  LibraryStatus status_;
+  DlLibrary lib_;
+  DcmiApi api_;
+  std::vector<DcmiChip> chips_;
+};
+
+}  // namespace
+
+std::unique_ptr<TelemetrySource> OpenDcmiTelemetry(const std::vector<std::string>& lib_dirs) {
+  return std::make_unique<DcmiTelemetry>(lib_dirs);
 }
 
 }  // namespace xpu::discovery

@@ -5,14 +5,17 @@
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/enum_names.h"
 #include "base/text.h"
 #include "kubeletplugin/discovery/internal/dl_library.h"
 #include "kubeletplugin/discovery/internal/nvml_types.h"
+#include "kubeletplugin/discovery/telemetry.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
 
 namespace xpu::discovery {
@@ -132,6 +135,11 @@ struct NvmlApi {
   nv::DeviceRegisterEventsFn device_register_events = nullptr;
   nv::EventSetWaitFn event_set_wait = nullptr;
   nv::EventSetFreeFn event_set_free = nullptr;
+  // Telemetry only (BindTelemetry): optional, never part of the discovery probe's status.
+  nv::DeviceGetTemperatureFn device_get_temperature = nullptr;
+  nv::DeviceGetUintFn device_get_power_usage = nullptr;
+  nv::DeviceGetUtilizationRatesFn device_get_utilization_rates = nullptr;
+  nv::DeviceGetTotalEccErrorsFn device_get_total_ecc_errors = nullptr;
 };
 
 // Binds every symbol; returns the required ones that are missing.
@@ -163,6 +171,13 @@ std::vector<std::string> Bind(const DlLibrary& lib, NvmlApi* api,
   lib.Bind("nvmlEventSetWait_v2", &api->event_set_wait, opt);
   lib.Bind("nvmlEventSetFree", &api->event_set_free, opt);
   return required_missing;
+}
+
+void BindTelemetry(const DlLibrary& lib, NvmlApi* api, std::vector<std::string>* missing) {
+  lib.Bind("nvmlDeviceGetTemperature", &api->device_get_temperature, missing);
+  lib.Bind("nvmlDeviceGetPowerUsage", &api->device_get_power_usage, missing);
+  lib.Bind("nvmlDeviceGetUtilizationRates", &api->device_get_utilization_rates, missing);
+  lib.Bind("nvmlDeviceGetTotalEccErrors", &api->device_get_total_ecc_errors, missing);
 }
 
 // One device's calls: each failure is appended to `error`; a lost GPU stops the rest.
@@ -349,26 +364,33 @@ class XidWatch {
   std::map<nv::nvmlDevice_t, size_t> devices_;
 };
 
+// Loads, binds and initialises the library into `lib` and `api`; sets status.loaded on success.
+void OpenNvml(const std::vector<std::string>& lib_dirs, DlLibrary* lib, NvmlApi* api,
+              LibraryStatus* status) {
+  status->name = "nvml";
+  if (!lib->Open(kNvmlFile, lib_dirs, &status->error)) return;
+  status->path = lib->path();
+  std::vector<std::string> required_missing = Bind(*lib, api, &status->missing_symbols);
+  if (!required_missing.empty()) {
+    status->error = MissingSymbolsError(status->path, required_missing);
+    return;
+  }
+  if (nv::nvmlReturn_t rc = api->init(); rc != nv::kSuccess) {
+    status->error = NvmlCallError("nvmlInit_v2", rc);
+    return;
+  }
+  status->loaded = true;
+}
+
 }  // namespace
 
 NvmlFacts ProbeNvml(const std::vector<std::string>& lib_dirs) {
   NvmlFacts facts;
   LibraryStatus& status = facts.library;
-  status.name = "nvml";
   DlLibrary lib;
-  if (!lib.Open(kNvmlFile, lib_dirs, &status.error)) return facts;
-  status.path = lib.path();
   NvmlApi api;
-  std::vector<std::string> required_missing = Bind(lib, &api, &status.missing_symbols);
-  if (!required_missing.empty()) {
-    status.error = MissingSymbolsError(status.path, required_missing);
-    return facts;
-  }
-  if (nv::nvmlReturn_t rc = api.init(); rc != nv::kSuccess) {
-    status.error = NvmlCallError("nvmlInit_v2", rc);
-    return facts;
-  }
-  status.loaded = true;
+  OpenNvml(lib_dirs, &lib, &api, &status);
+  if (!status.loaded) return facts;
   auto library_error = [&](std::string_view fn, nv::nvmlReturn_t rc) {
     if (status.error.empty()) status.error = NvmlCallError(fn, rc);
   };
@@ -421,6 +443,165 @@ NvmlFacts ProbeNvml(const std::vector<std::string>& lib_dirs) {
   }
   api.shutdown();  // its result changes nothing: the facts are read, the library goes
   return facts;
+}
+
+namespace {
+
+// Telemetry from a library kept initialised: handles, identities and the XID event set are set up
+// once; each Sample() reads the counters and drains the events queued since the last one.
+class NvmlTelemetry final : public TelemetrySource {
+ public:
+  explicit NvmlTelemetry(const std::vector<std::string>& lib_dirs) {
+    OpenNvml(lib_dirs, &lib_, &api_, &status_);
+    if (!status_.loaded) return;
+    BindTelemetry(lib_, &api_, &status_.missing_symbols);
+    unsigned count = 0;
+    if (nv::nvmlReturn_t rc = api_.device_get_count(&count); rc != nv::kSuccess) {
+      status_.error = NvmlCallError("nvmlDeviceGetCount_v2", rc);
+      return;
+    }
+    count = std::min(count, kMaxDevices);
+    const bool events = api_.event_set_create != nullptr &&
+                        api_.device_register_events != nullptr && api_.event_set_wait != nullptr &&
+                        api_.event_set_free != nullptr;
+    if (events && api_.event_set_create(&events_) != nv::kSuccess) events_ = nullptr;
+    for (unsigned i = 0; i < count; ++i) {
+      Device d;
+      if (api_.device_get_handle_by_index(i, &d.handle) != nv::kSuccess) continue;  // lost GPU
+      char buf[nv::kDeviceUuidV2BufferSize] = {};
+      if (api_.device_get_uuid(d.handle, buf, sizeof buf) == nv::kSuccess) {
+        d.uuid = BoundedCString(buf, sizeof buf);
+      }
+      nv::nvmlPciInfo_t pci{};
+      if (api_.device_get_pci_info(d.handle, &pci) != nv::kSuccess) continue;  // cannot be joined
+      d.pci_address = NormaliseBusId(pci.busId, sizeof pci.busId);
+      d.xid_watched = events_ != nullptr &&
+                      api_.device_register_events(d.handle, nv::kEventTypeXidCriticalError,
+                                                  events_) == nv::kSuccess;
+      devices_.push_back(std::move(d));
+    }
+  }
+  ~NvmlTelemetry() override {
+    if (events_ != nullptr) api_.event_set_free(events_);
+    if (status_.loaded) api_.shutdown();  // NVML counts inits: discovery's own init is unaffected
+  }
+  NvmlTelemetry(const NvmlTelemetry&) = delete;
+  NvmlTelemetry& operator=(const NvmlTelemetry&) = delete;
+
+  const LibraryStatus& status() const override { return status_; }
+
+  std::vector<DeviceTelemetry> Sample() override {
+    DrainXids();
+    std::vector<DeviceTelemetry> out;
+    out.reserve(devices_.size());
+    for (const Device& d : devices_) out.push_back(Read(d));
+    return out;
+  }
+
+ private:
+  struct Device {
+    nv::nvmlDevice_t handle = nullptr;
+    std::string uuid;
+    std::string pci_address;
+    bool xid_watched = false;
+    uint64_t xids = 0;
+  };
+
+  void DrainXids() {
+    if (events_ == nullptr) return;
+    for (unsigned n = 0; n < kMaxEvents; ++n) {
+      nv::nvmlEventData_t event{};
+      if (api_.event_set_wait(events_, &event, 0) != nv::kSuccess) break;  // timeout: empty
+      if ((event.eventType & nv::kEventTypeXidCriticalError) == 0) continue;
+      for (Device& d : devices_) {
+        if (d.handle == event.device) ++d.xids;
+      }
+    }
+  }
+
+  DeviceTelemetry Read(const Device& d) const {
+    DeviceTelemetry t;
+    t.pci_address = d.pci_address;
+    t.uuid = d.uuid;
+    // Not supported (ECC off, a GPU without the sensor) is an answer, not an error.
+    auto ok = [&t](std::string_view fn, nv::nvmlReturn_t rc) {
+      if (rc == nv::kSuccess) return true;
+      if (rc != nv::kErrorNotSupported) {
+        if (!t.error.empty()) t.error += "; ";
+        t.error += NvmlCallError(fn, rc);
+      }
+      return false;
+    };
+    if (unsigned celsius = 0;
+        api_.device_get_temperature != nullptr &&
+        ok("nvmlDeviceGetTemperature",
+           api_.device_get_temperature(d.handle, nv::kTemperatureGpu, &celsius))) {
+      t.temperature_celsius = celsius;
+    }
+    if (unsigned milliwatts = 0;
+        api_.device_get_power_usage != nullptr &&
+        ok("nvmlDeviceGetPowerUsage", api_.device_get_power_usage(d.handle, &milliwatts))) {
+      t.power_watts = milliwatts / 1000.0;
+    }
+    if (nv::nvmlUtilization_t u{};
+        api_.device_get_utilization_rates != nullptr &&
+        ok("nvmlDeviceGetUtilizationRates", api_.device_get_utilization_rates(d.handle, &u))) {
+      t.utilization_ratio = u.gpu / 100.0;
+    }
+    ReadMemory(d, &t, ok);
+    if (api_.device_get_total_ecc_errors != nullptr) {
+      for (const auto& [kind, type] : {std::pair{"corrected", nv::kMemoryErrorTypeCorrected},
+                                       std::pair{"uncorrected", nv::kMemoryErrorTypeUncorrected}}) {
+        unsigned long long count = 0;
+        if (ok("nvmlDeviceGetTotalEccErrors",
+               api_.device_get_total_ecc_errors(d.handle, type, nv::kVolatileEcc, &count))) {
+          t.ecc_errors[kind] = static_cast<double>(count);
+        }
+      }
+    }
+    if (d.xid_watched) t.xid_errors = static_cast<double>(d.xids);
+    if (api_.device_get_nvlink_state != nullptr) {
+      for (unsigned link = 0; link < nv::kNvLinkMaxLinks; ++link) {
+        nv::nvmlEnableState_t state = 0;
+        nv::nvmlReturn_t rc = api_.device_get_nvlink_state(d.handle, link, &state);
+        if (rc == nv::kErrorInvalidArgument || rc == nv::kErrorNotSupported) break;  // no more
+        if (!ok("nvmlDeviceGetNvLinkState", rc)) break;
+        t.links_up["nvlink" + std::to_string(link)] = state != 0 ? 1 : 0;
+      }
+    }
+    return t;
+  }
+
+  // _v2 first (its `used` excludes the driver's reservation, as nvidia-smi shows), then v1.
+  template <typename Ok>
+  void ReadMemory(const Device& d, DeviceTelemetry* t, Ok& ok) const {
+    if (api_.device_get_memory_info_v2 != nullptr) {
+      nv::nvmlMemory_v2_t m{};
+      m.version = nv::kMemoryV2Version;
+      if (ok("nvmlDeviceGetMemoryInfo_v2", api_.device_get_memory_info_v2(d.handle, &m))) {
+        t->memory_used_bytes = static_cast<double>(m.used);
+        t->memory_total_bytes = static_cast<double>(m.total);
+        return;
+      }
+    }
+    nv::nvmlMemory_t m{};
+    if (ok("nvmlDeviceGetMemoryInfo", api_.device_get_memory_info(d.handle, &m))) {
+      t->memory_used_bytes = static_cast<double>(m.used);
+      t->memory_total_bytes = static_cast<double>(m.total);
+    }
+  }
+
+  LibraryStatus status_;
+  DlLibrary lib_;
+  NvmlApi api_;
+  nv::nvmlEventSet_t events_ = nullptr;
+  std::vector<Device> devices_;
+};
+
+}  // namespace
+
+std::unique_ptr<TelemetrySource> OpenNvmlTelemetry(const std::vector<std::string>& lib_dirs) {
+  return std::make_unique<NvmlTelemetry>(lib_dirs);
 }
 
 }  // namespace xpu::discovery

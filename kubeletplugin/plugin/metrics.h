@@ -9,6 +9,7 @@
 //   xpu_dra_plugin_checkpoint_writes_total            checkpoint files written
 //   xpu_dra_plugin_discovery_seconds                  one hardware discovery
 //   xpu_dra_plugin_discovery_errors_total             discoveries that failed
+//   xpu_dra_plugin_telemetry_sample_seconds           one device telemetry sample (all devices)
 //   xpu_dra_plugin_device_health{device,state}        1 for the device's current state
 //   xpu_dra_plugin_api_requests_total{verb,code}      Kubernetes API attempts (code 0: no answer)
 //   xpu_dra_plugin_registered                         1 once the kubelet confirmed registration
@@ -18,6 +19,24 @@
 //                                                     once per inventory the API server refused
 //
 // `result` is "ok" or "error" (a call is "error" when any of its claims failed).
+//
+// Device telemetry (device_metrics.h); labels node, device, vendor, model, uuid on every series.
+// The DCGM / npu-exporter name each one corresponds to:
+//
+//   xpu_dra_device_temperature_celsius       DCGM_FI_DEV_GPU_TEMP / npu_chip_info_temperature
+//   xpu_dra_device_power_watts               DCGM_FI_DEV_POWER_USAGE / npu_chip_info_power
+//   xpu_dra_device_utilization_ratio         0..1: DCGM_FI_DEV_GPU_UTIL / 100,
+//                                            npu_chip_info_utilization / 100
+//   xpu_dra_device_memory_used_bytes         DCGM_FI_DEV_FB_USED (MiB there) /
+//                                            npu_chip_info_hbm_used_memory (MB there)
+//   xpu_dra_device_memory_total_bytes        FB_USED + FB_FREE + FB_RESERVED /
+//                                            npu_chip_info_hbm_total_memory
+//   xpu_dra_device_ecc_errors_total{kind}    corrected: DCGM_FI_DEV_ECC_SBE_VOL_TOTAL /
+//                                            npu_chip_info_single_bit_error_cnt; uncorrected:
+//                                            ..._DBE_VOL_TOTAL / ..._double_bit_error_cnt
+//   xpu_dra_device_xid_errors_total          XID events seen (DCGM_FI_DEV_XID_ERRORS: the last)
+//   xpu_dra_device_link_up{link}             nvlink<N>, hccs, roce: 1 up, 0 down
+//                                            (npu_chip_info_link_status for roce)
 #ifndef XPU_KUBELETPLUGIN_PLUGIN_METRICS_H_
 #define XPU_KUBELETPLUGIN_PLUGIN_METRICS_H_
 
@@ -46,6 +65,7 @@ struct PluginMetrics {
   metrics::Counter& checkpoint_writes;
   metrics::Histogram& discovery_seconds;
   metrics::Counter& discovery_errors;
+  metrics::Histogram& telemetry_seconds;
   metrics::Gauge& device_health;
   metrics::Counter& api_requests;
   metrics::Gauge& registered;

@@ -18,8 +18,10 @@
 #include "base/metrics/metrics.h"
 #include "base/mutex.h"
 #include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/discovery/telemetry.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/grpc/kubelet_server.h"
+#include "kubeletplugin/plugin/device_metrics.h"
 #include "kubeletplugin/plugin/metrics.h"
 #include "kubeletplugin/publisher/publisher.h"
 
@@ -104,7 +106,7 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        StringFlag(&o->host_root)},
       {"--vendor-lib-dir", "DIR",
        "searched first for libnvidia-ml.so.1 and libdcmi.so\n"
-       "(repeatable)",
+       "(repeatable; default: the host root's usr/lib folders)",
        ValueFlag([o](const std::string& dir) {
          o->vendor_lib_dirs.push_back(dir);
          return OkStatus();
@@ -143,6 +145,10 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        DurationFlag(&o->health_interval)},
       {"--health-resend", "DURATION", "health stream resend period (default 10s)",
        DurationFlag(&o->health_resend)},
+      {"--telemetry-interval", "DURATION",
+       "device telemetry sampling period for /metrics\n"
+       "(default 10s; 0 disables)",
+       DurationFlag(&o->telemetry_interval)},
       {"--claim-gc", "DURATION", "unprepare claims deleted from the API (default 60s)",
        DurationFlag(&o->claim_gc)},
       {"--device-metadata", "BOOL",
@@ -217,7 +223,11 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   // Discovery, timed and kept for everyone who needs the devices.
   discovery::DiscoveryOptions discover;
   discover.host_root = options.host_root;
-  discover.vendor_lib_dirs = options.vendor_lib_dirs;
+  // No --vendor-lib-dir: the libraries the host's driver installed, under the host root.
+  const std::vector<std::string> vendor_lib_dirs =
+      options.vendor_lib_dirs.empty() ? discovery::HostLibraryDirs(options.host_root)
+                                      : options.vendor_lib_dirs;
+  discover.vendor_lib_dirs = vendor_lib_dirs;
   discover.node_name = options.node_name;
   if (Status s = discover.Validate(); !s.ok()) {
     log.Error(s.message());
@@ -292,10 +302,15 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   std::atomic<bool> serving{false};
   metrics::HttpServerOptions endpoint;
   endpoint.address = options.metrics_addr;
+  // Device telemetry: sampled on its own thread (below); the scrape appends the last rendering.
+  DeviceTelemetrySampler telemetry({.node_name = options.node_name,
+                                    .host_root = options.host_root,
+                                    .vendor_lib_dirs = vendor_lib_dirs},
+                                   [&inventory] { return inventory.Get(); });
   endpoint.metrics = [&] {
     m.Collect(driver.stats());
     m.Collect(publisher.stats());
-    return registry.Render();
+    return registry.Render() + telemetry.Rendered();
   };
   endpoint.readyz = [&]() -> Status {
     if (!serving) return UnavailableError("the kubelet sockets are not served yet");
@@ -356,9 +371,28 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
       clock.Sleep(std::chrono::milliseconds(100), done);
     }
   });
+  // Telemetry: apart from the health loop, so that a slow vendor library delays neither.
+  std::thread telemetry_thread([&] {
+    if (options.telemetry_interval.count() <= 0) return;
+    Clock& clock = RealClock();
+    Ticker sample(clock, options.telemetry_interval, Ticker::kAtOnce);
+    std::vector<std::string> logged;  // errors are logged when they change, not every period
+    while (!stop.load() && !done.load()) {
+      if (sample.Due()) {
+        metrics::ScopeTimer timer(m.telemetry_seconds);
+        telemetry.Sample();
+        if (std::vector<std::string> errors = telemetry.errors(); errors != logged) {
+          for (const std::string& e : errors) log.Log("warning", "telemetry: " + e);
+          logged = std::move(errors);
+        }
+      }
+      clock.Sleep(std::chrono::milliseconds(100), done);
+    }
+  });
   publisher.Run(stop, &wake, [&log](const std::string& line) { log.Info(line); });
   done = true;
   health_thread.join();
+  telemetry_thread.join();
   server.Stop();
   if (*http) (*http)->Stop();
   log.Info("stopped after " + std::to_string(publisher.stats().inventory_writes) +

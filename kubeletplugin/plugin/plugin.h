@@ -25,6 +25,8 @@ struct PluginOptions {
   std::string kubeconfig;  // empty: in-cluster service account, else $KUBECONFIG
   std::string driver_name = "xpu.dra.dev";
   std::string host_root = "/";
+  // Searched first for NVML and DCMI; empty: the host root's library folders
+  // (discovery::HostLibraryDirs), then the loader's default path.
   std::vector<std::string> vendor_lib_dirs;
   std::string ns = "xpu-dra";
   std::chrono::milliseconds rediscover{60'000};
@@ -39,7 +41,9 @@ struct PluginOptions {
   std::chrono::milliseconds health_interval{5'000};  // health probe period
   std::chrono::milliseconds health_resend{10'000};   // health stream resend (kubelet: 30 s)
   std::chrono::milliseconds claim_gc{60'000};        // unprepare claims deleted from the API
-  std::string log_level = "info";                    // error, warning, info, debug
+  // Device telemetry sampling period for /metrics (xpu_dra_device_*); zero: no telemetry.
+  std::chrono::milliseconds telemetry_interval{10'000};
+  std::string log_level = "info";  // error, warning, info, debug
   // KEP-5304 device metadata files (Kubernetes 1.36 alpha, 1.37 beta): written per request and
   // mounted at /var/run/dra-device-attributes/<claim>/<request>/<driver>-metadata.json.
   bool device_metadata = false;

@@ -427,6 +427,41 @@ TEST_CASE(
   CHECK(rig.StopPlugin() == 0);
 }
 
+TEST_CASE("the plugin exports per-device telemetry from the host's own DCMI on /metrics",
+          "[plugin][e2e]") {
+  Rig rig;
+  // The (fake) DCMI where the Ascend driver installs libdcmi.so: found without --vendor-lib-dir.
+  const std::string driver_dir = rig.Path("host/usr/local/Ascend/driver/lib64/driver");
+  fs::create_directories(driver_dir);
+  fs::create_symlink(std::string(XPU_FAKE_LIB_DIR) + "/libdcmi.so", driver_dir + "/libdcmi.so");
+  rig.StartPlugin({"XPU_FAKE_DCMI_JSON=" + rig.Path("host/fake-vendor/dcmi.json")});
+  REQUIRE(rig.WaitForSockets());
+  const std::string npu0 = R"({node="n1",device="npu-0",vendor="huawei",)";
+  std::string metrics;
+  CHECK(Eventually([&] {
+    metrics = e2e::HttpGet(rig.metrics_port(), "/metrics");
+    return metrics.find("xpu_dra_device_temperature_celsius" + npu0) != std::string::npos;
+  }));
+  INFO(metrics);
+  // atlas800t-a2's fake-vendor/dcmi.json: NPU 0 at 40 C, 90.0 W, 2048 MiB of HBM used.
+  const size_t temp = metrics.find("xpu_dra_device_temperature_celsius" + npu0);
+  REQUIRE(temp != std::string::npos);
+  CHECK(metrics.substr(metrics.find("} ", temp), 5) == "} 40\n");
+  const size_t used = metrics.find("xpu_dra_device_memory_used_bytes" + npu0);
+  REQUIRE(used != std::string::npos);
+  CHECK(metrics.substr(metrics.find("} ", used), 13) == "} 2147483648\n");
+  size_t temperatures = 0;
+  for (size_t at = 0;
+       (at = metrics.find("\nxpu_dra_device_temperature_celsius{", at)) != std::string::npos;
+       ++at) {
+    ++temperatures;
+  }
+  CHECK(temperatures == 8);
+  CHECK(metrics.find("xpu_dra_device_link_up" + npu0) != std::string::npos);
+  CHECK(metrics.find("xpu_dra_plugin_telemetry_sample_seconds_count") != std::string::npos);
+  CHECK(rig.StopPlugin() == 0);
+}
+
 TEST_CASE("a claim deleted from the API while the plugin was down is unprepared after start",
           "[plugin][e2e]") {
   Rig rig;

@@ -115,6 +115,23 @@ inline constexpr int kComponentXloader = 1;
 inline constexpr int kComponentImu = 8;
 inline constexpr int kComponentHilink = 18;
 
+// Telemetry. dcmi_get_device_utilization_rate's input_type: 2 is the AI Core, what npu-smi and
+// npu-exporter show as the NPU's utilisation. dcmi_get_device_ecc_info's device type
+// DCMI_DEVICE_TYPE_HBM (enum dcmi_device_type: DDR 0, SRAM 1, HBM 2, NPU 3). Both as in
+// mind-cluster's devmanager/dcmi; not verified on hardware.
+inline constexpr int kUtilizationAiCore = 2;
+inline constexpr int kDeviceTypeHbm = 2;
+
+struct dcmi_ecc_info {
+  int enable_flag;
+  unsigned int single_bit_error_cnt;  // since the driver loaded (corrected)
+  unsigned int double_bit_error_cnt;  // (uncorrected)
+  unsigned int total_single_bit_error_cnt;
+  unsigned int total_double_bit_error_cnt;
+  unsigned int single_bit_isolated_pages_cnt;
+  unsigned int double_bit_isolated_pages_cnt;
+};
+
 // Function types, one per symbol.
 using InitFn = int (*)();
 using GetVersionFn = int (*)(char*, unsigned int);  // dcmi_get_dcmi_version, ..._driver_version
@@ -135,6 +152,11 @@ using GetDeviceInfoFn = int (*)(int card_id, int device_id, int main_cmd, unsign
 using GetNetworkHealthFn = int (*)(int card_id, int device_id, int* result);
 using GetComponentVersionFn = int (*)(int card_id, int device_id, int component_type,
                                       unsigned char* version_str, unsigned int len);
+using GetTemperatureFn = int (*)(int card_id, int device_id, int* celsius);
+using GetPowerInfoFn = int (*)(int card_id, int device_id, int* deciwatts);  // 0.1 W units
+using GetUtilizationRateFn = int (*)(int card_id, int device_id, int input_type,
+                                     unsigned int* percent);
+using GetEccInfoFn = int (*)(int card_id, int device_id, int device_type, dcmi_ecc_info* info);
 using GetTopoInfoFn = int (*)(int card_id1, int device_id1, int card_id2, int device_id2,
                               int* topo_type);
 

@@ -84,6 +84,18 @@ inline constexpr unsigned long long kEventTypeSingleBitEccError = 0x1;
 inline constexpr unsigned long long kEventTypeDoubleBitEccError = 0x2;
 inline constexpr unsigned long long kEventTypeXidCriticalError = 0x8;
 
+// Telemetry (nvml.h): nvmlDeviceGetTemperature's sensor NVML_TEMPERATURE_GPU; the ECC counters of
+// nvmlDeviceGetTotalEccErrors by nvmlMemoryErrorType_t and nvmlEccCounterType_t.
+inline constexpr int kTemperatureGpu = 0;
+inline constexpr int kMemoryErrorTypeCorrected = 0;
+inline constexpr int kMemoryErrorTypeUncorrected = 1;
+inline constexpr int kVolatileEcc = 0;  // since the last driver load, what DCGM's *_VOL_* read
+
+struct nvmlUtilization_t {  // nvmlDeviceGetUtilizationRates: percent over the last sample period
+  unsigned int gpu;
+  unsigned int memory;
+};
+
 // Function types, one per symbol.
 using InitFn = nvmlReturn_t (*)();  // nvmlInit_v2, nvmlShutdown
 using ErrorStringFn = const char* (*)(nvmlReturn_t);
@@ -106,6 +118,11 @@ using EventSetCreateFn = nvmlReturn_t (*)(nvmlEventSet_t*);
 using DeviceRegisterEventsFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
 using EventSetWaitFn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsigned int);
 using EventSetFreeFn = nvmlReturn_t (*)(nvmlEventSet_t);
+using DeviceGetTemperatureFn = nvmlReturn_t (*)(nvmlDevice_t, int sensor, unsigned int* celsius);
+// nvmlDeviceGetPowerUsage is a DeviceGetUintFn: milliwatts.
+using DeviceGetUtilizationRatesFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
+using DeviceGetTotalEccErrorsFn = nvmlReturn_t (*)(nvmlDevice_t, int error_type, int counter_type,
+                                                   unsigned long long* count);
 
 }  // namespace xpu::discovery::nvml
 

@@ -5,8 +5,10 @@
 // the chip answers -8008 DEVICE_NOT_EXIST), `unhealthy` (dcmi_get_device_health answers 2, major,
 // unless the fixture gives a worse value), `linkDown` (dcmi_get_device_network_health answers
 // DETECT_UNREACH), `hccsDown` (the HCCS status of the chip reads pcs_status 1, hdlc_status 0),
-// `callErrors` (that function answers that code for that chip). A missing
-// variable or unreadable file makes dcmi_init fail with -8005 (inner error) and a line on stderr.
+// `callErrors` (that function answers that code for that chip). Telemetry (temperature, power,
+// AI Core utilisation, HBM ECC) comes from each chip's `telemetry` member; a reading the fixture
+// lacks answers -8255 NOT_SUPPORT. A missing variable or unreadable file makes dcmi_init fail with
+// -8005 (inner error) and a line on stderr.
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -388,5 +390,62 @@ XPU_FAKE_EXPORT int dcmi_get_device_component_static_version(int card_id, int de
                     if (!firmware.contains(name)) return dc::kErrNotSupport;
                     return CopyString(firmware.at(name).get<std::string>(),
                                       reinterpret_cast<char*>(version_str), len);
+                  });
+}
+
+namespace {
+
+// Writes the chip's telemetry member `key` to *out; NOT_SUPPORT when the fixture has none.
+template <typename T>
+int Reading(const nlohmann::json& chip, const char* key, T* out) {
+  const nlohmann::json telemetry = chip.value("telemetry", nlohmann::json::object());
+  auto it = telemetry.find(key);
+  if (it == telemetry.end() || !it->is_number()) return dc::kErrNotSupport;
+  *out = it->get<T>();
+  return dc::kOk;
+}
+
+}  // namespace
+
+XPU_FAKE_EXPORT int dcmi_get_device_temperature(int card_id, int device_id, int* temperature) {
+  return WithChip(card_id, device_id, __func__, temperature != nullptr,
+                  [&](State&, const nlohmann::json& chip) {
+                    return Reading(chip, "temperatureC", temperature);
+                  });
+}
+
+XPU_FAKE_EXPORT int dcmi_get_device_power_info(int card_id, int device_id, int* power) {
+  return WithChip(
+      card_id, device_id, __func__, power != nullptr,
+      [&](State&, const nlohmann::json& chip) { return Reading(chip, "powerDeciwatts", power); });
+}
+
+// Only the AI Core (input_type 2) is in the fixtures; other types answer NOT_SUPPORT.
+XPU_FAKE_EXPORT int dcmi_get_device_utilization_rate(int card_id, int device_id, int input_type,
+                                                     unsigned int* utilization_rate) {
+  return WithChip(card_id, device_id, __func__, utilization_rate != nullptr,
+                  [&](State&, const nlohmann::json& chip) {
+                    if (input_type != dc::kUtilizationAiCore) return dc::kErrNotSupport;
+                    return Reading(chip, "aicoreUtilizationPercent", utilization_rate);
+                  });
+}
+
+// HBM counters from telemetry.hbmEcc {singleBit, doubleBit}; other memories answer NOT_SUPPORT.
+XPU_FAKE_EXPORT int dcmi_get_device_ecc_info(int card_id, int device_id, int device_type,
+                                             dc::dcmi_ecc_info* ecc) {
+  return WithChip(card_id, device_id, __func__, ecc != nullptr,
+                  [&](State&, const nlohmann::json& chip) {
+                    const nlohmann::json t = chip.value("telemetry", nlohmann::json::object());
+                    auto it = t.find("hbmEcc");
+                    if (device_type != dc::kDeviceTypeHbm || it == t.end()) {
+                      return dc::kErrNotSupport;
+                    }
+                    *ecc = dc::dcmi_ecc_info{};
+                    ecc->enable_flag = 1;
+                    ecc->single_bit_error_cnt = it->value("singleBit", 0U);
+                    ecc->double_bit_error_cnt = it->value("doubleBit", 0U);
+                    ecc->total_single_bit_error_cnt = ecc->single_bit_error_cnt;
+                    ecc->total_double_bit_error_cnt = ecc->double_bit_error_cnt;
+                    return dc::kOk;
                   });
 }

@@ -1,11 +1,17 @@
 // A fake libnvidia-ml.so.1 for tests: the NVML functions ProbeNvml calls, with NVML's signatures
 // and return codes, answering from the fixture JSON named by $XPU_FAKE_NVML_JSON
-// (e2e/fixtures/hosts/README.md, "fake-vendor/nvml.json"). Faults honoured: `init` (nvmlInit_v2
-// fails with that code), `deviceGone` (nvmlDeviceGetHandleByIndex_v2 answers GPU_IS_LOST),
-// `unhealthy` (the device's xidEvents are queued when it registers for XID events), `linkDown`
-// (nvmlDeviceGetNvLinkState answers DISABLED). A missing variable or unreadable file makes
-// nvmlInit_v2 fail with NVML_ERROR_UNKNOWN (999) and a line on stderr. Built with
+// (e2e/fixtures/hosts/README.md, "fake-vendor/nvml.json"), else from the fixture host root it was
+// loaded from (a fixture's usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 links to it). Telemetry
+// (temperature, power, utilisation, memory used, volatile ECC counts) comes from each device's
+// `telemetry` member; a reading the fixture lacks answers NOT_SUPPORTED. Faults honoured: `init`
+// (nvmlInit_v2 fails with that code), `deviceGone` (nvmlDeviceGetHandleByIndex_v2 answers
+// GPU_IS_LOST), `unhealthy` (the device's xidEvents are queued when it registers for XID events),
+// `linkDown` (nvmlDeviceGetNvLinkState answers DISABLED). A missing variable or unreadable file
+// makes nvmlInit_v2 fail with NVML_ERROR_UNKNOWN (999) and a line on stderr. Built with
 // XPU_FAKE_NVML_OLD it lacks the functions newer drivers added (memory v2, NUMA id, fabric info).
+#include <dlfcn.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,9 +55,31 @@ State& S() {
   return state;
 }
 
+// $XPU_FAKE_NVML_JSON, else the fixture of the host root this file was loaded from: a fixture's
+// usr/lib/<arch>/libnvidia-ml.so.1 is a symlink to this library, so a plugin that searches its
+// host root's library folders answers from <host root>/fake-vendor/nvml.json.
+std::string JsonPath() {
+  const char* env = std::getenv("XPU_FAKE_NVML_JSON");
+  if (env != nullptr && *env != '\0') return env;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&JsonPath), &info) == 0 || info.dli_fname == nullptr) {
+    return "";
+  }
+  std::string dir = info.dli_fname;
+  for (int up = 0; up < 5; ++up) {
+    size_t slash = dir.rfind('/');
+    if (slash == std::string::npos) break;
+    dir.resize(slash);
+    std::string candidate = dir + "/fake-vendor/nvml.json";
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
+  return "";
+}
+
 nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
-  const char* path = std::getenv("XPU_FAKE_NVML_JSON");
-  if (path == nullptr || *path == '\0') {
+  const std::string json_path = JsonPath();
+  const char* path = json_path.c_str();
+  if (json_path.empty()) {
     std::fprintf(stderr, "fake nvml: XPU_FAKE_NVML_JSON is not set\n");
     return kErrorUnknown;
   }
@@ -152,6 +180,23 @@ nvmlReturn_t FindLink(const nvmlDevice_st& d, unsigned link, const nlohmann::jso
     }
   }
   return kErrorInvalidArgument;
+}
+
+// The device's "telemetry" member (the fixture's readings), or an empty object.
+const nlohmann::json& Telemetry(const nvmlDevice_st& d) {
+  static const nlohmann::json kNone = nlohmann::json::object();
+  auto it = d.json.find("telemetry");
+  return it != d.json.end() && it->is_object() ? *it : kNone;
+}
+
+// Writes telemetry member `key` to *out; NOT_SUPPORTED when the fixture has no such reading.
+template <typename T>
+nvmlReturn_t Reading(const nvmlDevice_st& d, const char* key, T* out) {
+  if (out == nullptr) return kErrorInvalidArgument;
+  auto it = Telemetry(d).find(key);
+  if (it == Telemetry(d).end() || !it->is_number()) return kErrorNotSupported;
+  *out = it->get<T>();
+  return kSuccess;
 }
 
 }  // namespace
@@ -281,8 +326,8 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nv::nv
   return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
     if (mem == nullptr) return nv::kErrorInvalidArgument;
     mem->total = d.json.value("memoryTotalBytes", 0ULL);
-    mem->free = mem->total;
-    mem->used = 0;
+    mem->used = nv::Telemetry(d).value("memoryUsedBytes", 0ULL);
+    mem->free = mem->total - mem->used;
     return nv::kSuccess;
   });
 }
@@ -295,8 +340,8 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
     if (mem->version != nv::kMemoryV2Version) return nv::kErrorArgumentVersionMismatch;
     mem->total = d.json.value("memoryTotalBytes", 0ULL);
     mem->reserved = 0;
-    mem->free = mem->total;
-    mem->used = 0;
+    mem->used = nv::Telemetry(d).value("memoryUsedBytes", 0ULL);
+    mem->free = mem->total - mem->used;
     return nv::kSuccess;
   });
 }
@@ -437,4 +482,49 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nv::nvmlEventSet_t set) {
   if (set == nullptr) return nv::kErrorInvalidArgument;
   delete set;
   return nv::kSuccess;
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, int sensor,
+                                                      unsigned int* celsius) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (sensor != nv::kTemperatureGpu) return nv::kErrorInvalidArgument;
+    return nv::Reading(d, "temperatureC", celsius);
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device,
+                                                     unsigned int* milliwatts) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    return nv::Reading(d, "powerMilliwatts", milliwatts);
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+                                                           nv::nvmlUtilization_t* rates) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (rates == nullptr) return nv::kErrorInvalidArgument;
+    if (nvmlReturn_t rc = nv::Reading(d, "utilizationGpuPercent", &rates->gpu);
+        rc != nv::kSuccess) {
+      return rc;
+    }
+    rates->memory = nv::Telemetry(d).value("utilizationMemoryPercent", 0U);
+    return nv::kSuccess;
+  });
+}
+
+// Volatile counters from telemetry.eccVolatile.{corrected,uncorrected}; aggregate ones are not
+// in the fixtures (NOT_SUPPORTED), nor is anything on a device without eccVolatile (ECC off).
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, int error_type,
+                                                         int counter_type,
+                                                         unsigned long long* count) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (count == nullptr || error_type < 0 || error_type > 1) return nv::kErrorInvalidArgument;
+    auto ecc = nv::Telemetry(d).find("eccVolatile");
+    if (counter_type != nv::kVolatileEcc || ecc == nv::Telemetry(d).end()) {
+      return nv::kErrorNotSupported;
+    }
+    *count =
+        ecc->value(error_type == nv::kMemoryErrorTypeCorrected ? "corrected" : "uncorrected", 0ULL);
+    return nv::kSuccess;
+  });
 }
