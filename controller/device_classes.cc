@@ -11,67 +11,11 @@ namespace {
 constexpr std::string_view kImageAnnotationPrefix = "xpu.dra.dev/image.";
 constexpr std::string_view kVendorsAnnotation = "xpu.dra.dev/vendors";
 
-// A CEL string literal. Config validation keeps quotes and backslashes out of the values; the
-// escaping is for a driver name or value that slipped past it.
-std::string Literal(std::string_view text) {
-  std::string out = "'";
-  for (char c : text) {
-    if (c == '\'' || c == '\\') out += '\\';
-    out += c;
-  }
-  return out + "'";
-}
-
 std::string ListLiteral(const std::vector<std::string>& values) {
   std::string out = "[";
-  for (size_t i = 0; i < values.size(); ++i) out += (i == 0 ? "" : ", ") + Literal(values[i]);
+  for (size_t i = 0; i < values.size(); ++i) out += (i == 0 ? "" : ", ") + CelLiteral(values[i]);
   return out + "]";
 }
-
-// Builds selectors over one driver's attributes. Every attribute or capacity access sits behind
-// an `in` test: a device that lacks it then simply does not match, where a bare access would be
-// a runtime error that aborts the scheduler's allocation (dra-api.md §2.2).
-class Selector {
- public:
-  explicit Selector(std::string_view driver)
-      : attributes_("device.attributes[" + Literal(driver) + "]"),
-        capacity_("device.capacity[" + Literal(driver) + "]") {
-    clauses_.push_back("device.driver == " + Literal(driver));
-  }
-
-  // `name` == value.
-  void AttributeIs(std::string_view name, std::string_view value) {
-    Guarded(name, attributes_ + "." + std::string(name) + " == " + Literal(value));
-  }
-  // `name` in [values]; one value reads as ==.
-  void AttributeIn(std::string_view name, const std::vector<std::string>& values) {
-    if (values.size() == 1) return AttributeIs(name, values[0]);
-    Guarded(name, attributes_ + "." + std::string(name) + " in " + ListLiteral(values));
-  }
-  // A bool attribute that must be true.
-  void AttributeTrue(std::string_view name) {
-    Guarded(name, attributes_ + "." + std::string(name));
-  }
-  void MemoryAtLeast(std::string_view quantity) {
-    clauses_.push_back("'memory' in " + capacity_ + " && " + capacity_ +
-                       ".memory.compareTo(quantity(" + Literal(quantity) + ")) >= 0");
-  }
-
-  std::string Expression() const {
-    std::string out;
-    for (const auto& clause : clauses_) out += (out.empty() ? "" : " && ") + clause;
-    return out;
-  }
-
- private:
-  void Guarded(std::string_view name, const std::string& test) {
-    clauses_.push_back("(" + Literal(name) + " in " + attributes_ + " && " + test + ")");
-  }
-
-  std::string attributes_;
-  std::string capacity_;
-  std::vector<std::string> clauses_;
-};
 
 api::resource::DeviceClass NewClass(std::string name, std::string expression) {
   api::resource::DeviceClass cls;
@@ -87,7 +31,7 @@ api::resource::DeviceClass NewClass(std::string name, std::string expression) {
 // The selector of a capability class restricted to `vendors` (none: any vendor).
 std::string CapabilitySelector(const CapabilityClass& c, const std::vector<std::string>& vendors,
                                std::string_view driver) {
-  Selector s(driver);
+  CelSelector s(driver);
   if (!vendors.empty()) s.AttributeIn("vendor", vendors);
   if (!c.families.empty()) s.AttributeIn("family", c.families);
   if (!c.models.empty()) s.AttributeIn("model", c.models);
@@ -107,6 +51,63 @@ std::string JoinComma(const std::vector<std::string>& items) {
 }
 
 }  // namespace
+
+std::string CelLiteral(std::string_view text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+CelSelector::CelSelector(std::string_view driver)
+    : attributes_("device.attributes[" + CelLiteral(driver) + "]"),
+      capacity_("device.capacity[" + CelLiteral(driver) + "]") {
+  clauses_.push_back("device.driver == " + CelLiteral(driver));
+}
+
+void CelSelector::AttributeIs(std::string_view name, std::string_view value) {
+  Guarded(name, attributes_ + "." + std::string(name) + " == " + CelLiteral(value));
+}
+
+void CelSelector::AttributeIntIs(std::string_view name, int64_t value) {
+  Guarded(name, attributes_ + "." + std::string(name) + " == " + std::to_string(value));
+}
+
+void CelSelector::AttributeIn(std::string_view name, const std::vector<std::string>& values) {
+  if (values.size() == 1) return AttributeIs(name, values[0]);
+  Guarded(name, attributes_ + "." + std::string(name) + " in " + ListLiteral(values));
+}
+
+void CelSelector::AttributeNotIn(std::string_view name, const std::vector<std::string>& values) {
+  // A device without the attribute is not one of the values: it passes.
+  clauses_.push_back("(!(" + CelLiteral(name) + " in " + attributes_ + ") || !(" + attributes_ +
+                     "." + std::string(name) + " in " + ListLiteral(values) + "))");
+}
+
+void CelSelector::AttributeStartsWith(std::string_view name, std::string_view prefix) {
+  Guarded(name, attributes_ + "." + std::string(name) + ".startsWith(" + CelLiteral(prefix) + ")");
+}
+
+void CelSelector::AttributeTrue(std::string_view name) {
+  Guarded(name, attributes_ + "." + std::string(name));
+}
+
+void CelSelector::MemoryAtLeast(std::string_view quantity) {
+  clauses_.push_back("'memory' in " + capacity_ + " && " + capacity_ +
+                     ".memory.compareTo(quantity(" + CelLiteral(quantity) + ")) >= 0");
+}
+
+std::string CelSelector::Expression() const {
+  std::string out;
+  for (const auto& clause : clauses_) out += (out.empty() ? "" : " && ") + clause;
+  return out;
+}
+
+void CelSelector::Guarded(std::string_view name, const std::string& test) {
+  clauses_.push_back("(" + CelLiteral(name) + " in " + attributes_ + " && " + test + ")");
+}
 
 std::string GangClassName(std::string_view driver) { return "gang." + std::string(driver); }
 
@@ -170,7 +171,7 @@ std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& confi
   std::vector<api::resource::DeviceClass> classes;
   if (config.vendor_classes) {
     for (const auto& vendor : KnownVendors()) {
-      Selector s(driver);
+      CelSelector s(driver);
       s.AttributeIs("vendor", vendor);
       classes.push_back(NewClass(VendorClassName(api::VendorName(vendor), api::DriverName(driver)),
                                  s.Expression()));
@@ -202,8 +203,8 @@ std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& confi
   }
   // The gang devices (controller/gangs.h), which the shared claim of each gang asks for.
   classes.push_back(NewClass(GangClassName(driver),
-                             "device.driver == " + Literal(driver) + " && 'gangNodes' in " +
-                                 "device.attributes[" + Literal(driver) + "]"));
+                             "device.driver == " + CelLiteral(driver) + " && 'gangNodes' in " +
+                                 "device.attributes[" + CelLiteral(driver) + "]"));
   // Sorted by name; ValidateConfig rejects colliding names, and should two collide anyway (a
   // driver name other than the one it checks against) the first one made is kept.
   std::stable_sort(classes.begin(), classes.end(),

@@ -13,6 +13,7 @@
 #ifndef XPU_CONTROLLER_DEVICE_CLASSES_H_
 #define XPU_CONTROLLER_DEVICE_CLASSES_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +43,35 @@ std::string GangClassName(std::string_view driver);
 // itself; this is for counting capacity ahead of it (gang placement).
 std::optional<bool> DeviceInClass(const Config& config, std::string_view class_name,
                                   std::string_view driver, const api::InventoryDevice& device);
+
+// A CEL string literal ('...', quotes and backslashes escaped).
+std::string CelLiteral(std::string_view text);
+
+// Builds a DeviceClass or request selector over one driver's attributes: clauses joined by &&,
+// the first one `device.driver == '<driver>'`. Every attribute or capacity access sits behind an
+// `in` test: a device that lacks it then simply does not match, where a bare access would be a
+// runtime error that aborts the scheduler's allocation (dra-api.md §2.2).
+class CelSelector {
+ public:
+  explicit CelSelector(std::string_view driver);
+  void AttributeIs(std::string_view name, std::string_view value);
+  void AttributeIntIs(std::string_view name, int64_t value);
+  // `name` in [values]; one value reads as ==.
+  void AttributeIn(std::string_view name, const std::vector<std::string>& values);
+  // `name` not in [values]; a device without the attribute passes.
+  void AttributeNotIn(std::string_view name, const std::vector<std::string>& values);
+  void AttributeStartsWith(std::string_view name, std::string_view prefix);
+  void AttributeTrue(std::string_view name);  // a bool attribute that must be true
+  void MemoryAtLeast(std::string_view quantity);
+  std::string Expression() const;
+
+ private:
+  void Guarded(std::string_view name, const std::string& test);
+
+  std::string attributes_;
+  std::string capacity_;
+  std::vector<std::string> clauses_;
+};
 
 // "<vendor>.<driver>", e.g. "nvidia.xpu.dra.dev".
 std::string VendorClassName(const api::VendorName& vendor, const api::DriverName& driver);

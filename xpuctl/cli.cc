@@ -104,6 +104,37 @@ const std::vector<Command>& Commands() {
          "devices claims hold (attributes mode orders the free ones after them)"},
         kOutputFlag},
        internal::RunSlices},
+      {"render",
+       "turn a capability request into the claim template or gang, flavors and classes to apply",
+       {{"request", '\0', "FILE", true,
+         "the request (YAML or JSON: name, namespace, accelerator: {class, count, topology, "
+         "precision})"},
+        {"config", '\0', "FILE", false,
+         "controller config: capability classes and publishing mode (default: built-in)"},
+        {"vendor", '\0', "V,...", false, "render for these of the class' vendors only"},
+        {"output", 'o', "yaml|json", false, "output format (default yaml)"}},
+       internal::RunRender},
+      {"autoscaler-template",
+       "print what a new node of a node group would publish, in the autoscalers' shapes",
+       {{"node-group", '\0', "FILE", true,
+         "node-group profile (YAML or JSON: name, model or inventory, labels, minSize, maxSize)"},
+        {"config", '\0', "FILE", false, "controller config (default: built-in)"},
+        {"kubernetes-version", '\0', "1.34|1.35", false,
+         "the API server's release: shapes and limits (default 1.35)"},
+        kOutputFlag},
+       internal::RunAutoscalerTemplate},
+      {"doctor",
+       "check this node's integration, hardware to kubelet (exit 3: a check failed)",
+       {{"host-root", '\0', "DIR", false, "read sysfs, /dev, /proc and /etc under DIR (default /)"},
+        {"vendor-lib-dir", '\0', "DIR", false,
+         "search DIR first for libnvidia-ml.so.1 and libdcmi.so (repeatable)", true},
+        {"config", '\0', "FILE", false,
+         "controller config whose support matrix judges the devices (default: built-in)"},
+        {"kubelet-version", '\0', "X.Y.Z", false,
+         "the kubelet's version (default: the kubelet package in the dpkg database)"},
+        {"node-name", '\0', "NAME", false, "the node's name (default: etc/hostname)"},
+        {"output", 'o', "text|json", false, "output format (default text)"}},
+       internal::RunDoctor},
   };
   return commands;
 }
@@ -124,7 +155,8 @@ std::string MainUsage() {
   text +=
       "show this text; 'xpuctl help <command>' shows a command's flags\n\n"
       "Flags take their value as '--flag value' or '--flag=value'.\n"
-      "Exit status: 0 ok, 1 internal error, 2 bad usage or input, 3 infeasible.\n";
+      "Exit status: 0 ok, 1 internal error, 2 bad usage or input, 3 infeasible (doctor: a\n"
+      "check failed).\n";
   return text;
 }
 
@@ -355,6 +387,19 @@ StatusOr<std::vector<int>> NodesFlag(const Flags& flags, std::string_view name,
     nodes.push_back(*id);
   }
   return nodes;
+}
+
+std::vector<std::string> RepeatedFlag(const Flags& flags, std::string_view name) {
+  std::vector<std::string> values;
+  auto it = flags.find(name);
+  if (it == flags.end()) return values;
+  const std::string& joined = it->second;
+  for (size_t start = 0; start <= joined.size();) {
+    const size_t nl = std::min(joined.find('\n', start), joined.size());
+    if (nl > start) values.push_back(joined.substr(start, nl - start));
+    start = nl + 1;
+  }
+  return values;
 }
 
 StatusOr<std::string> ChoiceFlag(const Flags& flags, std::string_view name,

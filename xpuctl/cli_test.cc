@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -663,6 +664,130 @@ TEST_CASE("slices prints the ResourceSlices of an inventory") {
     CHECK(r.code == kExitUsage);
     CHECK_THAT(r.err, Contains("--label: expected key=value"));
   }
+}
+
+TEST_CASE("doctor prints the checklist of a fixture host as JSON") {
+  const std::string host = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/atlas800t-a2";
+  Result r = Run({"doctor", "--host-root", host, "-o", "json"});
+  INFO(r.err << r.out);
+  REQUIRE(r.code == kExitOk);  // warnings only: no vendor library here
+  const json doc = json::parse(r.out);
+  CHECK(doc.at("node") == "atlas800t-a2");
+  const json& checks = doc.at("checks");
+  CHECK(checks.size() >= 8);
+  int fails = 0;
+  for (const json& c : checks) {
+    CHECK_FALSE(c.at("evidence").get<std::string>().empty());
+    fails += c.at("status") == "fail";
+  }
+  CHECK(doc.at("summary").at("fail") == fails);
+  CHECK(fails == 0);
+  CHECK(checks[0].at("name") == "kernel");
+  // The default config has an empty support matrix: every device passes it.
+  bool support_seen = false;
+  for (const json& c : checks) {
+    if (c.at("name") != "support-matrix") continue;
+    support_seen = true;
+    CHECK(c.at("status") == "pass");
+    CHECK_THAT(c.at("evidence").get<std::string>(), Contains("default config"));
+  }
+  CHECK(support_seen);
+}
+
+TEST_CASE("doctor exits 3 when a check fails") {
+  const std::string hosts = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/";
+  Result broken = Run({"doctor", "--host-root", hosts + "atlas800t-a2-dcmi-broken"});
+  CHECK(broken.code == kExitInfeasible);
+  CHECK_THAT(broken.out, StartsWith("node atlas800t-a2-dcmi-broken\n"));
+  CHECK_THAT(broken.out, Contains("fail  kubelet "));
+  CHECK_THAT(broken.out, Contains("fail  container-runtime "));
+  CHECK_THAT(broken.out, Contains("/dev/davinci6 missing"));
+
+  // An old kubelet given by flag fails a host that passes otherwise.
+  Result old =
+      Run({"doctor", "--host-root", hosts + "atlas800t-a2", "--kubelet-version", "1.31.2"});
+  CHECK(old.code == kExitInfeasible);
+  CHECK_THAT(old.out, Contains("fail  kubelet "));
+
+  // A support matrix the devices' driver is outside of.
+  TempDir dir;
+  const std::string config =
+      dir.Write("config.json",
+                R"({"apiVersion": "xpu.dra.dev/v1alpha1", "kind": "ControllerConfig",
+          "supportMatrix": [{"vendor": "huawei", "family": "ascend910b", "driver": ">=25.0.0"}]})");
+  Result unsupported = Run({"doctor", "--host-root", hosts + "atlas800t-a2", "--config", config});
+  CHECK(unsupported.code == kExitInfeasible);
+  CHECK_THAT(unsupported.out, Contains("fail  support-matrix "));
+  CHECK_THAT(unsupported.out, Contains("driverVersion 24.1.0-rc3 outside >=25.0.0"));
+}
+
+TEST_CASE("doctor rejects a bad config, host root or output format with exit 2") {
+  const std::string host = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/atlas800t-a2";
+  TempDir dir;
+  const std::string config =
+      dir.Write("bad.yaml", "supportMatrix: [{vendor: huawei, driver: x}]\n");
+  Result bad_config = Run({"doctor", "--host-root", host, "--config", config});
+  CHECK(bad_config.code == kExitUsage);
+  CHECK_THAT(bad_config.err, Contains("read config " + config));
+  Result bad_root = Run({"doctor", "--host-root", dir.Path("missing")});
+  CHECK(bad_root.code == kExitUsage);
+  CHECK_THAT(bad_root.err, Contains("missing"));
+  Result bad_format = Run({"doctor", "--host-root", host, "-o", "yaml"});
+  CHECK(bad_format.code == kExitUsage);
+  CHECK_THAT(bad_format.err, Contains("--output: expected text or json"));
+  Result help = Run({"help", "doctor"});
+  CHECK(help.code == kExitOk);
+  CHECK_THAT(help.out, Contains("--kubelet-version X.Y.Z"));
+}
+
+// A request file under the temp dir.
+std::string RequestFile(const std::string& name, const std::string& text) {
+  std::string path = std::filesystem::temp_directory_path() / ("xpuctl-" + name + ".yaml");
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST_CASE("render turns a request into a template, flavors and legacy classes") {
+  const std::string req = RequestFile(
+      "render",
+      "name: llm\naccelerator: {class: training-large-memory, count: 8, precision: bf16}\n");
+  Result yaml = Run({"render", "--request", req});
+  REQUIRE(yaml.code == kExitOk);
+  CHECK_THAT(yaml.out, Contains("kind: ResourceClaimTemplate"));
+  CHECK_THAT(yaml.out, Contains("kind: ResourceFlavor"));
+  CHECK_THAT(yaml.out, Contains("extendedResourceName: nvidia.com/gpu"));
+  CHECK_THAT(yaml.out, Contains("#   huawei: training-large-memory.huawei, matchAttribute"));
+  Result js = Run({"render", "--request", req, "-o", "json", "--vendor", "huawei"});
+  REQUIRE(js.code == kExitOk);
+  const json list = json::parse(js.out);
+  CHECK(list["kind"] == "List");
+  const json& subs = list["items"][0]["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"];
+  REQUIRE(subs.size() == 1);
+  CHECK(subs[0]["name"] == "huawei");
+
+  const std::string bad =
+      RequestFile("render-bad", "name: llm\naccelerator: {class: no-such-class, count: 8}\n");
+  Result unknown = Run({"render", "--request", bad});
+  CHECK(unknown.code == kExitUsage);
+  CHECK_THAT(unknown.err, Contains("accelerator.class") && Contains("no-such-class"));
+  Result missing = Run({"render", "--request", "/nonexistent/req.yaml"});
+  CHECK(missing.code == kExitUsage);
+  CHECK_THAT(missing.err, Contains("/nonexistent/req.yaml"));
+}
+
+TEST_CASE("autoscaler-template prints slices, Cluster API annotations and the bindings") {
+  const std::string group = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/nodegroups/hgx-h200.yaml";
+  Result r = Run({"autoscaler-template", "--node-group", group});
+  REQUIRE(r.code == kExitOk);
+  const json list = json::parse(r.out);
+  std::map<std::string, int> kinds;
+  for (const json& item : list["items"]) ++kinds[item["kind"]];
+  CHECK(kinds["ResourceSlice"] >= 1);
+  CHECK(kinds["MachineDeployment"] == 1);
+  CHECK(kinds["ResourceSliceTemplates"] == 1);
+  Result bad = Run({"autoscaler-template", "--node-group", "/nonexistent/g.yaml"});
+  CHECK(bad.code == kExitUsage);
+  CHECK_THAT(bad.err, Contains("read node group /nonexistent/g.yaml"));
 }
 
 }  // namespace

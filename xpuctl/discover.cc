@@ -1,6 +1,4 @@
 // xpuctl discover: the NodeInventory of this host (or of a fixture host root).
-#include <algorithm>
-
 #include "kubeletplugin/discovery/discovery.h"
 #include "xpuctl/cli.h"
 #include "xpuctl/internal/commands.h"
@@ -12,14 +10,7 @@ StatusOr<int> RunDiscover(const Flags& flags, std::ostream& out) {
   discovery::DiscoveryOptions options;
   if (auto it = flags.find("host-root"); it != flags.end()) options.host_root = it->second;
   if (auto it = flags.find("node-name"); it != flags.end()) options.node_name = it->second;
-  if (auto it = flags.find("vendor-lib-dir"); it != flags.end()) {
-    const std::string& dirs = it->second;  // repeated values joined with '\n'
-    for (size_t start = 0; start <= dirs.size();) {
-      const size_t nl = std::min(dirs.find('\n', start), dirs.size());
-      if (nl > start) options.vendor_lib_dirs.push_back(dirs.substr(start, nl - start));
-      start = nl + 1;
-    }
-  }
+  options.vendor_lib_dirs = RepeatedFlag(flags, "vendor-lib-dir");
   if (Status valid = options.Validate(); !valid.ok()) return valid;
   ASSIGN_OR_RETURN(const api::NodeInventory inventory, discovery::Discover(options));
   PrintDocument(api::ToJson(inventory), format, out);

@@ -16,25 +16,6 @@
 namespace xpu::cli::internal {
 namespace {
 
-StatusOr<api::NodeInventory> ReadInventoryFile(const std::string& path) {
-  const std::string context = "read inventory " + path;
-  std::ifstream file(path);
-  if (!file) return NotFoundError(context + ": cannot open the file");
-  const nlohmann::json doc = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded()) return InvalidArgumentError(context + ": not valid JSON");
-  const nlohmann::json kind = doc.is_object() ? doc.value("kind", nlohmann::json()) : nullptr;
-  if (kind != api::kNodeInventoryKind) {
-    return InvalidArgumentError(context + ": kind is " + kind.dump() +
-                                ", expected \"NodeInventory\"");
-  }
-  StatusOr<api::NodeInventory> inventory = api::FromJson<api::NodeInventory>(doc);
-  if (!inventory.ok()) return inventory.status().WithContext(context);
-  if (Status valid = api::ValidateNodeInventory(*inventory); !valid.ok()) {
-    return valid.WithContext(context);
-  }
-  return inventory;
-}
-
 // "k=v,k2=v2" as Node labels.
 StatusOr<std::map<std::string, std::string>> ParseLabels(std::string_view text) {
   std::map<std::string, std::string> labels;
@@ -58,14 +39,36 @@ StatusOr<std::map<std::string, std::string>> ParseLabels(std::string_view text) 
 
 }  // namespace
 
+StatusOr<api::NodeInventory> ReadInventoryFile(const std::string& path) {
+  const std::string context = "read inventory " + path;
+  std::ifstream file(path);
+  if (!file) return NotFoundError(context + ": cannot open the file");
+  const nlohmann::json doc = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return InvalidArgumentError(context + ": not valid JSON");
+  const nlohmann::json kind = doc.is_object() ? doc.value("kind", nlohmann::json()) : nullptr;
+  if (kind != api::kNodeInventoryKind) {
+    return InvalidArgumentError(context + ": kind is " + kind.dump() +
+                                ", expected \"NodeInventory\"");
+  }
+  StatusOr<api::NodeInventory> inventory = api::FromJson<api::NodeInventory>(doc);
+  if (!inventory.ok()) return inventory.status().WithContext(context);
+  if (Status valid = api::ValidateNodeInventory(*inventory); !valid.ok()) {
+    return valid.WithContext(context);
+  }
+  return inventory;
+}
+
+StatusOr<controller::Config> LoadConfigFlag(const Flags& flags) {
+  auto it = flags.find("config");
+  if (it == flags.end()) return controller::DefaultConfig();
+  return controller::LoadConfigFile(it->second);
+}
+
 StatusOr<int> RunSlices(const Flags& flags, std::ostream& out) {
   ASSIGN_OR_RETURN(const std::string format, ChoiceFlag(flags, "output", {"json", "yaml"}));
   ASSIGN_OR_RETURN(const std::string version_name,
                    ChoiceFlag(flags, "kubernetes-version", {"1.35", "1.34"}));
-  controller::Config config = controller::DefaultConfig();
-  if (auto it = flags.find("config"); it != flags.end()) {
-    ASSIGN_OR_RETURN(config, controller::LoadConfigFile(it->second));
-  }
+  ASSIGN_OR_RETURN(controller::Config config, LoadConfigFlag(flags));
   if (flags.contains("mode")) {
     ASSIGN_OR_RETURN(const std::string mode, ChoiceFlag(flags, "mode", {"attributes", "groups"}));
     config.mode = *controller::ParsePublishMode(mode);

@@ -25,6 +25,7 @@
 #include "base/testing/require_ok.h"
 #include "controller/config.h"
 #include "controller/device_classes.h"
+#include "controller/render.h"
 #include "controller/slices.h"
 #include "e2e/client/child_process.h"
 #include "e2e/cluster/cluster.h"
@@ -507,6 +508,70 @@ TEST_CASE("upstream: firstAvailable falls back across vendors", "[allocation]") 
     CHECK(r.value("pool", "") == "fa-hgx-h200");
   }
   Release("fallback", {"big"}, client);
+}
+
+// Every template `xpuctl render` writes, on the demo's fleet (and an A2), is allocated by the
+// real scheduler to a set that keeps the vendor's rules on the node it lands on.
+TEST_CASE("upstream: rendered capability requests land on rule-keeping sets", "[allocation]") {
+  const std::vector<std::string> hosts = {
+      "atlas800-9000", "atlas800t-a2",    "atlas800t-a3", "atlas200t-a2-box16",
+      "hgx-h200",      "pcie-2numa-8gpu", "hygon-dcu-8",  "cambricon-mlu370-x8"};
+  Fleet fleet = StartFleet("rr", hosts);
+  kc::Client& client = fleet.harness->client();
+  REQUIRE_OK(EnsureNamespace(client, "render"));
+  struct Case {
+    std::string capability_class;
+    int count;
+    std::vector<std::string> vendors;
+    bool needs_groups = false;  // attributes mode cannot keep the rule: render refuses
+  };
+  const std::vector<Case> cases = {
+      {"training-large-memory", 8, {}},       {"inference", 8, {}},
+      {"inference", 2, {"huawei"}},           {"inference", 3, {"huawei"}},
+      {"inference", 4, {"huawei"}},           {"inference", 16, {"huawei"}},
+      {"inference", 2, {"cambricon"}},        {"inference", 4, {"cambricon"}, true},
+      {"training-large-memory", 3, {"hygon"}}};
+  std::map<std::string, topology::Node> topologies;
+  int n = 0;
+  for (const Case& c : cases) {
+    controller::CapabilityRequest request;
+    request.name = "r" + std::to_string(++n);
+    request.ns = "render";
+    request.capability_class = c.capability_class;
+    request.count = c.count;
+    request.topology = "single-node";
+    StatusOr<controller::Rendered> rendered =
+        controller::Render(request, controller::RenderOptions{.vendors = c.vendors});
+    INFO(c.capability_class << " x" << c.count << " " << JoinNames(c.vendors));
+    if (c.needs_groups) {
+      // The MLU370 ring sets of 4: no matchAttribute says them, so no claim is written.
+      REQUIRE_FALSE(rendered.ok());
+      CHECK(rendered.status().message().find("only groups mode") != std::string::npos);
+      continue;
+    }
+    REQUIRE_OK(rendered);
+    const json& tpl = rendered->objects.at(0);
+    REQUIRE(tpl["kind"] == "ResourceClaimTemplate");
+    json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                  {"kind", "ResourceClaim"},
+                  {"metadata", {{"name", request.name}, {"namespace", "render"}}},
+                  {"spec", tpl["spec"]["spec"]}};
+    const std::vector<std::string> got = Allocate(client, "render", request.name, claim, "");
+    REQUIRE(static_cast<int>(got.size()) == c.count);
+    const std::string pool = got[0].substr(0, got[0].find('/'));
+    if (!topologies.contains(pool)) topologies.emplace(pool, TopologyOf(client, pool));
+    const topology::Node& node = topologies.at(pool);
+    topology::DeviceSet set;
+    for (const std::string& d : got) {
+      CHECK(d.substr(0, d.find('/')) == pool);
+      const std::optional<int> id = node.FindDevice(DeviceOf(d));
+      REQUIRE(id.has_value());
+      set.Add(*id);
+    }
+    INFO("on " << pool << ": " << JoinNames(node.Names(set)));
+    CHECK(topology::RuleAllows(node, set));
+    Release("render", {request.name}, client);
+  }
 }
 
 TEST_CASE("upstream: a capability class's extendedResourceName schedules a plain pod",

@@ -10,7 +10,9 @@
 #include <string_view>
 #include <vector>
 
+#include "api/node_inventory.h"
 #include "base/status.h"
+#include "controller/config.h"
 #include "topology/device_set.h"
 #include "topology/fabric.h"
 #include "topology/model.h"
@@ -29,6 +31,14 @@ StatusOr<int> RunGroups(const Flags& flags, std::ostream& out);
 StatusOr<int> RunTopo(const Flags& flags, std::ostream& out);
 StatusOr<int> RunDiscover(const Flags& flags, std::ostream& out);
 StatusOr<int> RunSlices(const Flags& flags, std::ostream& out);
+StatusOr<int> RunRender(const Flags& flags, std::ostream& out);
+StatusOr<int> RunAutoscalerTemplate(const Flags& flags, std::ostream& out);
+
+// Reads and checks a NodeInventory file; errors read "read inventory FILE: ...".
+StatusOr<api::NodeInventory> ReadInventoryFile(const std::string& path);
+// The controller config of --config, else the default one.
+StatusOr<controller::Config> LoadConfigFlag(const Flags& flags);
+StatusOr<int> RunDoctor(const Flags& flags, std::ostream& out);
 
 // Reads and builds the node of --topology or --inventory (exactly one); errors read
 // "read topology FILE: <field>: ...".
@@ -50,6 +60,9 @@ StatusOr<topology::DeviceSet> DevicesFlag(const Flags& flags, std::string_view n
 // absent: empty.
 StatusOr<std::vector<int>> NodesFlag(const Flags& flags, std::string_view name,
                                      const topology::Fabric& fabric);
+// The values of a repeatable flag (joined with '\n' by the parser), empty ones left out; absent:
+// none.
+std::vector<std::string> RepeatedFlag(const Flags& flags, std::string_view name);
 // --<name> checked against `allowed` ("json", "yaml"); absent: the first allowed value.
 StatusOr<std::string> ChoiceFlag(const Flags& flags, std::string_view name,
                                  std::initializer_list<std::string_view> allowed);

@@ -1,0 +1,637 @@
+#include "controller/render.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "api/accelerator_gang.h"
+#include "api/codec/codec.h"
+#include "api/resource.h"
+#include "base/name_list.h"
+#include "base/text.h"
+#include "controller/device_classes.h"
+#include "controller/slices.h"
+#include "controller/yaml_json.h"
+#include "topology/solver.h"
+
+namespace xpu::controller {
+namespace {
+
+namespace codec = api::codec;
+using topology::DeviceSet;
+
+constexpr std::string_view kSingleNode = "single-node";
+constexpr std::string_view kMultiNode = "multi-node";
+constexpr std::string_view kImageAnnotationPrefix = "xpu.dra.dev/image.";
+constexpr std::string_view kClassAnnotation = "xpu.dra.dev/capability-class";
+constexpr std::string_view kRenderedBy = "xpuctl-render";
+// firstAvailable holds at most 8 subrequests (dra-api.md).
+constexpr size_t kMaxSubrequests = 8;
+
+// ---- Reading the request ----
+
+struct Accelerator {
+  std::string capability_class;
+  int64_t count = 0;
+  std::string topology;
+  std::string precision;
+  int64_t devices_per_node = 0;
+  std::string max_tier;
+};
+
+struct RequestDocument {
+  std::string name;
+  std::string ns;
+  Accelerator accelerator;
+  std::map<std::string, std::string> images;
+};
+
+template <typename V, codec::FieldsOf<Accelerator> S>
+void VisitFields(V& v, S& a) {
+  v.Required("class", a.capability_class);
+  v.Required("count", a.count);
+  v.Optional("topology", a.topology);
+  v.Optional("precision", a.precision);
+  v.Optional("devicesPerNode", a.devices_per_node);
+  v.Optional("maxTier", a.max_tier);
+}
+
+template <typename V, codec::FieldsOf<RequestDocument> S>
+void VisitFields(V& v, S& doc) {
+  v.Required("name", doc.name);
+  v.Optional("namespace", doc.ns);
+  v.Required("accelerator", doc.accelerator);
+  v.Optional("images", doc.images);
+}
+
+}  // namespace
+
+StatusOr<CapabilityRequest> ParseCapabilityRequest(std::string_view text) {
+  ASSIGN_OR_RETURN(const nlohmann::ordered_json doc, ParseYamlDocument(text));
+  ASSIGN_OR_RETURN(RequestDocument read, codec::Decode<RequestDocument>(nlohmann::json(doc)));
+  RETURN_IF_ERROR(api::ValidateDnsSubdomain(read.name, "name"));
+  CapabilityRequest r;
+  r.name = read.name;
+  if (!read.ns.empty()) {
+    RETURN_IF_ERROR(api::ValidateDnsLabel(read.ns, "namespace"));
+    r.ns = read.ns;
+  }
+  const Accelerator& a = read.accelerator;
+  r.capability_class = a.capability_class;
+  r.count = a.count;
+  if (r.count < 1 || r.count > 4096) {
+    return InvalidArgumentError("accelerator.count: " + std::to_string(r.count) +
+                                " out of range; expected 1 to 4096");
+  }
+  r.topology = a.topology.empty() ? std::string(kSingleNode) : a.topology;
+  if (r.topology != kSingleNode && r.topology != kMultiNode) {
+    return InvalidArgumentError("accelerator.topology: unknown topology " + QuoteText(r.topology) +
+                                "; expected single-node or multi-node");
+  }
+  r.precision = a.precision;
+  r.devices_per_node = a.devices_per_node;
+  if (r.devices_per_node != 0 && r.topology != kMultiNode) {
+    return InvalidArgumentError("accelerator.devicesPerNode: only for topology multi-node");
+  }
+  if (r.devices_per_node < 0 || r.devices_per_node > 64 ||
+      (r.devices_per_node > 0 && r.count % r.devices_per_node != 0)) {
+    return InvalidArgumentError(
+        "accelerator.devicesPerNode: " + std::to_string(r.devices_per_node) +
+        " must be 1 to 64 and divide accelerator.count " + std::to_string(r.count));
+  }
+  r.max_tier = a.max_tier;
+  if (!r.max_tier.empty()) {
+    const auto& tiers = api::GangTierNames();
+    if (std::find(tiers.begin(), tiers.end(), r.max_tier) == tiers.end()) {
+      return InvalidArgumentError("accelerator.maxTier: unknown tier " + QuoteText(r.max_tier));
+    }
+  }
+  const auto& vendors = KnownVendors();
+  for (const auto& [vendor, image] : read.images) {
+    if (std::find(vendors.begin(), vendors.end(), vendor) == vendors.end()) {
+      return InvalidArgumentError("images." + vendor + ": unknown vendor " + QuoteText(vendor));
+    }
+    if (image.empty() || image.find_first_of(" \t\n") != std::string::npos) {
+      return InvalidArgumentError("images." + vendor + ": " + QuoteText(image) +
+                                  " is not an image reference");
+    }
+  }
+  r.images = read.images;
+  return r;
+}
+
+namespace {
+
+// ---- Judging a count on the reference servers ----
+
+// One reference server, seen for one vendor and class.
+struct ServerView {
+  const ReferenceServer* server = nullptr;
+  topology::Node node;
+  DeviceSet admitted = {};                   // the devices the per-vendor class admits
+  std::set<std::string> models = {};         // their models
+  std::map<int, std::string> scale_up = {};  // node id -> scaleUpDomain, as published
+  std::map<int, std::string> module = {};    // node id -> module, where the inventory has one
+};
+
+bool HasPrecision(const api::InventoryDevice& device, const std::string& precision) {
+  if (precision.empty()) return true;
+  auto it = device.attributes.find(precision);
+  return it != device.attributes.end() && it->second.bool_value == true;
+}
+
+// The servers with devices of `vendor` that `device_class` admits (with `precision`, when set).
+std::vector<ServerView> ViewsOf(const std::vector<ReferenceServer>& servers, const Config& config,
+                                const std::string& driver, const std::string& vendor,
+                                const std::string& device_class, const std::string& precision) {
+  std::vector<ServerView> views;
+  for (const ReferenceServer& s : servers) {
+    StatusOr<topology::NodeSpec> spec = api::NodeDescriptionFromInventory(s.inventory);
+    if (!spec.ok()) continue;
+    StatusOr<topology::Node> node = topology::Node::Build(*spec);
+    if (!node.ok()) continue;
+    ServerView view{.server = &s, .node = *std::move(node)};
+    const std::map<std::string, std::string> domains = DeviceScaleUpDomains(s.inventory);
+    for (const api::InventoryDevice& d : s.inventory.status.devices) {
+      if (d.vendor != vendor || DeviceInClass(config, device_class, driver, d) != true ||
+          !HasPrecision(d, precision)) {
+        continue;
+      }
+      const std::optional<int> id = view.node.FindDevice(d.name);
+      if (!id) continue;
+      view.admitted.Add(*id);
+      view.models.insert(d.model);
+      if (auto it = domains.find(d.name); it != domains.end()) view.scale_up[*id] = it->second;
+      if (auto it = d.attributes.find("module");
+          it != d.attributes.end() && it->second.string_value) {
+        view.module[*id] = *it->second.string_value;
+      }
+    }
+    if (!view.admitted.empty()) views.push_back(std::move(view));
+  }
+  return views;
+}
+
+// Calls `visit` with every `k`-subset of `ids`; stops when it returns false. Returns whether it
+// went through all of them.
+template <typename F>
+bool ForEachSubset(const std::vector<int>& ids, int k, F&& visit) {
+  const int n = static_cast<int>(ids.size());
+  if (k > n || k < 1) return true;
+  std::vector<int> pick(static_cast<size_t>(k));
+  for (int i = 0; i < k; ++i) pick[static_cast<size_t>(i)] = i;
+  while (true) {
+    DeviceSet set;
+    for (int i : pick) set.Add(ids[static_cast<size_t>(i)]);
+    if (!visit(set)) return false;
+    int i = k - 1;
+    while (i >= 0 && pick[static_cast<size_t>(i)] == n - k + i) --i;
+    if (i < 0) return true;
+    ++pick[static_cast<size_t>(i)];
+    for (int j = i + 1; j < k; ++j) {
+      pick[static_cast<size_t>(j)] = pick[static_cast<size_t>(j - 1)] + 1;
+    }
+  }
+}
+
+// Whether every `count`-set of admitted devices sharing the value of `key` (null: any set) keeps
+// the server's rules, and at least one such set exists. A device without the key value is in no
+// set: the scheduler's matchAttribute refuses devices that lack the attribute.
+bool EverySetKeepsRules(const ServerView& view, int count, const std::map<int, std::string>* key) {
+  std::map<std::string, std::vector<int>> parts;
+  for (int id : view.admitted.Ids()) {
+    if (key == nullptr) {
+      parts[""].push_back(id);
+    } else if (auto it = key->find(id); it != key->end()) {
+      parts[it->second].push_back(id);
+    }
+  }
+  bool any = false;
+  for (const auto& [value, ids] : parts) {
+    const bool all = ForEachSubset(ids, count, [&](DeviceSet set) {
+      any = true;
+      return topology::RuleAllows(view.node, set);
+    });
+    if (!all) return false;
+  }
+  return any;
+}
+
+// The counts the rules allow on a server's admitted devices: "1, 2, 4, 8".
+std::string AllowedCounts(const ServerView& view) {
+  std::string out;
+  for (int k = 1; k <= view.admitted.size(); ++k) {
+    if (!topology::Solve(view.node, view.admitted, k).feasible) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(k);
+  }
+  return out;
+}
+
+// Why a vendor was left out; the most telling reason becomes the error when none is left.
+enum class Refusal { kNone, kNoDevices, kTooFew, kRules, kMode, kAmbiguous };
+
+struct VendorVerdict {
+  VendorRender render;
+  Refusal refusal = Refusal::kNone;
+  std::string why;  // for a refusal: the note
+};
+
+// How `vendor` can serve `count` devices on one node under the class, or why it cannot.
+VendorVerdict JudgeVendor(const std::string& vendor, int64_t count, const std::string& class_name,
+                          const std::string& precision, const RenderOptions& options,
+                          const std::vector<ReferenceServer>& servers) {
+  VendorVerdict v;
+  v.render.vendor = vendor;
+  v.render.device_class = class_name + "." + vendor;
+  v.render.count = count;
+  const std::vector<ServerView> views =
+      ViewsOf(servers, options.config, options.driver, vendor, v.render.device_class, precision);
+  if (views.empty()) {
+    v.refusal = Refusal::kNoDevices;
+    v.why = vendor + ": no reference server has devices of class " + v.render.device_class +
+            (precision.empty() ? "" : " with " + precision);
+    return v;
+  }
+  const int k = static_cast<int>(count);
+  std::vector<const ServerView*> valid;
+  std::set<std::string> bad_models;
+  std::set<std::string> good_models;
+  std::string allowed;  // per server, for the note
+  for (const ServerView& view : views) {
+    allowed += (allowed.empty() ? "" : "; ") + view.server->name + " allows " + AllowedCounts(view);
+    if (view.admitted.size() < k) continue;  // the scheduler cannot put the set there at all
+    if (topology::Solve(view.node, view.admitted, k).feasible) {
+      valid.push_back(&view);
+      good_models.insert(view.models.begin(), view.models.end());
+    } else {
+      bad_models.insert(view.models.begin(), view.models.end());
+    }
+  }
+  if (valid.empty()) {
+    v.refusal = bad_models.empty() ? Refusal::kTooFew : Refusal::kRules;
+    v.why = vendor + ": " + std::to_string(count) +
+            (bad_models.empty() ? " devices of the class are more than any server has ("
+                                : " devices break the rules of every server that has as many (") +
+            allowed + ")";
+    return v;
+  }
+  for (const std::string& model : bad_models) {
+    if (good_models.contains(model)) {
+      v.refusal = Refusal::kAmbiguous;
+      v.why = vendor;
+      v.why += ": model " + model;
+      v.why += " allows " + std::to_string(count);
+      v.why +=
+          " devices on one server model and not on another, which a selector cannot tell "
+          "apart (";
+      v.why += allowed;
+      v.why += ")";
+      return v;
+    }
+  }
+  v.render.excluded_models.assign(bad_models.begin(), bad_models.end());
+  for (const ServerView* view : valid) v.render.servers.push_back(view->server->name);
+
+  const Config& config = options.config;
+  const bool group_size_published = std::find(config.group_sizes.begin(), config.group_sizes.end(),
+                                              k) != config.group_sizes.end();
+  if (config.mode == PublishMode::kGroups && k > 1 && group_size_published &&
+      std::all_of(valid.begin(), valid.end(), [&](const ServerView* view) {
+        return !topology::AlignedGroups(view->node, k).empty();
+      })) {
+    v.render.group_size = k;
+    return v;
+  }
+  // The loosest constraint that keeps the rules on the most servers; the servers it cannot keep
+  // them on are left out by model, when no kept server shares their models.
+  const std::pair<std::string, const std::map<int, std::string> ServerView::*> keys[] = {
+      {"", nullptr}, {"scaleUpDomain", &ServerView::scale_up}, {"module", &ServerView::module}};
+  size_t best_kept = 0;
+  for (const auto& [name, member] : keys) {
+    std::vector<const ServerView*> kept;
+    std::set<std::string> kept_models;
+    std::set<std::string> lost_models;
+    for (const ServerView* view : valid) {
+      const bool keeps =
+          EverySetKeepsRules(*view, k, member == nullptr ? nullptr : &(view->*member));
+      (keeps ? kept_models : lost_models).insert(view->models.begin(), view->models.end());
+      if (keeps) kept.push_back(view);
+    }
+    const bool separable = std::none_of(lost_models.begin(), lost_models.end(),
+                                        [&](const auto& m) { return kept_models.contains(m); });
+    if (kept.size() <= best_kept || !separable) continue;
+    best_kept = kept.size();
+    v.render.constraint = name;
+    v.render.servers.clear();
+    for (const ServerView* view : kept) v.render.servers.push_back(view->server->name);
+    std::set<std::string> excluded(bad_models.begin(), bad_models.end());
+    excluded.insert(lost_models.begin(), lost_models.end());
+    v.render.excluded_models.assign(excluded.begin(), excluded.end());
+  }
+  if (best_kept > 0) return v;
+  v.refusal = Refusal::kMode;
+  v.why = vendor + ": no matchAttribute keeps the rules for " + std::to_string(count) +
+          " devices on " + JoinNames(v.render.servers, ", ") +
+          (config.mode == PublishMode::kGroups
+               ? " and groups mode publishes no group of that size (publishing.groupSizes)"
+               : "; only groups mode can (publishing.mode is attributes)");
+  return v;
+}
+
+// The vendors to consider, in order of preference.
+StatusOr<std::vector<std::string>> VendorsOf(const CapabilityClass& c,
+                                             const std::vector<std::string>& only) {
+  const std::vector<std::string>& allowed = c.vendors.empty() ? KnownVendors() : c.vendors;
+  if (only.empty()) return allowed;
+  std::vector<std::string> out;
+  for (const std::string& vendor : only) {
+    if (std::find(allowed.begin(), allowed.end(), vendor) == allowed.end()) {
+      return InvalidArgumentError("--vendor: " + QuoteText(vendor) + " is not allowed by class " +
+                                  c.name + " (" + JoinNames(allowed, ", ") + ")");
+    }
+    out.push_back(vendor);
+  }
+  return out;
+}
+
+// The error when no vendor is left: the most telling refusal decides which field it names.
+Status NoVendorError(const CapabilityRequest& request, const std::vector<VendorVerdict>& verdicts,
+                     const RenderOptions& options, const std::vector<std::string>& vendors,
+                     const std::vector<ReferenceServer>& servers) {
+  std::string whys;
+  bool mode = false;
+  bool devices = true;
+  for (const VendorVerdict& v : verdicts) {
+    whys += "; " + v.why;
+    mode = mode || v.refusal == Refusal::kMode;
+    devices = devices && v.refusal == Refusal::kNoDevices;
+  }
+  if (devices && !request.precision.empty()) {
+    // Without the precision, would any vendor have devices?
+    for (const std::string& vendor : vendors) {
+      if (!ViewsOf(servers, options.config, options.driver, vendor,
+                   request.capability_class + "." + vendor, "")
+               .empty()) {
+        return InvalidArgumentError(
+            "accelerator.precision: no allowed vendor (" + JoinNames(vendors, ", ") +
+            ") of class " + request.capability_class + " supports " + QuoteText(request.precision));
+      }
+    }
+  }
+  if (devices) {
+    return InvalidArgumentError("accelerator.class: no known server has devices of class " +
+                                request.capability_class + " from its vendors (" +
+                                JoinNames(vendors, ", ") + ")" + whys);
+  }
+  return InvalidArgumentError("accelerator.count: " + std::to_string(request.count) +
+                              " devices per node: " +
+                              (mode ? "the cluster's publishing mode cannot keep the rules"
+                                    : "no allowed vendor's rules allow it on any known server") +
+                              whys);
+}
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+nlohmann::json Metadata(const std::string& name, const std::string& ns) {
+  nlohmann::json meta = {{"name", name},
+                         {"labels", {{"app.kubernetes.io/managed-by", std::string(kRenderedBy)}}}};
+  if (!ns.empty()) meta["namespace"] = ns;
+  return meta;
+}
+
+nlohmann::json ClaimTemplate(const CapabilityRequest& request,
+                             const std::vector<VendorRender>& parts, const std::string& driver,
+                             const std::map<std::string, std::string>& images) {
+  api::resource::ResourceClaimTemplate t;
+  t.metadata.name = request.name;
+  t.metadata.namespace_name = request.ns;
+  t.metadata.labels["app.kubernetes.io/managed-by"] = std::string(kRenderedBy);
+  t.metadata.annotations[std::string(kClassAnnotation)] = request.capability_class;
+  for (const auto& [vendor, image] : images) {
+    t.metadata.annotations[std::string(kImageAnnotationPrefix) + vendor] = image;
+  }
+  api::resource::DeviceRequest req;
+  req.name = "accelerators";
+  for (const VendorRender& part : parts) {
+    api::resource::DeviceSubRequest sub;
+    sub.name = part.vendor;
+    sub.device_class_name = part.device_class;
+    CelSelector s(driver);
+    if (!request.precision.empty()) s.AttributeTrue(request.precision);
+    if (!part.excluded_models.empty()) s.AttributeNotIn("model", part.excluded_models);
+    if (part.group_size > 0) {
+      s.AttributeIntIs("groupSize", part.group_size);
+      sub.count = 1;
+    } else {
+      sub.count = part.count;
+    }
+    std::string expression = s.Expression();
+    if (expression != "device.driver == " + CelLiteral(driver)) {
+      api::resource::DeviceSelector selector;
+      selector.cel.emplace();
+      selector.cel->expression = std::move(expression);
+      sub.selectors.push_back(std::move(selector));
+    }
+    req.first_available.push_back(std::move(sub));
+  }
+  t.spec.spec.devices.requests.push_back(std::move(req));
+  for (const VendorRender& part : parts) {
+    if (part.constraint.empty() || part.group_size > 0 || part.count < 2) continue;
+    api::resource::DeviceConstraint c;
+    c.requests = {"accelerators/" + part.vendor};
+    c.match_attribute = driver + "/" + part.constraint;
+    t.spec.spec.devices.constraints.push_back(std::move(c));
+  }
+  return api::resource::ToJson(t);
+}
+
+nlohmann::json Gang(const CapabilityRequest& request, int64_t per_node, const std::string& vendor,
+                    const std::map<std::string, std::string>& images) {
+  api::AcceleratorGang gang;
+  gang.metadata.name = request.name;
+  gang.metadata.namespace_name = request.ns;
+  gang.metadata.labels["app.kubernetes.io/managed-by"] = std::string(kRenderedBy);
+  gang.metadata.annotations[std::string(kClassAnnotation)] = request.capability_class;
+  for (const auto& [v, image] : images) {
+    gang.metadata.annotations[std::string(kImageAnnotationPrefix) + v] = image;
+  }
+  gang.spec.nodes = request.count / per_node;
+  gang.spec.devices_per_node = per_node;
+  if (vendor.empty()) {
+    gang.spec.capability_class = request.capability_class;
+  } else {
+    gang.spec.device_class_name = request.capability_class + "." + vendor;
+  }
+  gang.spec.max_tier = request.max_tier;
+  return api::ToJson(gang);
+}
+
+nlohmann::json Flavor(const std::string& vendor) {
+  nlohmann::json flavor = {{"apiVersion", "kueue.x-k8s.io/v1beta1"},
+                           {"kind", "ResourceFlavor"},
+                           {"metadata", Metadata("xpu-" + vendor, "")}};
+  flavor["spec"]["nodeLabels"] = {
+      {"feature.node.kubernetes.io/pci-" + std::string(PciVendorId(vendor)) + ".present", "true"}};
+  return flavor;
+}
+
+// The legacy-name DeviceClasses of `vendor` whose models the reference servers have.
+std::vector<nlohmann::json> LegacyClasses(const std::string& vendor, const std::string& driver,
+                                          const std::vector<ReferenceServer>& servers) {
+  std::vector<nlohmann::json> out;
+  for (const LegacyResource& legacy : LegacyResources()) {
+    if (legacy.vendor != vendor) continue;
+    const bool present = std::any_of(servers.begin(), servers.end(), [&](const auto& s) {
+      return std::any_of(s.inventory.status.devices.begin(), s.inventory.status.devices.end(),
+                         [&](const api::InventoryDevice& d) {
+                           return d.vendor == vendor && d.model.starts_with(legacy.model_prefix);
+                         });
+    });
+    if (!present) continue;
+    const std::string_view resource = legacy.resource;
+    api::resource::DeviceClass cls;
+    cls.metadata.name = "legacy-" + vendor;
+    cls.metadata.name += "-" + Lower(resource.substr(resource.find('/') + 1));
+    cls.metadata.name += "." + driver;
+    cls.metadata.labels["app.kubernetes.io/managed-by"] = std::string(kRenderedBy);
+    CelSelector s(driver);
+    s.AttributeIs("vendor", vendor);
+    if (!legacy.model_prefix.empty()) s.AttributeStartsWith("model", legacy.model_prefix);
+    api::resource::DeviceSelector selector;
+    selector.cel.emplace();
+    selector.cel->expression = s.Expression();
+    cls.spec.selectors.push_back(std::move(selector));
+    cls.spec.extended_resource_name = std::string(resource);
+    out.push_back(api::resource::ToJson(cls));
+  }
+  return out;
+}
+
+const CapabilityClass* FindClass(const Config& config, const std::string& name) {
+  for (const CapabilityClass& c : config.capability_classes) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const std::vector<LegacyResource>& LegacyResources() {
+  // The names the vendors' device plugins register (hardware.md): a pod that still asks for one
+  // is served through the DeviceClass carrying it as extendedResourceName.
+  static const std::vector<LegacyResource> kLegacy = {
+      {"nvidia", "nvidia.com/gpu", ""},
+      {"huawei", "huawei.com/Ascend910", "Ascend910"},
+      {"huawei", "huawei.com/Ascend310P", "Ascend310P"},
+      {"hygon", "hygon.com/dcunum", ""},
+      {"cambricon", "cambricon.com/mlu", ""},
+      {"metax", "metax-tech.com/gpu", ""},
+      {"biren", "birentech.com/gpu", ""},
+      {"enflame", "enflame.com/gcu", ""},
+      {"mthreads", "mthreads.com/gpu", ""},
+      {"amd", "amd.com/gpu", ""},
+  };
+  return kLegacy;
+}
+
+std::string_view PciVendorId(std::string_view vendor) {
+  static const std::map<std::string_view, std::string_view> kIds = {
+      {"nvidia", "10de"},    {"huawei", "19e5"},   {"hygon", "1d94"},
+      {"cambricon", "cabc"}, {"metax", "9999"},    {"biren", "1ee0"},
+      {"enflame", "1e36"},   {"mthreads", "1ed5"}, {"amd", "1002"}};
+  auto it = kIds.find(vendor);
+  return it == kIds.end() ? std::string_view() : it->second;
+}
+
+StatusOr<Rendered> Render(const CapabilityRequest& request, const RenderOptions& options) {
+  const CapabilityClass* c = FindClass(options.config, request.capability_class);
+  if (c == nullptr) {
+    std::vector<std::string> known;
+    for (const CapabilityClass& k : options.config.capability_classes) known.push_back(k.name);
+    return InvalidArgumentError("accelerator.class: unknown capability class " +
+                                QuoteText(request.capability_class) + "; the config has " +
+                                (known.empty() ? "none" : JoinNames(known, ", ")));
+  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> vendors, VendorsOf(*c, options.vendors));
+  const std::vector<ReferenceServer>& servers =
+      options.servers.empty() ? ReferenceServers() : options.servers;
+  const bool multi = request.topology == kMultiNode;
+
+  // Devices per node: the request's; single-node: all of them; multi-node: the largest count a
+  // server of the first vendor that can serve one holds and that divides the total.
+  int64_t per_node = multi ? request.devices_per_node : request.count;
+  if (multi && per_node == 0) {
+    for (const std::string& vendor : vendors) {
+      for (int64_t k = std::min<int64_t>(request.count, 64); k >= 1 && per_node == 0; --k) {
+        if (request.count % k != 0) continue;
+        if (JudgeVendor(vendor, k, c->name, request.precision, options, servers).refusal ==
+            Refusal::kNone) {
+          per_node = k;
+        }
+      }
+      if (per_node != 0) break;
+    }
+  }
+  Rendered out;
+  std::vector<VendorVerdict> refused;
+  for (const std::string& vendor : vendors) {
+    VendorVerdict v = JudgeVendor(vendor, per_node == 0 ? request.count : per_node, c->name,
+                                  request.precision, options, servers);
+    if (v.refusal != Refusal::kNone) {
+      out.notes.push_back("left out " + v.why);
+      refused.push_back(std::move(v));
+      continue;
+    }
+    if (out.vendors.size() == kMaxSubrequests) {
+      out.notes.push_back("left out " + vendor + ": firstAvailable holds at most 8 vendors");
+      continue;
+    }
+    out.vendors.push_back(std::move(v.render));
+  }
+  if (out.vendors.empty() || per_node == 0) {
+    return NoVendorError(request, refused, options, vendors, servers);
+  }
+
+  // Images: the request's over the class'. Every vendor rendered needs one once any has one.
+  std::map<std::string, std::string> images(c->images.begin(), c->images.end());
+  for (const auto& [vendor, image] : request.images) images[vendor] = image;
+  std::map<std::string, std::string> used;
+  for (VendorRender& v : out.vendors) {
+    auto it = images.find(v.vendor);
+    if (it != images.end()) {
+      v.image = it->second;
+      used[v.vendor] = it->second;
+    } else if (!images.empty()) {
+      return InvalidArgumentError("images." + v.vendor + ": no image for vendor " + v.vendor +
+                                  "; set it in the request or in the class " + c->name +
+                                  " (capabilityClasses[].images), or leave the vendor out with "
+                                  "--vendor");
+    }
+  }
+  if (images.empty()) {
+    out.notes.emplace_back(
+        "no images configured: the pod's image must match the vendor the "
+        "scheduler picks (set images, or render one vendor with --vendor)");
+  }
+
+  if (multi) {
+    out.objects.push_back(
+        Gang(request, per_node, options.vendors.size() == 1 ? options.vendors[0] : "", used));
+  } else {
+    out.objects.push_back(ClaimTemplate(request, out.vendors, options.driver, used));
+  }
+  for (const VendorRender& v : out.vendors) out.objects.push_back(Flavor(v.vendor));
+  for (const VendorRender& v : out.vendors) {
+    for (nlohmann::json& cls : LegacyClasses(v.vendor, options.driver, servers)) {
+      out.objects.push_back(std::move(cls));
+    }
+  }
+  return out;
+}
+
+}  // namespace xpu::controller

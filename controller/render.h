@@ -1,0 +1,106 @@
+// Capability requests: a workload asks for a capability, not a vendor resource name,
+//
+//   name: llm-train
+//   namespace: default
+//   accelerator: {class: training-large-memory, count: 8, topology: single-node, precision: bf16}
+//   images: {nvidia: ..., huawei: ...}      # optional: over the class' images
+//
+// and Render turns it into the objects to apply (`xpuctl render`; the same function can serve a
+// mutating admission webhook):
+//  - single-node: a ResourceClaimTemplate `<name>` with one request `accelerators` whose
+//    `firstAvailable` lists the allowed vendors in the class' order of preference. Each vendor's
+//    subrequest uses the per-vendor DeviceClass `<class>.<vendor>` and carries what keeps that
+//    vendor's set valid for the count: a `matchAttribute` constraint on scaleUpDomain or module,
+//    a selector leaving out the models on which the count breaks the vendor's rules, or, in
+//    groups mode, one group device of that size. Which is needed is decided on the reference
+//    servers (controller/reference_servers.h): the loosest constraint under which every set the
+//    scheduler could pick there keeps the rule set (topology::RuleAllows), and still leaves one.
+//    A vendor whose rule no constraint of the cluster's mode can keep for the count is left out
+//    with a note that names the mode it needs, never rendered into a claim that can land on an
+//    invalid set.
+//  - multi-node: an AcceleratorGang over the class (devicesPerNode: the request's, else the
+//    largest count a preferred vendor's server holds that divides the total).
+//  - both: a Kueue ResourceFlavor per vendor (node labels of node-feature-discovery's PCI vendor
+//    label, `feature.node.kubernetes.io/pci-<vendor id>.present`), and DeviceClasses with
+//    `extendedResourceName` for each vendor's legacy device-plugin name (nvidia.com/gpu,
+//    huawei.com/Ascend910, ...), so that pods that still ask for those are served by DRA in the
+//    same mixed-fleet install. No RuntimeClass: with CDI no vendor needs one.
+// Images per vendor go into annotations `xpu.dra.dev/image.<vendor>` (a pod has one image, so
+// the image must follow the vendor the scheduler chose; `--vendor` renders for one vendor).
+// Errors name the field: an unknown class, a count no allowed vendor's rules allow on any
+// reference server, a precision no allowed vendor has, a vendor left without an image while
+// others have one. Pure apart from reading the built-in reference servers.
+#ifndef XPU_CONTROLLER_RENDER_H_
+#define XPU_CONTROLLER_RENDER_H_
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "controller/config.h"
+#include "controller/reference_servers.h"
+
+namespace xpu::controller {
+
+struct CapabilityRequest {
+  std::string name;                           // the workload's name: names the objects
+  std::string ns = "default";                 // "namespace"
+  std::string capability_class;               // accelerator.class
+  int64_t count = 0;                          // accelerator.count: devices in all
+  std::string topology;                       // accelerator.topology: "single-node" or "multi-node"
+  std::string precision;                      // accelerator.precision: optional
+  int64_t devices_per_node = 0;               // accelerator.devicesPerNode: multi-node, optional
+  std::string max_tier;                       // accelerator.maxTier: multi-node, optional
+  std::map<std::string, std::string> images;  // vendor -> image, over the class' images
+};
+
+// Reads a request (YAML or JSON); errors name the field ("accelerator.count: ...").
+StatusOr<CapabilityRequest> ParseCapabilityRequest(std::string_view text);
+
+struct RenderOptions {
+  Config config = DefaultConfig();
+  std::string driver = "xpu.dra.dev";
+  std::vector<std::string> vendors = {};  // only these (--vendor); empty: the class' own
+  // The servers the rules are judged on; empty: ReferenceServers().
+  std::vector<ReferenceServer> servers = {};
+};
+
+// How one vendor's part was rendered, for the summary and the tests.
+struct VendorRender {
+  std::string vendor;
+  std::string device_class;                  // "<class>.<vendor>"
+  int64_t count = 0;                         // devices per node (per set)
+  int64_t group_size = 0;                    // > 0: one group device of this size (groups mode)
+  std::string constraint;                    // "scaleUpDomain", "module" or empty
+  std::vector<std::string> excluded_models;  // models the count breaks the rules on
+  std::vector<std::string> servers;          // reference servers that can host the set
+  std::string image;                         // empty when no image is configured at all
+};
+
+struct Rendered {
+  std::vector<nlohmann::json> objects;  // in apply order
+  std::vector<VendorRender> vendors;    // in order of preference
+  std::vector<std::string> notes;       // vendors left out and why, other caveats
+};
+
+StatusOr<Rendered> Render(const CapabilityRequest& request, const RenderOptions& options);
+
+// The legacy device-plugin resource names of a vendor's models: {name, model prefix} ("" = any).
+struct LegacyResource {
+  std::string_view vendor;
+  std::string_view resource;      // "huawei.com/Ascend910"
+  std::string_view model_prefix;  // devices whose model starts with this ("" = all)
+};
+const std::vector<LegacyResource>& LegacyResources();
+
+// The PCI vendor id of a known vendor, as node-feature-discovery writes it ("10de"); empty for
+// an unknown vendor.
+std::string_view PciVendorId(std::string_view vendor);
+
+}  // namespace xpu::controller
+
+#endif  // XPU_CONTROLLER_RENDER_H_
