@@ -487,6 +487,9 @@ Status Controller::SyncPoolKey(const std::string& node) {
       return OkStatus();
     }
     desired = std::move(built).value();
+    if (!options_.node_groups.empty()) {
+      CheckTemplateDrift(node, node_obj->labels, *desired, *cfg, publish);
+    }
   }
 
   NodeFacts owner{node, node_obj ? node_obj->uid : "", {}};
@@ -676,6 +679,96 @@ void Controller::UpdateGauges() {
   for (const auto& [phase, n] : phases) metrics_->gangs.Set({phase}, n);
   metrics_->devices_tainted.Clear();
   for (const auto& [key, n] : tainted) metrics_->devices_tainted.Set({key}, n);
+  std::map<std::string, int> drifting;
+  for (const NodeGroupProfile& g : options_.node_groups) drifting[g.name] = 0;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [node, drift] : drift_) {
+      if (!drift.second.empty()) ++drifting[drift.first];
+    }
+  }
+  for (const auto& [group, n] : drifting) metrics_->node_group_drift.Set({group}, n);
+}
+
+void Controller::CheckTemplateDrift(const std::string& node,
+                                    const std::map<std::string, std::string>& labels,
+                                    const DesiredPool& pool, const Config& config,
+                                    const PublishOptions& publish) {
+  const auto label = labels.find(std::string(kNodeGroupLabel));
+  const NodeGroupProfile* group = nullptr;
+  for (const NodeGroupProfile& g : options_.node_groups) {
+    if (label != labels.end() && g.name == label->second) group = &g;
+  }
+  if (group == nullptr) {
+    MutexLock lock(mu_);
+    drift_.erase(node);
+    return;
+  }
+  std::shared_ptr<const DesiredPool> tmpl;
+  {
+    MutexLock lock(mu_);
+    auto it = templates_.find(group->name);
+    if (it != templates_.end() && it->second.first == config_generation_) tmpl = it->second.second;
+  }
+  if (tmpl == nullptr) {
+    StatusOr<DesiredPool> built = TemplatePool(*group, config, publish);
+    if (!built.ok()) {
+      log_->Warning("node group " + group->name + ": template: " + built.status().message());
+      return;
+    }
+    tmpl = std::make_shared<const DesiredPool>(std::move(built).value());
+    MutexLock lock(mu_);
+    templates_[group->name] = {config_generation_, tmpl};
+  }
+  std::string summary;
+  for (const std::string& line : TemplateDrift(pool, *tmpl)) {
+    summary += (summary.empty() ? "" : "; ") + line;
+  }
+  bool report = false;
+  {
+    MutexLock lock(mu_);
+    auto& was = drift_[node];
+    report = !summary.empty() && (was.first != group->name || was.second != summary);
+    was = {group->name, summary};
+  }
+  if (report) {
+    const std::string msg = "the slices of node " + node +
+                            " differ from the template of node group " + group->name +
+                            " (stale template?): " + summary;
+    log_->Warning(msg);
+    RecordEvent({.reason = "NodeGroupTemplateDrift", .message = msg, .about_node = node});
+  }
+}
+
+std::string Controller::PendingJson() {
+  std::vector<PendingClaimInput> claims;
+  for (const auto& c : claims_.List()) {
+    if (c->pending) claims.push_back(*c->pending);
+  }
+  std::shared_ptr<const Config> cfg = config();
+  std::vector<std::string> nodes;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [node, is_live] : live_) {
+      if (is_live) nodes.push_back(node);
+    }
+  }
+  size_t next = 0;
+  const std::vector<PendingReport> reports = PendingClaims(
+      claims,
+      [&](LiveNode* out) {
+        if (next >= nodes.size()) return false;
+        out->name = nodes[next++];
+        out->inventory = DecodedInventory(out->name);
+        out->allocated.clear();
+        MutexLock lock(mu_);
+        if (auto it = allocated_.find(out->name); it != allocated_.end()) {
+          out->allocated.insert(it->second.begin(), it->second.end());
+        }
+        return true;
+      },
+      options_.node_groups, *cfg, options_.driver);
+  return controller::PendingJson(reports, options_.node_groups).dump();
 }
 
 // ---- Gangs ----
@@ -1021,7 +1114,33 @@ StatusOr<StoredClaim> FromJson<StoredClaim>(const nlohmann::json& json) {
     for (const auto& r : claim.status.allocation->devices.results) {
       out.devices.emplace_back(r.driver, r.pool, r.device);
     }
+    return out;
   }
+  controller::PendingClaimInput pending;
+  pending.ns = claim.metadata.namespace_name;
+  pending.name = claim.metadata.name;
+  pending.created = claim.metadata.creation_timestamp;
+  for (const resource::DeviceRequest& r : claim.spec.devices.requests) {
+    controller::ClaimDemand demand;
+    demand.request = r.name;
+    auto alternative = [](std::string name, std::string device_class, const std::string& mode,
+                          int64_t count) {
+      return controller::ClaimAlternative{.name = std::move(name),
+                                          .device_class = std::move(device_class),
+                                          .count = count == 0 ? 1 : count,
+                                          .all = mode == "All"};
+    };
+    if (r.exactly) {
+      demand.alternatives.push_back(alternative("", r.exactly->device_class_name,
+                                                r.exactly->allocation_mode, r.exactly->count));
+    }
+    for (const resource::DeviceSubRequest& sub : r.first_available) {
+      demand.alternatives.push_back(
+          alternative(sub.name, sub.device_class_name, sub.allocation_mode, sub.count));
+    }
+    pending.demands.push_back(std::move(demand));
+  }
+  out.pending = std::move(pending);
   return out;
 }
 

@@ -40,10 +40,12 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/mutex.h"
+#include "controller/autoscaler.h"
 #include "controller/config.h"
 #include "controller/gang_plan.h"
 #include "controller/gangs.h"
 #include "controller/metrics.h"
+#include "controller/node_groups.h"
 #include "controller/pool_sync.h"
 #include "controller/slices.h"
 #include "controller/sync_errors.h"
@@ -60,6 +62,8 @@ struct CoreOptions {
   std::chrono::seconds default_lease_duration{15};  // for a plugin Lease without one
   std::chrono::milliseconds resync{300'000};        // every pool again, as a safety net
   std::string identity;                             // reportingInstance of Events
+  // The node-group profiles (--node-groups): /autoscaler/pending and the template drift check.
+  std::vector<NodeGroupProfile> node_groups = {};
   // The resync timer, the mutation cache's expiry and the queue's delays; tests pass a FakeClock.
   Clock* clock = &RealClock();
 };
@@ -89,6 +93,8 @@ struct StoredNode {
 struct StoredClaim {
   std::string uid;
   std::vector<std::tuple<std::string, std::string, std::string>> devices;  // driver, pool, device
+  // Unallocated claims only (for /autoscaler/pending): where it is and what it asks for.
+  std::optional<PendingClaimInput> pending = std::nullopt;
 };
 
 // The compact JSON of an object, without metadata.managedFields.
@@ -136,6 +142,11 @@ class Controller {
   };
   void RecordEvent(const Event& event);
 
+  // The body of /autoscaler/pending (controller/autoscaler.h): the unallocated claims of this
+  // driver no live node can serve, each with the node groups that could. Decodes the live nodes'
+  // inventories one at a time; thread-safe.
+  std::string PendingJson();
+
  private:
   struct Cached {
     SlicePtr slice;  // null: deleted by us
@@ -173,6 +184,11 @@ class Controller {
                const std::shared_ptr<const StoredClaim>& new_claim);
   void Periodic();
   void UpdateGauges();
+  // Compares a live node's pool with its node group's template (kNodeGroupLabel): the drift
+  // gauge, and an Event when the difference is new.
+  void CheckTemplateDrift(const std::string& node, const std::map<std::string, std::string>& labels,
+                          const DesiredPool& pool, const Config& config,
+                          const PublishOptions& publish);
   bool CanWrite() const;
 
   api::client::Client* const client_;
@@ -216,6 +232,11 @@ class Controller {
       GUARDED_BY(mu_);
   std::map<std::string, std::multiset<std::string>> allocated_ GUARDED_BY(mu_);
   std::map<std::string, bool> live_ GUARDED_BY(mu_);
+  // Node -> "<group>\n<differences>" for nodes of a node group whose pool differs from the
+  // template; and each group's template, with the config generation it was built for.
+  std::map<std::string, std::pair<std::string, std::string>> drift_ GUARDED_BY(mu_);
+  std::map<std::string, std::pair<uint64_t, std::shared_ptr<const DesiredPool>>> templates_
+      GUARDED_BY(mu_);
   // The inputs of each pool's last successful sync and the slice versions it left: a sync whose
   // inputs and slices are unchanged (the periodic Lease re-check) does nothing.
   std::map<std::string, std::string> last_sync_ GUARDED_BY(mu_);

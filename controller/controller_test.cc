@@ -330,6 +330,77 @@ TEST_CASE("a server that drops taints and counters: tainted devices left out, at
   CHECK(controller->Stop() == 0);
 }
 
+TEST_CASE(
+    "autoscaler: pending claims no live node serves, with the node groups that could, and "
+    "template drift",
+    "[controller][e2e]") {
+  Cluster c;
+  // n1 is an A2 of node group ascend-a2, whose template is the A2 reference server: no drift.
+  // n2 claims to be of that group but is an Atlas 800 9000: drift.
+  c.AddNode("n1", "atlas800t-a2", {{"xpu.dra.dev/node-group", "ascend-a2"}});
+  c.AddNode("n2", "atlas800-9000", {{"xpu.dra.dev/node-group", "ascend-a2"}});
+  const std::string groups = c.sim->dir() + "/groups";
+  fs::create_directories(groups);
+  WriteFile(groups + "/a2.yaml", "name: ascend-a2\nmodel: atlas800t-a2\nmaxSize: 4\n");
+  WriteFile(groups + "/a3.yaml", "name: ascend-a3\nmodel: atlas800t-a3\nmaxSize: 2\n");
+  auto controller = StartController(c, {"--leader-elect", "false", "--node-groups", groups});
+  REQUIRE(Eventually([&] { return c.DevicesOf("n1") == 8 && c.DevicesOf("n2") == 8; }));
+  const std::string log = controller->Log();
+  const auto at = log.find("(port ");
+  REQUIRE(at != std::string::npos);
+  const int port = std::stoi(log.substr(at + 6));
+
+  // 16 NPUs on one node: only an A3 (a new node of ascend-a3) can. 2 NPUs: n1 can.
+  auto claim = [&](const std::string& name, int count) {
+    nlohmann::json object = {
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "ResourceClaim"},
+        {"metadata", {{"name", name}, {"namespace", "default"}}},
+        {"spec",
+         {{"devices",
+           {{"requests",
+             {{{"name", "npus"},
+               {"exactly", {{"deviceClassName", "huawei.xpu.dra.dev"}, {"count", count}}}}}}}}}}};
+    REQUIRE(c.client->Create(kc::ResourceClaims(), "default", object).ok());
+  };
+  claim("big", 16);
+  claim("small", 2);
+  nlohmann::json pending;
+  REQUIRE(Eventually([&] {
+    const std::string reply = e2e::HttpGet(port, "/autoscaler/pending");
+    const size_t body = reply.find("\r\n\r\n");
+    if (!reply.starts_with("HTTP/1.1 200") || body == std::string::npos) return false;
+    pending = nlohmann::json::parse(reply.substr(body + 4), nullptr, false);
+    return pending.is_object() && pending["pending"].size() == 1;
+  }));
+  const nlohmann::json& big = pending["pending"][0];
+  CHECK(big["name"] == "big");
+  CHECK(big["reason"] == "none of the 2 live nodes can serve it");
+  REQUIRE(big["nodeGroups"].size() == 2);
+  CHECK(big["nodeGroups"][0]["name"] == "ascend-a2");
+  CHECK(big["nodeGroups"][0]["fits"] == false);
+  CHECK(big["nodeGroups"][1]["name"] == "ascend-a3");
+  CHECK(big["nodeGroups"][1]["fits"] == true);
+
+  // Drift: n2 is counted and an Event names it; n1 is not.
+  REQUIRE(Eventually([&] {
+    return e2e::HttpGet(port, "/metrics")
+               .find("xpu_dra_controller_node_group_drift{group=\"ascend-a2\"} 1") !=
+           std::string::npos;
+  }));
+  std::string message;
+  REQUIRE(Eventually([&] {
+    auto events = c.client->ListAll(kc::Events(), "default");
+    if (!events.ok()) return false;
+    for (const auto& e : events->items) {
+      if (e.value("reason", "") == "NodeGroupTemplateDrift") message = e.value("message", "");
+    }
+    return !message.empty();
+  }));
+  CHECK(message.find("node n2 ") != std::string::npos);
+  CHECK(controller->Stop() == 0);
+}
+
 TEST_CASE("groups mode publishes aligned groups that consume their members' counters",
           "[controller][e2e]") {
   Cluster c;

@@ -16,6 +16,8 @@
 //   xpu_dra_controller_fallbacks_total{field}         fields the server dropped (taints, counters)
 //   xpu_dra_controller_api_requests_total{verb,code}  Kubernetes API attempts (code 0: no answer)
 //   xpu_dra_controller_gangs{phase}                   AcceleratorGangs by phase
+//   xpu_dra_controller_node_group_drift{group}        live nodes of a node group whose slices
+//                                                     differ from the group's template
 //   xpu_dra_controller_gang_writes_total{result}      writes for gangs (status, slice, claim,
 //                                                     template), by the sync's result
 #ifndef XPU_CONTROLLER_METRICS_H_
@@ -43,6 +45,7 @@ struct ControllerMetrics {
   metrics::Counter& api_requests;
   metrics::Counter& terminal_errors;
   metrics::Gauge& gangs;
+  metrics::Gauge& node_group_drift;
   metrics::Counter& gang_writes;
 };
 

@@ -1,7 +1,9 @@
 #include "controller/node_groups.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -122,6 +124,30 @@ StatusOr<NodeGroupProfile> LoadNodeGroupProfile(const std::string& path) {
   return profile;
 }
 
+StatusOr<std::vector<NodeGroupProfile>> LoadNodeGroupProfiles(const std::string& dir) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string ext = entry.path().extension().string();
+    if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml" || ext == ".json")) {
+      files.push_back(entry.path().string());
+    }
+  }
+  if (ec) return NotFoundError("read node groups " + dir + ": " + ec.message());
+  std::sort(files.begin(), files.end());
+  std::vector<NodeGroupProfile> out;
+  std::set<std::string> names;
+  for (const std::string& file : files) {
+    ASSIGN_OR_RETURN(NodeGroupProfile p, LoadNodeGroupProfile(file));
+    if (!names.insert(p.name).second) {
+      return InvalidArgumentError("read node group " + file + ": name: " + QuoteText(p.name) +
+                                  " is already another profile's");
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
 std::string TemplateNodeName(const NodeGroupProfile& profile) { return profile.name + "-template"; }
 
 StatusOr<DesiredPool> TemplatePool(const NodeGroupProfile& profile, const Config& config,
@@ -130,6 +156,11 @@ StatusOr<DesiredPool> TemplatePool(const NodeGroupProfile& profile, const Config
   node.name = TemplateNodeName(profile);
   node.labels = profile.labels;
   return BuildPool(profile.inventory, node, config, options);
+}
+
+bool IsRuntimeAttribute(std::string_view name) {
+  return std::any_of(std::begin(kRuntimeAttributes), std::end(kRuntimeAttributes),
+                     [&](const RuntimeAttribute& a) { return a.name == name; });
 }
 
 std::vector<TemplateBinding> TemplateBindings(const DesiredPool& pool, std::string_view driver) {
@@ -168,8 +199,10 @@ nlohmann::json TemplateObjects(const NodeGroupProfile& profile, const DesiredPoo
   }
   // Accelerators, not group devices: the gpu-count Cluster API reads.
   const size_t accelerators = profile.inventory.status.devices.size();
+  std::map<std::string, std::string> all_labels = profile.labels;
+  all_labels.emplace(kNodeGroupLabel, profile.name);
   std::string labels;
-  for (const auto& [key, value] : profile.labels) {
+  for (const auto& [key, value] : all_labels) {
     if (!labels.empty()) labels += ",";
     labels += key;
     labels += "=";
@@ -182,7 +215,7 @@ nlohmann::json TemplateObjects(const NodeGroupProfile& profile, const DesiredPoo
        std::to_string(profile.min_size)},
       {"cluster.x-k8s.io/cluster-api-autoscaler-node-group-max-size",
        std::to_string(profile.max_size)}};
-  if (!labels.empty()) annotations["capacity.cluster-autoscaler.kubernetes.io/labels"] = labels;
+  annotations["capacity.cluster-autoscaler.kubernetes.io/labels"] = labels;
   items.push_back({{"apiVersion", "cluster.x-k8s.io/v1beta1"},
                    {"kind", "MachineDeployment"},
                    {"metadata", {{"name", profile.name}, {"annotations", annotations}}}});
@@ -191,7 +224,7 @@ nlohmann::json TemplateObjects(const NodeGroupProfile& profile, const DesiredPoo
     bindings.push_back({{"attribute", b.attribute}, {"source", b.source}, {"devices", b.devices}});
   }
   nlohmann::json node_labels = nlohmann::json::object();
-  for (const auto& [key, value] : profile.labels) node_labels[key] = value;
+  for (const auto& [key, value] : all_labels) node_labels[key] = value;
   items.push_back({{"apiVersion", std::string(api::kXpuApiVersion)},
                    {"kind", "ResourceSliceTemplates"},
                    {"metadata", {{"name", profile.name}}},

@@ -50,6 +50,9 @@ StatusOr<NodeGroupProfile> ParseNodeGroupProfile(std::string_view text,
 // Reads a profile file.
 StatusOr<NodeGroupProfile> LoadNodeGroupProfile(const std::string& path);
 
+// Every profile in `dir` (*.yaml, *.yml, *.json), by file name; names must be unique.
+StatusOr<std::vector<NodeGroupProfile>> LoadNodeGroupProfiles(const std::string& dir);
+
 // The node name a template node carries: "<group>-template".
 std::string TemplateNodeName(const NodeGroupProfile& profile);
 
@@ -64,6 +67,11 @@ struct TemplateBinding {
   int devices = 0;        // devices of the template carrying it
 };
 std::vector<TemplateBinding> TemplateBindings(const DesiredPool& pool, std::string_view driver);
+// Whether a published attribute name (unqualified, or resource.kubernetes.io/...) is one of them.
+bool IsRuntimeAttribute(std::string_view name);
+
+// The label that says which node group a Node belongs to; the templates carry it.
+inline constexpr std::string_view kNodeGroupLabel = "xpu.dra.dev/node-group";
 
 // The objects of `xpuctl autoscaler-template`, as a v1 List.
 nlohmann::json TemplateObjects(const NodeGroupProfile& profile, const DesiredPool& pool,

@@ -113,7 +113,7 @@ TEST_CASE("a count the 910 rings forbid leaves the Atlas 800 9000 out, by model"
   CHECK(only.status().message().find("atlas800-9000 allows 1, 2, 4, 8") != std::string::npos);
 }
 
-TEST_CASE("A3 dies: a pair by module; four need groups mode", "[render]") {
+TEST_CASE("A3 dies: a pair by module, four need groups mode", "[render]") {
   const RenderOptions attributes = AscendOnly("a3", {"ascend910c"});
   StatusOr<Rendered> pair = Render(Request("a3", 2), attributes);
   REQUIRE(pair.ok());

@@ -19,6 +19,7 @@
 #include "controller/controller.h"
 #include "controller/leader.h"
 #include "controller/metrics.h"
+#include "controller/node_groups.h"
 
 namespace xpu::controller {
 namespace {
@@ -88,6 +89,10 @@ std::vector<Flag> ControllerFlags(ControllerOptions* o) {
        "capability classes, support matrix, publishing mode (YAML or\n"
        "JSON; reloaded on change; default: built-in defaults)",
        StringFlag(&o->config_path)},
+      {"--node-groups", "DIR",
+       "node-group profiles (*.yaml, *.json) for /autoscaler/pending\n"
+       "and the template drift check (default: none)",
+       StringFlag(&o->node_groups_dir)},
       {"--qps", "N", "client-side API rate limit (default 50; 0 disables)",
        IntFlag(&o->qps, 0, 100'000)},
       {"--burst", "N", "API burst (default 100)", IntFlag(&o->burst, 1, 100'000)},
@@ -168,6 +173,17 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
              std::to_string(config.capability_classes.size()) + " capability classes)");
   }
   m.config_valid.Set(1);
+  std::vector<NodeGroupProfile> node_groups;
+  if (!options.node_groups_dir.empty()) {
+    auto loaded = LoadNodeGroupProfiles(options.node_groups_dir);
+    if (!loaded.ok()) {
+      log.Error(loaded.status().message());
+      return 2;
+    }
+    node_groups = std::move(loaded).value();
+    log.Info("node groups " + options.node_groups_dir + ": " + std::to_string(node_groups.size()) +
+             " profiles");
+  }
 
   auto cluster = kc::ResolveClusterConfig(options.kubeconfig);
   if (!cluster.ok()) {
@@ -202,6 +218,7 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
   core.workers = options.workers;
   core.claim_debounce = options.claim_debounce;
   core.identity = options.identity;
+  core.node_groups = std::move(node_groups);
   Controller controller(client->get(), core, config, &m, &log);
 
   LeaderElector elector(client->get(), LeaderOptionsOf(options));
@@ -210,6 +227,7 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
   metrics::HttpServerOptions endpoint;
   endpoint.address = options.metrics_addr;
   endpoint.metrics = [&registry] { return registry.Render(); };
+  endpoint.json["/autoscaler/pending"] = [&controller] { return controller.PendingJson(); };
   endpoint.readyz = [&controller]() -> Status {
     if (!controller.synced()) return UnavailableError("informers have not listed yet");
     return OkStatus();

@@ -21,6 +21,9 @@ struct ControllerOptions {
   std::string driver_name = "xpu.dra.dev";
   std::string ns = "xpu-dra";
   std::string config_path;  // empty: built-in defaults
+  // A directory of node-group profiles (*.yaml, *.yml, *.json; controller/node_groups.h) for
+  // /autoscaler/pending and the template drift check; empty: none.
+  std::string node_groups_dir;
   double qps = 50;
   int burst = 100;
   bool leader_elect = true;

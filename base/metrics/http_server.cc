@@ -339,6 +339,9 @@ void HttpServer::Serve(int fd) const {
           response = Probe(options_.healthz);
         } else if (path == "/readyz") {
           response = Probe(options_.readyz);
+        } else if (auto it = options_.json.find(std::string(path)); it != options_.json.end()) {
+          response = Simple(200, "OK", it->second());
+          response.content_type = "application/json";
         } else {
           response = Simple(404, "Not Found", "not found\n");
         }

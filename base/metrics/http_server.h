@@ -3,6 +3,8 @@
 //                 the `metrics` handler (404 when there is none);
 //   GET /healthz  200 "ok", or 503 with the reason when the `healthz` handler returns an error;
 //   GET /readyz   the same with the `readyz` handler;
+//   GET <path>    200, Content-Type "application/json", the body from the handler `json[path]`
+//                 (read-only views such as the controller's /autoscaler/pending);
 //   anything else 404; a method other than GET or HEAD 405 (on every path); a malformed request
 //   400; a request head larger than `max_request_bytes` 431.
 // HEAD answers the same headers without a body. Every response closes the connection.
@@ -19,6 +21,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -40,6 +43,8 @@ struct HttpServerOptions {
   // Liveness and readiness: OK is 200 "ok", an error 503 with its message. Unset means OK.
   std::function<Status()> healthz;
   std::function<Status()> readyz;
+  // Further read-only endpoints: path ("/autoscaler/pending") -> JSON body.
+  std::map<std::string, std::function<std::string()>> json;
   std::chrono::milliseconds io_timeout{5000};
   size_t max_request_bytes = 8192;
   int max_connections = 4;

@@ -151,6 +151,18 @@ TEST_CASE("http server serves metrics, health and readiness over a real socket")
   server->Stop();  // twice is fine
 }
 
+TEST_CASE("http server serves the JSON endpoints it is given, and only those") {
+  HttpServerOptions options = Loopback();
+  options.json["/autoscaler/pending"] = [] { return std::string(R"({"pending":[]})"); };
+  auto server = Started(options);
+  const Reply pending = Request(server->port(), "GET", "/autoscaler/pending?x=1");
+  CHECK(pending.code == 200);
+  CHECK(pending.Header("Content-Type") == "application/json");
+  CHECK(pending.body == R"({"pending":[]})");
+  CHECK(Request(server->port(), "GET", "/autoscaler").code == 404);
+  CHECK(Request(server->port(), "POST", "/autoscaler/pending").code == 405);
+}
+
 TEST_CASE("http server rejects malformed and oversized requests") {
   HttpServerOptions options = Loopback();
   options.max_request_bytes = 1024;
