@@ -40,8 +40,7 @@ ControllerMetrics::ControllerMetrics(metrics::Registry& r)
                                    {"kind", "code"})),
       gangs(r.AddGauge("xpu_dra_controller_gangs", "AcceleratorGangs by phase.", {"phase"})),
       node_group_drift(r.AddGauge("xpu_dra_controller_node_group_drift",
-                                  "Live nodes of a node group whose slices differ from the "
-                                  "group's template.",
+                                  "Live nodes whose slices differ from their group's template.",
                                   {"group"})),
       gang_writes(r.AddCounter("xpu_dra_controller_gang_writes_total",
                                "Writes made for AcceleratorGangs (status, slice, claim, template), "

@@ -18,26 +18,6 @@ namespace {
 
 namespace codec = api::codec;
 
-// The profile as written.
-struct ProfileDocument {
-  std::string name;
-  std::string model;
-  std::string inventory;
-  std::map<std::string, std::string> labels;
-  int64_t min_size = 0;
-  int64_t max_size = 0;
-};
-
-template <typename V, codec::FieldsOf<ProfileDocument> S>
-void VisitFields(V& v, S& doc) {
-  v.Required("name", doc.name);
-  v.Optional("model", doc.model);
-  v.Optional("inventory", doc.inventory);
-  v.Optional("labels", doc.labels);
-  v.Optional("minSize", doc.min_size);
-  v.Required("maxSize", doc.max_size);
-}
-
 StatusOr<std::string> ReadFile(const std::string& path) {
   std::ifstream file(path);
   if (!file) return NotFoundError("cannot open the file");
@@ -63,18 +43,22 @@ constexpr RuntimeAttribute kRuntimeAttributes[] = {
 
 }  // namespace
 
+// The profile as written; `inventory` is resolved after reading.
+template <typename V, codec::FieldsOf<NodeGroupProfile> S>
+void VisitFields(V& v, S& p) {
+  v.Required("name", p.name, "the group's name (DNS label)");
+  v.Optional("model", p.model, "a reference server");
+  v.Optional("inventory", p.inventory_path, "a NodeInventory file, relative to the profile");
+  v.Optional("labels", p.labels, "the labels its nodes get");
+  v.Optional("minSize", p.min_size, "nodes at the least");
+  v.Required("maxSize", p.max_size, "nodes at the most");
+}
+
 StatusOr<NodeGroupProfile> ParseNodeGroupProfile(std::string_view text,
                                                  const std::string& base_dir) {
   ASSIGN_OR_RETURN(const nlohmann::ordered_json doc, ParseYamlDocument(text));
-  ASSIGN_OR_RETURN(ProfileDocument read, codec::Decode<ProfileDocument>(nlohmann::json(doc)));
-  RETURN_IF_ERROR(api::ValidateDnsLabel(read.name, "name"));
-  NodeGroupProfile p;
-  p.name = read.name;
-  p.model = read.model;
-  p.inventory_path = read.inventory;
-  p.labels = read.labels;
-  p.min_size = read.min_size;
-  p.max_size = read.max_size;
+  ASSIGN_OR_RETURN(NodeGroupProfile p, codec::Decode<NodeGroupProfile>(nlohmann::json(doc)));
+  RETURN_IF_ERROR(api::ValidateDnsLabel(p.name, "name"));
   for (const auto& [key, value] : p.labels) {
     RETURN_IF_ERROR(api::ValidateLabelKey(key, "labels"));
     RETURN_IF_ERROR(api::ValidateLabelValue(value, "labels." + key));

@@ -404,17 +404,26 @@ nlohmann::json Metadata(const std::string& name, const std::string& ns) {
   return meta;
 }
 
+// The metadata of what a request renders to: its name and namespace, our label, the class and
+// each vendor's image.
+api::ObjectMeta RenderedMeta(const CapabilityRequest& request,
+                             const std::map<std::string, std::string>& images) {
+  api::ObjectMeta meta;
+  meta.name = request.name;
+  meta.namespace_name = request.ns;
+  meta.labels["app.kubernetes.io/managed-by"] = std::string(kRenderedBy);
+  meta.annotations[std::string(kClassAnnotation)] = request.capability_class;
+  for (const auto& [vendor, image] : images) {
+    meta.annotations[std::string(kImageAnnotationPrefix) + vendor] = image;
+  }
+  return meta;
+}
+
 nlohmann::json ClaimTemplate(const CapabilityRequest& request,
                              const std::vector<VendorRender>& parts, const std::string& driver,
                              const std::map<std::string, std::string>& images) {
   api::resource::ResourceClaimTemplate t;
-  t.metadata.name = request.name;
-  t.metadata.namespace_name = request.ns;
-  t.metadata.labels["app.kubernetes.io/managed-by"] = std::string(kRenderedBy);
-  t.metadata.annotations[std::string(kClassAnnotation)] = request.capability_class;
-  for (const auto& [vendor, image] : images) {
-    t.metadata.annotations[std::string(kImageAnnotationPrefix) + vendor] = image;
-  }
+  t.metadata = RenderedMeta(request, images);
   api::resource::DeviceRequest req;
   req.name = "accelerators";
   for (const VendorRender& part : parts) {
@@ -453,13 +462,7 @@ nlohmann::json ClaimTemplate(const CapabilityRequest& request,
 nlohmann::json Gang(const CapabilityRequest& request, int64_t per_node, const std::string& vendor,
                     const std::map<std::string, std::string>& images) {
   api::AcceleratorGang gang;
-  gang.metadata.name = request.name;
-  gang.metadata.namespace_name = request.ns;
-  gang.metadata.labels["app.kubernetes.io/managed-by"] = std::string(kRenderedBy);
-  gang.metadata.annotations[std::string(kClassAnnotation)] = request.capability_class;
-  for (const auto& [v, image] : images) {
-    gang.metadata.annotations[std::string(kImageAnnotationPrefix) + v] = image;
-  }
+  gang.metadata = RenderedMeta(request, images);
   gang.spec.nodes = request.count / per_node;
   gang.spec.devices_per_node = per_node;
   if (vendor.empty()) {

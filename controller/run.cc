@@ -173,15 +173,16 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
              std::to_string(config.capability_classes.size()) + " capability classes)");
   }
   m.config_valid.Set(1);
-  std::vector<NodeGroupProfile> node_groups;
+  // Node-group profiles: like the config, a bad one stops start-up.
+  StatusOr<std::vector<NodeGroupProfile>> node_groups = std::vector<NodeGroupProfile>{};
+  if (!options.node_groups_dir.empty())
+    node_groups = LoadNodeGroupProfiles(options.node_groups_dir);
+  if (!node_groups.ok()) {
+    log.Error(node_groups.status().message());
+    return 2;
+  }
   if (!options.node_groups_dir.empty()) {
-    auto loaded = LoadNodeGroupProfiles(options.node_groups_dir);
-    if (!loaded.ok()) {
-      log.Error(loaded.status().message());
-      return 2;
-    }
-    node_groups = std::move(loaded).value();
-    log.Info("node groups " + options.node_groups_dir + ": " + std::to_string(node_groups.size()) +
+    log.Info("node groups " + options.node_groups_dir + ": " + std::to_string(node_groups->size()) +
              " profiles");
   }
 
@@ -218,7 +219,7 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
   core.workers = options.workers;
   core.claim_debounce = options.claim_debounce;
   core.identity = options.identity;
-  core.node_groups = std::move(node_groups);
+  core.node_groups = *std::move(node_groups);
   Controller controller(client->get(), core, config, &m, &log);
 
   LeaderElector elector(client->get(), LeaderOptionsOf(options));

@@ -45,7 +45,20 @@ constexpr FlagSpec kFabricFlag = {"fabric", '\0', "FILE", true,
                                   "fabric description (JSON, docs/fabric-description.md)"};
 constexpr FlagSpec kOutputFlag = {"output", 'o', "json|yaml", false,
                                   "output format (default json)"};
+constexpr FlagSpec kConfigFlag = {
+    "config", '\0', "FILE", false,
+    "controller config (YAML or JSON, docs/controller-config.md; default: built-in)"};
 constexpr FlagSpec kHelpFlag = {"help", 'h', "", false, "show this help"};
+constexpr FlagSpec kKubeVersionFlag = {
+    "kubernetes-version", '\0', "1.34|1.35", false,
+    "the API server's release: shapes and limits (default 1.35)"};
+constexpr FlagSpec kVendorLibFlag = {"vendor-lib-dir",
+                                     '\0',
+                                     "DIR",
+                                     false,
+                                     "search DIR first for libnvidia-ml.so.1 and libdcmi.so "
+                                     "(repeatable)",
+                                     true};
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = {
@@ -83,8 +96,7 @@ const std::vector<Command>& Commands() {
       {"discover",
        "discover this host's accelerators and print its NodeInventory",
        {{"host-root", '\0', "DIR", false, "read sysfs, /dev and /proc under DIR (default /)"},
-        {"vendor-lib-dir", '\0', "DIR", false,
-         "search DIR first for libnvidia-ml.so.1 and libdcmi.so (repeatable)", true},
+        kVendorLibFlag,
         {"node-name", '\0', "NAME", false,
          "metadata.name (default: etc/hostname under the host root)"},
         kOutputFlag},
@@ -96,9 +108,8 @@ const std::vector<Command>& Commands() {
         {"node-name", '\0', "NAME", false, "the Node's name (default: the inventory's name)"},
         {"mode", '\0', "attributes|groups", false,
          "publishing mode (default: the config's, else attributes)"},
-        {"kubernetes-version", '\0', "1.34|1.35", false,
-         "the API server's release: shapes and limits (default 1.35)"},
-        {"config", '\0', "FILE", false, "controller config (YAML or JSON, docs/controller.md)"},
+        kKubeVersionFlag,
+        kConfigFlag,
         {"label", '\0', "k=v,...", false, "the Node's labels (fabric tiers)"},
         {"allocated", '\0', "DEV,...", false,
          "devices claims hold (attributes mode orders the free ones after them)"},
@@ -109,8 +120,7 @@ const std::vector<Command>& Commands() {
        {{"request", '\0', "FILE", true,
          "the request (YAML or JSON: name, namespace, accelerator: {class, count, topology, "
          "precision})"},
-        {"config", '\0', "FILE", false,
-         "controller config: capability classes and publishing mode (default: built-in)"},
+        kConfigFlag,
         {"vendor", '\0', "V,...", false, "render for these of the class' vendors only"},
         {"output", 'o', "yaml|json", false, "output format (default yaml)"}},
        internal::RunRender},
@@ -118,18 +128,15 @@ const std::vector<Command>& Commands() {
        "print what a new node of a node group would publish, in the autoscalers' shapes",
        {{"node-group", '\0', "FILE", true,
          "node-group profile (YAML or JSON: name, model or inventory, labels, minSize, maxSize)"},
-        {"config", '\0', "FILE", false, "controller config (default: built-in)"},
-        {"kubernetes-version", '\0', "1.34|1.35", false,
-         "the API server's release: shapes and limits (default 1.35)"},
+        kConfigFlag,
+        kKubeVersionFlag,
         kOutputFlag},
        internal::RunAutoscalerTemplate},
       {"doctor",
        "check this node's integration, hardware to kubelet (exit 3: a check failed)",
        {{"host-root", '\0', "DIR", false, "read sysfs, /dev, /proc and /etc under DIR (default /)"},
-        {"vendor-lib-dir", '\0', "DIR", false,
-         "search DIR first for libnvidia-ml.so.1 and libdcmi.so (repeatable)", true},
-        {"config", '\0', "FILE", false,
-         "controller config whose support matrix judges the devices (default: built-in)"},
+        kVendorLibFlag,
+        kConfigFlag,
         {"kubelet-version", '\0', "X.Y.Z", false,
          "the kubelet's version (default: the kubelet package in the dpkg database)"},
         {"node-name", '\0', "NAME", false, "the node's name (default: etc/hostname)"},
