@@ -20,6 +20,7 @@
 #include "kubeletplugin/discovery/vendor_libs.h"
 #include "kubeletplugin/discovery/vendors.h"
 #include "kubeletplugin/discovery/versions.h"
+#include "kubeletplugin/discovery/xid_events.h"
 
 namespace xpu::discovery {
 namespace {
@@ -391,9 +392,8 @@ void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInvent
       dev.sources["numaNode"] = "nvml";
     }
     // Application XIDs (13, 31, 43, 45, 68, 109) say nothing about the GPU (hw §2.6).
-    const bool critical_xid = std::any_of(d.xid_events.begin(), d.xid_events.end(), [](uint64_t x) {
-      return x != 13 && x != 31 && x != 43 && x != 45 && x != 68 && x != 109;
-    });
+    const bool critical_xid = std::any_of(d.xid_events.begin(), d.xid_events.end(),
+                                          [](uint64_t x) { return !IsApplicationXid(x); });
     if (!d.healthy || critical_xid) {
       dev.health = "Unhealthy";
       dev.sources["health"] = "nvml";
@@ -871,20 +871,20 @@ void ProbeVendorLibraries(const DiscoveryOptions& options, const std::set<std::s
   }
 }
 
+// "8 devices found, 7 healthy": the Ready condition's message.
+std::string ReadyMessage(const api::NodeInventoryStatus& status) {
+  const auto healthy =
+      std::count_if(status.devices.begin(), status.devices.end(),
+                    [](const api::InventoryDevice& d) { return d.health == "Healthy"; });
+  return std::to_string(status.devices.size()) + " devices found, " + std::to_string(healthy) +
+         " healthy";
+}
+
 // The node's health from its devices', and a condition per kind of problem.
 void SetHealthAndConditions(const Problems& problems, const std::string& now,
                             api::NodeInventoryStatus& status) {
-  const size_t unhealthy = static_cast<size_t>(
-      std::count_if(status.devices.begin(), status.devices.end(),
-                    [](const api::InventoryDevice& d) { return d.health != "Healthy"; }));
-  status.health = unhealthy == 0                       ? "Healthy"
-                  : unhealthy == status.devices.size() ? "Unhealthy"
-                                                       : "Degraded";
-  status.conditions.push_back(
-      MakeCondition("Ready", true, "Discovered",
-                    std::to_string(status.devices.size()) + " devices found, " +
-                        std::to_string(status.devices.size() - unhealthy) + " healthy",
-                    now));
+  status.conditions.push_back(MakeCondition("Ready", true, "Discovered", "", now));
+  SetNodeHealth(status);
   if (!problems.files.empty()) {
     status.conditions.push_back(
         MakeCondition("HostFiles", false, "UnreadableFiles", JoinMessages(problems.files), now));
@@ -910,6 +910,18 @@ void SetHealthAndConditions(const Problems& problems, const std::string& now,
 }
 
 }  // namespace
+
+void SetNodeHealth(api::NodeInventoryStatus& status) {
+  const size_t unhealthy = static_cast<size_t>(
+      std::count_if(status.devices.begin(), status.devices.end(),
+                    [](const api::InventoryDevice& d) { return d.health != "Healthy"; }));
+  status.health = unhealthy == 0                       ? "Healthy"
+                  : unhealthy == status.devices.size() ? "Unhealthy"
+                                                       : "Degraded";
+  for (api::Condition& c : status.conditions) {
+    if (c.type == "Ready") c.message = ReadyMessage(status);
+  }
+}
 
 Status DiscoveryOptions::Validate() const {
   struct stat st {};

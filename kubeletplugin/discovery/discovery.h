@@ -46,6 +46,11 @@ struct DiscoveryOptions {
 
 StatusOr<api::NodeInventory> Discover(const DiscoveryOptions& options);
 
+// status.health from the devices' health (Healthy, Degraded, Unhealthy) and the healthy count in
+// the Ready condition's message, as Discover sets them: for a caller that changed a device's
+// health afterwards (the plugin's XID watcher).
+void SetNodeHealth(api::NodeInventoryStatus& status);
+
 // The host path of the device's own node as containers see /dev ("/dev/davinci3",
 // "/dev/nvidia0", "/dev/dri/renderD130"), named as Discover names it: indexed vendors from the
 // device's index, DRM vendors from the render node under the PCI function's drm/ directory in

@@ -1,11 +1,13 @@
 // ProbeNvml: NVML through dlopen. Every call's result is checked; a failing call is recorded on its
 // device and the probe moves on, so one broken GPU never hides the others.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,6 +19,7 @@
 #include "kubeletplugin/discovery/internal/nvml_types.h"
 #include "kubeletplugin/discovery/telemetry.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
+#include "kubeletplugin/discovery/xid_events.h"
 
 namespace xpu::discovery {
 namespace {
@@ -316,52 +319,56 @@ class DeviceProbe {
   bool lost_ = false;
 };
 
-// Critical XIDs queued for the devices since registration. A one-shot probe sees only what
-// arrives while it runs (NVML keeps no history); the fake delivers its fixture's XIDs at once.
-// Errors here are not device errors: health watching is best-effort on top of discovery.
-class XidWatch {
+// An event set registered for critical XIDs: the one drain the discovery probe (what arrives
+// while it runs), the telemetry counter (every critical XID) and the health watcher (blocking
+// waits) share. Devices are registered under a caller's key (an index into its own list).
+// Errors here are not device errors: event watching is best-effort on top of the rest.
+class XidEventSet {
  public:
-  explicit XidWatch(const NvmlApi& api) : api_(api) {
+  explicit XidEventSet(const NvmlApi& api) : api_(api) {
     const bool available = api.event_set_create != nullptr &&
                            api.device_register_events != nullptr && api.event_set_wait != nullptr &&
                            api.event_set_free != nullptr;
     if (available && api_.event_set_create(&set_) != nv::kSuccess) set_ = nullptr;
   }
-  ~XidWatch() {
+  ~XidEventSet() {
     if (set_ != nullptr) api_.event_set_free(set_);
   }
-  XidWatch(const XidWatch&) = delete;
-  XidWatch& operator=(const XidWatch&) = delete;
+  XidEventSet(const XidEventSet&) = delete;
+  XidEventSet& operator=(const XidEventSet&) = delete;
 
-  void Register(nv::nvmlDevice_t handle, size_t device) {
-    if (set_ == nullptr) return;
-    // Not supported on some boards (GeForce, some VMs): that device is simply not watched.
-    if (api_.device_register_events(handle, nv::kEventTypeXidCriticalError, set_) == nv::kSuccess) {
-      devices_[handle] = device;
+  // False when the library has no events or the board does not support them (GeForce, some
+  // VMs): that device is simply not watched.
+  bool Register(nv::nvmlDevice_t handle, size_t key) {
+    if (set_ == nullptr) return false;
+    if (api_.device_register_events(handle, nv::kEventTypeXidCriticalError, set_) != nv::kSuccess) {
+      return false;
     }
+    keys_[handle] = key;
+    return true;
   }
 
-  void Drain(std::vector<NvmlDevice>* devices) {
-    if (set_ == nullptr) return;
+  // Calls fn(key, xid) for each critical XID queued for a registered device (application XIDs
+  // included: the caller decides), waiting up to `first_wait_ms` for the first. Returns the
+  // answer that ended the drain: kErrorTimeout once the queue is empty.
+  template <typename Fn>
+  nv::nvmlReturn_t Drain(unsigned first_wait_ms, Fn fn) {
+    if (set_ == nullptr) return nv::kErrorTimeout;
     for (unsigned n = 0; n < kMaxEvents; ++n) {
       nv::nvmlEventData_t event{};
-      if (api_.event_set_wait(set_, &event, 0) != nv::kSuccess) break;  // timeout: queue empty
-      auto it = devices_.find(event.device);
-      if (it == devices_.end() || (event.eventType & nv::kEventTypeXidCriticalError) == 0) continue;
-      if (std::find(std::begin(kApplicationXids), std::end(kApplicationXids), event.eventData) !=
-          std::end(kApplicationXids)) {
-        continue;
-      }
-      NvmlDevice& d = (*devices)[it->second];
-      d.healthy = false;
-      d.xid_events.push_back(event.eventData);
+      const nv::nvmlReturn_t rc = api_.event_set_wait(set_, &event, n == 0 ? first_wait_ms : 0);
+      if (rc != nv::kSuccess) return rc;
+      auto it = keys_.find(event.device);
+      if (it == keys_.end() || (event.eventType & nv::kEventTypeXidCriticalError) == 0) continue;
+      fn(it->second, static_cast<uint64_t>(event.eventData));
     }
+    return nv::kSuccess;  // a library that never says "timeout": the rest waits for next time
   }
 
  private:
   const NvmlApi& api_;
   nv::nvmlEventSet_t set_ = nullptr;
-  std::map<nv::nvmlDevice_t, size_t> devices_;
+  std::map<nv::nvmlDevice_t, size_t> keys_;
 };
 
 // Loads, binds and initialises the library into `lib` and `api`; sets status.loaded on success.
@@ -420,7 +427,7 @@ NvmlFacts ProbeNvml(const std::vector<std::string>& lib_dirs) {
   if (count > kMaxDevices) count = kMaxDevices;
   {
     // Handles first, so that XIDs raised while the rest is read are caught.
-    XidWatch watch(api);
+    XidEventSet watch(api);
     std::vector<nv::nvmlDevice_t> handles(count, nullptr);
     facts.devices.resize(count);
     for (unsigned i = 0; i < count; ++i) {
@@ -439,7 +446,11 @@ NvmlFacts ProbeNvml(const std::vector<std::string>& lib_dirs) {
       if (handles[i] == nullptr) continue;
       DeviceProbe(api, handles[i], &facts.devices[i]).Run();
     }
-    watch.Drain(&facts.devices);
+    watch.Drain(0, [&facts](size_t i, uint64_t xid) {
+      if (IsApplicationXid(xid)) return;
+      facts.devices[i].healthy = false;
+      facts.devices[i].xid_events.push_back(xid);
+    });
   }
   api.shutdown();  // its result changes nothing: the facts are read, the library goes
   return facts;
@@ -461,10 +472,7 @@ class NvmlTelemetry final : public TelemetrySource {
       return;
     }
     count = std::min(count, kMaxDevices);
-    const bool events = api_.event_set_create != nullptr &&
-                        api_.device_register_events != nullptr && api_.event_set_wait != nullptr &&
-                        api_.event_set_free != nullptr;
-    if (events && api_.event_set_create(&events_) != nv::kSuccess) events_ = nullptr;
+    events_ = std::make_unique<XidEventSet>(api_);
     for (unsigned i = 0; i < count; ++i) {
       Device d;
       if (api_.device_get_handle_by_index(i, &d.handle) != nv::kSuccess) continue;  // lost GPU
@@ -475,14 +483,12 @@ class NvmlTelemetry final : public TelemetrySource {
       nv::nvmlPciInfo_t pci{};
       if (api_.device_get_pci_info(d.handle, &pci) != nv::kSuccess) continue;  // cannot be joined
       d.pci_address = NormaliseBusId(pci.busId, sizeof pci.busId);
-      d.xid_watched = events_ != nullptr &&
-                      api_.device_register_events(d.handle, nv::kEventTypeXidCriticalError,
-                                                  events_) == nv::kSuccess;
+      d.xid_watched = events_->Register(d.handle, devices_.size());
       devices_.push_back(std::move(d));
     }
   }
   ~NvmlTelemetry() override {
-    if (events_ != nullptr) api_.event_set_free(events_);
+    events_ = nullptr;                    // the set is freed while the library is still initialised
     if (status_.loaded) api_.shutdown();  // NVML counts inits: discovery's own init is unaffected
   }
   NvmlTelemetry(const NvmlTelemetry&) = delete;
@@ -508,15 +514,7 @@ class NvmlTelemetry final : public TelemetrySource {
   };
 
   void DrainXids() {
-    if (events_ == nullptr) return;
-    for (unsigned n = 0; n < kMaxEvents; ++n) {
-      nv::nvmlEventData_t event{};
-      if (api_.event_set_wait(events_, &event, 0) != nv::kSuccess) break;  // timeout: empty
-      if ((event.eventType & nv::kEventTypeXidCriticalError) == 0) continue;
-      for (Device& d : devices_) {
-        if (d.handle == event.device) ++d.xids;
-      }
-    }
+    if (events_ != nullptr) events_->Drain(0, [this](size_t i, uint64_t) { ++devices_[i].xids; });
   }
 
   DeviceTelemetry Read(const Device& d) const {
@@ -594,7 +592,7 @@ class NvmlTelemetry final : public TelemetrySource {
   LibraryStatus status_;
   DlLibrary lib_;
   NvmlApi api_;
-  nv::nvmlEventSet_t events_ = nullptr;
+  std::unique_ptr<XidEventSet> events_;  // after api_: it reads it
   std::vector<Device> devices_;
 };
 
@@ -602,6 +600,141 @@ class NvmlTelemetry final : public TelemetrySource {
 
 std::unique_ptr<TelemetrySource> OpenNvmlTelemetry(const std::vector<std::string>& lib_dirs) {
   return std::make_unique<NvmlTelemetry>(lib_dirs);
+}
+
+bool IsApplicationXid(uint64_t xid) {
+  return std::find(std::begin(kApplicationXids), std::end(kApplicationXids), xid) !=
+         std::end(kApplicationXids);
+}
+
+std::string_view XidDescription(uint64_t xid) {
+  // NVIDIA's XID catalogue, the ones a node operator meets (hardware.md §2.6).
+  static constexpr std::pair<uint64_t, std::string_view> kKnown[] = {
+      {48, "double-bit ECC error"},
+      {62, "internal micro-controller halt"},
+      {63, "ECC page retirement or row remapping"},
+      {64, "ECC page retirement or row remapping failure"},
+      {74, "NVLink error"},
+      {79, "GPU has fallen off the bus"},
+      {92, "high single-bit ECC error rate"},
+      {94, "contained ECC error"},
+      {95, "uncontained ECC error"},
+      {119, "GSP RPC timeout"},
+      {120, "GSP error"},
+  };
+  for (const auto& [known, text] : kKnown) {
+    if (known == xid) return text;
+  }
+  return "";
+}
+
+namespace {
+
+// The health watcher's NVML: initialised for as long as the plugin runs, every GPU registered
+// for critical XIDs on one set that Wait() blocks on.
+class NvmlXidEvents final : public XidEventSource {
+ public:
+  explicit NvmlXidEvents(const std::vector<std::string>& lib_dirs) {
+    OpenNvml(lib_dirs, &lib_, &api_, &status_);
+    if (!status_.loaded) return;
+    events_ = std::make_unique<XidEventSet>(api_);
+    unsigned count = 0;
+    if (nv::nvmlReturn_t rc = api_.device_get_count(&count); rc != nv::kSuccess) {
+      status_.error = NvmlCallError("nvmlDeviceGetCount_v2", rc);
+      return;
+    }
+    for (unsigned i = 0; i < std::min(count, kMaxDevices); ++i) {
+      nv::nvmlDevice_t handle = nullptr;
+      if (api_.device_get_handle_by_index(i, &handle) != nv::kSuccess) continue;  // lost GPU
+      std::string pci;
+      if (!PciAddress(handle, &pci).ok()) continue;  // cannot be named to the plugin
+      Watch(handle, pci);
+    }
+  }
+  ~NvmlXidEvents() override {
+    events_ = nullptr;  // the set is freed while the library is still initialised
+    if (status_.loaded) api_.shutdown();
+  }
+  NvmlXidEvents(const NvmlXidEvents&) = delete;
+  NvmlXidEvents& operator=(const NvmlXidEvents&) = delete;
+
+  const LibraryStatus& status() const override { return status_; }
+  size_t watched() const override { return watched_.size(); }
+
+  StatusOr<std::vector<XidEvent>> Wait(std::chrono::milliseconds timeout) override {
+    std::vector<XidEvent> out;
+    if (events_ == nullptr) return out;
+    const auto ms = static_cast<unsigned>(std::clamp<int64_t>(timeout.count(), 0, 60'000));
+    const nv::nvmlReturn_t rc = events_->Drain(ms, [&](size_t key, uint64_t xid) {
+      if (!IsApplicationXid(xid)) out.push_back({pci_[key], xid});
+    });
+    if (rc != nv::kSuccess && rc != nv::kErrorTimeout) {
+      return UnavailableError(NvmlCallError("nvmlEventSetWait_v2", rc));
+    }
+    return out;
+  }
+
+  Status Check(const std::string& pci_address) override {
+    if (!status_.loaded) return UnavailableError("nvml: " + status_.error);
+    unsigned count = 0;
+    if (nv::nvmlReturn_t rc = api_.device_get_count(&count); rc != nv::kSuccess) {
+      return UnavailableError(NvmlCallError("nvmlDeviceGetCount_v2", rc));
+    }
+    // A fresh lookup by index each time: after a reset the GPU may sit at another index, and a
+    // lost one answers GPU_IS_LOST here, which is what "off the bus" looks like to NVML.
+    std::string lost;
+    for (unsigned i = 0; i < std::min(count, kMaxDevices); ++i) {
+      nv::nvmlDevice_t handle = nullptr;
+      if (nv::nvmlReturn_t rc = api_.device_get_handle_by_index(i, &handle); rc != nv::kSuccess) {
+        if (lost.empty()) lost = NvmlCallError("nvmlDeviceGetHandleByIndex_v2", rc);
+        continue;
+      }
+      std::string pci;
+      if (!PciAddress(handle, &pci).ok() || pci != pci_address) continue;
+      char buf[nv::kDeviceUuidV2BufferSize] = {};
+      if (nv::nvmlReturn_t rc = api_.device_get_uuid(handle, buf, sizeof buf); rc != nv::kSuccess) {
+        return UnavailableError(NvmlCallError("nvmlDeviceGetUUID", rc));
+      }
+      nv::nvmlMemory_t memory{};
+      if (nv::nvmlReturn_t rc = api_.device_get_memory_info(handle, &memory); rc != nv::kSuccess) {
+        return UnavailableError(NvmlCallError("nvmlDeviceGetMemoryInfo", rc));
+      }
+      if (!handles_.contains(handle)) Watch(handle, pci);  // a new handle: watch it too
+      return OkStatus();
+    }
+    return UnavailableError("not on the bus" + (lost.empty() ? "" : " (" + lost + ")"));
+  }
+
+ private:
+  Status PciAddress(nv::nvmlDevice_t handle, std::string* out) const {
+    nv::nvmlPciInfo_t pci{};
+    if (nv::nvmlReturn_t rc = api_.device_get_pci_info(handle, &pci); rc != nv::kSuccess) {
+      return UnavailableError(NvmlCallError("nvmlDeviceGetPciInfo_v3", rc));
+    }
+    *out = NormaliseBusId(pci.busId, sizeof pci.busId);
+    return OkStatus();
+  }
+
+  void Watch(nv::nvmlDevice_t handle, const std::string& pci) {
+    if (!events_->Register(handle, pci_.size())) return;
+    handles_.insert(handle);
+    pci_.push_back(pci);
+    watched_.insert(pci);
+  }
+
+  LibraryStatus status_;
+  DlLibrary lib_;
+  NvmlApi api_;
+  std::unique_ptr<XidEventSet> events_;  // after api_: it reads it
+  std::vector<std::string> pci_;         // by registration key
+  std::set<nv::nvmlDevice_t> handles_;   // registered
+  std::set<std::string> watched_;        // the GPUs (PCI addresses) with a registered handle
+};
+
+}  // namespace
+
+std::unique_ptr<XidEventSource> OpenNvmlXidEvents(const std::vector<std::string>& lib_dirs) {
+  return std::make_unique<NvmlXidEvents>(lib_dirs);
 }
 
 }  // namespace xpu::discovery

@@ -11,11 +11,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/testing/temp_dir.h"
+#include "kubeletplugin/discovery/xid_events.h"
 
 namespace xpu::discovery {
 namespace {
@@ -177,6 +179,60 @@ TEST_CASE("nvml: a lost GPU is unhealthy with its error, the others are read") {
   CHECK(f.devices[2].uuid.empty());
   CHECK(f.devices[3].healthy);
   CHECK(f.devices[3].uuid.rfind("GPU-", 0) == 0);
+}
+
+// Writes the fake NVML's run-time control file whole (a rename), as a test injecting faults does.
+void WriteControl(const std::string& path, const std::string& json) {
+  std::ofstream(path + ".tmp") << json;
+  std::filesystem::rename(path + ".tmp", path);
+}
+
+TEST_CASE("nvml: the XID watcher gets fatal XIDs injected at run time and checks a lost GPU") {
+  TempDir dir;
+  const std::string control = dir.path() + "/events.json";
+  setenv("XPU_FAKE_NVML_JSON", (kHosts + "hgx-h200/fake-vendor/nvml.json").c_str(), 1);
+  setenv("XPU_FAKE_NVML_EVENTS", control.c_str(), 1);
+  std::unique_ptr<XidEventSource> source = OpenNvmlXidEvents({kFakeDir});
+  INFO(source->status().error);
+  REQUIRE(source->status().loaded);
+  CHECK(source->watched() == 8);
+  auto nothing = source->Wait(std::chrono::milliseconds(0));
+  REQUIRE(nothing.ok());
+  CHECK(nothing->empty());
+
+  // XID 79 on GPU 3 with the GPU gone, an application XID (13) on GPU 0: only the fatal one.
+  WriteControl(control, R"({"events": [{"id": 1, "device": 3, "xid": 79},
+                                       {"id": 2, "device": 0, "xid": 13}], "lost": [3]})");
+  auto events = source->Wait(std::chrono::seconds(5));
+  REQUIRE(events.ok());
+  REQUIRE(events->size() == 1);
+  CHECK(events->at(0).pci_address == "0000:54:00.0");
+  CHECK(events->at(0).xid == 79);
+  const Status lost = source->Check("0000:54:00.0");
+  CHECK(lost.code() == StatusCode::kUnavailable);
+  CHECK(lost.message() == "not on the bus (nvmlDeviceGetHandleByIndex_v2: 15 gpu is lost)");
+  CHECK(source->Check("0000:13:00.0").ok());
+  // A probe meanwhile sees the lost GPU too; events already raised are not raised again.
+  NvmlFacts probed = ProbeNvml({kFakeDir});
+  REQUIRE(probed.devices.size() == 8);
+  CHECK_FALSE(probed.devices[3].healthy);
+  CHECK(probed.devices[3].xid_events.empty());
+
+  // Back on the bus: the check passes, nothing new arrives within a short wait.
+  WriteControl(control, R"({"events": [{"id": 1, "device": 3, "xid": 79}], "lost": []})");
+  CHECK(source->Check("0000:54:00.0").ok());
+  auto after = source->Wait(std::chrono::milliseconds(50));
+  REQUIRE(after.ok());
+  CHECK(after->empty());
+  CHECK(source->Check("0000:99:00.0").message() == "not on the bus");
+  unsetenv("XPU_FAKE_NVML_EVENTS");
+}
+
+TEST_CASE("nvml: application XIDs are not device faults") {
+  for (uint64_t xid : {13, 31, 43, 45, 68, 109}) CHECK(IsApplicationXid(xid));
+  for (uint64_t xid : {48, 74, 79, 92, 94, 95, 119, 120}) CHECK_FALSE(IsApplicationXid(xid));
+  CHECK(XidDescription(79) == "GPU has fallen off the bus");
+  CHECK(XidDescription(12345).empty());
 }
 
 TEST_CASE("nvml: a missing fixture makes init fail, not the probe") {

@@ -895,6 +895,42 @@ std::string FormatText(const DoctorReport& report) {
   return out + "summary: " + summary + "\n";
 }
 
+api::Condition ChecklistCondition(const DoctorReport& report, const std::string& now) {
+  std::map<CheckStatus, int> counts = Counts(report);
+  // The names in the summary, the evidence after it, failures first: a message cut at its cap
+  // loses warnings' evidence before anything else.
+  std::map<CheckStatus, std::string> names;
+  std::map<CheckStatus, std::string> parts;
+  for (const CheckResult& c : report.checks) {
+    if (c.status != CheckStatus::kFail && c.status != CheckStatus::kWarn) continue;
+    names[c.status] += (names[c.status].empty() ? "" : ", ") + c.name;
+    // The kubelet health stream splits a False condition's message on ';' and reads each part
+    // before its ':' as a device name (HealthMonitor::Update): the evidence keeps no ';', and each
+    // part starts with the check's name, never a device's.
+    std::string evidence = c.evidence;
+    std::replace(evidence.begin(), evidence.end(), ';', ',');
+    parts[c.status] +=
+        "; " + c.name + ": " + std::string(CheckStatusName(c.status)) + ", " + evidence;
+  }
+  const int failed = counts[CheckStatus::kFail];
+  const int warned = counts[CheckStatus::kWarn];
+  auto counted = [&](int n, CheckStatus status) {
+    std::string out = std::to_string(n) + " " + std::string(CheckStatusName(status));
+    return names[status].empty() ? out : out + " (" + names[status] + ")";
+  };
+  api::Condition out;
+  out.type = "NodeChecklist";
+  out.status = failed > 0 ? "False" : "True";
+  out.reason = failed > 0 ? "ChecksFailed" : warned > 0 ? "ChecksWarned" : "ChecksPassed";
+  out.message = counted(failed, CheckStatus::kFail) + ", " + counted(warned, CheckStatus::kWarn) +
+                " of " + std::to_string(report.checks.size()) + " checks (xpuctl doctor)" +
+                parts[CheckStatus::kFail] + parts[CheckStatus::kWarn];
+  // Capped as discovery caps its conditions' messages.
+  if (out.message.size() > 1024) out.message = out.message.substr(0, 1021) + "...";
+  out.last_transition_time = now;
+  return out;
+}
+
 nlohmann::json ToJson(const DoctorReport& report) {
   nlohmann::json checks = nlohmann::json::array();
   for (const CheckResult& c : report.checks) {

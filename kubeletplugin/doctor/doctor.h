@@ -84,6 +84,15 @@ std::string FormatText(const DoctorReport& report);
 // "fail", "skip"}}.
 nlohmann::json ToJson(const DoctorReport& report);
 
+// The report as one NodeInventory condition, as the kubelet plugin publishes it at start
+// (--node-checklist): type NodeChecklist; status False (reason ChecksFailed) when a check failed,
+// else True (ChecksWarned when one warned, else ChecksPassed); the message counts and names them
+// ("2 fail (device-nodes, kubelet), 1 warn (iommu) of 15 checks (xpuctl doctor)"), then gives
+// each failed, then each warned check's evidence, "; "-separated ("; device-nodes: fail, ..."),
+// cut at 1024 characters.
+// `now` is the lastTransitionTime.
+api::Condition ChecklistCondition(const DoctorReport& report, const std::string& now);
+
 // The verdict on a device or control node (exposed for tests): missing -> fail; not a character
 // device -> warn (fixture trees hold regular files); a character device with mode 0666 or 0660
 // -> pass; another world-writable mode, or any execute or set-id bit -> fail; any other mode

@@ -114,6 +114,36 @@ TEST_CASE("doctor on atlas800t-a2-dcmi-broken fails what is broken", "[doctor]")
         std::string::npos);
 }
 
+TEST_CASE("the checklist as the plugin's NodeChecklist condition", "[doctor]") {
+  const api::Condition broken =
+      ChecklistCondition(DoctorFixture("atlas800t-a2-dcmi-broken"), "2026-01-01T00:00:00Z");
+  CHECK(broken.type == "NodeChecklist");
+  CHECK(broken.status == "False");
+  CHECK(broken.reason == "ChecksFailed");
+  CHECK(broken.last_transition_time == "2026-01-01T00:00:00Z");
+  INFO(broken.message);
+  CHECK(broken.message.starts_with(
+      "5 fail (device-nodes, health, container-runtime, kubelet, collective-network), 2 warn "
+      "(iommu, cdi-spec-dirs) of 15 checks (xpuctl doctor); device-nodes: fail, "));
+  CHECK(broken.message.find("; device-nodes: fail, ") != std::string::npos);
+  CHECK(broken.message.find("; iommu: warn, ") != std::string::npos);
+  // Each part starts with a check's name (the health stream reads "<device>: ..." parts): the
+  // evidence's own ';' became ','.
+  CHECK(broken.message.find("; health: fail, 7 of 8 healthy (DCMI), npu-6 Unhealthy, ") !=
+        std::string::npos);
+  CHECK(broken.message.find("; npu-") == std::string::npos);
+  CHECK(broken.message.size() <= 1024);
+
+  const api::Condition fine = ChecklistCondition(DoctorFixture("atlas800t-a2"), "");
+  CHECK(fine.status == "True");
+  CHECK(fine.reason ==
+        (fine.message.find(": warn, ") != std::string::npos ? "ChecksWarned" : "ChecksPassed"));
+  CHECK(fine.message.find(": fail, ") == std::string::npos);
+  const api::Condition empty = ChecklistCondition(DoctorReport{"n", {}}, "");
+  CHECK(empty.reason == "ChecksPassed");
+  CHECK(empty.message == "0 fail, 0 warn of 0 checks (xpuctl doctor)");
+}
+
 TEST_CASE("doctor on the HGX H200 hosts: NVML health, XIDs and a failing init", "[doctor]") {
   const DoctorReport good = DoctorFixture("hgx-h200");
   CHECK_FALSE(HasFailure(good));

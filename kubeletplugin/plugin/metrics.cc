@@ -42,7 +42,14 @@ PluginMetrics::PluginMetrics(metrics::Registry& r)
                                   "Failed Lease renewals and inventory publishes (kind=error, each "
                                   "time), and inventories the API server refused (kind=terminal, "
                                   "each once).",
-                                  {"kind"})) {}
+                                  {"kind"})),
+      xid_watched(r.AddGauge("xpu_dra_plugin_xid_watched_devices",
+                             "NVIDIA GPUs whose critical XID events the health watcher waits on.")),
+      xid_fatal(r.AddCounter("xpu_dra_plugin_xid_fatal_events_total",
+                             "Fatal XID events seen by the health watcher, by XID.", {"xid"})),
+      device_recoveries(r.AddCounter("xpu_dra_plugin_device_recoveries_total",
+                                     "Devices made healthy again after a verified recovery from "
+                                     "a fatal XID.")) {}
 
 void PluginMetrics::Collect(const DriverStats& stats) {
   prepared_claims.Set(static_cast<double>(stats.prepared_claims));

@@ -17,6 +17,9 @@
 //   publishes:
 //                                                     kind "error" for each failure, "terminal"
 //                                                     once per inventory the API server refused
+//   xpu_dra_plugin_xid_watched_devices                NVIDIA GPUs the XID watcher waits on
+//   xpu_dra_plugin_xid_fatal_events_total{xid}        fatal XIDs the watcher saw
+//   xpu_dra_plugin_device_recoveries_total            verified recoveries (device healthy again)
 //
 // `result` is "ok" or "error" (a call is "error" when any of its claims failed).
 //
@@ -70,6 +73,9 @@ struct PluginMetrics {
   metrics::Counter& api_requests;
   metrics::Gauge& registered;
   metrics::Counter& publish_errors;
+  metrics::Gauge& xid_watched;
+  metrics::Counter& xid_fatal;
+  metrics::Counter& device_recoveries;
 
   // Brings the gauges and the checkpoint counter up to date with the driver's counts.
   void Collect(const DriverStats& stats);

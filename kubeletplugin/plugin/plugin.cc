@@ -3,10 +3,14 @@
 #include <sys/inotify.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <ostream>
+#include <string_view>
 #include <thread>
 
 #include "api/client/client.h"
@@ -17,12 +21,16 @@
 #include "base/metrics/http_server.h"
 #include "base/metrics/metrics.h"
 #include "base/mutex.h"
+#include "base/time.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/discovery/telemetry.h"
+#include "kubeletplugin/discovery/xid_events.h"
+#include "kubeletplugin/doctor/doctor.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/grpc/kubelet_server.h"
 #include "kubeletplugin/plugin/device_metrics.h"
 #include "kubeletplugin/plugin/metrics.h"
+#include "kubeletplugin/plugin/xid_health.h"
 #include "kubeletplugin/publisher/publisher.h"
 
 namespace xpu::plugin {
@@ -88,6 +96,9 @@ Status PluginOptions::Validate() const {
   if (!rolling_update_uid.empty()) {
     RETURN_IF_ERROR(api::ValidateDnsSubdomain(rolling_update_uid, "--rolling-update-uid"));
   }
+  if (health_recovery_settle.count() < 0) {
+    return InvalidArgumentError("--health-recovery-settle must not be negative");
+  }
   if (health_resend >= std::chrono::seconds(30)) {
     return InvalidArgumentError(
         "--health-resend must be shorter than the kubelet's 30 s health timeout");
@@ -145,6 +156,11 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        DurationFlag(&o->health_interval)},
       {"--health-resend", "DURATION", "health stream resend period (default 10s)",
        DurationFlag(&o->health_resend)},
+      {"--health-recovery-settle", "DURATION",
+       "a GPU made unhealthy by a fatal XID is healthy again once\n"
+       "NVML answers for it and no fatal XID came for this long\n"
+       "(default 60s)",
+       DurationFlag(&o->health_recovery_settle)},
       {"--telemetry-interval", "DURATION",
        "device telemetry sampling period for /metrics\n"
        "(default 10s; 0 disables)",
@@ -155,6 +171,10 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        "write device metadata files for the containers (KEP-5304,\n"
        "Kubernetes 1.36+; default false)",
        BoolFlag(&o->device_metadata)},
+      {"--node-checklist", "BOOL",
+       "run the node checklist (xpuctl doctor) at start and publish\n"
+       "it as the NodeChecklist condition (default true)",
+       BoolFlag(&o->node_checklist)},
       LogLevelFlag(&o->log_level),
   };
 }
@@ -179,23 +199,67 @@ StatusOr<PluginOptions> ParseFlags(const std::vector<std::string>& args,
 
 namespace {
 
-// The latest inventory, shared by the publisher, the driver and the health monitor.
+// The latest inventory, shared by the publisher, the driver and the health monitor: discovery's
+// answer with what the XID watcher knows laid over it. Discovery's own answer is kept, so a
+// health change between probes is published without a new discovery.
 class InventoryHolder {
  public:
-  void Set(api::NodeInventory inventory) {
-    auto p = std::make_shared<const api::NodeInventory>(std::move(inventory));
+  using Overlay = std::function<void(api::NodeInventory*)>;
+  explicit InventoryHolder(Overlay overlay) : overlay_(std::move(overlay)) {}
+
+  // Keeps `discovered` and returns (and holds) it with the overlay applied.
+  api::NodeInventory Set(api::NodeInventory discovered) EXCLUDES(mu_) {
     MutexLock lock(mu_);
-    latest_ = std::move(p);
+    discovered_ = std::make_shared<const api::NodeInventory>(std::move(discovered));
+    return ApplyLocked();
   }
-  std::shared_ptr<const api::NodeInventory> Get() const {
+  // The last discovery with the overlay applied anew; nullopt before the first discovery.
+  std::optional<api::NodeInventory> Reapply() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    if (discovered_ == nullptr) return std::nullopt;
+    return ApplyLocked();
+  }
+  std::shared_ptr<const api::NodeInventory> Get() const EXCLUDES(mu_) {
     MutexLock lock(mu_);
     return latest_;
   }
 
  private:
+  api::NodeInventory ApplyLocked() REQUIRES(mu_) {
+    api::NodeInventory out = *discovered_;
+    overlay_(&out);
+    latest_ = std::make_shared<const api::NodeInventory>(out);
+    return out;
+  }
+
+  const Overlay overlay_;
   mutable Mutex mu_;
+  std::shared_ptr<const api::NodeInventory> discovered_ GUARDED_BY(mu_);
   std::shared_ptr<const api::NodeInventory> latest_ GUARDED_BY(mu_);
 };
+
+// The inventory's name of the device at `pci_address`; "" when it has none there.
+std::string DeviceAt(const api::NodeInventory* inventory, const std::string& pci_address) {
+  if (inventory == nullptr) return "";
+  for (const api::InventoryDevice& d : inventory->status.devices) {
+    if (d.pci_address == pci_address) return d.name;
+  }
+  return "";
+}
+
+std::string PciAddressOf(const api::NodeInventory* inventory, const std::string& device) {
+  if (inventory == nullptr) return "";
+  for (const api::InventoryDevice& d : inventory->status.devices) {
+    if (d.name == device) return d.pci_address;
+  }
+  return "";
+}
+
+bool HasVendor(const api::NodeInventory* inventory, std::string_view vendor) {
+  return inventory != nullptr &&
+         std::any_of(inventory->status.devices.begin(), inventory->status.devices.end(),
+                     [&](const api::InventoryDevice& d) { return d.vendor == vendor; });
+}
 
 }  // namespace
 
@@ -233,9 +297,49 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
     log.Error(s.message());
     return 2;
   }
-  InventoryHolder inventory;
+  // The node checklist, once at start (before the first discovery, so that every inventory
+  // published carries it, and no thread shares it while it is written). The support matrix is
+  // the controller's: its check is skipped here.
+  std::optional<api::Condition> checklist;
+  if (options.node_checklist) {
+    doctor::DoctorOptions checks;
+    checks.vendor_lib_dirs = vendor_lib_dirs;
+    checks.node_name = options.node_name;
+    if (StatusOr<doctor::DoctorReport> report =
+            doctor::RunChecks(discovery::HostRoot(options.host_root), checks);
+        !report.ok()) {
+      log.Log("warning", "node checklist: " + report.status().message());
+    } else {
+      for (const doctor::CheckResult& c : report->checks) {
+        if (c.status != doctor::CheckStatus::kFail && c.status != doctor::CheckStatus::kWarn) {
+          continue;
+        }
+        log.Log("warning", "node checklist: " + std::string(doctor::CheckStatusName(c.status)) +
+                               " " + c.name + ": " + c.evidence);
+      }
+      checklist = doctor::ChecklistCondition(*report, FormatTime(RealClock().WallNow()));
+    }
+  }
+  // Fatal XIDs seen between probes, and their verified recoveries (the XID thread below).
+  XidHealth xid_health(RealClock(), options.health_recovery_settle);
+  InventoryHolder inventory([&xid_health, &checklist](api::NodeInventory* inv) {
+    if (checklist) {
+      std::erase_if(inv->status.conditions,
+                    [](const api::Condition& c) { return c.type == "NodeChecklist"; });
+      inv->status.conditions.push_back(*checklist);
+    }
+    ApplyXidFaults(xid_health.Faults(), xid_health.settle(), FormatTime(RealClock().WallNow()),
+                   inv);
+  });
   HealthMonitor health(options.node_name);
   std::atomic<bool> wake{false};
+  auto update_health = [&](const api::NodeInventory& published) {
+    if (health.Update(published)) {
+      uint64_t generation = 0;
+      m.SetHealth(health.Snapshot(&generation));
+      wake = true;  // republish the inventory with the new health
+    }
+  };
   auto discover_now = [&]() -> StatusOr<api::NodeInventory> {
     metrics::ScopeTimer timer(m.discovery_seconds);
     StatusOr<api::NodeInventory> inv = discovery::Discover(discover);
@@ -243,13 +347,9 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
       m.discovery_errors.Inc();
       return inv;
     }
-    inventory.Set(*inv);
-    if (health.Update(*inv)) {
-      uint64_t generation = 0;
-      m.SetHealth(health.Snapshot(&generation));
-      wake = true;  // republish the inventory with the new health
-    }
-    return inv;
+    api::NodeInventory published = inventory.Set(*std::move(inv));
+    update_health(published);
+    return published;
   };
   if (StatusOr<api::NodeInventory> first = discover_now(); !first.ok()) {
     log.Error("discover: " + first.status().message() + "; retrying");
@@ -389,10 +489,86 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
       clock.Sleep(std::chrono::milliseconds(100), done);
     }
   });
+  // XIDs: NVML's event set waited on continuously, so a fatal XID makes its GPU unhealthy at
+  // once (discovery's probe sees only what arrives while it runs), and faulted GPUs are checked
+  // every --health-interval until they recover.
+  std::thread xid_thread([&] {
+    Clock& clock = RealClock();
+    std::unique_ptr<discovery::XidEventSource> source;
+    Clock::SteadyTime opened_at{};
+    Ticker check(clock, options.health_interval);
+    std::string logged;  // the open error last logged
+    while (!stop.load() && !done.load()) {
+      const std::shared_ptr<const api::NodeInventory> inv = inventory.Get();
+      if (!HasVendor(inv.get(), "nvidia")) {  // nothing to watch (yet)
+        clock.Sleep(std::chrono::seconds(1), done);
+        continue;
+      }
+      // A library that failed to open is tried again a minute later (a driver installed later).
+      if (source == nullptr ||
+          (!source->status().loaded && clock.Now() - opened_at > std::chrono::minutes(1))) {
+        source = nullptr;  // the old handle goes first: one initialisation at a time
+        source = discovery::OpenNvmlXidEvents(vendor_lib_dirs);
+        opened_at = clock.Now();
+        m.xid_watched.Set(static_cast<double>(source->watched()));
+        if (const std::string& e = source->status().error; !e.empty() && e != logged) {
+          log.Log("warning", "XID watch: nvml: " + e);
+          logged = e;
+        } else if (source->status().loaded) {
+          log.Info("XID watch: " + std::to_string(source->watched()) + " GPUs");
+        }
+      }
+      bool changed = false;
+      // Waits of a second at most, so that `done` is seen promptly; shorter while a faulted GPU
+      // is due for its check.
+      std::chrono::milliseconds wait = std::chrono::seconds(1);
+      if (!xid_health.Faulted().empty()) {
+        wait = std::clamp(std::chrono::duration_cast<std::chrono::milliseconds>(check.Left()),
+                          std::chrono::milliseconds(10), wait);
+      }
+      StatusOr<std::vector<discovery::XidEvent>> events =
+          source->status().loaded
+              ? source->Wait(wait)
+              : StatusOr<std::vector<discovery::XidEvent>>(UnavailableError("nvml not loaded"));
+      if (!events.ok()) {
+        clock.Sleep(std::chrono::seconds(1), done);  // a failing wait may answer at once
+      } else {
+        for (const discovery::XidEvent& e : *events) {
+          const std::string device = DeviceAt(inv.get(), e.pci_address);
+          m.xid_fatal.Inc({std::to_string(e.xid)});
+          log.Log("warning", "XID " + std::to_string(e.xid) + " on " +
+                                 (device.empty() ? e.pci_address : device) +
+                                 (device.empty() ? " (not in the inventory)" : ": unhealthy"));
+          if (!device.empty()) changed = xid_health.OnXid(device, e.xid) || changed;
+        }
+      }
+      if (check.Due()) {
+        for (const std::string& device : xid_health.Faulted()) {
+          const std::string pci = PciAddressOf(inv.get(), device);
+          const Status usable =
+              pci.empty() ? NotFoundError("not in the inventory") : source->Check(pci);
+          const XidHealth::Checked checked = xid_health.OnCheck(device, usable);
+          changed = changed || checked != XidHealth::Checked::kUnchanged;
+          if (checked == XidHealth::Checked::kRecovered) {
+            m.device_recoveries.Inc();
+            log.Info(device + ": recovered from its fatal XID, healthy again");
+          }
+        }
+      }
+      // Published at once: the health stream now, the inventory by the woken publisher.
+      if (changed) {
+        if (std::optional<api::NodeInventory> published = inventory.Reapply()) {
+          update_health(*published);
+        }
+        wake = true;
+      }
+    }
+  });
   publisher.Run(stop, &wake, [&log](const std::string& line) { log.Info(line); });
   done = true;
   health_thread.join();
   telemetry_thread.join();
+  xid_thread.join();
   server.Stop();
   if (*http) (*http)->Stop();
   log.Info("stopped after " + std::to_string(publisher.stats().inventory_writes) +

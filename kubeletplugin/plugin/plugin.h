@@ -40,13 +40,19 @@ struct PluginOptions {
   std::string rolling_update_uid;      // the pod uid: per-pod socket names, serialised prepares
   std::chrono::milliseconds health_interval{5'000};  // health probe period
   std::chrono::milliseconds health_resend{10'000};   // health stream resend (kubelet: 30 s)
-  std::chrono::milliseconds claim_gc{60'000};        // unprepare claims deleted from the API
+  // A device unhealthy by a fatal XID is healthy again once NVML answers for it and no fatal XID
+  // came for this long (xid_health.h).
+  std::chrono::milliseconds health_recovery_settle{60'000};
+  std::chrono::milliseconds claim_gc{60'000};  // unprepare claims deleted from the API
   // Device telemetry sampling period for /metrics (xpu_dra_device_*); zero: no telemetry.
   std::chrono::milliseconds telemetry_interval{10'000};
   std::string log_level = "info";  // error, warning, info, debug
   // KEP-5304 device metadata files (Kubernetes 1.36 alpha, 1.37 beta): written per request and
   // mounted at /var/run/dra-device-attributes/<claim>/<request>/<driver>-metadata.json.
   bool device_metadata = false;
+  // Run the node checklist (kubeletplugin/doctor, `xpuctl doctor`) at start and publish it as the
+  // inventory's NodeChecklist condition.
+  bool node_checklist = true;
 
   Status Validate() const;
 };

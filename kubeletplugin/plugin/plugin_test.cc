@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -67,6 +68,16 @@ TEST_CASE("plugin flags", "[plugin]") {
   REQUIRE(ParseFlags({"--help"}, "", &help).ok());
   CHECK(help);
   CHECK(Usage().find("--vendor-lib-dir") != std::string::npos);
+  // Health recovery and the node checklist: defaults, and set.
+  CHECK(o->health_recovery_settle == std::chrono::seconds(60));
+  CHECK(o->node_checklist);
+  auto set =
+      ParseFlags({"--health-recovery-settle", "250ms", "--node-checklist=false"}, "n", &help);
+  REQUIRE(set.ok());
+  CHECK(set->health_recovery_settle == std::chrono::milliseconds(250));
+  CHECK_FALSE(set->node_checklist);
+  CHECK(Usage().find("--health-recovery-settle") != std::string::npos);
+  CHECK(Usage().find("--node-checklist") != std::string::npos);
 }
 
 using e2e::Eventually;
@@ -182,7 +193,7 @@ bool IsSocket(const std::string& path) {
 // directories; the plugin started and stopped on demand.
 class Rig {
  public:
-  Rig() {
+  explicit Rig(const std::string& fixture = "atlas800t-a2") {
     auto started = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
     REQUIRE(started.ok());
     sim_ = std::move(started).value();
@@ -202,39 +213,45 @@ class Rig {
                 .ok());
     root_ = fs::path(sim_->dir()) / "node";
     fs::create_directories(root_);
-    fs::copy(std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/atlas800t-a2", root_ / "host",
+    fs::copy(std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/" + fixture, root_ / "host",
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);
+    // A fixture's fake NVML link is relative to the source tree: point the copy's at the library.
+    const fs::path nvml = root_ / "host/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1";
+    if (fs::is_symlink(nvml)) {
+      fs::remove(nvml);
+      fs::create_symlink(std::string(XPU_FAKE_LIB_DIR) + "/libnvidia-ml.so.1", nvml);
+    }
     for (const char* d : {"registry", "plugins", "cdi", "state"}) fs::create_directories(root_ / d);
     metrics_port_ = FreePort();
   }
 
-  void StartPlugin(std::vector<std::string> env = {}) {
-    plugin_ = std::make_unique<PluginProcess>(
-        std::vector<std::string>{"--kubeconfig",
-                                 sim_->kubeconfig(),
-                                 "--node-name",
-                                 "n1",
-                                 "--host-root",
-                                 Path("host"),
-                                 "--plugin-registry-dir",
-                                 Path("registry"),
-                                 "--plugin-dir",
-                                 Path("plugins"),
-                                 "--cdi-dir",
-                                 Path("cdi"),
-                                 "--state-dir",
-                                 Path("state"),
-                                 "--metrics-addr",
-                                 "127.0.0.1:" + std::to_string(metrics_port_),
-                                 "--health-interval",
-                                 "200ms",
-                                 "--health-resend",
-                                 "1s",
-                                 "--lease-renew",
-                                 "200ms",
-                                 "--lease-duration",
-                                 "2"},
-        std::move(env));
+  void StartPlugin(std::vector<std::string> env = {}, const std::vector<std::string>& flags = {}) {
+    std::vector<std::string> args{"--kubeconfig",
+                                  sim_->kubeconfig(),
+                                  "--node-name",
+                                  "n1",
+                                  "--host-root",
+                                  Path("host"),
+                                  "--plugin-registry-dir",
+                                  Path("registry"),
+                                  "--plugin-dir",
+                                  Path("plugins"),
+                                  "--cdi-dir",
+                                  Path("cdi"),
+                                  "--state-dir",
+                                  Path("state"),
+                                  "--metrics-addr",
+                                  "127.0.0.1:" + std::to_string(metrics_port_),
+                                  "--health-interval",
+                                  "200ms",
+                                  "--health-resend",
+                                  "1s",
+                                  "--lease-renew",
+                                  "200ms",
+                                  "--lease-duration",
+                                  "2"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    plugin_ = std::make_unique<PluginProcess>(std::move(args), std::move(env));
   }
   // Until the registration socket answers GetInfo (a SIGKILLed plugin leaves stale sockets
   // behind until the next one replaces them).
@@ -459,6 +476,160 @@ TEST_CASE("the plugin exports per-device telemetry from the host's own DCMI on /
   CHECK(temperatures == 8);
   CHECK(metrics.find("xpu_dra_device_link_up" + npu0) != std::string::npos);
   CHECK(metrics.find("xpu_dra_plugin_telemetry_sample_seconds_count") != std::string::npos);
+  CHECK(rig.StopPlugin() == 0);
+}
+
+// The published inventory of n1; nullopt while there is none with a status.
+std::optional<api::NodeInventory> PublishedInventory(kc::Client& c) {
+  auto got = c.Get(kc::NodeInventories(), "", "n1");
+  if (!got.ok() || !got->contains("status")) return std::nullopt;
+  auto inv = api::FromJson<api::NodeInventory>(*got);
+  if (!inv.ok()) return std::nullopt;
+  return *std::move(inv);
+}
+
+// The published inventory's condition of `type`; nullopt while there is none.
+std::optional<api::Condition> PublishedCondition(kc::Client& c, const std::string& type) {
+  const std::optional<api::NodeInventory> inv = PublishedInventory(c);
+  if (!inv) return std::nullopt;
+  for (const api::Condition& cond : inv->status.conditions) {
+    if (cond.type == type) return cond;
+  }
+  return std::nullopt;
+}
+
+// The device named `name` of the published inventory, with the inventory's XidErrors condition;
+// nullopt while there is none.
+struct PublishedDevice {
+  api::InventoryDevice device;
+  std::optional<api::Condition> xid_errors;
+};
+std::optional<PublishedDevice> Published(kc::Client& c, const std::string& name) {
+  const std::optional<api::NodeInventory> inv = PublishedInventory(c);
+  if (!inv) return std::nullopt;
+  for (const api::InventoryDevice& d : inv->status.devices) {
+    if (d.name != name) continue;
+    PublishedDevice out{d, std::nullopt};
+    for (const api::Condition& cond : inv->status.conditions) {
+      if (cond.type == "XidErrors") out.xid_errors = cond;
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+// Writes the fake NVML's control file whole (a rename), so it never reads half of it.
+void WriteNvmlControl(const std::string& path, const std::string& text) {
+  std::ofstream(path + ".tmp") << text;
+  fs::rename(path + ".tmp", path);
+}
+
+TEST_CASE(
+    "a fatal XID makes its GPU unhealthy at once and a verified recovery makes it healthy again "
+    "without a restart",
+    "[plugin][e2e][xid]") {
+  Rig rig("hgx-h200");
+  const std::string control = rig.Path("nvml-events.json");
+  rig.StartPlugin({"XPU_FAKE_NVML_JSON=" + rig.Path("host/fake-vendor/nvml.json"),
+                   "XPU_FAKE_NVML_EVENTS=" + control},
+                  {"--health-recovery-settle", "2s"});
+  REQUIRE(rig.WaitForSockets());
+  // Published healthy, and the watcher waits on all eight GPUs' events.
+  REQUIRE(Eventually([&] {
+    auto gpu = Published(rig.client(), "gpu-3");
+    return gpu && gpu->device.health == "Healthy" && !gpu->xid_errors;
+  }));
+  REQUIRE(Eventually([&] {
+    return e2e::HttpGet(rig.metrics_port(), "/metrics")
+               .find("xpu_dra_plugin_xid_watched_devices 8\n") != std::string::npos;
+  }));
+
+  // XID 79: GPU 3 falls off the bus.
+  WriteNvmlControl(control, R"({"events": [{"id": 1, "device": 3, "xid": 79}], "lost": [3]})");
+  std::optional<PublishedDevice> gpu;
+  REQUIRE(Eventually([&] {
+    gpu = Published(rig.client(), "gpu-3");
+    return gpu && gpu->device.health == "Unhealthy" && gpu->xid_errors;
+  }));
+  CHECK(gpu->xid_errors->status == "False");
+  CHECK(gpu->xid_errors->reason == "FatalXid");
+  CHECK(gpu->xid_errors->message.starts_with("gpu-3: XID 79 (GPU has fallen off the bus) at "));
+  CHECK(Published(rig.client(), "gpu-2")->device.health == "Healthy");
+  // The kubelet's health stream says so too, with the XID as the reason.
+  e2e::KubeletStandIn kubelet;
+  std::string reason;
+  kubelet.WatchHealth(
+      rig.DraSocket(), std::chrono::seconds(20), [&](const e2e::KubeletHealthMessage& m) {
+        for (const e2e::KubeletDeviceHealth& d : m.devices) {
+          if (d.device_name == "gpu-3" && d.health == e2e::KubeletHealth::kUnhealthy) {
+            reason = d.message;
+          }
+        }
+        return reason.empty();
+      });
+  CHECK(reason.starts_with("gpu-3: XID 79 (GPU has fallen off the bus)"));
+  // Still lost: the check's failure is in the message, and the GPU stays unhealthy.
+  REQUIRE(Eventually([&] {
+    gpu = Published(rig.client(), "gpu-3");
+    return gpu && gpu->xid_errors &&
+           gpu->xid_errors->message.find("NVML: not on the bus") != std::string::npos;
+  }));
+  CHECK(gpu->device.health == "Unhealthy");
+
+  // Back on the bus: NVML answers again, but the GPU stays unhealthy for the settle period...
+  const auto cleared = std::chrono::steady_clock::now();
+  WriteNvmlControl(control, R"({"events": [{"id": 1, "device": 3, "xid": 79}], "lost": []})");
+  REQUIRE(Eventually([&] {
+    gpu = Published(rig.client(), "gpu-3");
+    return gpu && gpu->xid_errors && gpu->xid_errors->message.find("NVML:") == std::string::npos;
+  }));
+  CHECK(gpu->device.health == "Unhealthy");
+  CHECK(gpu->xid_errors->status == "False");
+  // ...then healthy again, from the same process. The settle period (2 s) counts from the last
+  // failing check, at most one --health-interval (200 ms) before the fault was cleared.
+  REQUIRE(Eventually([&] {
+    gpu = Published(rig.client(), "gpu-3");
+    return gpu && gpu->device.health == "Healthy";
+  }));
+  CHECK(std::chrono::steady_clock::now() - cleared >= std::chrono::milliseconds(1500));
+  REQUIRE(gpu->xid_errors);
+  CHECK(gpu->xid_errors->status == "True");
+  CHECK(gpu->xid_errors->reason == "Recovered");
+  CHECK(gpu->xid_errors->message.find(", recovered at ") != std::string::npos);
+  const std::string metrics = e2e::HttpGet(rig.metrics_port(), "/metrics");
+  CHECK(metrics.find("xpu_dra_plugin_xid_fatal_events_total{xid=\"79\"} 1\n") != std::string::npos);
+  CHECK(metrics.find("xpu_dra_plugin_device_recoveries_total 1\n") != std::string::npos);
+  CHECK(rig.StopPlugin() == 0);
+}
+
+TEST_CASE("the plugin publishes the node checklist's failures as a NodeInventory condition",
+          "[plugin][e2e][checklist]") {
+  Rig rig("atlas800t-a2-dcmi-broken");  // /dev/davinci6 missing, containerd 1.6, kubelet 1.31
+  rig.StartPlugin();
+  REQUIRE(rig.WaitForSockets());
+  std::optional<api::Condition> checklist;
+  REQUIRE(Eventually([&] {
+    checklist = PublishedCondition(rig.client(), "NodeChecklist");
+    return checklist.has_value();
+  }));
+  INFO(checklist->message);
+  CHECK(checklist->status == "False");
+  CHECK(checklist->reason == "ChecksFailed");
+  // Without the host's DCMI (none in this fixture's library folders) four checks fail.
+  CHECK(checklist->message.starts_with(
+      "4 fail (device-nodes, health, container-runtime, kubelet), 4 warn (iommu, vendor-library, "
+      "cdi-spec-dirs, collective-network) of 15 checks (xpuctl doctor); device-nodes: fail, "));
+  CHECK(checklist->message.find("/dev/davinci6 missing") != std::string::npos);
+  CHECK(checklist->message.find("; kubelet: fail, ") != std::string::npos);
+  CHECK(rig.StopPlugin() == 0);
+
+  // Turned off: the next plugin publishes the inventory without it.
+  rig.StartPlugin({}, {"--node-checklist=false"});
+  REQUIRE(rig.WaitForSockets());
+  CHECK(Eventually([&] {
+    return !PublishedCondition(rig.client(), "NodeChecklist") &&
+           PublishedCondition(rig.client(), "Ready");
+  }));
   CHECK(rig.StopPlugin() == 0);
 }
 

@@ -9,9 +9,24 @@
 // `linkDown` (nvmlDeviceGetNvLinkState answers DISABLED). A missing variable or unreadable file
 // makes nvmlInit_v2 fail with NVML_ERROR_UNKNOWN (999) and a line on stderr. Built with
 // XPU_FAKE_NVML_OLD it lacks the functions newer drivers added (memory v2, NUMA id, fabric info).
+//
+// Faults injected at run time: the control file $XPU_FAKE_NVML_EVENTS, else nvml-events.json next
+// to the fixture JSON, is read again whenever it changes (checked on each handle lookup, device
+// call and event wait):
+//
+//   {"events": [{"id": 1, "device": 0, "xid": 79}], "lost": [0]}
+//
+// Each event (by `id`, once per process) happens when the fake first reads it: it is queued on
+// every event set then registered for that device's critical XIDs, as NVML delivers an event to
+// the sets registered before it. A `lost` device answers GPU_IS_LOST to
+// nvmlDeviceGetHandleByIndex_v2 and to every call on its handle (a GPU that fell off the bus) until
+// it leaves the list. No file, no change. nvmlEventSetWait_v2 with a timeout waits for an event up
+// to that long (the control file is polled); with 0 it answers at once, as before.
 #include <dlfcn.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +36,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -36,6 +52,7 @@ struct nvmlDevice_st {
 
 struct nvmlEventSet_st {
   std::deque<nvmlEventData_t> queue;
+  std::set<unsigned> xid_devices;  // indexes registered for critical XIDs
 };
 
 namespace {
@@ -48,6 +65,12 @@ struct State {
   std::set<unsigned> gone GUARDED_BY(mu);
   std::set<unsigned> unhealthy GUARDED_BY(mu);
   std::set<std::pair<unsigned, unsigned>> links_down GUARDED_BY(mu);
+  // The run-time control file (see the top of this file) and what was last read from it.
+  std::string control_path GUARDED_BY(mu);
+  struct stat control_stat GUARDED_BY(mu) = {};
+  std::set<unsigned> lost GUARDED_BY(mu);
+  std::set<uint64_t> fired GUARDED_BY(mu);  // event ids already raised (kept across inits)
+  std::set<nvmlEventSet_st*> sets GUARDED_BY(mu);
 };
 
 State& S() {
@@ -74,6 +97,57 @@ std::string JsonPath() {
     if (access(candidate.c_str(), R_OK) == 0) return candidate;
   }
   return "";
+}
+
+// $XPU_FAKE_NVML_EVENTS, else nvml-events.json beside the fixture JSON.
+std::string ControlPath(const std::string& json_path) {
+  const char* env = std::getenv("XPU_FAKE_NVML_EVENTS");
+  if (env != nullptr && *env != '\0') return env;
+  const size_t slash = json_path.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : json_path.substr(0, slash)) +
+         "/nvml-events.json";
+}
+
+bool SameFile(const struct stat& a, const struct stat& b) {
+  return a.st_ino == b.st_ino && a.st_dev == b.st_dev && a.st_size == b.st_size &&
+         a.st_mtim.tv_sec == b.st_mtim.tv_sec && a.st_mtim.tv_nsec == b.st_mtim.tv_nsec;
+}
+
+// Reads the control file again when it changed: the lost devices, and the events not raised yet
+// queued on the sets registered for their device.
+void Refresh(State& s) REQUIRES(s.mu) {
+  if (s.control_path.empty()) return;
+  struct stat st {};
+  if (::stat(s.control_path.c_str(), &st) != 0) {
+    if (s.control_stat.st_ino != 0) s.lost.clear();  // removed: every fault cleared
+    s.control_stat = {};
+    return;
+  }
+  if (SameFile(st, s.control_stat)) return;
+  s.control_stat = st;
+  try {
+    std::ifstream in(s.control_path);
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    s.lost = doc.value("lost", std::set<unsigned>{});
+    for (const nlohmann::json& e : doc.value("events", nlohmann::json::array())) {
+      if (!s.fired.insert(e.at("id").get<uint64_t>()).second) continue;
+      const unsigned index = e.at("device").get<unsigned>();
+      for (const auto& d : s.devices) {
+        if (d->index != index) continue;
+        for (nvmlEventSet_st* set : s.sets) {
+          if (set->xid_devices.count(index) == 0) continue;
+          nvmlEventData_t event{};
+          event.device = d.get();
+          event.eventType = kEventTypeXidCriticalError;
+          event.eventData = e.at("xid").get<unsigned long long>();
+          set->queue.push_back(event);
+        }
+      }
+    }
+  } catch (const std::exception& e) {  // half written: read again once it changes
+    s.control_stat = {};
+    std::fprintf(stderr, "fake nvml: %s: %s\n", s.control_path.c_str(), e.what());
+  }
 }
 
 nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
@@ -106,6 +180,10 @@ nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
     for (const nlohmann::json& l : faults.value("linkDown", nlohmann::json::array())) {
       s.links_down.emplace(l.at("device").get<unsigned>(), l.at("link").get<unsigned>());
     }
+    s.control_path = ControlPath(json_path);
+    s.control_stat = {};
+    s.lost.clear();
+    Refresh(s);
     return kSuccess;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fake nvml: %s: %s\n", path, e.what());
@@ -161,6 +239,8 @@ nvmlReturn_t WithDevice(nvmlDevice_t device, Fn fn) {
   if (s.init_count == 0) return kErrorUninitialized;
   const nvmlDevice_st* d = Find(s, device);
   if (d == nullptr) return kErrorInvalidArgument;
+  Refresh(s);
+  if (s.lost.count(d->index) != 0) return kErrorGpuIsLost;
   try {
     return CallLocked(s, fn, *d);
   } catch (const std::exception& e) {  // a malformed fixture: nothing may cross the C boundary
@@ -291,9 +371,10 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index,
   xpu::MutexLock lock(s.mu);
   if (device == nullptr) return nv::kErrorInvalidArgument;
   if (s.init_count == 0) return nv::kErrorUninitialized;
+  nv::Refresh(s);
   for (const auto& d : s.devices) {
     if (d->index != index) continue;
-    if (s.gone.count(index) != 0) return nv::kErrorGpuIsLost;
+    if (s.gone.count(index) != 0 || s.lost.count(index) != 0) return nv::kErrorGpuIsLost;
     *device = d.get();
     return nv::kSuccess;
   }
@@ -444,6 +525,7 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetCreate(nv::nvmlEventSet_t* set) {
   if (set == nullptr) return nv::kErrorInvalidArgument;
   if (s.init_count == 0) return nv::kErrorUninitialized;
   *set = new nv::nvmlEventSet_st;
+  s.sets.insert(*set);
   return nv::kSuccess;
 }
 
@@ -452,6 +534,7 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device,
                                                       nv::nvmlEventSet_t set) {
   return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
     if (set == nullptr) return nv::kErrorInvalidArgument;
+    if ((event_types & nv::kEventTypeXidCriticalError) != 0) set->xid_devices.insert(d.index);
     if ((event_types & nv::kEventTypeXidCriticalError) == 0 || s.unhealthy.count(d.index) == 0) {
       return nv::kSuccess;
     }
@@ -467,12 +550,21 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device,
 }
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nv::nvmlEventSet_t set, nv::nvmlEventData_t* data,
-                                                 unsigned int /*timeoutms*/) {
+                                                 unsigned int timeoutms) {
   nv::State& s = nv::S();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutms);
   xpu::MutexLock lock(s.mu);
   if (set == nullptr || data == nullptr) return nv::kErrorInvalidArgument;
-  if (s.init_count == 0) return nv::kErrorUninitialized;
-  if (set->queue.empty()) return nv::kErrorTimeout;  // the fake never blocks
+  while (true) {
+    if (s.init_count == 0) return nv::kErrorUninitialized;
+    nv::Refresh(s);
+    if (!set->queue.empty()) break;
+    if (std::chrono::steady_clock::now() >= deadline) return nv::kErrorTimeout;
+    // Events come only from the control file: poll it, without the lock, until the deadline.
+    lock.Unlock();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    lock.Lock();
+  }
   *data = set->queue.front();
   set->queue.pop_front();
   return nv::kSuccess;
@@ -480,6 +572,11 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetWait_v2(nv::nvmlEventSet_t set, nv::nvm
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlEventSetFree(nv::nvmlEventSet_t set) {
   if (set == nullptr) return nv::kErrorInvalidArgument;
+  nv::State& s = nv::S();
+  {
+    xpu::MutexLock lock(s.mu);
+    s.sets.erase(set);
+  }
   delete set;
   return nv::kSuccess;
 }
