@@ -89,9 +89,7 @@ std::vector<Flag> ControllerFlags(ControllerOptions* o) {
        "capability classes, support matrix, publishing mode (YAML or\n"
        "JSON; reloaded on change; default: built-in defaults)",
        StringFlag(&o->config_path)},
-      {"--node-groups", "DIR",
-       "node-group profiles (*.yaml, *.json) for /autoscaler/pending\n"
-       "and the template drift check (default: none)",
+      {"--node-groups", "DIR", "node-group profiles: /autoscaler/pending, template drift",
        StringFlag(&o->node_groups_dir)},
       {"--qps", "N", "client-side API rate limit (default 50; 0 disables)",
        IntFlag(&o->qps, 0, 100'000)},
@@ -175,8 +173,9 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
   m.config_valid.Set(1);
   // Node-group profiles: like the config, a bad one stops start-up.
   StatusOr<std::vector<NodeGroupProfile>> node_groups = std::vector<NodeGroupProfile>{};
-  if (!options.node_groups_dir.empty())
+  if (!options.node_groups_dir.empty()) {
     node_groups = LoadNodeGroupProfiles(options.node_groups_dir);
+  }
   if (!node_groups.ok()) {
     log.Error(node_groups.status().message());
     return 2;

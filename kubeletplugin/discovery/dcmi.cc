@@ -278,19 +278,15 @@ class ChipProbe {
 // Loads, binds and initialises the library into `lib` and `api`; sets status.loaded on success.
 void OpenDcmi(const std::vector<std::string>& lib_dirs, DlLibrary* lib, DcmiApi* api,
               LibraryStatus* status) {
-  status->name = "dcmi";
-  if (!lib->Open(kDcmiFile, lib_dirs, &status->error)) return;
-  status->path = lib->path();
-  std::vector<std::string> required_missing = Bind(*lib, api, &status->missing_symbols);
-  if (!required_missing.empty()) {
-    status->error = MissingSymbolsError(status->path, required_missing);
-    return;
-  }
-  if (int rc = api->init(); rc != dc::kOk) {
-    status->error = DcmiCallError("dcmi_init", rc);
-    return;
-  }
-  status->loaded = true;
+  OpenVendorLibrary(
+      "dcmi", kDcmiFile, lib_dirs, lib, api, status,
+      [](const DlLibrary& l, DcmiApi* a, std::vector<std::string>* missing) {
+        return Bind(l, a, missing);
+      },
+      [](DcmiApi* a) -> std::string {
+        const int rc = a->init();
+        return rc == dc::kOk ? "" : DcmiCallError("dcmi_init", rc);
+      });
 }
 
 // Every chip, card by card, probed; `present[i]`: chip i's logic id is known. The first failing
@@ -424,12 +420,8 @@ class DcmiTelemetry final : public TelemetrySource {
     const int card = chip.card_id, dev = chip.device_id;
     // Not supported (a PCIe card without HCCS or RoCE, ECC off) is an answer, not an error.
     auto ok = [&t](std::string_view fn, int rc) {
-      if (rc == dc::kOk) return true;
-      if (rc != dc::kErrNotSupport) {
-        if (!t.error.empty()) t.error += "; ";
-        t.error += DcmiCallError(fn, rc);
-      }
-      return false;
+      if (rc != dc::kOk && rc != dc::kErrNotSupport) AddTelemetryError(&t, DcmiCallError(fn, rc));
+      return rc == dc::kOk;
     };
     if (int celsius = 0;
         api_.get_device_temperature != nullptr &&

@@ -374,19 +374,31 @@ class XidEventSet {
 // Loads, binds and initialises the library into `lib` and `api`; sets status.loaded on success.
 void OpenNvml(const std::vector<std::string>& lib_dirs, DlLibrary* lib, NvmlApi* api,
               LibraryStatus* status) {
-  status->name = "nvml";
-  if (!lib->Open(kNvmlFile, lib_dirs, &status->error)) return;
-  status->path = lib->path();
-  std::vector<std::string> required_missing = Bind(*lib, api, &status->missing_symbols);
-  if (!required_missing.empty()) {
-    status->error = MissingSymbolsError(status->path, required_missing);
-    return;
+  OpenVendorLibrary(
+      "nvml", kNvmlFile, lib_dirs, lib, api, status,
+      [](const DlLibrary& l, NvmlApi* a, std::vector<std::string>* missing) {
+        return Bind(l, a, missing);
+      },
+      [](NvmlApi* a) -> std::string {
+        const nv::nvmlReturn_t rc = a->init();
+        return rc == nv::kSuccess ? "" : NvmlCallError("nvmlInit_v2", rc);
+      });
+}
+
+// OpenNvml for a library kept open (telemetry, the XID watcher): the telemetry symbols bound too,
+// and the number of GPUs (at most kMaxDevices); 0 when the library or the count failed (status
+// says why).
+unsigned OpenNvmlKept(const std::vector<std::string>& lib_dirs, DlLibrary* lib, NvmlApi* api,
+                      LibraryStatus* status) {
+  OpenNvml(lib_dirs, lib, api, status);
+  if (!status->loaded) return 0;
+  BindTelemetry(*lib, api, &status->missing_symbols);
+  unsigned count = 0;
+  if (nv::nvmlReturn_t rc = api->device_get_count(&count); rc != nv::kSuccess) {
+    status->error = NvmlCallError("nvmlDeviceGetCount_v2", rc);
+    return 0;
   }
-  if (nv::nvmlReturn_t rc = api->init(); rc != nv::kSuccess) {
-    status->error = NvmlCallError("nvmlInit_v2", rc);
-    return;
-  }
-  status->loaded = true;
+  return std::min(count, kMaxDevices);
 }
 
 }  // namespace
@@ -463,15 +475,8 @@ namespace {
 class NvmlTelemetry final : public TelemetrySource {
  public:
   explicit NvmlTelemetry(const std::vector<std::string>& lib_dirs) {
-    OpenNvml(lib_dirs, &lib_, &api_, &status_);
-    if (!status_.loaded) return;
-    BindTelemetry(lib_, &api_, &status_.missing_symbols);
-    unsigned count = 0;
-    if (nv::nvmlReturn_t rc = api_.device_get_count(&count); rc != nv::kSuccess) {
-      status_.error = NvmlCallError("nvmlDeviceGetCount_v2", rc);
-      return;
-    }
-    count = std::min(count, kMaxDevices);
+    const unsigned count = OpenNvmlKept(lib_dirs, &lib_, &api_, &status_);
+    if (count == 0) return;
     events_ = std::make_unique<XidEventSet>(api_);
     for (unsigned i = 0; i < count; ++i) {
       Device d;
@@ -523,12 +528,10 @@ class NvmlTelemetry final : public TelemetrySource {
     t.uuid = d.uuid;
     // Not supported (ECC off, a GPU without the sensor) is an answer, not an error.
     auto ok = [&t](std::string_view fn, nv::nvmlReturn_t rc) {
-      if (rc == nv::kSuccess) return true;
-      if (rc != nv::kErrorNotSupported) {
-        if (!t.error.empty()) t.error += "; ";
-        t.error += NvmlCallError(fn, rc);
+      if (rc != nv::kSuccess && rc != nv::kErrorNotSupported) {
+        AddTelemetryError(&t, NvmlCallError(fn, rc));
       }
-      return false;
+      return rc == nv::kSuccess;
     };
     if (unsigned celsius = 0;
         api_.device_get_temperature != nullptr &&
@@ -635,15 +638,10 @@ namespace {
 class NvmlXidEvents final : public XidEventSource {
  public:
   explicit NvmlXidEvents(const std::vector<std::string>& lib_dirs) {
-    OpenNvml(lib_dirs, &lib_, &api_, &status_);
-    if (!status_.loaded) return;
+    const unsigned count = OpenNvmlKept(lib_dirs, &lib_, &api_, &status_);
+    if (count == 0) return;
     events_ = std::make_unique<XidEventSet>(api_);
-    unsigned count = 0;
-    if (nv::nvmlReturn_t rc = api_.device_get_count(&count); rc != nv::kSuccess) {
-      status_.error = NvmlCallError("nvmlDeviceGetCount_v2", rc);
-      return;
-    }
-    for (unsigned i = 0; i < std::min(count, kMaxDevices); ++i) {
+    for (unsigned i = 0; i < count; ++i) {
       nv::nvmlDevice_t handle = nullptr;
       if (api_.device_get_handle_by_index(i, &handle) != nv::kSuccess) continue;  // lost GPU
       std::string pci;

@@ -51,6 +51,12 @@ class TelemetrySource {
 std::unique_ptr<TelemetrySource> OpenNvmlTelemetry(const std::vector<std::string>& lib_dirs);
 std::unique_ptr<TelemetrySource> OpenDcmiTelemetry(const std::vector<std::string>& lib_dirs);
 
+// Adds a failed call's error to `t->error` ("a; b").
+inline void AddTelemetryError(DeviceTelemetry* t, const std::string& error) {
+  if (!t->error.empty()) t->error += "; ";
+  t->error += error;
+}
+
 // What sysfs says about the PCI device `pci_address` under `host_root`: hwmon temp1_input
 // (millidegrees C) and power1_average (microwatts, else power1_input), and the amdgpu-style
 // mem_info_vram_used / mem_info_vram_total (bytes) and gpu_busy_percent files when the driver has

@@ -37,13 +37,20 @@ std::string SysfsBusId(const std::string& nvml) {
   return out;
 }
 
-std::map<std::string, DeviceTelemetry> SampleNvml(const std::string& host) {
-  setenv("XPU_FAKE_NVML_JSON", (kHosts + host + "/fake-vendor/nvml.json").c_str(), 1);
-  auto source = OpenNvmlTelemetry({kFakeDir});
+// The samples of a fixture host's fake library (`variable` names its JSON file), by PCI address.
+std::map<std::string, DeviceTelemetry> SampleFake(
+    const std::string& host, const char* variable, const std::string& file,
+    std::unique_ptr<TelemetrySource> (*open)(const std::vector<std::string>&)) {
+  setenv(variable, (kHosts + host + "/fake-vendor/" + file).c_str(), 1);
+  auto source = open({kFakeDir});
   INFO(source->status().error);
   REQUIRE(source->status().loaded);
   CHECK(source->status().missing_symbols.empty());
   return ByPci(source->Sample());
+}
+
+std::map<std::string, DeviceTelemetry> SampleNvml(const std::string& host) {
+  return SampleFake(host, "XPU_FAKE_NVML_JSON", "nvml.json", OpenNvmlTelemetry);
 }
 
 TEST_CASE("nvml telemetry: the fixture host's own library folder, without the variable") {
@@ -142,12 +149,7 @@ TEST_CASE("nvml telemetry: no library is a status, not a failure") {
 }
 
 std::map<std::string, DeviceTelemetry> SampleDcmi(const std::string& host) {
-  setenv("XPU_FAKE_DCMI_JSON", (kHosts + host + "/fake-vendor/dcmi.json").c_str(), 1);
-  auto source = OpenDcmiTelemetry({kFakeDir});
-  INFO(source->status().error);
-  REQUIRE(source->status().loaded);
-  CHECK(source->status().missing_symbols.empty());
-  return ByPci(source->Sample());
+  return SampleFake(host, "XPU_FAKE_DCMI_JSON", "dcmi.json", OpenDcmiTelemetry);
 }
 
 TEST_CASE("dcmi telemetry: every atlas800t-a2 NPU reads the fixture's values") {

@@ -263,24 +263,31 @@ struct KubeletServer::Impl {
     for (const auto& note : notes) Log("ERROR " + note);
   }
 
+  // One prepare or unprepare call: the claims of `request` through the service's `op`, its
+  // results into `response`, serialised with the other calls.
+  template <typename Request, typename Response, typename Op>
+  ::grpc::Status Call(const char* what, ::grpc::ServerContext* context, const Request& request,
+                      Response* response, Op op) {
+    std::vector<ClaimRef> claims = internal::ClaimsFromProto(request);
+    const CallBounds bounds = BoundsOf(context);
+    return Serialised(what, bounds, [&] { LogNotes(op(claims, bounds, response)); });
+  }
+
   template <typename Request, typename Response>
   ::grpc::Status Prepare(::grpc::ServerContext* context, const Request& request,
                          Response* response) {
-    std::vector<ClaimRef> claims = internal::ClaimsFromProto(request);
-    const CallBounds bounds = BoundsOf(context);
-    return Serialised("prepare", bounds, [&] {
-      LogNotes(internal::PrepareToProto(claims, service->Prepare(claims, bounds), response));
+    return Call("prepare", context, request, response, [this](auto& claims, auto& bounds, auto* r) {
+      return internal::PrepareToProto(claims, service->Prepare(claims, bounds), r);
     });
   }
 
   template <typename Request, typename Response>
   ::grpc::Status Unprepare(::grpc::ServerContext* context, const Request& request,
                            Response* response) {
-    std::vector<ClaimRef> claims = internal::ClaimsFromProto(request);
-    const CallBounds bounds = BoundsOf(context);
-    return Serialised("unprepare", bounds, [&] {
-      LogNotes(internal::UnprepareToProto(claims, service->Unprepare(claims, bounds), response));
-    });
+    return Call("unprepare", context, request, response,
+                [this](auto& claims, auto& bounds, auto* r) {
+                  return internal::UnprepareToProto(claims, service->Unprepare(claims, bounds), r);
+                });
   }
 
   ::grpc::Status WatchHealth(

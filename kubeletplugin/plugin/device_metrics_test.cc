@@ -28,20 +28,21 @@ size_t CountPrefix(const std::string& text, const std::string& prefix) {
   return n;
 }
 
+api::InventoryDevice Device(std::string name, std::string vendor, std::string model,
+                            std::string uuid, std::string pci) {
+  api::InventoryDevice d;
+  d.name = std::move(name);
+  d.vendor = std::move(vendor);
+  d.model = std::move(model);
+  d.uuid = std::move(uuid);
+  d.pci_address = std::move(pci);
+  return d;
+}
+
 api::NodeInventory TwoDevices() {
   api::NodeInventory inv;
-  api::InventoryDevice gpu;
-  gpu.name = "gpu-0";
-  gpu.vendor = "nvidia";
-  gpu.model = "H200";
-  gpu.uuid = "GPU-1";
-  gpu.pci_address = "0000:13:00.0";
-  api::InventoryDevice npu;
-  npu.name = "npu-3";
-  npu.vendor = "huawei";
-  npu.model = "Ascend910B3";
-  npu.pci_address = "0000:c1:00.0";
-  inv.status.devices = {gpu, npu};
+  inv.status.devices = {Device("gpu-0", "nvidia", "H200", "GPU-1", "0000:13:00.0"),
+                        Device("npu-3", "huawei", "Ascend910B3", "", "0000:c1:00.0")};
   return inv;
 }
 

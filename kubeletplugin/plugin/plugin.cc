@@ -161,9 +161,7 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        "NVML answers for it and no fatal XID came for this long\n"
        "(default 60s)",
        DurationFlag(&o->health_recovery_settle)},
-      {"--telemetry-interval", "DURATION",
-       "device telemetry sampling period for /metrics\n"
-       "(default 10s; 0 disables)",
+      {"--telemetry-interval", "DURATION", "device telemetry period (default 10s; 0: none)",
        DurationFlag(&o->telemetry_interval)},
       {"--claim-gc", "DURATION", "unprepare claims deleted from the API (default 60s)",
        DurationFlag(&o->claim_gc)},

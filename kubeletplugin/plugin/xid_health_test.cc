@@ -39,6 +39,16 @@ const api::Condition* Find(const api::NodeInventory& inv, const std::string& typ
   return nullptr;
 }
 
+// The XidErrors condition is there with this status, reason and message.
+void CheckXidCondition(const api::NodeInventory& inv, const std::string& status,
+                       const std::string& reason, const std::string& message) {
+  const api::Condition* c = Find(inv, "XidErrors");
+  REQUIRE(c != nullptr);
+  CHECK(c->status == status);
+  CHECK(c->reason == reason);
+  CHECK(c->message == message);
+}
+
 api::NodeInventory Overlaid(const XidHealth& h) {
   api::NodeInventory inv = TwoGpus();
   ApplyXidFaults(h.Faults(), h.settle(), "2026-01-01T00:00:00Z", &inv);
@@ -58,13 +68,9 @@ TEST_CASE("a fatal XID makes its device unhealthy at once, with the XID in the r
   CHECK(inv.status.devices[1].sources.at("health") == "nvml");
   CHECK(inv.status.health == "Degraded");
   CHECK(Find(inv, "Ready")->message == "2 devices found, 1 healthy");
-  const api::Condition* c = Find(inv, "XidErrors");
-  REQUIRE(c != nullptr);
-  CHECK(c->status == "False");
-  CHECK(c->reason == "FatalXid");
-  CHECK(c->message ==
-        "gpu-1: XID 79 (GPU has fallen off the bus) at 2026-01-01T00:00:00Z, unhealthy until "
-        "NVML answers and no fatal XID for 60s");
+  CheckXidCondition(inv, "False", "FatalXid",
+                    "gpu-1: XID 79 (GPU has fallen off the bus) at 2026-01-01T00:00:00Z, "
+                    "unhealthy until NVML answers and no fatal XID for 60s");
   // The kubelet's health stream gives that message for the device.
   HealthMonitor monitor("n1");
   monitor.Update(inv);
@@ -72,7 +78,7 @@ TEST_CASE("a fatal XID makes its device unhealthy at once, with the XID in the r
   REQUIRE(health.size() == 2);
   CHECK(health[1].device == "gpu-1");
   CHECK(health[1].health == HealthState::kUnhealthy);
-  CHECK(health[1].message == c->message);
+  CHECK(health[1].message == Find(inv, "XidErrors")->message);
 
   // The same XID again changes nothing shown; another one does.
   CHECK_FALSE(h.OnXid("gpu-1", 79));
@@ -117,13 +123,9 @@ TEST_CASE("recovery needs the device usable and no fatal XID for the settle peri
   CHECK(inv.status.devices[0].health == "Healthy");
   CHECK(inv.status.health == "Healthy");
   CHECK(Find(inv, "Ready")->message == "2 devices found, 2 healthy");
-  const api::Condition* c = Find(inv, "XidErrors");
-  REQUIRE(c != nullptr);
-  CHECK(c->status == "True");
-  CHECK(c->reason == "Recovered");
-  CHECK(c->message ==
-        "gpu-0: XID 79 (GPU has fallen off the bus) at 2026-01-01T00:00:00Z, recovered at "
-        "2026-01-01T00:07:29Z");
+  CheckXidCondition(inv, "True", "Recovered",
+                    "gpu-0: XID 79 (GPU has fallen off the bus) at 2026-01-01T00:00:00Z, "
+                    "recovered at 2026-01-01T00:07:29Z");
 
   // A later XID is a new episode, from its own time.
   clock.Advance(seconds(2));

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "kubeletplugin/discovery/vendor_libs.h"
+
 namespace xpu::discovery {
 
 class DlLibrary {
@@ -42,6 +44,26 @@ class DlLibrary {
 
 // "load <path>: missing required symbol(s) a, b": why a library without `missing` is unusable.
 std::string MissingSymbolsError(const std::string& path, const std::vector<std::string>& missing);
+
+// Opens `file_name` (found in `dirs`, see DlLibrary::Open) into `lib` for the library called
+// `name` ("nvml"), binds `api` with `bind(lib, api, &optional_missing)`, which returns the
+// required symbols missing, and calls `init(api)`, which returns an error text ("" on success).
+// status->loaded is set when all three went well; otherwise status->error says why.
+template <typename Api, typename BindFn, typename InitFn>
+void OpenVendorLibrary(const char* name, const std::string& file_name,
+                       const std::vector<std::string>& dirs, DlLibrary* lib, Api* api,
+                       LibraryStatus* status, BindFn bind, InitFn init) {
+  status->name = name;
+  if (!lib->Open(file_name, dirs, &status->error)) return;
+  status->path = lib->path();
+  const std::vector<std::string> required_missing = bind(*lib, api, &status->missing_symbols);
+  if (!required_missing.empty()) {
+    status->error = MissingSymbolsError(status->path, required_missing);
+    return;
+  }
+  status->error = init(api);
+  status->loaded = status->error.empty();
+}
 
 }  // namespace xpu::discovery
 

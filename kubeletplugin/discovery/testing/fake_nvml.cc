@@ -269,6 +269,16 @@ const nlohmann::json& Telemetry(const nvmlDevice_st& d) {
   return it != d.json.end() && it->is_object() ? *it : kNone;
 }
 
+// Total, used and free memory of a device (nvmlMemory_t and nvmlMemory_v2_t alike).
+template <typename Memory>
+nvmlReturn_t FillMemory(const nvmlDevice_st& d, Memory* mem) {
+  if (mem == nullptr) return kErrorInvalidArgument;
+  mem->total = d.json.value("memoryTotalBytes", 0ULL);
+  mem->used = Telemetry(d).value("memoryUsedBytes", 0ULL);
+  mem->free = mem->total - mem->used;
+  return kSuccess;
+}
+
 // Writes telemetry member `key` to *out; NOT_SUPPORTED when the fixture has no such reading.
 template <typename T>
 nvmlReturn_t Reading(const nvmlDevice_st& d, const char* key, T* out) {
@@ -404,26 +414,19 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nv::nv
 }
 
 XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nv::nvmlMemory_t* mem) {
-  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
-    if (mem == nullptr) return nv::kErrorInvalidArgument;
-    mem->total = d.json.value("memoryTotalBytes", 0ULL);
-    mem->used = nv::Telemetry(d).value("memoryUsedBytes", 0ULL);
-    mem->free = mem->total - mem->used;
-    return nv::kSuccess;
-  });
+  return nv::WithDevice(
+      device, [&](nv::State&, const nv::nvmlDevice_st& d) { return nv::FillMemory(d, mem); });
 }
 
 #ifndef XPU_FAKE_NVML_OLD  // not in the R450-era library of the fake_nvml_old target
 XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device,
                                                         nv::nvmlMemory_v2_t* mem) {
   return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
-    if (mem == nullptr) return nv::kErrorInvalidArgument;
-    if (mem->version != nv::kMemoryV2Version) return nv::kErrorArgumentVersionMismatch;
-    mem->total = d.json.value("memoryTotalBytes", 0ULL);
-    mem->reserved = 0;
-    mem->used = nv::Telemetry(d).value("memoryUsedBytes", 0ULL);
-    mem->free = mem->total - mem->used;
-    return nv::kSuccess;
+    if (mem != nullptr && mem->version != nv::kMemoryV2Version) {
+      return nv::kErrorArgumentVersionMismatch;
+    }
+    if (mem != nullptr) mem->reserved = 0;
+    return nv::FillMemory(d, mem);
   });
 }
 #endif
