@@ -457,6 +457,7 @@ class DcmiTelemetry final : public TelemetrySource {
       dc::dcmi_hccs_statues st{};
       if (ok("dcmi_get_device_info(HCCS, GET_STATUS)", ReadHccsStatus(api_, card, dev, &st))) {
         t.links_up["hccs"] = st.pcs_status == 0 && st.hdlc_status == dc::kHdlcStatusOk ? 1 : 0;
+        HccsErrors(card, dev, &t, ok);
       }
     }
     if (int result = dc::kDetectOk;
@@ -465,6 +466,24 @@ class DcmiTelemetry final : public TelemetrySource {
       t.links_up["roce"] = result == dc::kDetectOk ? 1 : 0;
     }
     return t;
+  }
+
+  // The CRC error and retry counts of HCCS macros 1-7 (only asked where GET_STATUS answered: a
+  // PCIe card has no HCCS).
+  template <typename Ok>
+  void HccsErrors(int card, int dev, DeviceTelemetry* t, const Ok& ok) const {
+    dc::dcmi_hccs_statistic_info_u64 stats{};
+    unsigned size = sizeof stats;
+    if (!ok("dcmi_get_device_info(HCCS, GET_STATISTIC_INFO_U64)",
+            api_.get_device_info(card, dev, dc::kMainCmdHccs, dc::kHccsCmdGetStatisticInfoU64,
+                                 &stats, &size))) {
+      return;
+    }
+    for (int pcs = dc::kHccsFirstPcs; pcs <= dc::kHccsLastPcs; ++pcs) {
+      const std::string link = "hccs" + std::to_string(pcs);
+      t->link_errors[{link, "crc"}] = static_cast<double>(stats.crc_err_cnt[pcs]);
+      t->link_errors[{link, "retry"}] = static_cast<double>(stats.retry_cnt[pcs]);
+    }
   }
 
   LibraryStatus status_;

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kubeletplugin/discovery/vendor_libs.h"
@@ -33,6 +34,9 @@ struct DeviceTelemetry {
   std::optional<double> xid_errors;
   // Link name ("nvlink0", "hccs", "roce") -> 1 up, 0 down.
   std::map<std::string, double> links_up;
+  // Link error counters since the driver loaded: {link ("hccs1"), kind ("crc", "retry")} ->
+  // count. DCMI's HCCS statistics per macro.
+  std::map<std::pair<std::string, std::string>, double> link_errors;
   std::string error;  // calls that failed for this device, "; "-separated
 };
 

@@ -172,11 +172,20 @@ TEST_CASE("dcmi telemetry: every atlas800t-a2 NPU reads the fixture's values") {
     CHECK(t.ecc_errors == std::map<std::string, double>{{"corrected", 0}, {"uncorrected", 0}});
     CHECK(t.links_up == std::map<std::string, double>{{"hccs", 1}, {"roce", 1}});
     CHECK(!t.xid_errors);
+    // HCCS macros 1-7, from the fixture's per-macro counts.
+    REQUIRE(t.link_errors.size() == 14);
+    for (int pcs = 1; pcs <= 7; ++pcs) {
+      const std::string link = "hccs" + std::to_string(pcs);
+      CHECK(t.link_errors.at({link, "crc"}) == c["hccs"]["crcErrors"][pcs].get<double>());
+      CHECK(t.link_errors.at({link, "retry"}) == c["hccs"]["retries"][pcs].get<double>());
+    }
   }
   const DeviceTelemetry& npu0 = samples.at(fixture["chips"][0]["pciBusId"].get<std::string>());
   CHECK(npu0.temperature_celsius == 40.0);
   CHECK(npu0.power_watts == Approx(90.0));
   CHECK(npu0.memory_used_bytes == 2048 * kMiB);
+  const DeviceTelemetry& npu1 = samples.at(fixture["chips"][1]["pciBusId"].get<std::string>());
+  CHECK(npu1.link_errors.at({"hccs1", "retry"}) == 1.0);
 }
 
 TEST_CASE("dcmi telemetry: a failing HBM call is that chip's error, the rest still read") {

@@ -66,6 +66,12 @@ class Families {
                   With(kLabels, "link"))
           .Set(With(labels, link), up);
     }
+    for (const auto& [key, count] : t.link_errors) {
+      r_.AddCounter("xpu_dra_device_link_errors_total",
+                    "Link errors since the driver loaded, by link and kind (HCCS crc, retry).",
+                    With(With(kLabels, "link"), "kind"))
+          .Inc(With(With(labels, key.first), key.second), count);
+    }
   }
 
  private:
@@ -138,7 +144,8 @@ size_t DeviceTelemetrySampler::Sample() {
   size_t with_readings = 0;
   for (const DeviceTelemetry& t : samples) {
     if (t.temperature_celsius || t.power_watts || t.utilization_ratio || t.memory_used_bytes ||
-        t.memory_total_bytes || !t.ecc_errors.empty() || t.xid_errors || !t.links_up.empty()) {
+        t.memory_total_bytes || !t.ecc_errors.empty() || t.xid_errors || !t.links_up.empty() ||
+        !t.link_errors.empty()) {
       ++with_readings;
     }
   }

@@ -9,6 +9,7 @@
 //   xpu_dra_device_ecc_errors_total{kind}   counter  corrected / uncorrected, since driver load
 //   xpu_dra_device_xid_errors_total         counter  NVIDIA XID events since NVML was opened
 //   xpu_dra_device_link_up{link}            gauge    1 up, 0 down: nvlink<N>, hccs, roce
+//   xpu_dra_device_link_errors_total{link,kind}  counter  HCCS macros hccs1..7: crc, retry
 //
 // metrics.h and docs/kubelet-plugin.md ("Device telemetry") map each to DCGM's and npu-exporter's
 // names.

@@ -62,6 +62,7 @@ TEST_CASE("device telemetry exposition: names, the five labels and base units") 
   npu.uuid = "from-the-library";
   npu.temperature_celsius = 40;
   npu.links_up = {{"hccs", 1}};
+  npu.link_errors = {{{"hccs1", "crc"}, 0}, {{"hccs1", "retry"}, 3}};
   discovery::DeviceTelemetry stray;  // no inventory device: left out
   stray.pci_address = "0000:ff:00.0";
   stray.temperature_celsius = 99;
@@ -86,6 +87,9 @@ TEST_CASE("device telemetry exposition: names, the five labels and base units") 
       R"({node="n1",device="npu-3",vendor="huawei",model="Ascend910B3",uuid="from-the-library")";
   CHECK(HasLine(text, "xpu_dra_device_temperature_celsius" + n + "} 40"));
   CHECK(HasLine(text, "xpu_dra_device_link_up" + n + R"(,link="hccs"} 1)"));
+  CHECK(HasLine(text, "xpu_dra_device_link_errors_total" + n + R"(,link="hccs1",kind="retry"} 3)"));
+  CHECK(HasLine(text, "xpu_dra_device_link_errors_total" + n + R"(,link="hccs1",kind="crc"} 0)"));
+  CHECK(HasLine(text, "# TYPE xpu_dra_device_link_errors_total counter"));
   CHECK(text.find("99") == std::string::npos);
   CHECK(CountPrefix(text, "xpu_dra_device_temperature_celsius{") == 2);
   CHECK(CountPrefix(text, "xpu_dra_device_power_watts{") == 1);  // the NPU gave none

@@ -39,6 +39,7 @@
 //                                            ..._DBE_VOL_TOTAL / ..._double_bit_error_cnt
 //   xpu_dra_device_xid_errors_total          XID events seen (DCGM_FI_DEV_XID_ERRORS: the last)
 //   xpu_dra_device_link_up{link}             nvlink<N>, hccs, roce: 1 up, 0 down
+//   xpu_dra_device_link_errors_total{link,kind}  HCCS macro errors: hccs1..7, crc / retry
 //                                            (npu_chip_info_link_status for roce)
 #ifndef XPU_KUBELETPLUGIN_PLUGIN_METRICS_H_
 #define XPU_KUBELETPLUGIN_PLUGIN_METRICS_H_

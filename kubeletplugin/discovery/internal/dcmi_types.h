@@ -96,6 +96,21 @@ struct dcmi_hccs_statues {  // sic: the header's spelling
   unsigned char reserve[4];
 };
 
+// Sub-command DCMI_HCCS_CMD_GET_STATISTIC_INFO_U64 (5) fills dcmi_hccs_statistic_info_u64: per
+// PCS (HCCS macro) the flits sent and received and the CRC error and retry counts since the
+// driver loaded. On 910B (and 900-class A3) macros 1-7 carry HCCS; npu-exporter reports those.
+inline constexpr unsigned kHccsCmdGetStatisticInfoU64 = 5;
+inline constexpr int kHccsMaxPcs = 16;
+inline constexpr int kHccsFirstPcs = 1;
+inline constexpr int kHccsLastPcs = 7;
+struct dcmi_hccs_statistic_info_u64 {
+  unsigned long long tx_cnt[kHccsMaxPcs];
+  unsigned long long rx_cnt[kHccsMaxPcs];
+  unsigned long long crc_err_cnt[kHccsMaxPcs];
+  unsigned long long retry_cnt[kHccsMaxPcs];
+  unsigned long long reserved[64];
+};
+
 // dcmi_get_device_network_health: reachability of the NPU's RoCE port (enum
 // dcmi_rdfx_detect_result).
 inline constexpr int kDetectOk = 0;

@@ -347,16 +347,37 @@ XPU_FAKE_EXPORT int dcmi_get_topo_info_by_device_id(int card_id1, int device_id1
   return dc::kOk;
 }
 
-// Only DCMI_MAIN_CMD_HCCS / GET_STATUS is answered; other commands are "not supported". A chip
-// without an "hccs" member (a PCIe card) answers "not supported" too.
+// GET_STATISTIC_INFO_U64 from the chip's "hccs" member.
+int HccsStatistics(const nlohmann::json& hccs, void* buf, unsigned int* size) {
+  if (*size < sizeof(dc::dcmi_hccs_statistic_info_u64)) return dc::kErrInvalidParameter;
+  dc::dcmi_hccs_statistic_info_u64 stats{};
+  const auto fill = [&](const char* key, unsigned long long* out) {
+    const nlohmann::json values = hccs.value(key, nlohmann::json::array());
+    for (size_t i = 0; i < values.size() && i < static_cast<size_t>(dc::kHccsMaxPcs); ++i) {
+      out[i] = values[i].get<unsigned long long>();
+    }
+  };
+  fill("crcErrors", stats.crc_err_cnt);
+  fill("retries", stats.retry_cnt);
+  std::memcpy(buf, &stats, sizeof stats);
+  *size = sizeof stats;
+  return dc::kOk;
+}
+
+// Only DCMI_MAIN_CMD_HCCS / GET_STATUS and GET_STATISTIC_INFO_U64 are answered; other commands
+// are "not supported". A chip without an "hccs" member (a PCIe card) answers "not supported" too.
+// The statistics come from hccs.crcErrors / hccs.retries: arrays by macro (PCS), 0 beyond them.
 XPU_FAKE_EXPORT int dcmi_get_device_info(int card_id, int device_id, int main_cmd,
                                          unsigned int sub_cmd, void* buf, unsigned int* size) {
   return WithChip(card_id, device_id, __func__, buf != nullptr && size != nullptr,
                   [&](State& s, const nlohmann::json& chip) REQUIRES(s.mu) {
-                    if (main_cmd != dc::kMainCmdHccs || sub_cmd != dc::kHccsCmdGetStatus ||
-                        !chip.contains("hccs")) {
+                    if (main_cmd != dc::kMainCmdHccs || !chip.contains("hccs")) {
                       return dc::kErrNotSupport;
                     }
+                    if (sub_cmd == dc::kHccsCmdGetStatisticInfoU64) {
+                      return HccsStatistics(chip.at("hccs"), buf, size);
+                    }
+                    if (sub_cmd != dc::kHccsCmdGetStatus) return dc::kErrNotSupport;
                     if (*size < sizeof(dc::dcmi_hccs_statues)) return dc::kErrInvalidParameter;
                     dc::dcmi_hccs_statues st{};
                     const nlohmann::json& hccs = chip.at("hccs");
