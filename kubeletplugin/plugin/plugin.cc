@@ -200,6 +200,23 @@ namespace {
 // The latest inventory, shared by the publisher, the driver and the health monitor: discovery's
 // answer with what the XID watcher knows laid over it. Discovery's own answer is kept, so a
 // health change between probes is published without a new discovery.
+// The node checklist's condition: set once by its thread, read by the inventory overlay.
+class ChecklistHolder {
+ public:
+  void Set(api::Condition condition) EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    condition_ = std::move(condition);
+  }
+  std::optional<api::Condition> Get() const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return condition_;
+  }
+
+ private:
+  mutable Mutex mu_;
+  std::optional<api::Condition> condition_ GUARDED_BY(mu_);
+};
+
 class InventoryHolder {
  public:
   using Overlay = std::function<void(api::NodeInventory*)>;
@@ -295,36 +312,17 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
     log.Error(s.message());
     return 2;
   }
-  // The node checklist, once at start (before the first discovery, so that every inventory
-  // published carries it, and no thread shares it while it is written). The support matrix is
-  // the controller's: its check is skipped here.
-  std::optional<api::Condition> checklist;
-  if (options.node_checklist) {
-    doctor::DoctorOptions checks;
-    checks.vendor_lib_dirs = vendor_lib_dirs;
-    checks.node_name = options.node_name;
-    if (StatusOr<doctor::DoctorReport> report =
-            doctor::RunChecks(discovery::HostRoot(options.host_root), checks);
-        !report.ok()) {
-      log.Log("warning", "node checklist: " + report.status().message());
-    } else {
-      for (const doctor::CheckResult& c : report->checks) {
-        if (c.status != doctor::CheckStatus::kFail && c.status != doctor::CheckStatus::kWarn) {
-          continue;
-        }
-        log.Log("warning", "node checklist: " + std::string(doctor::CheckStatusName(c.status)) +
-                               " " + c.name + ": " + c.evidence);
-      }
-      checklist = doctor::ChecklistCondition(*report, FormatTime(RealClock().WallNow()));
-    }
-  }
+  // The node checklist (xpuctl doctor): once, on its own thread after start (below), since it runs
+  // a discovery of its own, which before registration would double the time to serving. Its
+  // condition rides on every inventory published after it finished.
+  ChecklistHolder checklist;
   // Fatal XIDs seen between probes, and their verified recoveries (the XID thread below).
   XidHealth xid_health(RealClock(), options.health_recovery_settle);
   InventoryHolder inventory([&xid_health, &checklist](api::NodeInventory* inv) {
-    if (checklist) {
+    if (std::optional<api::Condition> condition = checklist.Get()) {
       std::erase_if(inv->status.conditions,
                     [](const api::Condition& c) { return c.type == "NodeChecklist"; });
-      inv->status.conditions.push_back(*checklist);
+      inv->status.conditions.push_back(*std::move(condition));
     }
     ApplyXidFaults(xid_health.Faults(), xid_health.settle(), FormatTime(RealClock().WallNow()),
                    inv);
@@ -562,8 +560,31 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
       }
     }
   });
+  // The support matrix is the controller's: its check is skipped here.
+  std::thread checklist_thread([&] {
+    if (!options.node_checklist) return;
+    doctor::DoctorOptions checks;
+    checks.vendor_lib_dirs = vendor_lib_dirs;
+    checks.node_name = options.node_name;
+    StatusOr<doctor::DoctorReport> report =
+        doctor::RunChecks(discovery::HostRoot(options.host_root), checks);
+    if (!report.ok()) {
+      log.Log("warning", "node checklist: " + report.status().message());
+      return;
+    }
+    for (const doctor::CheckResult& c : report->checks) {
+      if (c.status != doctor::CheckStatus::kFail && c.status != doctor::CheckStatus::kWarn) {
+        continue;
+      }
+      log.Log("warning", "node checklist: " + std::string(doctor::CheckStatusName(c.status)) + " " +
+                             c.name + ": " + c.evidence);
+    }
+    checklist.Set(doctor::ChecklistCondition(*report, FormatTime(RealClock().WallNow())));
+    if (inventory.Reapply()) wake = true;  // published with the condition
+  });
   publisher.Run(stop, &wake, [&log](const std::string& line) { log.Info(line); });
   done = true;
+  checklist_thread.join();
   health_thread.join();
   telemetry_thread.join();
   xid_thread.join();
