@@ -69,20 +69,26 @@ StatusOr<NodeGroupProfile> ParseNodeGroupProfile(std::string_view text,
         "maxSize; got minSize " +
         std::to_string(p.min_size) + ", maxSize " + std::to_string(p.max_size));
   }
-  if (p.model.empty() == p.inventory_path.empty()) {
+  ASSIGN_OR_RETURN(p.inventory, ResolveServerInventory(p.model, p.inventory_path, base_dir));
+  return p;
+}
+
+StatusOr<api::NodeInventory> ResolveServerInventory(std::string_view model,
+                                                    std::string_view inventory_path,
+                                                    const std::string& base_dir) {
+  if (model.empty() == inventory_path.empty()) {
     return InvalidArgumentError("model: give exactly one of model (a server model: " +
                                 ReferenceServerNames() + ") and inventory (a NodeInventory file)");
   }
-  if (!p.model.empty()) {
-    const ReferenceServer* server = FindReferenceServer(p.model);
+  if (!model.empty()) {
+    const ReferenceServer* server = FindReferenceServer(model);
     if (server == nullptr) {
-      return InvalidArgumentError("model: unknown server model " + QuoteText(p.model) +
+      return InvalidArgumentError("model: unknown server model " + QuoteText(model) +
                                   "; known: " + ReferenceServerNames());
     }
-    p.inventory = server->inventory;
-    return p;
+    return server->inventory;
   }
-  std::filesystem::path path(p.inventory_path);
+  std::filesystem::path path(inventory_path);
   if (path.is_relative() && !base_dir.empty()) path = std::filesystem::path(base_dir) / path;
   const std::string context = "inventory: read " + path.string();
   StatusOr<std::string> file = ReadFile(path.string());
@@ -94,8 +100,7 @@ StatusOr<NodeGroupProfile> ParseNodeGroupProfile(std::string_view text,
   if (Status valid = api::ValidateNodeInventory(*inventory); !valid.ok()) {
     return valid.WithContext(context);
   }
-  p.inventory = *std::move(inventory);
-  return p;
+  return *std::move(inventory);
 }
 
 StatusOr<NodeGroupProfile> LoadNodeGroupProfile(const std::string& path) {

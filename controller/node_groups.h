@@ -43,6 +43,13 @@ struct NodeGroupProfile {
   api::NodeInventory inventory;  // resolved: the model's or the file's
 };
 
+// A server's inventory from exactly one of `model` (a reference server) and `inventory_path` (a
+// NodeInventory file, relative to `base_dir`). Errors name the field: "model: unknown server
+// model ...", "inventory: read <path>: ...".
+StatusOr<api::NodeInventory> ResolveServerInventory(std::string_view model,
+                                                    std::string_view inventory_path,
+                                                    const std::string& base_dir);
+
 // Reads a profile (YAML or JSON); `base_dir` resolves a relative inventory path. Errors name the
 // field ("model: unknown server model ...").
 StatusOr<NodeGroupProfile> ParseNodeGroupProfile(std::string_view text,

@@ -142,6 +142,31 @@ const std::vector<Command>& Commands() {
         {"node-name", '\0', "NAME", false, "the node's name (default: etc/hostname)"},
         {"output", 'o', "text|json", false, "output format (default text)"}},
        internal::RunDoctor},
+      {"replay",
+       "replay a job trace on a fleet under each placement policy and compare (placement lab)",
+       {{"trace", '\0', "JOBS.csv", false,
+         "job trace: id,arrival,shape,duration (shape 8 or 8+8+8+8); give this or --synthetic"},
+        {"synthetic", '\0', "N", false, "generate N jobs with the documented mix instead"},
+        {"seed", '\0', "S", false, "seed of --synthetic (default 1)"},
+        {"load", '\0', "L", false,
+         "--synthetic: offered load, device-seconds per second over the fleet's devices "
+         "(default 0.9)"},
+        {"fleet", '\0', "FLEET.yaml", true,
+         "nodes: [{model: NAME | inventory: FILE, count: N}], optional fabric: {leafSize: N}"},
+        {"policy", '\0', "P", false,
+         "stock-unordered, stock-xpu, solver or solver-node (repeatable; default solver)", true},
+        {"node-order", '\0', "first|most-allocated|least-allocated", false,
+         "the node choice of every policy but solver-node (default first)"},
+        kConfigFlag,
+        {"class", '\0', "NAME", false,
+         "the config's capability class stock-xpu's claims ask for (default: one over the "
+         "fleet's vendors)"},
+        {"stock-allocator", '\0', "FILE", false,
+         "the stock allocator binary (default: found as scripts/build-upstream installs it)"},
+        {"report", '\0', "FILE", false, "also write a self-contained HTML report with plots"},
+        {"write-trace", '\0', "FILE", false, "also write the trace replayed as CSV"},
+        {"output", 'o', "text|json", false, "output format (default text)"}},
+       internal::RunReplay},
   };
   return commands;
 }

@@ -790,5 +790,58 @@ TEST_CASE("autoscaler-template prints slices, Cluster API annotations and the bi
   CHECK_THAT(bad.err, Contains("read node group /nonexistent/g.yaml"));
 }
 
+TEST_CASE("replay prints the solver policies' table and JSON, and writes the report") {
+  TempDir dir;
+  const std::string fleet = dir.Write("fleet.yaml", "nodes: [{model: atlas800-9000, count: 2}]\n");
+  const std::string trace =
+      dir.Write("jobs.csv", "#id,arrival,shape,duration\na,0,1,100\nb,0,4,100\nc,5,8+8,10\n");
+  const Result text = Run({"replay", "--trace", trace, "--fleet", fleet, "--policy", "solver",
+                           "--policy", "solver-node"});
+  REQUIRE(text.code == kExitOk);
+  CHECK_THAT(text.out, Contains("solver-node"));
+  CHECK_THAT(text.out, Contains("fleet: 2 x atlas800-9000"));
+  const std::string report = dir.Path("replay.html");
+  const Result j = Run({"replay", "--trace", trace, "--fleet", fleet, "-o", "json", "--report",
+                        report, "--write-trace", dir.Path("out.csv")});
+  REQUIRE(j.code == kExitOk);
+  const json doc = json::parse(j.out);
+  CHECK(doc["policies"]["solver"]["placements"] == 3);
+  CHECK(doc["policies"]["solver"]["queueDelayP95"] == 95.0);  // the gang waits for a and b
+  std::ifstream html(report);
+  std::stringstream page;
+  page << html.rdbuf();
+  CHECK_THAT(page.str(), Contains("<svg"));
+  CHECK(std::filesystem::exists(dir.Path("out.csv")));
+  const Result synthetic =
+      Run({"replay", "--synthetic", "200", "--seed", "7", "--fleet", fleet, "-o", "json"});
+  REQUIRE(synthetic.code == kExitOk);
+  CHECK(json::parse(synthetic.out)["jobs"] == 200);
+  CHECK(Run({"replay", "--synthetic", "200", "--seed", "7", "--fleet", fleet, "-o", "json"}).out ==
+        synthetic.out);
+}
+
+TEST_CASE("replay names the trace line, and says what the stock policies need") {
+  TempDir dir;
+  const std::string fleet = dir.Write("fleet.yaml", "nodes: [{model: hgx-h200, count: 1}]\n");
+  const std::string bad =
+      dir.Write("bad.csv", "#id,arrival,shape,duration\n1,0,8,100\n2,5,8+x,100\n");
+  const Result r = Run({"replay", "--trace", bad, "--fleet", fleet});
+  CHECK(r.code == kExitUsage);
+  CHECK_THAT(r.err, Contains("line 3, column shape"));
+  const Result stock = Run({"replay", "--synthetic", "10", "--fleet", fleet, "--policy",
+                            "stock-xpu", "--stock-allocator", "/nonexistent/stock-allocator"});
+  CHECK(stock.code != kExitOk);
+  CHECK_THAT(stock.err, Contains("/nonexistent/stock-allocator"));
+  CHECK_THAT(stock.err, Contains("scripts/build-upstream"));
+  CHECK(Run({"replay", "--synthetic", "10", "--trace", bad, "--fleet", fleet}).code == kExitUsage);
+  CHECK(Run({"replay", "--synthetic", "10", "--fleet", fleet, "--policy", "best"}).code ==
+        kExitUsage);
+  CHECK(Run({"replay", "--synthetic", "10", "--fleet", fleet, "--node-order", "random"}).code ==
+        kExitUsage);
+  const Result missing = Run({"replay", "--synthetic", "10", "--fleet", dir.Path("none.yaml")});
+  CHECK(missing.code == kExitUsage);
+  CHECK_THAT(missing.err, Contains("read fleet"));
+}
+
 }  // namespace
 }  // namespace xpu::cli

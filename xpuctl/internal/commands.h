@@ -39,6 +39,7 @@ StatusOr<api::NodeInventory> ReadInventoryFile(const std::string& path);
 // The controller config of --config, else the default one.
 StatusOr<controller::Config> LoadConfigFlag(const Flags& flags);
 StatusOr<int> RunDoctor(const Flags& flags, std::ostream& out);
+StatusOr<int> RunReplay(const Flags& flags, std::ostream& out);
 
 // Reads and builds the node of --topology or --inventory (exactly one); errors read
 // "read topology FILE: <field>: ...".

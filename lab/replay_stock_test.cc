@@ -1,0 +1,108 @@
+// The stock policies of the placement lab, through the real upstream allocator (upstream tier:
+// scripts/build-upstream builds it), on the hand-worked cases of lab/testing/hand_cases.h.
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "lab/replay.h"
+#include "lab/stock_allocator.h"
+#include "lab/testing/hand_cases.h"
+
+namespace xpu::lab {
+namespace {
+
+using testing::HandFleet;
+using testing::HandTrace;
+
+ReplayResult RunStock(const Fleet& fleet, const std::vector<Job>& jobs,
+                      std::vector<std::string> policies, controller::Config config = {}) {
+  auto binary = FindStockAllocator("");
+  REQUIRE(binary.ok());
+  ReplayOptions options;
+  options.policies = std::move(policies);
+  options.stock_allocator = *binary;
+  options.record_placements = true;
+  options.config = std::move(config);
+  auto result = Replay(fleet, jobs, options);
+  INFO(result.status().ToString());
+  REQUIRE(result.ok());
+  return *result;
+}
+
+controller::Config Mode(controller::PublishMode mode) {
+  controller::Config config = controller::DefaultConfig();
+  config.mode = mode;
+  return config;
+}
+
+TEST_CASE("stock-unordered takes a pair across the 910 rings, stock-xpu waits as the solver does") {
+  const Fleet fleet = HandFleet("nodes: [{model: atlas800-9000, count: 1}]\n");
+  const auto jobs = HandTrace(testing::kRingTrace);
+  for (controller::PublishMode mode :
+       {controller::PublishMode::kAttributes, controller::PublishMode::kGroups}) {
+    INFO(controller::PublishModeName(mode));
+    const ReplayResult r = RunStock(fleet, jobs, {"stock-unordered", "stock-xpu"}, Mode(mode));
+    testing::CheckRingTraceIndexOrder(r.policies[0]);
+    testing::CheckRingTraceRuleKeeping(r.policies[1]);
+  }
+}
+
+TEST_CASE("stock-unordered splits four NPUs over the rings, below the best bandwidth") {
+  // a holds npu-0; b (4) then gets npu-1..4 in index order: across the rings (a violation),
+  // slower than ring 1 (npu-4..7), which the solver and stock-xpu take.
+  const Fleet fleet = HandFleet("nodes: [{model: atlas800-9000, count: 1}]\n");
+  const auto jobs = HandTrace("a,0,1,100\nb,0,4,100\n");
+  const ReplayResult r = RunStock(fleet, jobs, {"stock-unordered", "stock-xpu"});
+  const PolicyMetrics& unordered = r.policies[0];
+  CHECK(unordered.rule_violations == 1);
+  CHECK(unordered.below_best_bandwidth == 1);
+  CHECK(unordered.mean_bandwidth_shortfall > 0);
+  CHECK(unordered.mean_bandwidth_shortfall < 1);
+  CHECK(unordered.placement_log.back() == "b @0 atlas800-9000-0:npu-1,npu-2,npu-3,npu-4");
+  const PolicyMetrics& xpu = r.policies[1];
+  CHECK(xpu.rule_violations == 0);
+  CHECK(xpu.below_best_bandwidth == 0);
+  CHECK(xpu.placement_log.back() == "b @0 atlas800-9000-0:npu-4,npu-5,npu-6,npu-7");
+}
+
+TEST_CASE("every policy places the same jobs on the same devices when capacity is ample") {
+  const Fleet fleet = HandFleet("nodes: [{model: hgx-h200, count: 2}]\n");
+  const auto jobs = HandTrace(testing::kAmpleTrace);
+  const ReplayResult r =
+      RunStock(fleet, jobs, {"stock-unordered", "stock-xpu", "solver", "solver-node"});
+  REQUIRE(r.policies.size() == 4);
+  CHECK(r.policies[0].placements == static_cast<int64_t>(jobs.size()));
+  for (const PolicyMetrics& m : r.policies) {
+    INFO(m.policy);
+    CHECK(m.placement_log == r.policies[0].placement_log);
+    CHECK(m.rule_violations == 0);
+    CHECK(m.below_best_bandwidth == 0);
+  }
+}
+
+TEST_CASE("stock policies replay deterministically on a mixed fleet and keep what they promise") {
+  const Fleet fleet = HandFleet(
+      "nodes: [{model: atlas800-9000, count: 3}, {model: atlas800t-a3, count: 2},"
+      " {model: hgx-h200, count: 2}, {model: pcie-2numa-8gpu, count: 2}]\n");
+  SyntheticOptions synthetic;
+  synthetic.jobs = 400;
+  synthetic.fleet_devices = fleet.devices;
+  synthetic.nodes = static_cast<int>(fleet.nodes.size());
+  synthetic.max_devices_per_node = 16;
+  const auto jobs = SyntheticTrace(synthetic);
+  const std::vector<std::string> policies = {"stock-unordered", "stock-xpu", "solver"};
+  const ReplayResult a = RunStock(fleet, jobs, policies);
+  const ReplayResult b = RunStock(fleet, jobs, policies);
+  CHECK(ToJson(a).dump() == ToJson(b).dump());
+  CHECK(a.policies[0].placement_log == b.policies[0].placement_log);
+  CHECK(a.policies[1].rule_violations == 0);
+  CHECK(a.policies[2].rule_violations == 0);
+  CHECK(a.policies[2].below_best_bandwidth == 0);
+  CHECK(a.policies[2].below_best_bandwidth <= a.policies[0].below_best_bandwidth);
+  const ReplayResult groups =
+      RunStock(fleet, jobs, {"stock-xpu"}, Mode(controller::PublishMode::kGroups));
+  CHECK(groups.policies[0].rule_violations == 0);
+}
+
+}  // namespace
+}  // namespace xpu::lab

@@ -1,0 +1,152 @@
+#include "lab/result.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+
+namespace xpu::lab {
+namespace {
+
+size_t CountOf(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+PolicyMetrics SampleMetrics(const std::string& name, double scale) {
+  PolicyMetrics m;
+  m.policy = name;
+  m.jobs = 100;
+  m.placements = 90;
+  m.unplaced = 7;
+  m.rejected = 3;
+  m.rule_violations = 2;
+  m.below_best_bandwidth = 5;
+  m.mean_bandwidth_shortfall = 0.123456789;
+  m.stranded_device_seconds = 7200.12345 * scale;
+  m.queue_delay_p50 = 1.23456;
+  m.queue_delay_p95 = 98.7654321;
+  m.queue_delay_mean = 10.0006;
+  m.utilisation = 0.87654321;
+  m.makespan = 36000.0004;
+  m.gangs = 4;
+  m.gang_tiers = {{"leaf", 3}, {"spine", 1}};
+  m.allocator_calls = 1234;
+  m.utilisation_series = {{0, 0}, {600, 0.5 * scale}, {3600, 0.9}, {36000, 0}};
+  m.stranded_series = {{0, 0}, {1200, 6 * scale}, {7200, 2}, {36000, 0}};
+  m.queue_delays = {0, 0, 0, 1.5, 2, 30, 45.5, 120 * scale};
+  return m;
+}
+
+ReplayResult SampleResult() {
+  ReplayResult r;
+  r.trace = "synthetic 100 (seed 1)";
+  r.fleet = "6 x atlas800-9000, 4 x hgx-h200";
+  r.node_order = "first";
+  r.nodes = 10;
+  r.devices = 80;
+  r.jobs = 100;
+  r.policies = {SampleMetrics("stock-unordered", 1), SampleMetrics("solver", 2)};
+  return r;
+}
+
+TEST_CASE("the replay JSON has every documented member, rounded") {
+  const auto j = ToJson(SampleResult());
+  CHECK(j.at("trace") == "synthetic 100 (seed 1)");
+  CHECK(j.at("fleet") == "6 x atlas800-9000, 4 x hgx-h200");
+  CHECK(j.at("nodeOrder") == "first");
+  CHECK(j.at("nodes") == 10);
+  CHECK(j.at("devices") == 80);
+  CHECK(j.at("jobs") == 100);
+  CHECK(j.size() == 7);
+  REQUIRE(j.at("policies").size() == 2);
+  for (const char* name : {"stock-unordered", "solver"}) {
+    const auto& p = j.at("policies").at(name);
+    CHECK(p.size() == 18);
+    CHECK(p.contains("belowFleetBestBandwidth"));
+    CHECK(p.contains("meanBottleneckGBps"));
+    CHECK(p.at("notes").is_array());
+    CHECK(p.at("placements") == 90);
+    CHECK(p.at("unplaced") == 7);
+    CHECK(p.at("rejected") == 3);
+    CHECK(p.at("ruleViolations") == 2);
+    CHECK(p.at("belowBestBandwidth") == 5);
+    CHECK(p.at("meanBandwidthShortfall") == 0.123457);
+    CHECK(p.at("queueDelayP50") == 1.235);
+    CHECK(p.at("queueDelayP95") == 98.765);
+    CHECK(p.at("queueDelayMean") == 10.001);
+    CHECK(p.at("utilisation") == 0.876543);
+    CHECK(p.at("makespan") == 36000.0);
+    CHECK(p.at("gangs") == 4);
+    CHECK(p.at("gangTiers") == nlohmann::json({{"leaf", 3}, {"spine", 1}}));
+    CHECK(p.at("allocatorCalls") == 1234);
+  }
+  CHECK(j.at("policies").at("stock-unordered").at("strandedDeviceSeconds") == 7200.123);
+  CHECK(j.at("policies").at("solver").at("strandedDeviceSeconds") == 14400.247);
+  CHECK(ToJson(SampleResult()).dump() == j.dump());
+}
+
+TEST_CASE("the text table has the facts and a row per policy") {
+  const std::string t = TextTable(SampleResult());
+  INFO(t);
+  CHECK(t.find("trace: synthetic 100 (seed 1)\n") != std::string::npos);
+  CHECK(t.find("fleet: 6 x atlas800-9000, 4 x hgx-h200 (10 nodes, 80 devices)\n") !=
+        std::string::npos);
+  CHECK(t.find("node order: first\n") != std::string::npos);
+  CHECK(t.find("\nstock-unordered  ") != std::string::npos);
+  CHECK(t.find("\nsolver           ") != std::string::npos);
+  CHECK(t.find("5 (12.3%)") != std::string::npos);
+  CHECK(t.find("87.7") != std::string::npos);
+  CHECK(t.find("gangs: 4 (leaf 3, spine 1)") != std::string::npos);
+  CHECK(TextTable(SampleResult()) == t);
+
+  ReplayResult no_gangs = SampleResult();
+  for (auto& m : no_gangs.policies) {
+    m.gangs = 0;
+    m.gang_tiers.clear();
+  }
+  CHECK(TextTable(no_gangs).find("gangs:") == std::string::npos);
+}
+
+TEST_CASE("the HTML report is self-contained, escaped and byte-stable") {
+  ReplayResult r = SampleResult();
+  r.fleet = "2 x <odd&name>";
+  r.policies[1].policy = "so<l>v&er";
+  const std::string html = ReportHtml(r);
+  CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);
+  CHECK(html.find("<title>xpu-dra placement lab</title>") != std::string::npos);
+  CHECK(CountOf(html, "<svg") == 3);
+  CHECK(CountOf(html, "</svg>") == 3);
+  CHECK(CountOf(html, "<polyline class=\"series\"") == 6);
+  CHECK(html.find("src=") == std::string::npos);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("http") == std::string::npos);
+  CHECK(html.find("<odd") == std::string::npos);
+  CHECK(html.find("so<l>") == std::string::npos);
+  CHECK(html.find("2 x &lt;odd&amp;name&gt;") != std::string::npos);
+  CHECK(html.find("so&lt;l&gt;v&amp;er") != std::string::npos);
+  CHECK(html.find("no data") == std::string::npos);
+  CHECK(ReportHtml(r) == html);
+}
+
+TEST_CASE("the HTML report draws empty plots") {
+  ReplayResult r = SampleResult();
+  for (auto& m : r.policies) {
+    m.utilisation_series.clear();
+    m.stranded_series.clear();
+    m.queue_delays.clear();
+  }
+  const std::string html = ReportHtml(r);
+  CHECK(CountOf(html, "<svg") == 3);
+  CHECK(CountOf(html, "no data") == 3);
+  CHECK(CountOf(html, "<polyline class=\"series\"") == 0);
+
+  ReplayResult none;
+  const std::string bare = ReportHtml(none);
+  CHECK(CountOf(bare, "<svg") == 3);
+  CHECK(CountOf(bare, "no data") == 3);
+  CHECK(ToJson(none).at("policies").empty());
+  CHECK(!TextTable(none).empty());
+}
+
+}  // namespace
+}  // namespace xpu::lab
