@@ -5,8 +5,14 @@
 set -euo pipefail
 build=${1:?usage: check-demo.sh BUILD_DIR}
 out=$build/demo-check
+src=$(cd "$(dirname "$0")/../.." && pwd)
 rm -rf "$out"
-"$build/bin/xpu-demo" --out "$out" >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
+mkdir -p "$out"
+# As scripts/demo: the placement lab's page, shown as the report's last section.
+"$build/bin/xpuctl" replay --synthetic 300 --fleet "$src/e2e/fixtures/fleets/demo.yaml" \
+  --policy stock-unordered --policy stock-xpu --policy solver --report "$out/replay.html" \
+  >"$out/replay.txt" 2>&1 || { cat "$out/replay.txt"; exit 1; }
+"$build/bin/xpu-demo" --out "$out" --lab-report "$out/replay.html" >"$out.log" 2>&1 || { cat "$out.log"; exit 1; }
 cat "$out.log"
 lines=$(wc -l <"$out.log")
 [ "$lines" -le 150 ] || { echo "FAIL: the demo printed $lines lines (at most 150)"; exit 1; }
@@ -47,5 +53,6 @@ assert not (set(fault["devices"]) & sick[fault["node"]]), "the claim after the f
 html = open(f"{out}/report.html").read()
 assert html.count("<svg") == len(d["nodes"]) + len(d["gangs"]), "one picture per node and per gang"
 assert 'src="http' not in html and "<script" not in html
+assert "<h2>Placement lab</h2>" in html and "srcdoc=" in html, "the placement lab section"
 print(f"demo: {len(P)} placements on {len(models)} models, agreement {d['agreement']:.2f}, rules kept in all; gang llm on {G['llm']['members']}")
 PYEOF

@@ -95,7 +95,8 @@ json PodFromTemplate(const std::string& name, const std::string& templ, const st
 
 class Demo {
  public:
-  explicit Demo(std::string out_dir) : out_dir_(std::move(out_dir)) {}
+  Demo(std::string out_dir, std::string lab_report)
+      : out_dir_(std::move(out_dir)), lab_report_(std::move(lab_report)) {}
   Status Run();
 
  private:
@@ -118,6 +119,7 @@ class Demo {
   void Say(const std::string& line, bool story = true);
 
   std::string out_dir_;
+  std::string lab_report_;  // --lab-report: the placement lab's page, for the last section
   Clock::time_point start_ = Clock::now();
   std::unique_ptr<e2e::Cluster> cluster_;
   std::unique_ptr<e2e::DriverHarness> harness_;
@@ -497,6 +499,13 @@ Status Demo::WriteReport() {
     result_.nodes.push_back(std::move(v));
   }
   result_.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
+  if (!lab_report_.empty()) {
+    std::ifstream lab(lab_report_);
+    if (!lab) return NotFoundError("--lab-report " + lab_report_ + ": cannot open the file");
+    std::stringstream page;
+    page << lab.rdbuf();
+    result_.lab_report_html = page.str();
+  }
   std::error_code ec;
   fs::create_directories(out_dir_ + "/nodes", ec);
   if (ec) return InternalError("create " + out_dir_ + "/nodes: " + ec.message());
@@ -583,28 +592,35 @@ Status Demo::Run() {
 
 int Main(int argc, char** argv) {
   std::string out = "out";
+  std::string lab_report;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::cout
-          << "usage: xpu-demo [--out DIR]\n"
+          << "usage: xpu-demo [--out DIR] [--lab-report FILE]\n"
              "Runs the xpu-dra driver on a local upstream control plane (scripts/cluster) with a\n"
              "mixed fleet of fixture hosts, places workloads through the real kube-scheduler,\n"
              "compares each placement with the topology solver, places a multi-node gang on a\n"
              "small super-pod fabric, fails a device, and writes\n"
              "DIR/demo.json and DIR/report.html (default DIR: out). Stops everything it started.\n"
-             "  --out DIR   where the results go (default out)\n"
-             "  --help      print this help\n";
+             "  --out DIR           where the results go (default out)\n"
+             "  --lab-report FILE   the placement lab's HTML report (xpuctl replay --report),\n"
+             "                      shown as the report's last section\n"
+             "  --help              print this help\n";
       return 0;
     }
     if (arg == "--out" && i + 1 < argc) {
       out = argv[++i];
       continue;
     }
+    if (arg == "--lab-report" && i + 1 < argc) {
+      lab_report = argv[++i];
+      continue;
+    }
     std::cerr << "xpu-demo: unknown argument " << arg << " (see --help)\n";
     return 2;
   }
-  Demo demo(out);
+  Demo demo(out, lab_report);
   const Status s = demo.Run();
   if (!s.ok()) {
     std::cerr << "xpu-demo: " << s.ToString() << "\n";

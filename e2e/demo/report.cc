@@ -276,6 +276,18 @@ std::string ReportHtml(const DemoResult& result,
     if (svg != svg_of_node.end()) h << svg->second << "\n";
     h << "</div>\n";
   }
+  if (!result.lab_report_html.empty()) {
+    // The lab's own page, kept whole (its styles stay its own) in an inline frame: still one
+    // self-contained file, nothing fetched.
+    h << "<h2>Placement lab</h2>\n<p>A synthetic job trace replayed on a fleet of the demo's "
+         "server models, with the device choice of the stock DRA allocator (over plain slices "
+         "and plain claims, and over xpu-dra's slices and rendered claims) beside xpu-dra's "
+         "solver: rule violations, bandwidth below the best set, stranded devices and "
+         "queueing delay (<code>xpuctl replay</code>, docs/placement-lab.md).</p>\n"
+         "<iframe title=\"placement lab\" style=\"width:100%;height:1500px;border:1px solid "
+         "#ccc\" srcdoc=\""
+      << HtmlEscape(result.lab_report_html) << "\"></iframe>\n";
+  }
   h << "</body></html>\n";
   return h.str();
 }

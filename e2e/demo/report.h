@@ -60,6 +60,9 @@ struct DemoResult {
   std::vector<GangView> gangs;
   std::vector<std::string> story;  // what happened, one line per event, in order
   double seconds = 0;
+  // The placement lab's report on the demo's fleet (`xpuctl replay --report`), a whole HTML page,
+  // shown as the report's last section; empty: no section.
+  std::string lab_report_html;
 };
 
 // The share of placements as good as the solver's (1 when there are none).

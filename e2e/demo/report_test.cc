@@ -104,6 +104,18 @@ TEST_CASE("the report is self-contained HTML with inline SVG and escaped text") 
   CHECK(html.find("<?xml") == std::string::npos);
 }
 
+TEST_CASE("the placement lab's page becomes the report's last section, escaped into a frame") {
+  DemoResult r;
+  r.kubernetes_version = "v1.37.2";
+  CHECK(ReportHtml(r, {}).find("Placement lab") == std::string::npos);
+  r.lab_report_html = "<html><body><h1>lab</h1><svg><text>a \"b\" & c</text></svg></body></html>";
+  const std::string html = ReportHtml(r, {});
+  CHECK(html.find("<h2>Placement lab</h2>") != std::string::npos);
+  CHECK(html.find("srcdoc=\"&lt;html&gt;&lt;body&gt;&lt;h1&gt;lab") != std::string::npos);
+  CHECK(html.find("a &quot;b&quot; &amp; c") != std::string::npos);
+  CHECK(html.find("src=\"http") == std::string::npos);
+}
+
 GangView TwoLeafGang() {
   GangView g;
   g.name = "llm";
