@@ -41,6 +41,33 @@ std::string_view Trim(std::string_view text) {
   return text;
 }
 
+std::string HtmlEscape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 std::string BoundedCString(const char* buf, size_t cap) { return {buf, strnlen(buf, cap)}; }
 
 std::string HexEncode(std::string_view bytes) {

@@ -1,5 +1,5 @@
-// Text helpers: input echoed back to callers, which must not grow an answer without bound, and
-// hex encoding.
+// Text helpers: input echoed back to callers, which must not grow an answer without bound, hex
+// encoding and HTML escaping.
 #ifndef XPU_BASE_TEXT_H_
 #define XPU_BASE_TEXT_H_
 
@@ -24,6 +24,10 @@ std::string_view Trim(std::string_view text);
 
 // Whether `c` is an ASCII decimal digit (std::isdigit depends on the locale and takes an int).
 constexpr bool IsAsciiDigit(char c) { return c >= '0' && c <= '9'; }
+
+// `text` safe in HTML element content and in attribute values (double- or single-quoted):
+// & < > " ' become &amp; &lt; &gt; &quot; &#39;, every other byte is kept.
+std::string HtmlEscape(std::string_view text);
 
 // The characters of a fixed-size C string field: those before the first NUL, at most `cap`.
 std::string BoundedCString(const char* buf, size_t cap);

@@ -61,5 +61,13 @@ TEST_CASE("BoundedCString stops at the first NUL or at the field's size") {
   CHECK(BoundedCString(short_value, 1) == "a");
 }
 
+TEST_CASE("HtmlEscape escapes the five HTML-special characters and keeps every other byte") {
+  CHECK(HtmlEscape("").empty());
+  CHECK(HtmlEscape("npu-0, gpu-7") == "npu-0, gpu-7");
+  CHECK(HtmlEscape("<a href=\"x\" title='y'>&amp;</a>") ==
+        "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;");
+  CHECK(HtmlEscape("dev\xc2\xb7h\n\t") == "dev\xc2\xb7h\n\t");  // UTF-8 and whitespace kept
+}
+
 }  // namespace
 }  // namespace xpu

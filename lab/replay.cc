@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "api/resource.h"
+#include "base/enum_names.h"
 #include "controller/device_classes.h"
 #include "controller/reference_servers.h"
 #include "controller/render.h"
@@ -35,6 +36,9 @@ constexpr std::string_view kStockUnordered = "stock-unordered";
 constexpr std::string_view kStockXpu = "stock-xpu";
 constexpr std::string_view kSolver = "solver";
 constexpr std::string_view kSolverNode = "solver-node";
+
+constexpr std::string_view kNodeOrderNames[] = {"first", "most-allocated", "least-allocated"};
+static_assert(NamesCover(kNodeOrderNames, NodeOrder::kLeastAllocated));
 
 // The node every stock question is asked on: the allocator sees one node's slices at a time.
 constexpr std::string_view kReplayNode = "replay-node";
@@ -869,20 +873,12 @@ StatusOr<std::pair<controller::Config, std::string>> ReplayConfig(const Fleet& f
 }  // namespace
 
 std::string_view NodeOrderName(NodeOrder order) {
-  switch (order) {
-    case NodeOrder::kFirst:
-      return "first";
-    case NodeOrder::kMostAllocated:
-      return "most-allocated";
-    case NodeOrder::kLeastAllocated:
-      return "least-allocated";
-  }
-  return "first";
+  return NameAt(kNodeOrderNames, order).value_or("first");
 }
 
 std::optional<NodeOrder> ParseNodeOrder(std::string_view name) {
-  for (NodeOrder o : {NodeOrder::kFirst, NodeOrder::kMostAllocated, NodeOrder::kLeastAllocated}) {
-    if (NodeOrderName(o) == name) return o;
+  for (size_t i = 0; i < std::size(kNodeOrderNames); ++i) {
+    if (kNodeOrderNames[i] == name) return static_cast<NodeOrder>(i);
   }
   return std::nullopt;
 }

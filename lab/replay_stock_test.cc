@@ -42,8 +42,8 @@ TEST_CASE("stock-unordered takes a pair across the 910 rings, stock-xpu waits as
        {controller::PublishMode::kAttributes, controller::PublishMode::kGroups}) {
     INFO(controller::PublishModeName(mode));
     const ReplayResult r = RunStock(fleet, jobs, {"stock-unordered", "stock-xpu"}, Mode(mode));
-    testing::CheckRingTraceIndexOrder(r.policies[0]);
-    testing::CheckRingTraceRuleKeeping(r.policies[1]);
+    testing::CheckRingTrace(r.policies[0], testing::kRingTraceIndexOrder);
+    testing::CheckRingTrace(r.policies[1], testing::kRingTraceRuleKeeping);
   }
 }
 
@@ -84,17 +84,10 @@ TEST_CASE("stock policies replay deterministically on a mixed fleet and keep wha
   const Fleet fleet = HandFleet(
       "nodes: [{model: atlas800-9000, count: 3}, {model: atlas800t-a3, count: 2},"
       " {model: hgx-h200, count: 2}, {model: pcie-2numa-8gpu, count: 2}]\n");
-  SyntheticOptions synthetic;
-  synthetic.jobs = 400;
-  synthetic.fleet_devices = fleet.devices;
-  synthetic.nodes = static_cast<int>(fleet.nodes.size());
-  synthetic.max_devices_per_node = 16;
-  const auto jobs = SyntheticTrace(synthetic);
-  const std::vector<std::string> policies = {"stock-unordered", "stock-xpu", "solver"};
-  const ReplayResult a = RunStock(fleet, jobs, policies);
-  const ReplayResult b = RunStock(fleet, jobs, policies);
-  CHECK(ToJson(a).dump() == ToJson(b).dump());
-  CHECK(a.policies[0].placement_log == b.policies[0].placement_log);
+  const auto jobs = testing::SyntheticJobs(fleet, {.jobs = 400, .max_devices_per_node = 16});
+  const ReplayResult a = testing::ReplayTwiceAlike([&] {
+    return RunStock(fleet, jobs, {"stock-unordered", "stock-xpu", "solver"});
+  });
   CHECK(a.policies[1].rule_violations == 0);
   CHECK(a.policies[2].rule_violations == 0);
   CHECK(a.policies[2].below_best_bandwidth == 0);

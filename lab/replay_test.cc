@@ -30,7 +30,7 @@ TEST_CASE("replay on one Atlas 800 9000: a pair across rings waits, and strands 
   const ReplayResult r = Run(fleet, HandTrace(testing::kRingTrace), {"solver", "solver-node"});
   for (const PolicyMetrics& m : r.policies) {
     INFO(m.policy);
-    testing::CheckRingTraceRuleKeeping(m);
+    testing::CheckRingTrace(m, testing::kRingTraceRuleKeeping);
   }
   CHECK(r.policies[0].placement_log == r.policies[1].placement_log);
 }
@@ -104,14 +104,10 @@ TEST_CASE("replay is deterministic and each policy's figures do not depend on th
   const Fleet fleet = HandFleet(
       "nodes: [{model: atlas800-9000, count: 3}, {model: hgx-h200, count: 2},"
       " {model: pcie-2numa-8gpu, count: 2}]\n");
-  SyntheticOptions synthetic;
-  synthetic.jobs = 600;
-  synthetic.fleet_devices = fleet.devices;
-  synthetic.nodes = static_cast<int>(fleet.nodes.size());
-  const auto jobs = SyntheticTrace(synthetic);
-  const ReplayResult a = Run(fleet, jobs, {"solver", "solver-node"});
-  const ReplayResult b = Run(fleet, jobs, {"solver", "solver-node"});
-  CHECK(ToJson(a).dump() == ToJson(b).dump());
+  const auto jobs = testing::SyntheticJobs(fleet, {.jobs = 600});
+  const ReplayResult a = testing::ReplayTwiceAlike([&] {
+    return Run(fleet, jobs, {"solver", "solver-node"});
+  });
   const ReplayResult alone = Run(fleet, jobs, {"solver-node"});
   CHECK(alone.policies[0].placement_log == a.policies[1].placement_log);
   for (const PolicyMetrics& m : a.policies) {

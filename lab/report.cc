@@ -5,11 +5,13 @@
 #include <cmath>
 #include <cstdio>
 #include <initializer_list>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include "base/text.h"
 #include "lab/result.h"
 
 namespace xpu::lab {
@@ -27,32 +29,6 @@ constexpr double kLeft = 56;
 constexpr double kPlotWidth = 500;
 constexpr double kTop = 14;
 constexpr double kPlotHeight = 204;
-
-std::string Escape(std::string_view text) {
-  std::string out;
-  for (const char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string Num(double x, int decimals) {
   char buf[64];
@@ -122,7 +98,7 @@ void Put(std::string& out, std::initializer_list<std::string_view> parts) {
 std::string Svg(const Plot& plot, const std::vector<std::string>& names) {
   std::string s;
   Put(s, {"<svg width=\"", Num(kWidth, 0), "\" height=\"", Num(kHeight, 0), "\" viewBox=\"0 0 ",
-          Num(kWidth, 0), " ", Num(kHeight, 0), "\" role=\"img\">\n<title>", Escape(plot.title),
+          Num(kWidth, 0), " ", Num(kHeight, 0), "\" role=\"img\">\n<title>", HtmlEscape(plot.title),
           "</title>\n"});
   const double bottom = kTop + kPlotHeight;
   const double right = kLeft + kPlotWidth;
@@ -148,11 +124,12 @@ std::string Svg(const Plot& plot, const std::vector<std::string>& names) {
   }
   Put(s, {"<polyline class=\"axis\" points=\"", Num(kLeft, 1), ",", Num(kTop, 1), " ",
           Num(kLeft, 1), ",", Num(bottom, 1), " ", Num(right, 1), ",", Num(bottom, 1), "\"/>\n"});
-  Put(s, {"<text class=\"label\" x=\"", Num(kLeft + kPlotWidth / 2, 1), "\" y=\"",
-          Num(kHeight - 6, 1), "\" text-anchor=\"middle\">", Escape(plot.x_label), "</text>\n"});
+  Put(s,
+      {"<text class=\"label\" x=\"", Num(kLeft + kPlotWidth / 2, 1), "\" y=\"", Num(kHeight - 6, 1),
+       "\" text-anchor=\"middle\">", HtmlEscape(plot.x_label), "</text>\n"});
   const std::string mid_y = Num(kTop + kPlotHeight / 2, 1);
   Put(s, {"<text class=\"label\" x=\"14.0\" y=\"", mid_y, "\" transform=\"rotate(-90 14.0 ", mid_y,
-          ")\" text-anchor=\"middle\">", Escape(plot.y_label), "</text>\n"});
+          ")\" text-anchor=\"middle\">", HtmlEscape(plot.y_label), "</text>\n"});
 
   // The lines.
   bool any = false;
@@ -179,7 +156,7 @@ std::string Svg(const Plot& plot, const std::vector<std::string>& names) {
             Num(right + 16, 1), "\" y1=\"", y, "\" x2=\"", Num(right + 36, 1), "\" y2=\"", y,
             "\"/>\n"});
     Put(s, {"<text class=\"legend\" x=\"", Num(right + 42, 1), "\" y=\"", y,
-            "\" dominant-baseline=\"middle\">", Escape(names[i]), "</text>\n"});
+            "\" dominant-baseline=\"middle\">", HtmlEscape(names[i]), "</text>\n"});
   }
   s += "</svg>\n";
   return s;
@@ -201,46 +178,40 @@ std::vector<Point> StepLine(const std::vector<SeriesPoint>& series, double x_sca
   return out;
 }
 
-// The last time of the series of all policies, in seconds; 0 when none has a point.
-double SeriesEnd(const ReplayResult& result, std::vector<SeriesPoint> PolicyMetrics::*series) {
+// A plot over simulated time (hours) of one series of each policy, as step lines with the values
+// times `y_scale`. The y axis runs to `y_max` when given, else to fit the largest value (at least
+// 1).
+Plot TimePlot(const ReplayResult& result, std::vector<SeriesPoint> PolicyMetrics::*series,
+              std::string title, std::string y_label, double y_scale, std::optional<double> y_max) {
+  Plot plot;
+  plot.title = std::move(title);
+  plot.x_label = "simulated time (hours)";
+  plot.y_label = std::move(y_label);
   double end = 0;
+  double most = 1;
   for (const auto& m : result.policies) {
-    for (const auto& p : m.*series) end = std::max(end, p.t);
+    for (const auto& p : m.*series) {
+      end = std::max(end, p.t);
+      most = std::max(most, p.value * y_scale);
+    }
   }
-  return end;
+  const double end_hours = end / 3600;
+  std::tie(plot.x_max, plot.x_step) = NiceAxis(end_hours);
+  std::tie(plot.y_max, plot.y_step) = NiceAxis(y_max.value_or(most));
+  for (const auto& m : result.policies) {
+    plot.lines.push_back(StepLine(m.*series, 1.0 / 3600, y_scale, end_hours));
+  }
+  return plot;
 }
 
 Plot UtilisationPlot(const ReplayResult& result) {
-  Plot plot;
-  plot.title = "Utilisation over time";
-  plot.x_label = "simulated time (hours)";
-  plot.y_label = "busy devices (%)";
-  const double end_hours = SeriesEnd(result, &PolicyMetrics::utilisation_series) / 3600;
-  std::tie(plot.x_max, plot.x_step) = NiceAxis(end_hours);
-  plot.y_max = 100;
-  plot.y_step = 20;
-  for (const auto& m : result.policies) {
-    plot.lines.push_back(StepLine(m.utilisation_series, 1.0 / 3600, 100, end_hours));
-  }
-  return plot;
+  return TimePlot(result, &PolicyMetrics::utilisation_series, "Utilisation over time",
+                  "busy devices (%)", 100, 100);
 }
 
 Plot StrandedPlot(const ReplayResult& result) {
-  Plot plot;
-  plot.title = "Stranded devices over time";
-  plot.x_label = "simulated time (hours)";
-  plot.y_label = "stranded devices";
-  const double end_hours = SeriesEnd(result, &PolicyMetrics::stranded_series) / 3600;
-  std::tie(plot.x_max, plot.x_step) = NiceAxis(end_hours);
-  double most = 0;
-  for (const auto& m : result.policies) {
-    for (const auto& p : m.stranded_series) most = std::max(most, p.value);
-  }
-  std::tie(plot.y_max, plot.y_step) = NiceAxis(std::max(most, 1.0));
-  for (const auto& m : result.policies) {
-    plot.lines.push_back(StepLine(m.stranded_series, 1.0 / 3600, 1, end_hours));
-  }
-  return plot;
+  return TimePlot(result, &PolicyMetrics::stranded_series, "Stranded devices over time",
+                  "stranded devices", 1, std::nullopt);
 }
 
 Plot DelayPlot(const ReplayResult& result) {
@@ -286,35 +257,6 @@ Plot DelayPlot(const ReplayResult& result) {
   return plot;
 }
 
-// The table's cells, as TextTable has them (plus the gangs).
-std::vector<std::string> Row(const PolicyMetrics& m) {
-  std::string below = std::to_string(m.below_best_bandwidth);
-  if (m.below_best_bandwidth > 0) below += " (" + Num(m.mean_bandwidth_shortfall * 100, 1) + "%)";
-  std::string gangs = std::to_string(m.gangs);
-  if (!m.gang_tiers.empty()) {
-    gangs += " (";
-    bool first = true;
-    for (const auto& [tier, count] : m.gang_tiers) {
-      if (!first) gangs += ", ";
-      first = false;
-      Put(gangs, {tier, " ", std::to_string(count)});
-    }
-    gangs += ")";
-  }
-  return {std::to_string(m.placements),
-          std::to_string(m.unplaced),
-          std::to_string(m.rejected),
-          std::to_string(m.rule_violations),
-          below,
-          std::to_string(m.below_fleet_best_bandwidth),
-          Num(m.mean_bottleneck_gbps, 1),
-          Num(m.stranded_device_seconds / 3600, 1),
-          Num(m.queue_delay_p50, 1),
-          Num(m.queue_delay_p95, 1),
-          Num(m.utilisation * 100, 1),
-          gangs};
-}
-
 constexpr std::string_view kStyle =
     R"(body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:60em}
 h1{font-size:1.5em}h2{font-size:1.15em;margin-top:2em}
@@ -332,16 +274,15 @@ p.note{color:#555;font-size:.9em}
 }  // namespace
 
 std::string ReportHtml(const ReplayResult& result) {
-  using report_cc::Escape;
   std::string s =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<title>xpu-dra placement lab</title>\n<style>\n";
   s += report_cc::kStyle;
   s += "</style>\n</head>\n<body>\n<h1>xpu-dra placement lab</h1>\n<dl class=\"facts\">\n";
-  s += "<dt>trace</dt><dd>" + Escape(result.trace) + "</dd>\n";
-  s += "<dt>fleet</dt><dd>" + Escape(result.fleet) + " (" + std::to_string(result.nodes) +
+  s += "<dt>trace</dt><dd>" + HtmlEscape(result.trace) + "</dd>\n";
+  s += "<dt>fleet</dt><dd>" + HtmlEscape(result.fleet) + " (" + std::to_string(result.nodes) +
        " nodes, " + std::to_string(result.devices) + " devices)</dd>\n";
-  s += "<dt>node order</dt><dd>" + Escape(result.node_order) + "</dd>\n";
+  s += "<dt>node order</dt><dd>" + HtmlEscape(result.node_order) + "</dd>\n";
   s += "<dt>jobs</dt><dd>" + std::to_string(result.jobs) + "</dd>\n</dl>\n";
 
   s += "<table>\n<tr><th>policy</th><th>placed</th><th>unplaced</th><th>rejected</th>"
@@ -351,9 +292,9 @@ std::string ReportHtml(const ReplayResult& result) {
   std::vector<std::string> names;
   for (const auto& m : result.policies) {
     names.push_back(m.policy);
-    report_cc::Put(s, {"<tr><td>", Escape(m.policy), "</td>"});
-    for (const auto& cell : report_cc::Row(m)) {
-      report_cc::Put(s, {"<td class=\"n\">", Escape(cell), "</td>"});
+    report_cc::Put(s, {"<tr><td>", HtmlEscape(m.policy), "</td>"});
+    for (const auto& cell : TableCells(m)) {
+      report_cc::Put(s, {"<td class=\"n\">", HtmlEscape(cell), "</td>"});
     }
     s += "</tr>\n";
   }
@@ -371,7 +312,8 @@ std::string ReportHtml(const ReplayResult& result) {
        "times the arrival window (first to last arrival).</p>\n";
   for (const auto& m : result.policies) {
     for (const std::string& note : m.notes) {
-      report_cc::Put(s, {"<p class=\"note\">", Escape(m.policy), ": ", Escape(note), "</p>\n"});
+      report_cc::Put(
+          s, {"<p class=\"note\">", HtmlEscape(m.policy), ": ", HtmlEscape(note), "</p>\n"});
     }
   }
 

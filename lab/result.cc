@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string_view>
+#include <utility>
 
 namespace xpu::lab {
 namespace {
@@ -54,6 +55,16 @@ std::string Gangs(const PolicyMetrics& m) {
 }  // namespace result_cc
 }  // namespace
 
+std::vector<std::string> TableCells(const PolicyMetrics& m) {
+  using result_cc::Fixed;
+  return {std::to_string(m.placements),     std::to_string(m.unplaced),
+          std::to_string(m.rejected),       std::to_string(m.rule_violations),
+          result_cc::BelowBest(m),          std::to_string(m.below_fleet_best_bandwidth),
+          Fixed(m.mean_bottleneck_gbps, 1), Fixed(m.stranded_device_seconds / 3600, 1),
+          Fixed(m.queue_delay_p50, 1),      Fixed(m.queue_delay_p95, 1),
+          Fixed(m.utilisation * 100, 1),    result_cc::Gangs(m)};
+}
+
 nlohmann::json ToJson(const ReplayResult& result) {
   using result_cc::Rounded;
   nlohmann::json policies = nlohmann::json::object();
@@ -85,7 +96,6 @@ nlohmann::json ToJson(const ReplayResult& result) {
 }
 
 std::string TextTable(const ReplayResult& result) {
-  using result_cc::Fixed;
   using result_cc::Width;
   std::string out = "trace: " + result.trace + "\n";
   out += "fleet: " + result.fleet + " (" + std::to_string(result.nodes) + " nodes, " +
@@ -98,12 +108,10 @@ std::string TextTable(const ReplayResult& result) {
                                                  "bottleneck GB/s", "stranded dev·h", "delay p50 s",
                                                  "delay p95 s", "util %"}};
   for (const auto& m : result.policies) {
-    rows.push_back({m.policy, std::to_string(m.placements), std::to_string(m.unplaced),
-                    std::to_string(m.rejected), std::to_string(m.rule_violations),
-                    result_cc::BelowBest(m), std::to_string(m.below_fleet_best_bandwidth),
-                    Fixed(m.mean_bottleneck_gbps, 1), Fixed(m.stranded_device_seconds / 3600, 1),
-                    Fixed(m.queue_delay_p50, 1), Fixed(m.queue_delay_p95, 1),
-                    Fixed(m.utilisation * 100, 1)});
+    std::vector<std::string> row = TableCells(m);
+    row.pop_back();  // the gangs: a line of their own below the table
+    row.insert(row.begin(), m.policy);
+    rows.push_back(std::move(row));
   }
   std::vector<size_t> widths(rows.front().size(), 0);
   for (const auto& row : rows) {

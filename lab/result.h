@@ -28,10 +28,9 @@ struct PolicyMetrics {
   // Jobs with a node part whose device set the node's rule set forbids (topology::RuleAllows).
   int64_t rule_violations = 0;
   // Jobs with a node part whose bottleneck bandwidth is below the best a rule-keeping set of that
-  // count had on that node's free devices at that moment, and the mean shortfall among them
-  // (1 - got / best, 0..1).
+  // count had on that node's free devices at that moment.
   int64_t below_best_bandwidth = 0;
-  double mean_bandwidth_shortfall = 0;
+  double mean_bandwidth_shortfall = 0;  // among those: the mean of 1 - got / best, 0..1
   // Single-node jobs of 2 or more devices: how many got a bottleneck below the best that any
   // node's free devices offered at that moment (what the node choice lost), and the mean
   // bottleneck bandwidth they got (GB/s).
@@ -80,7 +79,14 @@ struct ReplayResult {
 // Doubles are rounded to 3 decimals (6 for utilisation and shortfall) so the bytes are stable.
 nlohmann::json ToJson(const ReplayResult& result);
 
-// The table a person reads: one row per policy, one column per metric.
+// A policy's cells of the table, as TextTable and ReportHtml show them: placed, unplaced,
+// rejected, rule viol., below-best bw (with the mean shortfall in brackets), below-fleet-best,
+// bottleneck GB/s, stranded dev·h, delay p50 s, delay p95 s, util %, and gangs (with the gangs
+// per tier in brackets).
+std::vector<std::string> TableCells(const PolicyMetrics& m);
+
+// The table a person reads: one row per policy, one column per metric (TableCells; the gangs on
+// a line of their own below it).
 std::string TextTable(const ReplayResult& result);
 
 // A self-contained HTML page: the table, then three plots as inline SVG (utilisation over time,

@@ -1,6 +1,7 @@
 #include "lab/result.h"
 
 #include <catch2/catch.hpp>
+#include <cstdint>
 #include <string>
 
 namespace xpu::lab {
@@ -12,25 +13,48 @@ size_t CountOf(const std::string& text, const std::string& what) {
   return n;
 }
 
+// The sample's counts and the JSON member each is printed as, unchanged.
+struct SampleCount {
+  int64_t PolicyMetrics::*field;
+  const char* key;
+  int64_t value;
+};
+constexpr SampleCount kSampleCounts[] = {
+    {&PolicyMetrics::placements, "placements", 90},
+    {&PolicyMetrics::unplaced, "unplaced", 7},
+    {&PolicyMetrics::rejected, "rejected", 3},
+    {&PolicyMetrics::rule_violations, "ruleViolations", 2},
+    {&PolicyMetrics::below_best_bandwidth, "belowBestBandwidth", 5},
+    {&PolicyMetrics::gangs, "gangs", 4},
+    {&PolicyMetrics::allocator_calls, "allocatorCalls", 1234},
+};
+
+// The sample's figures and the JSON member each is printed as, rounded.
+struct SampleFigure {
+  double PolicyMetrics::*field;
+  const char* key;
+  double value;
+  double json;
+};
+constexpr SampleFigure kSampleFigures[] = {
+    {&PolicyMetrics::mean_bandwidth_shortfall, "meanBandwidthShortfall", 0.123456789, 0.123457},
+    {&PolicyMetrics::queue_delay_p50, "queueDelayP50", 1.23456, 1.235},
+    {&PolicyMetrics::queue_delay_p95, "queueDelayP95", 98.7654321, 98.765},
+    {&PolicyMetrics::queue_delay_mean, "queueDelayMean", 10.0006, 10.001},
+    {&PolicyMetrics::utilisation, "utilisation", 0.87654321, 0.876543},
+    {&PolicyMetrics::makespan, "makespan", 36000.0004, 36000.0},
+};
+
+// kSampleCounts and kSampleFigures, with the stranded devices and the plots' data scaled by
+// `scale`.
 PolicyMetrics SampleMetrics(const std::string& name, double scale) {
   PolicyMetrics m;
   m.policy = name;
   m.jobs = 100;
-  m.placements = 90;
-  m.unplaced = 7;
-  m.rejected = 3;
-  m.rule_violations = 2;
-  m.below_best_bandwidth = 5;
-  m.mean_bandwidth_shortfall = 0.123456789;
+  for (const SampleCount& c : kSampleCounts) m.*c.field = c.value;
+  for (const SampleFigure& f : kSampleFigures) m.*f.field = f.value;
   m.stranded_device_seconds = 7200.12345 * scale;
-  m.queue_delay_p50 = 1.23456;
-  m.queue_delay_p95 = 98.7654321;
-  m.queue_delay_mean = 10.0006;
-  m.utilisation = 0.87654321;
-  m.makespan = 36000.0004;
-  m.gangs = 4;
   m.gang_tiers = {{"leaf", 3}, {"spine", 1}};
-  m.allocator_calls = 1234;
   m.utilisation_series = {{0, 0}, {600, 0.5 * scale}, {3600, 0.9}, {36000, 0}};
   m.stranded_series = {{0, 0}, {1200, 6 * scale}, {7200, 2}, {36000, 0}};
   m.queue_delays = {0, 0, 0, 1.5, 2, 30, 45.5, 120 * scale};
@@ -38,15 +62,13 @@ PolicyMetrics SampleMetrics(const std::string& name, double scale) {
 }
 
 ReplayResult SampleResult() {
-  ReplayResult r;
-  r.trace = "synthetic 100 (seed 1)";
-  r.fleet = "6 x atlas800-9000, 4 x hgx-h200";
-  r.node_order = "first";
-  r.nodes = 10;
-  r.devices = 80;
-  r.jobs = 100;
-  r.policies = {SampleMetrics("stock-unordered", 1), SampleMetrics("solver", 2)};
-  return r;
+  return {.trace = "synthetic 100 (seed 1)",
+          .fleet = "6 x atlas800-9000, 4 x hgx-h200",
+          .node_order = "first",
+          .nodes = 10,
+          .devices = 80,
+          .jobs = 100,
+          .policies = {SampleMetrics("stock-unordered", 1), SampleMetrics("solver", 2)}};
 }
 
 TEST_CASE("the replay JSON has every documented member, rounded") {
@@ -65,20 +87,15 @@ TEST_CASE("the replay JSON has every documented member, rounded") {
     CHECK(p.contains("belowFleetBestBandwidth"));
     CHECK(p.contains("meanBottleneckGBps"));
     CHECK(p.at("notes").is_array());
-    CHECK(p.at("placements") == 90);
-    CHECK(p.at("unplaced") == 7);
-    CHECK(p.at("rejected") == 3);
-    CHECK(p.at("ruleViolations") == 2);
-    CHECK(p.at("belowBestBandwidth") == 5);
-    CHECK(p.at("meanBandwidthShortfall") == 0.123457);
-    CHECK(p.at("queueDelayP50") == 1.235);
-    CHECK(p.at("queueDelayP95") == 98.765);
-    CHECK(p.at("queueDelayMean") == 10.001);
-    CHECK(p.at("utilisation") == 0.876543);
-    CHECK(p.at("makespan") == 36000.0);
-    CHECK(p.at("gangs") == 4);
+    for (const SampleCount& c : kSampleCounts) {
+      INFO(c.key);
+      CHECK(p.at(c.key) == c.value);
+    }
+    for (const SampleFigure& f : kSampleFigures) {
+      INFO(f.key);
+      CHECK(p.at(f.key) == f.json);
+    }
     CHECK(p.at("gangTiers") == nlohmann::json({{"leaf", 3}, {"spine", 1}}));
-    CHECK(p.at("allocatorCalls") == 1234);
   }
   CHECK(j.at("policies").at("stock-unordered").at("strandedDeviceSeconds") == 7200.123);
   CHECK(j.at("policies").at("solver").at("strandedDeviceSeconds") == 14400.247);

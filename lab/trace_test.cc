@@ -107,22 +107,14 @@ TEST_CASE("TraceCsv reads back as the same jobs") {
   REQUIRE(back.ok());
   CHECK(*back == jobs);
 
-  SyntheticOptions options;
-  options.jobs = 500;
-  options.fleet_devices = 64;
-  options.nodes = 8;
-  const auto synthetic = SyntheticTrace(options);
+  const auto synthetic = SyntheticTrace({.jobs = 500, .fleet_devices = 64, .nodes = 8});
   const auto again = ParseTrace(TraceCsv(synthetic), "synthetic");
   REQUIRE(again.ok());
   CHECK(*again == synthetic);
 }
 
 TEST_CASE("the synthetic trace is deterministic") {
-  SyntheticOptions options;
-  options.jobs = 300;
-  options.fleet_devices = 80;
-  options.nodes = 10;
-  options.seed = 7;
+  SyntheticOptions options{.jobs = 300, .seed = 7, .fleet_devices = 80, .nodes = 10};
   const auto a = SyntheticTrace(options);
   const auto b = SyntheticTrace(options);
   REQUIRE(a.size() == 300);
@@ -138,11 +130,7 @@ TEST_CASE("the synthetic trace is deterministic") {
 // A pinned value: the generator must not change by accident (a change here changes every
 // synthetic replay's numbers, and docs/placement-lab.md's examples).
 TEST_CASE("the synthetic trace of seed 1 starts as pinned") {
-  SyntheticOptions options;
-  options.jobs = 5;
-  options.fleet_devices = 80;
-  options.nodes = 10;
-  const std::string csv = TraceCsv(SyntheticTrace(options));
+  const std::string csv = TraceCsv(SyntheticTrace({.jobs = 5, .fleet_devices = 80, .nodes = 10}));
   INFO(csv);
   CHECK(csv ==
         "#id,arrival,shape,duration\n"
@@ -154,11 +142,7 @@ TEST_CASE("the synthetic trace of seed 1 starts as pinned") {
 }
 
 TEST_CASE("the synthetic mix and the offered load") {
-  SyntheticOptions options;
-  options.jobs = 20000;
-  options.fleet_devices = 80;
-  options.nodes = 10;
-  options.load = 0.9;
+  const SyntheticOptions options{.jobs = 20000, .fleet_devices = 80, .nodes = 10, .load = 0.9};
   const auto jobs = SyntheticTrace(options);
   REQUIRE(jobs.size() == 20000);
   int singles = 0;
@@ -190,35 +174,32 @@ TEST_CASE("the synthetic mix and the offered load") {
 }
 
 TEST_CASE("the synthetic mix keeps to the fleet") {
-  SyntheticOptions options;
-  options.jobs = 5000;
-  options.fleet_devices = 4;
-  options.max_devices_per_node = 4;
-  options.nodes = 1;
-  for (const auto& j : SyntheticTrace(options)) {
-    CHECK(j.nodes() == 1);
-    CHECK(j.per_node() <= 4);
-  }
-  options.max_devices_per_node = 8;  // one 8-device node: no gang either
-  options.fleet_devices = 8;
-  bool eights = false;
-  for (const auto& j : SyntheticTrace(options)) {
-    CHECK(j.nodes() == 1);
-    eights = eights || j.per_node() == 8;
-  }
-  CHECK(eights);
-  options.nodes = 3;  // gangs of 2 but not of 4
-  options.fleet_devices = 24;
-  bool pairs = false;
-  for (const auto& j : SyntheticTrace(options)) {
-    CHECK(j.nodes() <= 2);
-    pairs = pairs || j.nodes() == 2;
-  }
-  CHECK(pairs);
-  options.max_devices_per_node = 6;  // gangs are 8 per node: none
-  for (const auto& j : SyntheticTrace(options)) {
-    CHECK(j.nodes() == 1);
-    CHECK(j.per_node() <= 6);
+  struct Case {
+    int max_devices_per_node;
+    int fleet_devices;
+    int nodes;
+    int most_nodes;     // the largest gang: 1 where the fleet holds none
+    int most_per_node;  // the largest node part
+  };
+  for (const Case& c : {
+           Case{4, 4, 1, 1, 4},   // one 4-device node
+           Case{8, 8, 1, 1, 8},   // one 8-device node: no gang either
+           Case{8, 24, 3, 2, 8},  // gangs of 2 but not of 4
+           Case{6, 24, 3, 1, 6},  // gangs are 8 per node: none
+       }) {
+    INFO(c.max_devices_per_node << " per node, " << c.fleet_devices << " devices, " << c.nodes
+                                << " nodes");
+    int most_nodes = 0;
+    int most_per_node = 0;
+    for (const auto& j : SyntheticTrace({.jobs = 5000,
+                         .fleet_devices = c.fleet_devices,
+                         .max_devices_per_node = c.max_devices_per_node,
+                         .nodes = c.nodes})) {
+      most_nodes = std::max(most_nodes, j.nodes());
+      most_per_node = std::max(most_per_node, j.per_node());
+    }
+    CHECK(most_nodes == c.most_nodes);
+    CHECK(most_per_node == c.most_per_node);
   }
 }
 

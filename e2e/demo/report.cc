@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "base/name_list.h"
+#include "base/text.h"
 
 namespace xpu::demo {
 namespace {
@@ -158,29 +159,6 @@ std::string ColouredDot(const NodeView& node, const std::map<std::string, std::s
           << " [color=\"#d32f2f\", penwidth=3, fontcolor=\"#d32f2f\", tooltip=\"unhealthy\"];\n";
   }
   return node.dot.substr(0, end) + extra.str() + node.dot.substr(end);
-}
-
-std::string HtmlEscape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
 }
 
 std::string InlineSvg(const std::string& svg) {

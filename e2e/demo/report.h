@@ -96,8 +96,6 @@ std::string ReportHtml(const DemoResult& result,
 // `svg` without its XML declaration and DOCTYPE, ready to inline in HTML.
 std::string InlineSvg(const std::string& svg);
 
-std::string HtmlEscape(const std::string& text);
-
 }  // namespace xpu::demo
 
 #endif  // XPU_E2E_DEMO_REPORT_H_

@@ -4,6 +4,9 @@
 #define XPU_LAB_TESTING_HAND_CASES_H_
 
 #include <catch2/catch.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,43 +29,68 @@ inline std::vector<Job> HandTrace(std::string_view csv) {
   return *std::move(jobs);
 }
 
+// A synthetic trace as `options` asks, sized to `fleet` (its devices and nodes).
+inline std::vector<Job> SyntheticJobs(const Fleet& fleet, SyntheticOptions options) {
+  options.fleet_devices = fleet.devices;
+  options.nodes = static_cast<int>(fleet.nodes.size());
+  return SyntheticTrace(options);
+}
+
+// Replays twice with `run`; checks that both give the same JSON and the same placements, and
+// returns the first.
+inline ReplayResult ReplayTwiceAlike(const std::function<ReplayResult()>& run) {
+  ReplayResult a = run();
+  const ReplayResult b = run();
+  CHECK(ToJson(a).dump() == ToJson(b).dump());
+  REQUIRE(a.policies.size() == b.policies.size());
+  for (size_t i = 0; i < a.policies.size(); ++i) {
+    INFO(a.policies[i].policy);
+    CHECK(a.policies[i].placement_log == b.policies[i].placement_log);
+  }
+  return a;
+}
+
 // One Atlas 800 9000 (rings npu-0..3 and npu-4..7; 910 rules: 1, 2, 4, 8, at most 4 in one
 // ring). Eight single jobs fill the node, ring 0 first; s3 and s7 end at 20 and leave npu-3 and
-// npu-7 free, one in each ring; p, a pair, arrives at 20.
-//  - Rule-keeping: p may not span the rings, so it waits until 100 (delay 80) while 2 devices sit
-//    free that it fits by count: 160 stranded device-seconds. Busy over the arrival window [0,20]:
-//    all 8, utilisation 1. Makespan 110. Delays: eight 0 and one 80: p50 0, p95 80.
-//  - Index order: p takes npu-3 and npu-7 at 20, across the rings: one rule violation, no
-//    best set to compare with (the rules allow none), no wait, nothing stranded, makespan 100.
+// npu-7 free, one in each ring; p, a pair, arrives at 20. Every job is placed, only p can wait,
+// and every device is busy over the arrival window [0,20] (utilisation 1).
 inline constexpr std::string_view kRingTrace =
     "#id,arrival,shape,duration\n"
     "s0,0,1,100\ns1,0,1,100\ns2,0,1,100\ns3,0,1,20\n"
     "s4,0,1,100\ns5,0,1,100\ns6,0,1,100\ns7,0,1,20\n"
     "p,20,2,10\n";
 
-inline void CheckRingTraceRuleKeeping(const PolicyMetrics& m) {
+// What a policy makes of kRingTrace: the figures that depend on whether it keeps the rules.
+struct RingTraceFigures {
+  int64_t rule_violations;
+  double stranded_device_seconds;
+  double queue_delay_p95;  // p's delay (the other eight start at once: p50 0)
+  double makespan;
+  std::string_view last_placement;
+};
+
+// Rule-keeping: p may not span the rings, so it waits until 100 (delay 80) while 2 devices sit
+// free that it fits by count: 160 stranded device-seconds. Makespan 110.
+inline constexpr RingTraceFigures kRingTraceRuleKeeping = {0, 160, 80, 110,
+                                                           "p @100 atlas800-9000-0:npu-0,npu-1"};
+
+// Index order: p takes npu-3 and npu-7 at 20, across the rings: one rule violation, no best set
+// to compare with (the rules allow none), no wait, nothing stranded, makespan 100.
+inline constexpr RingTraceFigures kRingTraceIndexOrder = {1, 0, 0, 100,
+                                                          "p @20 atlas800-9000-0:npu-3,npu-7"};
+
+inline void CheckRingTrace(const PolicyMetrics& m, const RingTraceFigures& want) {
   CHECK(m.placements == 9);
   CHECK(m.unplaced == 0);
   CHECK(m.rejected == 0);
-  CHECK(m.rule_violations == 0);
+  CHECK(m.rule_violations == want.rule_violations);
   CHECK(m.below_best_bandwidth == 0);
-  CHECK(m.stranded_device_seconds == Approx(160));
+  CHECK(m.stranded_device_seconds == Approx(want.stranded_device_seconds));
   CHECK(m.queue_delay_p50 == 0);
-  CHECK(m.queue_delay_p95 == Approx(80));
+  CHECK(m.queue_delay_p95 == Approx(want.queue_delay_p95));
   CHECK(m.utilisation == Approx(1.0));
-  CHECK(m.makespan == Approx(110));
-  CHECK(m.placement_log.back() == "p @100 atlas800-9000-0:npu-0,npu-1");
-}
-
-inline void CheckRingTraceIndexOrder(const PolicyMetrics& m) {
-  CHECK(m.placements == 9);
-  CHECK(m.rule_violations == 1);
-  CHECK(m.below_best_bandwidth == 0);
-  CHECK(m.stranded_device_seconds == 0);
-  CHECK(m.queue_delay_p95 == 0);
-  CHECK(m.utilisation == Approx(1.0));
-  CHECK(m.makespan == Approx(100));
-  CHECK(m.placement_log.back() == "p @20 atlas800-9000-0:npu-3,npu-7");
+  CHECK(m.makespan == Approx(want.makespan));
+  CHECK(m.placement_log.back() == want.last_placement);
 }
 
 // Two HGX H200 and jobs that never overlap: every policy places each job on the first node's
