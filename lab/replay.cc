@@ -929,8 +929,9 @@ StatusOr<ReplayResult> Replay(const Fleet& fleet, const std::vector<Job>& jobs,
   result.nodes = static_cast<int>(fleet.nodes.size());
   result.devices = fleet.devices;
   result.jobs = static_cast<int64_t>(jobs.size());
-  SolverMemo solver(fleet);
   for (const std::string& policy : options.policies) {
+    // Each policy its own memo, so that no figure depends on which policies ran before.
+    SolverMemo solver(fleet);
     std::unique_ptr<Chooser> chooser;
     if (policy == kStockUnordered) {
       chooser = std::make_unique<UnorderedChooser>(fleet, *allocator, options.driver);

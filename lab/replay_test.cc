@@ -57,6 +57,12 @@ TEST_CASE("replay solver-node takes the node with the better set, the others the
   REQUIRE(r.policies[0].placement_log.size() == 1);
   CHECK(r.policies[0].placement_log[0].find("pcie-2numa-8gpu-0:") != std::string::npos);
   CHECK(r.policies[1].placement_log[0].find("hgx-h200-0:") != std::string::npos);
+  // What the node choice lost: the best PCIe pair (one switch) against any NVSwitch pair.
+  CHECK(r.policies[0].below_fleet_best_bandwidth == 1);
+  CHECK(r.policies[1].below_fleet_best_bandwidth == 0);
+  CHECK(r.policies[0].below_best_bandwidth == 0);  // the best pair of the PCIe node
+  CHECK(r.policies[0].mean_bottleneck_gbps == Approx(32.0));
+  CHECK(r.policies[1].mean_bottleneck_gbps == Approx(450.0));
 }
 
 TEST_CASE("replay places gangs in the lowest fabric tier and queues the one that does not fit") {
@@ -110,6 +116,7 @@ TEST_CASE("replay is deterministic and each policy's figures do not depend on th
   });
   const ReplayResult alone = Run(fleet, jobs, {"solver-node"});
   CHECK(alone.policies[0].placement_log == a.policies[1].placement_log);
+  CHECK(ToJson(alone)["policies"]["solver-node"] == ToJson(a)["policies"]["solver-node"]);
   for (const PolicyMetrics& m : a.policies) {
     CHECK(m.rule_violations == 0);
     CHECK(m.below_best_bandwidth == 0);
