@@ -81,6 +81,35 @@ void CheckExamplesCoverSchema(const std::vector<json>& examples, const json& sch
   }
 }
 
+// The example node with partitionable devices, which neither full example has: a MIG device with
+// a partition at a placement, a vNPU device with one by instance number.
+NodeInventory PartitionedExample() {
+  NodeInventory inventory = testing::ExampleNodeInventory();
+  REQUIRE(inventory.status.devices.size() >= 2);
+  InventoryPartitioning mig = testing::H200MigPartitioning();
+  mig.partitions.push_back(
+      {"1g.18gb", 6, 0, "MIG-4cb87259-21dd-5cca-9c06-13a08e48d65d", 13, nullptr});
+  inventory.status.devices[0].partitioning = mig;
+  InventoryPartitioning vnpu;
+  vnpu.kind = "vnpu";
+  vnpu.enabled = true;
+  vnpu.capacity = {{"aicore", 20}};
+  PartitionProfile vir;
+  vir.name = "vir10_3c_32g";
+  vir.counters = {{"aicore", 10}};
+  vir.max_instances = 2;
+  vnpu.profiles.push_back(vir);
+  InventoryPartition instance;
+  instance.profile = "vir10_3c_32g";
+  instance.instance = 1;
+  vnpu.partitions.push_back(instance);
+  inventory.status.devices[1].partitioning = vnpu;
+  const Status valid = ValidateNodeInventory(inventory);
+  INFO(valid.ToString());
+  REQUIRE(valid.ok());
+  return inventory;
+}
+
 TEST_CASE("The CRD schemas are structural and use only keywords the checker knows") {
   for (const CrdManifest& m : Crds()) {
     INFO(m.file_name);
@@ -93,10 +122,11 @@ TEST_CASE("The CRD schemas are structural and use only keywords the checker know
 
 TEST_CASE("The full examples validate against their generated schema and set every property") {
   SECTION("NodeInventory") {
-    // The example has an A3 rule set; a ring-sets node adds validSets.
+    // The example has an A3 rule set; a ring-sets node adds validSets; partitions come third.
     CheckExamplesCoverSchema(
         {ToJson(testing::ExampleNodeInventory()),
-         ToJson(InventoryFromNodeDescription(topology::testing::CambriconMlu370X8()))},
+         ToJson(InventoryFromNodeDescription(topology::testing::CambriconMlu370X8())),
+         ToJson(PartitionedExample())},
         NodeInventorySchema());
   }
   SECTION("AcceleratorGang") {

@@ -87,6 +87,48 @@ void VisitFields(V& v, S& self) {
   v.Optional("version", self.version, "semantic version 2.0.0", codec::MaxLength(64));
 }
 
+template <typename V, codec::FieldsOf<PartitionProfile> S>
+void VisitFields(V& v, S& self) {
+  v.Required("name", self.name, "the vendor's profile name: 1g.18gb, vir02, 1/4",
+             codec::MaxLength(32));
+  v.Optional("memory", self.memory, "the partition's memory, a quantity",
+             codec::Pattern(kQuantityPattern));
+  v.Optional("counters", self.counters, "counter -> units taken of the parent's capacity",
+             codec::MaxProperties(8));
+  v.Optional("slots", self.slots, "MIG: the memory slots one placement spans", codec::Minimum(0),
+             codec::Maximum(64));
+  v.Optional("placements", self.placements, "MIG: the legal first slots", codec::MaxItems(64),
+             codec::ListAtomic());
+  v.Optional("maxInstances", self.max_instances, "without placements: at most this many at once",
+             codec::Minimum(0), codec::Maximum(64));
+}
+
+template <typename V, codec::FieldsOf<InventoryPartition> S>
+void VisitFields(V& v, S& self) {
+  v.Required("profile", self.profile, "the profile's name", codec::MaxLength(32));
+  v.Optional("placement", self.placement, "MIG: its first slot", codec::Minimum(0),
+             codec::Maximum(63));
+  v.Optional("instance", self.instance, "without placements: the instance number",
+             codec::Minimum(0), codec::Maximum(63));
+  v.Optional("uuid", self.uuid, "the partition's id: MIG-..., the vNPU's", codec::MaxLength(64));
+  v.Optional("id", self.id, "the vendor's id: GPU instance id, vdevice id", codec::Minimum(0),
+             codec::Maximum(kMaxInt));
+}
+
+template <typename V, codec::FieldsOf<InventoryPartitioning> S>
+void VisitFields(V& v, S& self) {
+  v.Required("kind", self.kind, "how the device splits", codec::Enum({"mig", "vnpu", "vhcu"}));
+  v.Optional("enabled", self.enabled,
+             "partitions usable now (MIG mode on); false: the device is served whole");
+  v.Optional("slots", self.slots, "MIG: the device's memory slots", codec::Minimum(0),
+             codec::Maximum(32));
+  v.Optional("capacity", self.capacity, "counter -> the device's total units",
+             codec::MaxProperties(8));
+  v.Optional("profiles", self.profiles, "the partition profiles the device can host",
+             codec::MaxItems(32));
+  v.Optional("partitions", self.partitions, "the partitions that exist now", codec::MaxItems(64));
+}
+
 template <typename V, codec::FieldsOf<InventoryDevice> S>
 void VisitFields(V& v, S& self) {
   v.Required("name", self.name, "device name, <kind>-<index>", codec::MaxLength(63),
@@ -121,6 +163,8 @@ void VisitFields(V& v, S& self) {
   v.Optional("sources", self.sources,
              "where each fact came from: fact (topology, memory, health, ...) -> source",
              codec::Items(codec::Enum(InventorySources())));
+  v.Optional("partitioning", self.partitioning,
+             "partitionable devices: profiles, capacity and the partitions that exist");
 }
 
 template <typename V, codec::FieldsOf<InventoryLink> S>
@@ -280,6 +324,76 @@ Status CheckAttribute(const std::string& name, const InventoryAttribute& attr,
   return OkStatus();
 }
 
+// "<path>[\"<key>\"]: <what>", built without temporaries.
+Status KeyError(const std::string& path, const std::string& key, std::string_view what) {
+  std::string message = path;
+  message.append("[\"").append(key).append("\"]: ").append(what);
+  return InvalidArgumentError(message);
+}
+
+// Profiles take only counters the device has, placements fit the slots, and the partitions
+// that exist are of known profiles, at legal placements, and do not overlap.
+Status CheckPartitioning(const InventoryPartitioning& p, const std::string& path) {
+  for (const auto& [counter, total] : p.capacity) {
+    RETURN_IF_ERROR(ValidateDnsLabel(counter, path + ".capacity"));
+    if (total < 1) {
+      return KeyError(path + ".capacity", counter, "must be at least 1");
+    }
+  }
+  std::map<std::string, const PartitionProfile*> profiles;
+  for (size_t i = 0; i < p.profiles.size(); ++i) {
+    const PartitionProfile& profile = p.profiles[i];
+    const std::string at = ElementPath(path + ".profiles", i);
+    if (!profiles.emplace(profile.name, &profile).second) {
+      return InvalidArgumentError(at + ".name: duplicate profile \"" + profile.name + "\"");
+    }
+    for (const auto& [counter, units] : profile.counters) {
+      auto total = p.capacity.find(counter);
+      if (total == p.capacity.end()) {
+        return KeyError(at + ".counters", counter, "is not a counter of the device's capacity");
+      }
+      if (units < 1 || units > total->second) {
+        return KeyError(at + ".counters", counter,
+                        "must be between 1 and " + std::to_string(total->second));
+      }
+    }
+    if (!profile.placements.empty() && (profile.slots < 1 || p.slots < 1)) {
+      return InvalidArgumentError(at +
+                                  ".slots: a profile with placements spans at least one of "
+                                  "the device's slots");
+    }
+    for (int64_t first : profile.placements) {
+      if (first < 0 || first + profile.slots > p.slots) {
+        return InvalidArgumentError(at + ".placements: " + std::to_string(first) + " + " +
+                                    std::to_string(profile.slots) + " slots passes the device's " +
+                                    std::to_string(p.slots));
+      }
+    }
+  }
+  uint64_t used = 0;
+  for (size_t i = 0; i < p.partitions.size(); ++i) {
+    const InventoryPartition& part = p.partitions[i];
+    const std::string at = ElementPath(path + ".partitions", i);
+    auto it = profiles.find(part.profile);
+    if (it == profiles.end()) {
+      return InvalidArgumentError(at + ".profile: unknown profile \"" + part.profile + "\"");
+    }
+    const PartitionProfile& profile = *it->second;
+    if (profile.placements.empty()) continue;
+    if (!part.placement.has_value() ||
+        std::find(profile.placements.begin(), profile.placements.end(), *part.placement) ==
+            profile.placements.end()) {
+      return InvalidArgumentError(at + ".placement: not a placement of profile " + profile.name);
+    }
+    const uint64_t span = ((uint64_t{1} << profile.slots) - 1) << *part.placement;
+    if ((used & span) != 0) {
+      return InvalidArgumentError(at + ".placement: overlaps another partition");
+    }
+    used |= span;
+  }
+  return OkStatus();
+}
+
 Status CheckDevice(const InventoryDevice& d, const std::string& path) {
   RETURN_IF_ERROR(ValidateDnsLabel(d.name, path + ".name"));
   RETURN_IF_ERROR(ValidateDnsLabel(d.kind, path + ".kind"));
@@ -299,6 +413,9 @@ Status CheckDevice(const InventoryDevice& d, const std::string& path) {
   }
   for (const auto& [fact, source] : d.sources) {
     RETURN_IF_ERROR(ValidateCIdentifier(fact, path + ".sources"));
+  }
+  if (d.partitioning.has_value()) {
+    RETURN_IF_ERROR(CheckPartitioning(*d.partitioning, path + ".partitioning"));
   }
   return OkStatus();
 }

@@ -44,6 +44,45 @@ struct InventoryAttribute {
   friend bool operator==(const InventoryAttribute&, const InventoryAttribute&) = default;
 };
 
+// A partition profile a partitionable device can host: an NVIDIA MIG profile, an Ascend vNPU
+// template, a Hygon vHCU size. What it takes of the parent is in `counters` (units of the
+// parent's `capacity`) and, for profiles with placements (MIG), `slots` consecutive memory slots
+// starting at one of `placements`.
+struct PartitionProfile {
+  std::string name;                         // vendor's name: "1g.18gb", "vir02", "1/4"
+  std::string memory;                       // a quantity: the partition's memory
+  std::map<std::string, int64_t> counters;  // counter -> units taken of the parent's capacity
+  int64_t slots = 0;                        // MIG: memory slots one placement spans
+  std::vector<int64_t> placements;          // MIG: the legal first slots; empty: none (vNPU)
+  int64_t max_instances = 0;                // without placements: at most this many at once
+  nlohmann::json unknown = nullptr;         // null while nothing is unknown: no allocation
+  friend bool operator==(const PartitionProfile&, const PartitionProfile&) = default;
+};
+
+// A partition that exists on the device now (created before, or by a claim).
+struct InventoryPartition {
+  std::string profile;               // a profile's name
+  std::optional<int64_t> placement;  // MIG: its first slot
+  int64_t instance = 0;              // without placements: the instance number
+  std::string uuid;                  // "MIG-...", the vNPU's id
+  int64_t id = 0;                    // the vendor's id: GPU instance id, vdevice id
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  friend bool operator==(const InventoryPartition&, const InventoryPartition&) = default;
+};
+
+// How a device can be split. `enabled` false: partitioning is possible but switched off on the
+// node (MIG mode off): the device is served whole.
+struct InventoryPartitioning {
+  std::string kind;                         // "mig", "vnpu", "vhcu"
+  bool enabled = false;                     // MIG mode on, vNPU or vHCU usable
+  int64_t slots = 0;                        // MIG: the memory slots (8 on H100/H200)
+  std::map<std::string, int64_t> capacity;  // counter -> the parent's total: "compute", "aicore"
+  std::vector<PartitionProfile> profiles;
+  std::vector<InventoryPartition> partitions;  // those that exist now
+  nlohmann::json unknown = nullptr;            // null while nothing is unknown: no allocation
+  friend bool operator==(const InventoryPartitioning&, const InventoryPartitioning&) = default;
+};
+
 struct InventoryDevice {
   std::string name;    // "<kind>-<index>", a DNS label
   std::string vendor;  // "huawei", "nvidia", ...
@@ -63,6 +102,7 @@ struct InventoryDevice {
   std::map<std::string, InventoryAttribute> attributes;
   // Where each fact came from: fact ("topology", "memory", "health", ...) -> source.
   std::map<std::string, std::string> sources;
+  std::optional<InventoryPartitioning> partitioning;  // partitionable devices only
   nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const InventoryDevice&, const InventoryDevice&) = default;
 };

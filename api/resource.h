@@ -42,6 +42,12 @@ using Unknown = nlohmann::json;
 // Exactly one value is set (a newer server may send a kind this code does not know; it then
 // sits in `unknown`).
 struct DeviceAttribute {
+  static DeviceAttribute Int(int64_t value) { return {value, {}, {}, {}, nullptr}; }
+  static DeviceAttribute Bool(bool value) { return {{}, value, {}, {}, nullptr}; }
+  static DeviceAttribute String(std::string value) {
+    return {{}, {}, std::move(value), {}, nullptr};
+  }
+
   std::optional<int64_t> int_value;         // "int"
   std::optional<bool> bool_value;           // "bool"
   std::optional<std::string> string_value;  // "string"

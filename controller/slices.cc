@@ -7,6 +7,7 @@
 
 #include "api/validation.h"
 #include "controller/fabric_tiers.h"
+#include "controller/partitions.h"
 #include "topology/model.h"
 #include "topology/solver.h"
 
@@ -25,18 +26,6 @@ using api::resource::ResourceSliceSpec;
 constexpr size_t kMaxAttributeString = 64;
 constexpr size_t kMaxLabelValue = 63;
 constexpr std::string_view kKubernetesDomain = "resource.kubernetes.io/";
-
-DeviceAttribute StringAttribute(std::string value) {
-  DeviceAttribute attribute;
-  attribute.string_value = std::move(value);
-  return attribute;
-}
-
-DeviceAttribute IntAttribute(int64_t value) {
-  DeviceAttribute attribute;
-  attribute.int_value = value;
-  return attribute;
-}
 
 DeviceTaint Taint(std::string_view key, std::string value, std::string effect) {
   DeviceTaint taint;
@@ -234,15 +223,15 @@ StatusOr<std::vector<BuiltDevice>> BuildDevices(const api::NodeInventory& invent
       d.attributes.emplace(name, std::move(attribute));
     }
     if (!in.uuid.empty() && !d.attributes.contains("uuid")) {
-      d.attributes.emplace("uuid", StringAttribute(in.uuid));
+      d.attributes.emplace("uuid", DeviceAttribute::String(in.uuid));
     }
     if (!d.attributes.contains("scaleUpDomain")) {
-      d.attributes.emplace("scaleUpDomain", StringAttribute(domains[i]));
+      d.attributes.emplace("scaleUpDomain", DeviceAttribute::String(domains[i]));
     }
     for (const auto& [name, value] : fabric) {
-      d.attributes.insert_or_assign(name, StringAttribute(value));
+      d.attributes.insert_or_assign(name, DeviceAttribute::String(value));
     }
-    if (!node.gang.empty()) d.attributes.insert_or_assign("gang", StringAttribute(node.gang));
+    if (!node.gang.empty()) d.attributes.insert_or_assign("gang", DeviceAttribute::String(node.gang));
     for (auto it = d.attributes.begin(); it != d.attributes.end();) {
       const DeviceAttribute& a = it->second;
       const std::optional<std::string>& text = a.string_value ? a.string_value : a.version;
@@ -421,7 +410,7 @@ std::optional<GroupsResult> BuildGroups(const api::NodeInventory& inventory,
   std::vector<Device> devices;
   for (const Device& single : singles) {
     Device d = single;
-    d.attributes.insert_or_assign("groupSize", IntAttribute(1));
+    d.attributes.insert_or_assign("groupSize", DeviceAttribute::Int(1));
     DeviceCounterConsumption consumption;
     consumption.counter_set = set_name;
     consumption.counters.emplace(d.name, One());
@@ -443,7 +432,7 @@ std::optional<GroupsResult> BuildGroups(const api::NodeInventory& inventory,
       continue;
     }
     Device d = GroupDevice(group, by_name);
-    d.attributes.insert_or_assign("groupSize", IntAttribute(group.size));
+    d.attributes.insert_or_assign("groupSize", DeviceAttribute::Int(group.size));
     DeviceCounterConsumption consumption;
     consumption.counter_set = set_name;
     for (const std::string& m : group.members) {
@@ -563,11 +552,41 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
       pool.devices = groups->devices;
     }
   }
+  const bool partitionable = std::any_of(
+      inventory.status.devices.begin(), inventory.status.devices.end(),
+      [](const api::InventoryDevice& d) { return d.partitioning && d.partitioning->enabled; });
+  if (!pool.slices.empty() && partitionable) {
+    pool.notes.emplace_back("partitions not published: groups mode serves devices whole");
+  }
   if (pool.slices.empty()) {
     pool.mode = PublishMode::kAttributes;
+    Partitioned parts;
+    if (partitionable && options.version == api::KubeVersion::k1_34) {
+      pool.notes.emplace_back("partitions not published: 1.34 cannot carry their counters");
+    } else if (partitionable && !options.counters) {
+      pool.notes.emplace_back("partitions not published: the server drops counters");
+    } else if (partitionable) {
+      parts = BuildPartitions(inventory, devices, pool.notes);
+    }
+    for (Device& d : parts.devices) {
+      LimitAttributes(d, limits.max_attributes_and_capacities_per_device, pool.notes);
+      devices.push_back(std::move(d));
+    }
     pool.devices = static_cast<int>(devices.size());
+    // Counter sets in slices of their own (1.35+), at most the limit per slice.
+    const auto per_slice = static_cast<size_t>(std::max(1, limits.max_counter_sets_per_slice));
+    for (size_t start = 0; start < parts.counter_sets.size(); start += per_slice) {
+      ResourceSliceSpec spec = EmptySlice(node, options);
+      const size_t end = std::min(parts.counter_sets.size(), start + per_slice);
+      spec.shared_counters.assign(parts.counter_sets.begin() + static_cast<long>(start),
+                                  parts.counter_sets.begin() + static_cast<long>(end));
+      pool.slices.push_back(std::move(spec));
+    }
     const int limit = SliceDeviceLimit(devices, limits);
-    pool.slices = Split(std::move(devices), limit, node, options);
+    for (ResourceSliceSpec& spec : Split(std::move(devices), limit, node, options)) {
+      if (spec.devices.empty() && !pool.slices.empty()) continue;
+      pool.slices.push_back(std::move(spec));
+    }
   }
   for (const ResourceSliceSpec& spec : pool.slices) {
     for (const Device& d : spec.devices) {

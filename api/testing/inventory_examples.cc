@@ -1,7 +1,9 @@
 #include "api/testing/inventory_examples.h"
 
+#include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace xpu::api::testing {
 namespace {
@@ -139,6 +141,37 @@ AcceleratorGang ExampleAcceleratorGang() {
       TrueCondition("Placed", 1, "2026-11-30T22:05:00Z", "FitInLeaf", "2 nodes in leaf-3")};
   s.observed_generation = 1;
   return gang;
+}
+
+InventoryPartitioning H200MigPartitioning() {
+  InventoryPartitioning p;
+  p.kind = "mig";
+  p.enabled = true;
+  p.slots = 8;
+  p.capacity = {{"compute", 7}};
+  struct Row {
+    const char* name;
+    const char* memory;
+    int64_t compute;
+    int64_t slots;
+    std::vector<int64_t> placements;
+  };
+  const Row rows[] = {{"1g.18gb", "16384Mi", 1, 1, {0, 1, 2, 3, 4, 5, 6}},
+                      {"1g.35gb", "33280Mi", 1, 2, {0, 2, 4, 6}},
+                      {"2g.35gb", "33280Mi", 2, 2, {0, 2, 4}},
+                      {"3g.71gb", "71424Mi", 3, 4, {0, 4}},
+                      {"4g.71gb", "71424Mi", 4, 4, {0}},
+                      {"7g.141gb", "143360Mi", 7, 8, {0}}};
+  for (const Row& row : rows) {
+    PartitionProfile profile;
+    profile.name = row.name;
+    profile.memory = row.memory;
+    profile.counters = {{"compute", row.compute}};
+    profile.slots = row.slots;
+    profile.placements = row.placements;
+    p.profiles.push_back(std::move(profile));
+  }
+  return p;
 }
 
 }  // namespace xpu::api::testing

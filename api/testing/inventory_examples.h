@@ -13,6 +13,10 @@ namespace xpu::api::testing {
 NodeInventory ExampleNodeInventory();
 // A placed 2 x 2 gang, valid per ValidateAcceleratorGang.
 AcceleratorGang ExampleAcceleratorGang();
+// An H200's MIG partitioning (MIG mode on, nothing created): 8 memory slots, 7 compute slices and
+// the six profiles of NVIDIA's H200 table with their placements (1g.18gb at 0-6, 1g.35gb and
+// 2g.35gb at even slots, 3g.71gb at 0 and 4, 4g.71gb and 7g.141gb at 0).
+InventoryPartitioning H200MigPartitioning();
 
 }  // namespace xpu::api::testing
 

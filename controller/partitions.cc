@@ -1,0 +1,206 @@
+#include "controller/partitions.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "api/validation.h"
+
+namespace xpu::controller {
+namespace {
+
+using api::resource::Counter;
+using api::resource::Device;
+using api::resource::DeviceAttribute;
+
+// The parent's attributes a partition keeps: where it sits, not what it is.
+constexpr std::string_view kInheritedAttributes[] = {
+    "resource.kubernetes.io/pcieRoot", "resource.kubernetes.io/pciBusID", "numaNode",
+    "scaleUpDomain", "driverVersion", "firmwareVersion"};
+
+Counter CounterOf(int64_t value) {
+  Counter c;
+  c.value = std::to_string(value);
+  return c;
+}
+
+std::string SlotCounter(int64_t slot) { return "slot-" + std::to_string(slot); }
+
+// Slots [first, first + span) as a mask.
+uint64_t SlotMask(int64_t first, int64_t span) {
+  if (span <= 0) return 0;
+  const uint64_t ones = span >= 64 ? ~uint64_t{0} : (uint64_t{1} << span) - 1;
+  return ones << first;
+}
+
+// How many instances of a placement-less profile fit the parent's capacity.
+int64_t InstancesThatFit(const api::PartitionProfile& profile,
+                         const std::map<std::string, int64_t>& capacity) {
+  int64_t fit = profile.max_instances > 0 ? profile.max_instances : 64;
+  for (const auto& [counter, units] : profile.counters) {
+    auto total = capacity.find(counter);
+    if (total == capacity.end() || units <= 0) return 0;
+    fit = std::min(fit, total->second / units);
+  }
+  return profile.counters.empty() ? std::min<int64_t>(fit, 1) : fit;
+}
+
+// One partition device of `parent`.
+Device PartitionDevice(const Device& parent, const api::InventoryDevice& in,
+                       const api::InventoryPartitioning& p, const api::PartitionProfile& profile,
+                       std::string name, const std::string& set) {
+  Device d;
+  d.name = std::move(name);
+  for (std::string_view key : kInheritedAttributes) {
+    auto it = parent.attributes.find(std::string(key));
+    if (it != parent.attributes.end()) d.attributes.emplace(it->first, it->second);
+  }
+  d.attributes.emplace("partitionKind", DeviceAttribute::String(p.kind));
+  d.attributes.emplace("parent", DeviceAttribute::String(parent.name));
+  if (!in.uuid.empty()) d.attributes.emplace("parentUUID", DeviceAttribute::String(in.uuid));
+  d.attributes.emplace("profile", DeviceAttribute::String(profile.name));
+  if (!profile.memory.empty()) {
+    d.capacity.emplace("memory", api::resource::DeviceCapacity{profile.memory, std::nullopt, nullptr});
+  }
+  api::resource::DeviceCounterConsumption consumption;
+  consumption.counter_set = set;
+  for (const auto& [counter, units] : profile.counters) {
+    consumption.counters.emplace(counter, CounterOf(units));
+  }
+  d.consumes_counters.push_back(std::move(consumption));
+  d.taints = parent.taints;
+  return d;
+}
+
+// The partition devices of one parent, in publishing order.
+std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevice& in,
+                                 const std::string& set, std::vector<std::string>& notes) {
+  const api::InventoryPartitioning& p = *in.partitioning;
+  // What exists now: by (profile, placement) for MIG, by profile for the others.
+  uint64_t occupied = 0;
+  std::map<std::pair<std::string, int64_t>, const api::InventoryPartition*> existing_at;
+  std::map<std::string, std::vector<const api::InventoryPartition*>> existing_of;
+  std::map<std::string, const api::PartitionProfile*> profiles;
+  for (const api::PartitionProfile& profile : p.profiles) profiles.emplace(profile.name, &profile);
+  for (const api::InventoryPartition& part : p.partitions) {
+    auto profile = profiles.find(part.profile);
+    if (profile == profiles.end()) continue;
+    if (part.placement.has_value()) {
+      occupied |= SlotMask(*part.placement, profile->second->slots);
+      existing_at[{part.profile, *part.placement}] = &part;
+    } else {
+      existing_of[part.profile].push_back(&part);
+    }
+  }
+  std::vector<Device> out;
+  for (const api::PartitionProfile& profile : p.profiles) {
+    const std::string label = ProfileLabel(profile.name);
+    const std::string prefix = parent.name + "-" + label + "-";
+    if (label.empty() || !api::IsDnsLabel(prefix + "0")) {
+      notes.push_back("device " + parent.name + ": profile " + profile.name +
+                      " left out: no device name can be made of it");
+      continue;
+    }
+    if (!profile.placements.empty()) {
+      std::vector<int64_t> placements = profile.placements;
+      std::sort(placements.rbegin(), placements.rend());
+      for (int64_t first : placements) {
+        const uint64_t mask = SlotMask(first, profile.slots);
+        auto exists = existing_at.find({profile.name, first});
+        if (exists == existing_at.end() && (occupied & mask) != 0) continue;
+        Device d = PartitionDevice(parent, in, p, profile, prefix + std::to_string(first), set);
+        d.attributes.emplace("placement", DeviceAttribute::Int(first));
+        for (int64_t slot = first; slot < first + profile.slots; ++slot) {
+          d.consumes_counters.front().counters.emplace(SlotCounter(slot), CounterOf(1));
+        }
+        if (exists != existing_at.end()) {
+          d.attributes.emplace("existing", DeviceAttribute::Bool(true));
+          if (!exists->second->uuid.empty()) {
+            d.attributes.emplace("uuid", DeviceAttribute::String(exists->second->uuid));
+          }
+        }
+        out.push_back(std::move(d));
+      }
+      continue;
+    }
+    const int64_t instances = InstancesThatFit(profile, p.capacity);
+    const auto& present = existing_of[profile.name];
+    for (int64_t n = 0; n < instances; ++n) {
+      Device d = PartitionDevice(parent, in, p, profile, prefix + std::to_string(n), set);
+      d.attributes.emplace("instance", DeviceAttribute::Int(n));
+      auto exists = std::find_if(present.begin(), present.end(),
+                                 [n](const api::InventoryPartition* e) { return e->instance == n; });
+      if (exists != present.end()) {
+        d.attributes.emplace("existing", DeviceAttribute::Bool(true));
+        if (!(*exists)->uuid.empty()) {
+          d.attributes.emplace("uuid", DeviceAttribute::String((*exists)->uuid));
+        }
+      }
+      out.push_back(std::move(d));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ProfileLabel(std::string_view profile) {
+  std::string label;
+  for (char c : profile) {
+    const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool keep = (lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9');
+    if (keep) {
+      label += lower;
+    } else if (!label.empty() && label.back() != '-') {
+      label += '-';
+    }
+  }
+  while (!label.empty() && label.back() == '-') label.pop_back();
+  return label;
+}
+
+Partitioned BuildPartitions(const api::NodeInventory& inventory, std::vector<Device>& devices,
+                            std::vector<std::string>& notes) {
+  std::map<std::string, const api::InventoryDevice*> by_name;
+  for (const api::InventoryDevice& d : inventory.status.devices) by_name.emplace(d.name, &d);
+  Partitioned result;
+  for (Device& whole : devices) {
+    auto it = by_name.find(whole.name);
+    if (it == by_name.end() || !it->second->partitioning.has_value()) continue;
+    const api::InventoryDevice& in = *it->second;
+    const api::InventoryPartitioning& p = *in.partitioning;
+    if (!p.enabled) continue;
+    const std::string set = whole.name + "-parts";
+    if (!api::IsDnsLabel(set)) {
+      notes.push_back("device " + whole.name + ": served whole: counter set name " + set +
+                      " is not a DNS label");
+      continue;
+    }
+    api::resource::CounterSet counters;
+    counters.name = set;
+    for (int64_t slot = 0; slot < p.slots; ++slot) {
+      counters.counters.emplace(SlotCounter(slot), CounterOf(1));
+    }
+    for (const auto& [counter, total] : p.capacity) {
+      counters.counters.emplace(counter, CounterOf(total));
+    }
+    if (counters.counters.empty()) {
+      notes.push_back("device " + whole.name + ": served whole: its partitioning has no slots or "
+                      "capacity to count");
+      continue;
+    }
+    std::vector<Device> parts = PartitionsOf(whole, in, set, notes);
+    api::resource::DeviceCounterConsumption all;
+    all.counter_set = set;
+    all.counters = counters.counters;
+    whole.consumes_counters.push_back(std::move(all));
+    result.counter_sets.push_back(std::move(counters));
+    for (Device& d : parts) result.devices.push_back(std::move(d));
+  }
+  return result;
+}
+
+}  // namespace xpu::controller

@@ -1,0 +1,207 @@
+// Partition devices in the published slices, on a reference H200 given MIG profiles by hand (the
+// MIG fixture host's discovery lands separately) and an Ascend vNPU-style profile set.
+#include "controller/partitions.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+
+#include "api/resource_validation.h"
+#include "api/testing/inventory_examples.h"
+#include "controller/reference_servers.h"
+#include "controller/slices.h"
+
+namespace xpu::controller {
+namespace {
+
+using PartDevice = api::resource::Device;
+
+api::InventoryPartitioning H200Mig() { return api::testing::H200MigPartitioning(); }
+
+api::NodeInventory H200WithMig() {
+  const ReferenceServer* server = FindReferenceServer("hgx-h200");
+  REQUIRE(server != nullptr);
+  api::NodeInventory inventory = server->inventory;
+  inventory.status.devices[0].partitioning = H200Mig();
+  // gpu-1: one 3g.71gb exists in slots 4-7.
+  api::InventoryPartitioning busy = H200Mig();
+  busy.partitions.push_back(
+      {"3g.71gb", 4, 0, "MIG-6f2d1c3e-0000-4000-8000-000000000001", 2, nullptr});
+  inventory.status.devices[1].partitioning = busy;
+  // gpu-2: MIG possible but off: served whole.
+  api::InventoryPartitioning off = H200Mig();
+  off.enabled = false;
+  inventory.status.devices[2].partitioning = off;
+  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  return inventory;
+}
+
+std::map<std::string, PartDevice> DevicesOf(const DesiredPool& pool) {
+  std::map<std::string, PartDevice> out;
+  for (const auto& slice : pool.slices) {
+    for (const PartDevice& d : slice.devices) out.emplace(d.name, d);
+  }
+  return out;
+}
+
+DesiredPool Publish(const api::NodeInventory& inventory,
+                    api::KubeVersion version = api::KubeVersion::k1_35) {
+  PublishOptions options;
+  options.version = version;
+  auto pool = BuildPool(inventory, {"n1", "uid-1", {}}, Config{}, options);
+  REQUIRE(pool.ok());
+  return *pool;
+}
+
+TEST_CASE("a MIG GPU publishes its slots and compute as counters, and every placement") {
+  const DesiredPool pool = Publish(H200WithMig());
+  std::map<std::string, api::resource::CounterSet> sets;
+  for (const auto& slice : pool.slices) {
+    CHECK((slice.shared_counters.empty() || slice.devices.empty()));
+    for (const auto& set : slice.shared_counters) sets.emplace(set.name, set);
+  }
+  REQUIRE(sets.size() == 2);  // gpu-0 and gpu-1; gpu-2 has MIG off
+  CHECK(sets.at("gpu-0-parts").counters.size() == 9);
+  CHECK(sets.at("gpu-0-parts").counters.at("compute").value == "7");
+  const auto devices = DevicesOf(pool);
+  // gpu-0: 7 + 4 + 3 + 2 + 1 + 1 placements, and the whole device consuming everything.
+  int parts = 0;
+  for (const auto& [name, d] : devices) {
+    auto parent = d.attributes.find("parent");
+    if (parent != d.attributes.end() && parent->second.string_value == "gpu-0") ++parts;
+  }
+  CHECK(parts == 18);
+  const PartDevice& whole = devices.at("gpu-0");
+  REQUIRE(whole.consumes_counters.size() == 1);
+  CHECK(whole.consumes_counters[0].counters.size() == 9);
+  CHECK(whole.consumes_counters[0].counters.at("compute").value == "7");
+  const PartDevice& slice = devices.at("gpu-0-1g-18gb-6");
+  CHECK(slice.attributes.at("profile").string_value == "1g.18gb");
+  CHECK(slice.attributes.at("placement").int_value == 6);
+  CHECK(slice.attributes.at("partitionKind").string_value == "mig");
+  CHECK_FALSE(slice.attributes.contains("vendor"));  // whole-device classes never select it
+  CHECK(slice.capacity.at("memory").value == "16384Mi");
+  REQUIRE(slice.consumes_counters.size() == 1);
+  CHECK(slice.consumes_counters[0].counters ==
+        std::map<std::string, api::resource::Counter>{{"compute", {"1", nullptr}},
+                                                      {"slot-6", {"1", nullptr}}});
+  CHECK(devices.at("gpu-0-3g-71gb-4").consumes_counters[0].counters.size() == 5);
+  // Highest placement first, so first fit keeps the low aligned slots for large profiles.
+  std::vector<std::string> order;
+  for (const auto& s : pool.slices) {
+    for (const PartDevice& d : s.devices) {
+      if (d.name.starts_with("gpu-0-1g-18gb-")) order.push_back(d.name);
+    }
+  }
+  CHECK(order.front() == "gpu-0-1g-18gb-6");
+  CHECK(order.back() == "gpu-0-1g-18gb-0");
+  // gpu-2, MIG off: whole only.
+  CHECK(devices.at("gpu-2").consumes_counters.empty());
+  CHECK_FALSE(devices.contains("gpu-2-1g-18gb-0"));
+  for (const auto& object : SliceObjects(pool, {"n1", "uid-1", {}}, "xpu.dra.dev", 1)) {
+    const Status valid = api::ValidateResourceSlice(object, api::KubeVersion::k1_35);
+    INFO(valid.message());
+    CHECK(valid.ok());
+  }
+}
+
+TEST_CASE("an existing partition is published where it sits, and what it overlaps is not") {
+  const auto devices = DevicesOf(Publish(H200WithMig()));
+  const PartDevice& existing = devices.at("gpu-1-3g-71gb-4");
+  CHECK(existing.attributes.at("existing").bool_value == true);
+  CHECK(existing.attributes.at("uuid").string_value == "MIG-6f2d1c3e-0000-4000-8000-000000000001");
+  CHECK_FALSE(devices.contains("gpu-1-1g-18gb-5"));  // inside slots 4-7
+  CHECK_FALSE(devices.contains("gpu-1-7g-141gb-0"));
+  CHECK(devices.contains("gpu-1-4g-71gb-0"));  // slots 0-3 are free
+  CHECK(devices.contains("gpu-1-3g-71gb-0"));
+}
+
+TEST_CASE("profiles without placements publish the instances that fit the capacity") {
+  api::NodeInventory inventory = FindReferenceServer("atlas800t-a2")->inventory;
+  api::InventoryPartitioning vnpu;
+  vnpu.kind = "vnpu";
+  vnpu.enabled = true;
+  vnpu.capacity = {{"aicore", 20}, {"memory-gib", 64}};
+  api::PartitionProfile small;
+  small.name = "vir05_1c_16g";
+  small.memory = "16Gi";
+  small.counters = {{"aicore", 5}, {"memory-gib", 16}};
+  api::PartitionProfile large;
+  large.name = "vir10_3c_32g";
+  large.memory = "32Gi";
+  large.counters = {{"aicore", 10}, {"memory-gib", 32}};
+  vnpu.profiles = {small, large};
+  api::InventoryPartition present;
+  present.profile = "vir05_1c_16g";
+  present.instance = 1;
+  present.id = 100;
+  vnpu.partitions.push_back(present);
+  inventory.status.devices[0].partitioning = vnpu;
+  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  const auto devices = DevicesOf(Publish(inventory));
+  CHECK(devices.contains("npu-0-vir05-1c-16g-3"));
+  CHECK_FALSE(devices.contains("npu-0-vir05-1c-16g-4"));
+  CHECK(devices.contains("npu-0-vir10-3c-32g-1"));
+  CHECK_FALSE(devices.contains("npu-0-vir10-3c-32g-2"));
+  CHECK(devices.at("npu-0-vir05-1c-16g-1").attributes.at("existing").bool_value == true);
+  CHECK(devices.at("npu-0").consumes_counters[0].counters.at("aicore").value == "20");
+}
+
+TEST_CASE("partitions are not published where the shapes cannot carry their counters") {
+  const api::NodeInventory inventory = H200WithMig();
+  const DesiredPool old = Publish(inventory, api::KubeVersion::k1_34);
+  CHECK_FALSE(DevicesOf(old).contains("gpu-0-1g-18gb-0"));
+  CHECK(std::find(old.notes.begin(), old.notes.end(),
+                  "partitions not published: 1.34 cannot carry their counters") != old.notes.end());
+  Config groups;
+  groups.mode = PublishMode::kGroups;
+  auto pool = BuildPool(inventory, {"n1", "uid-1", {}}, groups, PublishOptions{});
+  REQUIRE(pool.ok());
+  CHECK_FALSE(DevicesOf(*pool).contains("gpu-0-1g-18gb-0"));
+  CHECK(ProfileLabel("1g.18gb") == "1g-18gb");
+  CHECK(ProfileLabel("vir05_1c_16g") == "vir05-1c-16g");
+  CHECK(ProfileLabel("..").empty());
+}
+
+TEST_CASE("the inventory refuses partitions of unknown profiles, bad placements and overlaps") {
+  api::NodeInventory inventory = H200WithMig();
+  auto expect = [&](const std::function<void(api::InventoryPartitioning&)>& spoil,
+                    const std::string& part) {
+    api::NodeInventory bad = inventory;
+    spoil(*bad.status.devices[0].partitioning);
+    const Status s = api::ValidateNodeInventory(bad);
+    INFO(s.message());
+    REQUIRE_FALSE(s.ok());
+    CHECK(s.message().find(part) != std::string::npos);
+  };
+  expect(
+      [](auto& p) {
+        p.partitions.push_back({"9g.1tb", 0, 0, "", 0, nullptr});
+      },
+      "status.devices[0].partitioning.partitions[0].profile: unknown profile");
+  expect(
+      [](auto& p) {
+        p.partitions.push_back({"3g.71gb", 2, 0, "", 0, nullptr});
+      },
+      "partitions[0].placement: not a placement of profile 3g.71gb");
+  expect(
+      [](auto& p) {
+        p.partitions.push_back({"3g.71gb", 4, 0, "", 0, nullptr});
+        p.partitions.push_back({"1g.18gb", 5, 0, "", 0, nullptr});
+      },
+      "partitions[1].placement: overlaps another partition");
+  expect([](auto& p) { p.profiles[0].counters["sm"] = 1; },
+         "is not a counter of the device's capacity");
+  expect(
+      [](auto& p) {
+        p.profiles[0].placements.push_back(7);
+        p.profiles[0].slots = 2;
+      },
+      "passes the device's 8");
+}
+
+}  // namespace
+}  // namespace xpu::controller
