@@ -96,7 +96,10 @@ const std::vector<Command>& Commands() {
       {"discover",
        "discover this host's accelerators and print its NodeInventory",
        {{"host-root", '\0', "DIR", false, "read sysfs, /dev and /proc under DIR (default /)"},
-        kVendorLibFlag,
+        {"vendor-lib-dir", '\0', "DIR", false,
+         "search DIR for libnvidia-ml.so.1 and libdcmi.so (repeatable; default: the host "
+         "root's library folders, as the plugin)",
+         true},
         {"node-name", '\0', "NAME", false,
          "metadata.name (default: etc/hostname under the host root)"},
         kOutputFlag},

@@ -9,6 +9,8 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
+#include <tuple>
 #include <utility>
 
 #include "api/validation.h"
@@ -357,6 +359,114 @@ void ReplaceLinks(api::NodeInventoryStatus& status, const std::set<std::string>&
   for (api::InventoryLink& l : links) status.links.push_back(std::move(l));
 }
 
+// A MIG profile's name without NVML's "MIG " prefix: "1g.18gb", "1g.18gb+me".
+std::string MigProfileName(std::string_view nvml_name) {
+  std::string_view name = Trim(nvml_name);
+  if (name.starts_with("MIG ")) name.remove_prefix(4);
+  return std::string(name);
+}
+
+// A media-extension variant's base profile: "1g.18gb+me" -> "1g.18gb", "1g.24gb-me" and
+// "1g.24gb+me.all" -> "1g.24gb"; the name itself for any other.
+std::string MigBaseName(const std::string& name) {
+  const size_t gb = name.find("gb");
+  if (gb == std::string::npos) return name;
+  const size_t end = gb + 2;
+  return end < name.size() && (name[end] == '+' || name[end] == '-') ? name.substr(0, end) : name;
+}
+
+// The slots one placement of `profile` spans: its placements' size (NVML gives one per profile).
+unsigned MigProfileSlots(const NvmlMigProfile& profile) {
+  unsigned slots = 0;
+  for (const NvmlMigPlacement& p : profile.placements) slots = std::max(slots, p.size);
+  return slots;
+}
+
+// NVML's MIG facts in the inventory's model (docs/partitions.md):
+//  - a profile per GPU instance profile: its name, memory (memorySizeMB), counters
+//    {compute: slices}, slots (the placements' size) and placements (their first slots), in order
+//    of slices, slots and memory;
+//  - a media-extension variant ("+me", "-me", "+me.all", "+gfx") whose base profile takes the
+//    same slices and slots is left out: its instances sit where the base's do, so they are listed
+//    under the base's name;
+//  - capacity {compute: the most slices a profile takes}, slots: the end of the last placement;
+//  - the GPU instances that exist, by first slot.
+// With MIG mode off NVML gives no profiles: `enabled` false and nothing else, the device is served
+// whole. Nullopt, with the reason in `error`, when the result fails the inventory's validation
+// (a GPU instance of a profile NVML did not list, overlapping instances): partitions published
+// from a view that disagrees with itself could take slots that are in use.
+std::optional<api::InventoryPartitioning> MigPartitioning(const NvmlMig& mig, std::string* error) {
+  api::InventoryPartitioning p;
+  p.kind = "mig";
+  p.enabled = mig.enabled;
+  std::vector<const NvmlMigProfile*> profiles;
+  for (const NvmlMigProfile& profile : mig.profiles) profiles.push_back(&profile);
+  std::stable_sort(profiles.begin(), profiles.end(),
+                   [](const NvmlMigProfile* a, const NvmlMigProfile* b) {
+                     return std::tuple(a->slice_count, MigProfileSlots(*a), a->memory_mib) <
+                            std::tuple(b->slice_count, MigProfileSlots(*b), b->memory_mib);
+                   });
+  std::map<std::string, const NvmlMigProfile*> by_name;
+  for (const NvmlMigProfile* profile : profiles) {
+    by_name.emplace(MigProfileName(profile->name), profile);
+  }
+  std::map<unsigned, std::string> name_of_id;
+  int64_t compute = 0;
+  for (const NvmlMigProfile* profile : profiles) {
+    const std::string name = MigProfileName(profile->name);
+    const std::string base = MigBaseName(name);
+    if (base != name) {
+      auto it = by_name.find(base);
+      if (it != by_name.end() && it->second->slice_count == profile->slice_count &&
+          MigProfileSlots(*it->second) == MigProfileSlots(*profile)) {
+        name_of_id[profile->id] = base;
+        continue;
+      }
+    }
+    name_of_id[profile->id] = name;
+    api::PartitionProfile out;
+    out.name = name;
+    if (profile->memory_mib > 0) out.memory = std::to_string(profile->memory_mib) + "Mi";
+    out.counters["compute"] = profile->slice_count;
+    out.slots = MigProfileSlots(*profile);
+    for (const NvmlMigPlacement& at : profile->placements) {
+      out.placements.push_back(at.start);
+      p.slots = std::max<int64_t>(p.slots, int64_t{at.start} + at.size);
+    }
+    std::sort(out.placements.begin(), out.placements.end());
+    out.placements.erase(std::unique(out.placements.begin(), out.placements.end()),
+                         out.placements.end());
+    compute = std::max<int64_t>(compute, profile->slice_count);
+    p.profiles.push_back(std::move(out));
+  }
+  if (compute > 0) p.capacity["compute"] = compute;
+  for (const NvmlGpuInstance& gi : mig.instances) {
+    api::InventoryPartition part;
+    auto it = name_of_id.find(gi.profile_id);
+    part.profile = it != name_of_id.end() ? it->second : "profile-" + std::to_string(gi.profile_id);
+    part.placement = gi.placement.start;
+    part.uuid = gi.uuid;
+    part.id = gi.id;
+    p.partitions.push_back(std::move(part));
+  }
+  std::sort(p.partitions.begin(), p.partitions.end(),
+            [](const api::InventoryPartition& a, const api::InventoryPartition& b) {
+              return a.placement < b.placement;
+            });
+  // The inventory's own rules, on a device of its own.
+  api::NodeInventory check;
+  check.metadata.name = "node";
+  api::InventoryDevice& device = check.status.devices.emplace_back();
+  device.name = "gpu-0";
+  device.kind = "gpu";
+  device.partitioning = p;
+  if (const Status valid = api::ValidateNodeInventory(check); !valid.ok()) {
+    *error = valid.message();
+    return std::nullopt;
+  }
+  return p;
+}
+
 void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInventoryStatus& status,
                Problems& problems) {
   std::map<std::string, Found*> by_bdf;
@@ -397,6 +507,15 @@ void MergeNvml(const NvmlFacts& nvml, std::vector<Found>& found, api::NodeInvent
     if (!d.healthy || critical_xid) {
       dev.health = "Unhealthy";
       dev.sources["health"] = "nvml";
+    }
+    if (d.mig) {
+      std::string error;
+      if (std::optional<api::InventoryPartitioning> p = MigPartitioning(*d.mig, &error)) {
+        dev.partitioning = std::move(*p);
+        dev.sources["partitioning"] = "nvml";
+      } else {
+        problems.libraries.push_back("nvml: " + dev.name + ": MIG left out: " + error);
+      }
     }
     const bool on_switch = std::any_of(d.links.begin(), d.links.end(), [](const NvmlLink& l) {
       return l.active && l.remote_type == "switch";

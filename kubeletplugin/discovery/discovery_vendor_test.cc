@@ -2,8 +2,12 @@
 // built by the test tree, answering from each fixture host's fake-vendor/*.json.
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "base/testing/temp_dir.h"
 #include "kubeletplugin/discovery/discovery.h"
 
 namespace xpu::discovery {
@@ -11,12 +15,15 @@ namespace {
 
 const std::string kHosts = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/";
 
-api::NodeInventory DiscoverWithLibs(const std::string& host) {
-  ::setenv("XPU_FAKE_NVML_JSON", (kHosts + host + "/fake-vendor/nvml.json").c_str(), 1);
+// `nvml_json`: the fake NVML's answers, when not the host's own; `lib_dir`: where the fakes are.
+api::NodeInventory DiscoverWithLibs(const std::string& host, const std::string& nvml_json = "",
+                                    const std::string& lib_dir = XPU_FAKE_LIB_DIR) {
+  ::setenv("XPU_FAKE_NVML_JSON",
+           (nvml_json.empty() ? kHosts + host + "/fake-vendor/nvml.json" : nvml_json).c_str(), 1);
   ::setenv("XPU_FAKE_DCMI_JSON", (kHosts + host + "/fake-vendor/dcmi.json").c_str(), 1);
   DiscoveryOptions options;
   options.host_root = kHosts + host;
-  options.vendor_lib_dirs = {XPU_FAKE_LIB_DIR};
+  options.vendor_lib_dirs = {lib_dir};
   options.node_name = host;
   auto inventory = Discover(options);
   INFO(inventory.status().ToString());
@@ -59,6 +66,143 @@ TEST_CASE("NVML through dlopen: uuids, NVSwitch links and XID health", "[discove
   }
   CHECK(full > 0);
   CHECK(degraded == Approx(full * 17 / 18));
+}
+
+std::vector<std::string> ProfileNames(const api::InventoryPartitioning& p) {
+  std::vector<std::string> out;
+  for (const api::PartitionProfile& profile : p.profiles) out.push_back(profile.name);
+  return out;
+}
+
+const api::PartitionProfile* FindProfile(const api::InventoryPartitioning& p,
+                                         const std::string& name) {
+  for (const api::PartitionProfile& profile : p.profiles) {
+    if (profile.name == name) return &profile;
+  }
+  return nullptr;
+}
+
+TEST_CASE("NVML MIG through dlopen: profiles, placements and the GPU instances that exist",
+          "[discovery][vendor]") {
+  const auto inv = DiscoverWithLibs("hgx-h200-mig");
+  REQUIRE(inv.status.devices.size() == 8);
+  CHECK(FindCondition(inv, "VendorLibrary") == nullptr);
+  for (const auto& d : inv.status.devices) {
+    INFO(d.name);
+    REQUIRE(d.partitioning.has_value());
+    CHECK(d.partitioning->kind == "mig");
+    CHECK(d.sources.at("partitioning") == "nvml");
+  }
+  const api::InventoryPartitioning& p = *inv.status.devices[1].partitioning;
+  auto profile = [&p](const std::string& name) -> const api::PartitionProfile& {
+    const api::PartitionProfile* found = FindProfile(p, name);
+    INFO(name);
+    REQUIRE(found != nullptr);
+    return *found;
+  };
+  CHECK(p.enabled);
+  CHECK(p.slots == 8);
+  CHECK(p.capacity == std::map<std::string, int64_t>{{"compute", 7}});
+  // 1g.18gb+me is left out: its instances sit where 1g.18gb's do.
+  CHECK(ProfileNames(p) == std::vector<std::string>{"1g.18gb", "1g.35gb", "2g.35gb", "3g.71gb",
+                                                    "4g.71gb", "7g.141gb"});
+  const api::PartitionProfile& one = profile("1g.18gb");
+  CHECK(one.memory == "16384Mi");
+  CHECK(one.counters == std::map<std::string, int64_t>{{"compute", 1}});
+  CHECK(one.slots == 1);
+  CHECK(one.placements == std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6});
+  CHECK(profile("1g.35gb").slots == 2);
+  CHECK(profile("1g.35gb").placements == std::vector<int64_t>{0, 2, 4, 6});
+  CHECK(profile("2g.35gb").counters.at("compute") == 2);
+  CHECK(profile("3g.71gb").placements == std::vector<int64_t>{0, 4});
+  CHECK(profile("7g.141gb").slots == 8);
+  CHECK(profile("7g.141gb").counters.at("compute") == 7);
+  // The two GPU instances on GPU 1, by first slot.
+  REQUIRE(p.partitions.size() == 2);
+  CHECK(p.partitions[0].profile == "1g.18gb");
+  CHECK(p.partitions[0].placement == 0);
+  CHECK(p.partitions[0].id == 7);
+  CHECK(p.partitions[0].uuid == "MIG-4cb87259-21dd-5cca-9c06-13a08e48d65d");
+  CHECK(p.partitions[1].profile == "3g.71gb");
+  CHECK(p.partitions[1].placement == 4);
+  CHECK(p.partitions[1].id == 2);
+  CHECK(p.partitions[1].uuid == "MIG-de18a2fd-73ec-5d81-9b49-ea5912ed7d2c");
+  // GPU 0: MIG on, nothing created; GPU 3: three instances.
+  CHECK(inv.status.devices[0].partitioning->enabled);
+  CHECK(inv.status.devices[0].partitioning->partitions.empty());
+  CHECK(inv.status.devices[3].partitioning->partitions.size() == 3);
+  // GPU 5: MIG mode off, so NVML gives no profiles: served whole.
+  const api::InventoryPartitioning& off = *inv.status.devices[5].partitioning;
+  CHECK_FALSE(off.enabled);
+  CHECK(off.profiles.empty());
+  CHECK(off.partitions.empty());
+  CHECK(off.capacity.empty());
+}
+
+TEST_CASE("NVML MIG: an instance of a media-extension profile is listed under its base",
+          "[discovery][vendor]") {
+  // GPU 3's 1g.18gb at slot 6 made a 1g.18gb+me (profile id 20).
+  std::ifstream in(kHosts + "hgx-h200-mig/fake-vendor/nvml.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  bool changed = false;
+  for (nlohmann::json& gi : doc["devices"][3]["mig"]["gpuInstances"]) {
+    if (gi["placement"]["start"] == 6) {
+      gi["profileId"] = 20;
+      changed = true;
+    }
+  }
+  REQUIRE(changed);
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/nvml.json";
+  std::ofstream(path) << doc.dump(2);
+  const auto inv = DiscoverWithLibs("hgx-h200-mig", path);
+  CHECK(FindCondition(inv, "VendorLibrary") == nullptr);
+  const api::InventoryPartitioning& p = *inv.status.devices[3].partitioning;
+  REQUIRE(p.partitions.size() == 3);
+  CHECK(p.partitions[2].placement == 6);
+  CHECK(p.partitions[2].profile == "1g.18gb");
+}
+
+TEST_CASE("NVML MIG that contradicts itself is left out of that GPU with a condition",
+          "[discovery][vendor]") {
+  // GPU 1's 3g.71gb moved onto slot 0, where its 1g.18gb sits.
+  std::ifstream in(kHosts + "hgx-h200-mig/fake-vendor/nvml.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  for (nlohmann::json& gi : doc["devices"][1]["mig"]["gpuInstances"]) {
+    if (gi["placement"]["start"] == 4) gi["placement"]["start"] = 0;
+  }
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/nvml.json";
+  std::ofstream(path) << doc.dump(2);
+  const auto inv = DiscoverWithLibs("hgx-h200-mig", path);
+  CHECK_FALSE(inv.status.devices[1].partitioning.has_value());
+  CHECK(inv.status.devices[3].partitioning.has_value());
+  const api::Condition* c = FindCondition(inv, "VendorLibrary");
+  REQUIRE(c != nullptr);
+  CHECK_THAT(c->message, Catch::Contains("nvml: gpu-1: MIG left out: ") &&
+                             Catch::Contains("overlaps another partition"));
+}
+
+TEST_CASE("NVML MIG: no MIG functions, or MIG not supported, leaves partitioning out",
+          "[discovery][vendor]") {
+  // An older library without the versioned profile info and the _v2 placements.
+  const auto old = DiscoverWithLibs("hgx-h200-mig", "", std::string(XPU_FAKE_LIB_DIR) + "/old");
+  REQUIRE(old.status.devices.size() == 8);
+  for (const auto& d : old.status.devices) CHECK_FALSE(d.partitioning.has_value());
+  CHECK(FindCondition(old, "VendorLibrary") == nullptr);
+  // NOT_SUPPORTED from every MIG call on GPUs 1 and 5.
+  std::ifstream in(kHosts + "hgx-h200-mig/fake-vendor/nvml.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc["faults"]["migNotSupported"] = {1, 5};
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/nvml.json";
+  std::ofstream(path) << doc.dump(2);
+  const auto inv = DiscoverWithLibs("hgx-h200-mig", path);
+  CHECK(FindCondition(inv, "VendorLibrary") == nullptr);
+  for (const auto& d : inv.status.devices) {
+    INFO(d.name);
+    CHECK(d.partitioning.has_value() == (d.index != 1 && d.index != 5));
+  }
 }
 
 TEST_CASE("NVML that fails to initialise: a condition, and sysfs facts stand",

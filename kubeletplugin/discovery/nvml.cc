@@ -29,6 +29,13 @@ namespace nv = ::xpu::discovery::nvml;
 constexpr const char* kNvmlFile = "libnvidia-ml.so.1";
 constexpr unsigned kMaxDevices = 1024;  // more than any node has; guards a garbage count
 constexpr unsigned kMaxEvents = 4096;   // per probe, in case a library never reports "timeout"
+// MIG bounds, each past what any GPU has, guarding a garbage answer: profile indexes tried (18
+// defined by NVML 13.3, later drivers may add more), placements of a profile, GPU instances of a
+// profile, MIG devices of a GPU.
+constexpr unsigned kMaxMigProfileIndex = 64;
+constexpr unsigned kMaxMigPlacements = 64;
+constexpr unsigned kMaxGpuInstances = 64;
+constexpr unsigned kMaxMigDevices = 64;
 // XIDs the NVIDIA device plugin treats as application errors, not device faults (hardware.md §2.6).
 constexpr unsigned long long kApplicationXids[] = {13, 31, 43, 45, 68, 109};
 
@@ -138,11 +145,31 @@ struct NvmlApi {
   nv::DeviceRegisterEventsFn device_register_events = nullptr;
   nv::EventSetWaitFn event_set_wait = nullptr;
   nv::EventSetFreeFn event_set_free = nullptr;
+  // MIG: used only when all are there (the versioned profile info and the _v2 placements are
+  // newer than the first MIG drivers).
+  nv::DeviceGetMigModeFn device_get_mig_mode = nullptr;
+  nv::DeviceGetGpuInstanceProfileInfoVFn device_get_gpu_instance_profile_info_v = nullptr;
+  nv::DeviceGetGpuInstancePossiblePlacementsFn device_get_gpu_instance_possible_placements =
+      nullptr;
+  nv::DeviceGetGpuInstancesFn device_get_gpu_instances = nullptr;
+  nv::GpuInstanceGetInfoFn gpu_instance_get_info = nullptr;
+  nv::DeviceGetUintFn device_get_max_mig_device_count = nullptr;
+  nv::DeviceGetMigDeviceHandleByIndexFn device_get_mig_device_handle_by_index = nullptr;
+  nv::DeviceGetUintFn device_get_gpu_instance_id = nullptr;
   // Telemetry only (BindTelemetry): optional, never part of the discovery probe's status.
   nv::DeviceGetTemperatureFn device_get_temperature = nullptr;
   nv::DeviceGetUintFn device_get_power_usage = nullptr;
   nv::DeviceGetUtilizationRatesFn device_get_utilization_rates = nullptr;
   nv::DeviceGetTotalEccErrorsFn device_get_total_ecc_errors = nullptr;
+
+  bool has_mig() const {
+    return device_get_mig_mode != nullptr && device_get_gpu_instance_profile_info_v != nullptr &&
+           device_get_gpu_instance_possible_placements != nullptr &&
+           device_get_gpu_instances != nullptr && gpu_instance_get_info != nullptr &&
+           device_get_max_mig_device_count != nullptr &&
+           device_get_mig_device_handle_by_index != nullptr &&
+           device_get_gpu_instance_id != nullptr;
+  }
 };
 
 // Binds every symbol; returns the required ones that are missing.
@@ -173,6 +200,16 @@ std::vector<std::string> Bind(const DlLibrary& lib, NvmlApi* api,
   lib.Bind("nvmlDeviceRegisterEvents", &api->device_register_events, opt);
   lib.Bind("nvmlEventSetWait_v2", &api->event_set_wait, opt);
   lib.Bind("nvmlEventSetFree", &api->event_set_free, opt);
+  lib.Bind("nvmlDeviceGetMigMode", &api->device_get_mig_mode, opt);
+  lib.Bind("nvmlDeviceGetGpuInstanceProfileInfoV", &api->device_get_gpu_instance_profile_info_v,
+           opt);
+  lib.Bind("nvmlDeviceGetGpuInstancePossiblePlacements_v2",
+           &api->device_get_gpu_instance_possible_placements, opt);
+  lib.Bind("nvmlDeviceGetGpuInstances", &api->device_get_gpu_instances, opt);
+  lib.Bind("nvmlGpuInstanceGetInfo", &api->gpu_instance_get_info, opt);
+  lib.Bind("nvmlDeviceGetMaxMigDeviceCount", &api->device_get_max_mig_device_count, opt);
+  lib.Bind("nvmlDeviceGetMigDeviceHandleByIndex", &api->device_get_mig_device_handle_by_index, opt);
+  lib.Bind("nvmlDeviceGetGpuInstanceId", &api->device_get_gpu_instance_id, opt);
   return required_missing;
 }
 
@@ -208,6 +245,7 @@ class DeviceProbe {
     out_->cc_minor = cc_minor;
     if (!Memory() || !Numa() || !Links()) return;
     Fabric();
+    if (!lost_) Mig();
   }
 
   bool lost() const { return lost_; }
@@ -311,6 +349,110 @@ class DeviceProbe {
         out_->clique_id = info.cliqueId;
       }
     }
+  }
+
+  // MIG mode, the profiles with their possible placements, and the GPU instances that exist with
+  // their MIG devices' UUIDs, the calls the NVIDIA DRA driver makes (nvml.h "Multi Instance GPU
+  // Management"). NOT_SUPPORTED from nvmlDeviceGetMigMode (no MIG on this GPU, a vGPU guest)
+  // means no MIG and no error; any other failure is recorded and leaves `mig` unset, since a
+  // partial view could offer slots that an instance already holds.
+  void Mig() {
+    if (!api_.has_mig()) return;
+    unsigned current = 0, pending = 0;
+    const nv::nvmlReturn_t rc = api_.device_get_mig_mode(handle_, &current, &pending);
+    if (rc == nv::kErrorNotSupported || !Ok("nvmlDeviceGetMigMode", rc)) return;
+    NvmlMig mig;
+    mig.enabled = current == nv::kDeviceMigEnable;
+    mig.pending_enabled = pending == nv::kDeviceMigEnable;
+    if (!MigProfiles(&mig)) return;
+    // nvmlDeviceGetGpuInstances answers NOT_SUPPORTED while MIG mode is off: nothing exists then.
+    if (mig.enabled && !(GpuInstances(&mig) && MigDeviceUuids(&mig))) return;
+    out_->mig = std::move(mig);
+  }
+
+  // Every profile index from 0 up: NOT_SUPPORTED (not on this GPU, or MIG mode off) and
+  // INVALID_ARGUMENT (past the profiles this driver knows) skip the index.
+  bool MigProfiles(NvmlMig* mig) {
+    for (unsigned index = 0; index < kMaxMigProfileIndex; ++index) {
+      nv::nvmlGpuInstanceProfileInfo_v2_t info{};
+      info.version = nv::kGpuInstanceProfileInfoV2Version;
+      nv::nvmlReturn_t rc = api_.device_get_gpu_instance_profile_info_v(handle_, index, &info);
+      if (rc == nv::kErrorNotSupported || rc == nv::kErrorInvalidArgument) continue;
+      if (!Ok("nvmlDeviceGetGpuInstanceProfileInfoV", rc)) return false;
+      NvmlMigProfile profile;
+      profile.profile = index;
+      profile.id = info.id;
+      profile.name = BoundedCString(info.name, sizeof info.name);
+      profile.slice_count = info.sliceCount;
+      profile.instance_count = info.instanceCount;
+      profile.memory_mib = info.memorySizeMB;
+      // The count first (placements NULL), then the placements. A profile without placements
+      // cannot be placed: left out, as the NVIDIA DRA driver does.
+      unsigned count = 0;
+      rc = api_.device_get_gpu_instance_possible_placements(handle_, info.id, nullptr, &count);
+      if (rc == nv::kErrorNotSupported) continue;
+      if (!Ok("nvmlDeviceGetGpuInstancePossiblePlacements_v2", rc)) return false;
+      std::vector<nv::nvmlGpuInstancePlacement_t> placements(std::min(count, kMaxMigPlacements));
+      count = static_cast<unsigned>(placements.size());
+      if (count > 0) {
+        rc = api_.device_get_gpu_instance_possible_placements(handle_, info.id, placements.data(),
+                                                              &count);
+        if (!Ok("nvmlDeviceGetGpuInstancePossiblePlacements_v2", rc)) return false;
+      }
+      for (unsigned i = 0; i < std::min<size_t>(count, placements.size()); ++i) {
+        profile.placements.push_back({placements[i].start, placements[i].size});
+      }
+      mig->profiles.push_back(std::move(profile));
+    }
+    return true;
+  }
+
+  // The GPU instances of each profile: the buffer holds the profile's instanceCount handles, as
+  // nvml.h asks.
+  bool GpuInstances(NvmlMig* mig) {
+    for (const NvmlMigProfile& profile : mig->profiles) {
+      std::vector<nv::nvmlGpuInstance_t> handles(
+          std::clamp(profile.instance_count, 1U, kMaxGpuInstances), nullptr);
+      auto count = static_cast<unsigned>(handles.size());
+      nv::nvmlReturn_t rc =
+          api_.device_get_gpu_instances(handle_, profile.id, handles.data(), &count);
+      if (!Ok("nvmlDeviceGetGpuInstances", rc)) return false;
+      for (unsigned i = 0; i < std::min<size_t>(count, handles.size()); ++i) {
+        nv::nvmlGpuInstanceInfo_t info{};
+        rc = api_.gpu_instance_get_info(handles[i], &info);
+        if (!Ok("nvmlGpuInstanceGetInfo", rc)) return false;
+        NvmlGpuInstance gi;
+        gi.id = info.id;
+        gi.profile_id = info.profileId;
+        gi.placement = {info.placement.start, info.placement.size};
+        mig->instances.push_back(std::move(gi));
+      }
+    }
+    return true;
+  }
+
+  // Each MIG device (a compute instance) by index: its GPU instance id and UUID. A GPU instance
+  // with several compute instances takes the first one's UUID; NOT_FOUND is an unused index.
+  bool MigDeviceUuids(NvmlMig* mig) {
+    unsigned max = 0;
+    nv::nvmlReturn_t rc = api_.device_get_max_mig_device_count(handle_, &max);
+    if (!Ok("nvmlDeviceGetMaxMigDeviceCount", rc)) return false;
+    for (unsigned index = 0; index < std::min(max, kMaxMigDevices); ++index) {
+      nv::nvmlDevice_t mig_device = nullptr;
+      rc = api_.device_get_mig_device_handle_by_index(handle_, index, &mig_device);
+      if (rc == nv::kErrorNotFound) continue;
+      if (!Ok("nvmlDeviceGetMigDeviceHandleByIndex", rc)) return false;
+      unsigned gi_id = 0;
+      rc = api_.device_get_gpu_instance_id(mig_device, &gi_id);
+      if (!Ok("nvmlDeviceGetGpuInstanceId", rc)) return false;
+      char uuid[nv::kDeviceUuidV2BufferSize] = {};
+      rc = api_.device_get_uuid(mig_device, uuid, sizeof uuid);
+      if (!Ok("nvmlDeviceGetUUID", rc)) return false;
+      for (NvmlGpuInstance& gi : mig->instances) {
+        if (gi.id == gi_id && gi.uuid.empty()) gi.uuid = BoundedCString(uuid, sizeof uuid);
+      }
+    }
+    return true;
   }
 
   const NvmlApi& api_;

@@ -33,6 +33,42 @@ struct NvmlLink {
   std::string remote_type;        // "gpu", "switch", "ibmnpu", "unknown"
 };
 
+// Multi-Instance GPU, as NVML reports it (docs/partitions.md).
+struct NvmlMigPlacement {
+  unsigned start = 0;  // first memory slice
+  unsigned size = 0;   // memory slices spanned
+  friend bool operator==(const NvmlMigPlacement&, const NvmlMigPlacement&) = default;
+};
+
+// A GPU instance profile (nvmlDeviceGetGpuInstanceProfileInfoV and its possible placements).
+struct NvmlMigProfile {
+  unsigned profile = 0;         // the NVML_GPU_INSTANCE_PROFILE_* index it was read with
+  unsigned id = 0;              // the profile id that placements and GPU instances name
+  std::string name;             // as NVML gives it: "MIG 1g.18gb"
+  unsigned slice_count = 0;     // GPU (compute) slices
+  unsigned instance_count = 0;  // how many fit at once
+  uint64_t memory_mib = 0;      // memorySizeMB
+  std::vector<NvmlMigPlacement> placements;
+};
+
+// A GPU instance that exists (nvmlDeviceGetGpuInstances, nvmlGpuInstanceGetInfo).
+struct NvmlGpuInstance {
+  unsigned id = 0;          // the GPU instance id
+  unsigned profile_id = 0;  // an NvmlMigProfile's `id`
+  NvmlMigPlacement placement;
+  // The UUID of its first MIG device (one per compute instance), "MIG-..."; empty while it has
+  // no compute instance.
+  std::string uuid;
+};
+
+struct NvmlMig {
+  bool enabled = false;          // nvmlDeviceGetMigMode: current mode NVML_DEVICE_MIG_ENABLE
+  bool pending_enabled = false;  // ... pending mode, taking effect at the next GPU reset
+  // NVML answers profiles only while MIG mode is on (NOT_SUPPORTED otherwise): empty when off.
+  std::vector<NvmlMigProfile> profiles;
+  std::vector<NvmlGpuInstance> instances;
+};
+
 struct NvmlDevice {
   int index = 0;           // NVML index
   int minor_number = -1;   // /dev/nvidia<minor>
@@ -50,7 +86,10 @@ struct NvmlDevice {
   std::optional<uint32_t> clique_id;
   bool healthy = true;
   std::vector<uint64_t> xid_events;  // critical XIDs seen (e.g. 79: fell off the bus)
-  std::string error;                 // a call for this device failed: what and why
+  // MIG; absent when the GPU has no MIG (nvmlDeviceGetMigMode NOT_SUPPORTED), the library lacks
+  // the MIG functions, or a MIG call failed (then `error` says which).
+  std::optional<NvmlMig> mig;
+  std::string error;  // a call for this device failed: what and why
 };
 
 struct NvmlFacts {

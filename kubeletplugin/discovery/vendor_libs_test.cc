@@ -166,6 +166,110 @@ TEST_CASE("nvml: hgx-h200-unhealthy reports XID 79 on GPU 3 and NVLink 7 of GPU 
   }
 }
 
+// The placements' first slots of `p`, each spanning `size` slots.
+std::vector<unsigned> Starts(const NvmlMigProfile& p, unsigned size) {
+  std::vector<unsigned> out;
+  for (const NvmlMigPlacement& at : p.placements) {
+    CHECK(at.size == size);
+    out.push_back(at.start);
+  }
+  return out;
+}
+
+TEST_CASE("nvml: hgx-h200-mig reports MIG mode, profiles, placements and GPU instances") {
+  NvmlFacts f = Nvml("hgx-h200-mig");
+  RequireLoaded(f.library, "nvml", kFakeDir + "/libnvidia-ml.so.1");
+  REQUIRE(f.devices.size() == 8);
+  for (const NvmlDevice& d : f.devices) {
+    INFO("gpu " << d.index);
+    CHECK(d.error.empty());
+    REQUIRE(d.mig.has_value());
+    CHECK(d.mig->enabled == (d.index < 4));
+    CHECK(d.mig->pending_enabled == (d.index < 4));
+    // With MIG mode off NVML answers no profiles, and nothing exists.
+    CHECK(d.mig->profiles.size() == (d.index < 4 ? 7U : 0U));
+  }
+  const NvmlMig& mig = *f.devices[1].mig;
+  // In NVML_GPU_INSTANCE_PROFILE_* order: 1_SLICE, 2_SLICE, 3_SLICE, 4_SLICE, 7_SLICE,
+  // 1_SLICE_REV1, 1_SLICE_REV2.
+  std::vector<std::string> names;
+  std::vector<unsigned> indexes;
+  for (const NvmlMigProfile& p : mig.profiles) {
+    names.push_back(p.name);
+    indexes.push_back(p.profile);
+  }
+  CHECK(names == std::vector<std::string>{"MIG 1g.18gb", "MIG 2g.35gb", "MIG 3g.71gb",
+                                          "MIG 4g.71gb", "MIG 7g.141gb", "MIG 1g.18gb+me",
+                                          "MIG 1g.35gb"});
+  CHECK(indexes == std::vector<unsigned>{0, 1, 2, 3, 4, 7, 9});
+  const NvmlMigProfile& one = mig.profiles[0];
+  CHECK(one.id == 19);
+  CHECK(one.slice_count == 1);
+  CHECK(one.instance_count == 7);
+  CHECK(one.memory_mib == 16384);
+  CHECK(Starts(one, 1) == std::vector<unsigned>{0, 1, 2, 3, 4, 5, 6});
+  CHECK(Starts(mig.profiles[1], 2) == std::vector<unsigned>{0, 2, 4});
+  CHECK(Starts(mig.profiles[2], 4) == std::vector<unsigned>{0, 4});
+  CHECK(Starts(mig.profiles[4], 8) == std::vector<unsigned>{0});
+  CHECK(Starts(mig.profiles[6], 2) == std::vector<unsigned>{0, 2, 4, 6});
+  // GPU 1: 1g.18gb (id 19) at slot 0 and 3g.71gb (id 9) at 4-7, each with its MIG device.
+  REQUIRE(mig.instances.size() == 2);
+  const NvmlGpuInstance& small = mig.instances[0];
+  CHECK(small.profile_id == 19);
+  CHECK(small.id == 7);
+  CHECK(small.placement == NvmlMigPlacement{0, 1});
+  CHECK(small.uuid == "MIG-4cb87259-21dd-5cca-9c06-13a08e48d65d");
+  const NvmlGpuInstance& big = mig.instances[1];
+  CHECK(big.profile_id == 9);
+  CHECK(big.id == 2);
+  CHECK(big.placement == NvmlMigPlacement{4, 4});
+  CHECK(big.uuid == "MIG-de18a2fd-73ec-5d81-9b49-ea5912ed7d2c");
+  CHECK(f.devices[0].mig->instances.empty());
+  CHECK(f.devices[3].mig->instances.size() == 3);
+  for (const NvmlDevice& d : f.devices) {
+    for (const NvmlGpuInstance& gi : d.mig->instances) CHECK(gi.uuid.rfind("MIG-", 0) == 0);
+  }
+}
+
+TEST_CASE("nvml: a GPU without MIG, and MIG calls answering not supported, are no error") {
+  NvmlFacts plain = Nvml("hgx-h200");  // its fixture has no MIG: NOT_SUPPORTED
+  REQUIRE(plain.devices.size() == 8);
+  for (const NvmlDevice& d : plain.devices) {
+    CHECK_FALSE(d.mig.has_value());
+    CHECK(d.error.empty());
+  }
+  TempDir dir;
+  setenv("XPU_FAKE_NVML_JSON",
+         FixtureWith(kHosts + "hgx-h200-mig/fake-vendor/nvml.json", "unhealthy",
+                     R"([], "migNotSupported": [1, 5])", dir)
+             .c_str(),
+         1);
+  NvmlFacts f = ProbeNvml({kFakeDir});
+  REQUIRE(f.devices.size() == 8);
+  for (const NvmlDevice& d : f.devices) {
+    INFO("gpu " << d.index);
+    CHECK(d.error.empty());
+    CHECK(d.mig.has_value() == (d.index != 1 && d.index != 5));
+  }
+}
+
+TEST_CASE("nvml: a failing MIG call leaves that GPU's MIG out and names the call") {
+  TempDir dir;
+  // GPU 0's first profile answers garbage: the fake's NVML_ERROR_UNKNOWN.
+  setenv("XPU_FAKE_NVML_JSON",
+         FixtureWith(kHosts + "hgx-h200-mig/fake-vendor/nvml.json", "memorySizeMB", R"("x")", dir)
+             .c_str(),
+         1);
+  NvmlFacts f = ProbeNvml({kFakeDir});
+  REQUIRE(f.devices.size() == 8);
+  CHECK_FALSE(f.devices[0].mig.has_value());
+  CHECK(f.devices[0].error == "nvmlDeviceGetGpuInstanceProfileInfoV: 999 unknown error");
+  CHECK(f.devices[0].healthy);
+  CHECK(f.devices[0].uuid.rfind("GPU-", 0) == 0);
+  REQUIRE(f.devices[1].mig.has_value());
+  CHECK(f.devices[1].mig->instances.size() == 2);
+}
+
 TEST_CASE("nvml: a lost GPU is unhealthy with its error, the others are read") {
   TempDir dir;
   const std::string path =
@@ -270,9 +374,11 @@ TEST_CASE("nvml: an older library lacking optional functions leaves those facts 
   NvmlFacts f = ProbeNvml({kFakeDir + "/old"});
   REQUIRE(f.library.loaded);
   CHECK(f.library.error.empty());
-  CHECK(f.library.missing_symbols == std::vector<std::string>{"nvmlDeviceGetMemoryInfo_v2",
-                                                              "nvmlDeviceGetNumaNodeId",
-                                                              "nvmlDeviceGetGpuFabricInfo"});
+  CHECK(f.library.missing_symbols ==
+        std::vector<std::string>{"nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetNumaNodeId",
+                                 "nvmlDeviceGetGpuFabricInfo",
+                                 "nvmlDeviceGetGpuInstanceProfileInfoV",
+                                 "nvmlDeviceGetGpuInstancePossiblePlacements_v2"});
   REQUIRE(f.devices.size() == 4);
   for (const NvmlDevice& d : f.devices) {
     CHECK(d.error.empty());
@@ -282,6 +388,15 @@ TEST_CASE("nvml: an older library lacking optional functions leaves those facts 
     CHECK(d.cluster_uuid.empty());
     CHECK_FALSE(d.clique_id.has_value());
     CHECK(d.links.size() == 18);
+  }
+  // Without the versioned profile info and the _v2 placements there is no MIG, even where the
+  // GPUs have it.
+  setenv("XPU_FAKE_NVML_JSON", (kHosts + "hgx-h200-mig/fake-vendor/nvml.json").c_str(), 1);
+  NvmlFacts mig = ProbeNvml({kFakeDir + "/old"});
+  REQUIRE(mig.devices.size() == 8);
+  for (const NvmlDevice& d : mig.devices) {
+    CHECK_FALSE(d.mig.has_value());
+    CHECK(d.error.empty());
   }
 }
 

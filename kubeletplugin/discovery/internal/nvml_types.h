@@ -96,6 +96,59 @@ struct nvmlUtilization_t {  // nvmlDeviceGetUtilizationRates: percent over the l
   unsigned int memory;
 };
 
+// ---- Multi-Instance GPU (nvml.h, "Multi Instance GPU Management") ----
+// A GPU instance: what nvmlDeviceGetGpuInstances hands out and nvmlGpuInstanceGetInfo reads.
+using nvmlGpuInstance_t = struct nvmlGpuInstance_st*;
+
+// nvmlDeviceGetMigMode's current and pending modes: NVML_DEVICE_MIG_DISABLE,
+// NVML_DEVICE_MIG_ENABLE.
+inline constexpr unsigned kDeviceMigDisable = 0x0;
+inline constexpr unsigned kDeviceMigEnable = 0x1;
+
+// The `profile` argument of nvmlDeviceGetGpuInstanceProfileInfo(V): NVML_GPU_INSTANCE_PROFILE_*,
+// 1_SLICE = 0x0, 2_SLICE = 0x1, 3_SLICE = 0x2, 4_SLICE = 0x3, 7_SLICE = 0x4, 8_SLICE = 0x5,
+// 6_SLICE = 0x6, 1_SLICE_REV1 = 0x7 (+me), 2_SLICE_REV1 = 0x8, 1_SLICE_REV2 = 0x9 (twice the
+// memory), ..., 3_SLICE_GFX = 0x11; NVML_GPU_INSTANCE_PROFILE_COUNT = 0x12 (nvml.h of NVML 13.3).
+// nvml.h: enumerate "starting from 0, until the API returns NVML_ERROR_INVALID_ARGUMENT", so a
+// newer driver's profiles past the count are read too. The profile's `id` (19 for 1g.18gb on
+// H200) is what placements and GPU instances name, not this index.
+inline constexpr unsigned kGpuInstanceProfileCount = 0x12;
+
+struct nvmlGpuInstancePlacement_t {
+  unsigned int start;  // index of the first memory slice occupied
+  unsigned int size;   // number of memory slices occupied
+};
+
+// nvmlDeviceGetGpuInstanceProfileInfoV: `version` first, `name` ("MIG 1g.18gb") last; `version`
+// must be kGpuInstanceProfileInfoV2Version, else NVML_ERROR_ARGUMENT_VERSION_MISMATCH.
+struct nvmlGpuInstanceProfileInfo_v2_t {
+  unsigned int version;
+  unsigned int id;
+  unsigned int isP2pSupported;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int copyEngineCount;
+  unsigned int decoderCount;
+  unsigned int encoderCount;
+  unsigned int jpegCount;
+  unsigned int ofaCount;
+  unsigned long long memorySizeMB;
+  char name[96];  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+};
+// nvmlGpuInstanceProfileInfo_v2 = NVML_STRUCT_VERSION(GpuInstanceProfileInfo, 2)
+//                              = sizeof(nvmlGpuInstanceProfileInfo_v2_t) | 2 << 24.
+inline constexpr unsigned kGpuInstanceProfileInfoV2Version =
+    sizeof(nvmlGpuInstanceProfileInfo_v2_t) | (2U << 24);
+static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152, "the LP64 layout of nvml.h");
+
+struct nvmlGpuInstanceInfo_t {  // nvmlGpuInstanceGetInfo
+  nvmlDevice_t device;          // the parent GPU
+  unsigned int id;              // the GPU instance id, unique within the device
+  unsigned int profileId;       // a profile's `id`
+  nvmlGpuInstancePlacement_t placement;
+};
+
 // Function types, one per symbol.
 using InitFn = nvmlReturn_t (*)();  // nvmlInit_v2, nvmlShutdown
 using ErrorStringFn = const char* (*)(nvmlReturn_t);
@@ -123,6 +176,22 @@ using DeviceGetTemperatureFn = nvmlReturn_t (*)(nvmlDevice_t, int sensor, unsign
 using DeviceGetUtilizationRatesFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
 using DeviceGetTotalEccErrorsFn = nvmlReturn_t (*)(nvmlDevice_t, int error_type, int counter_type,
                                                    unsigned long long* count);
+// MIG. nvmlDeviceGetMaxMigDeviceCount and nvmlDeviceGetGpuInstanceId are DeviceGetUintFn.
+using DeviceGetMigModeFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int* current,
+                                            unsigned int* pending);
+using DeviceGetGpuInstanceProfileInfoVFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int profile,
+                                                            nvmlGpuInstanceProfileInfo_v2_t*);
+// placements NULL: *count = how many there are.
+using DeviceGetGpuInstancePossiblePlacementsFn = nvmlReturn_t (*)(nvmlDevice_t,
+                                                                  unsigned int profile_id,
+                                                                  nvmlGpuInstancePlacement_t*,
+                                                                  unsigned int* count);
+// The buffer holds the profile's instanceCount handles; *count in: its size, out: how many.
+using DeviceGetGpuInstancesFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int profile_id,
+                                                 nvmlGpuInstance_t*, unsigned int* count);
+using GpuInstanceGetInfoFn = nvmlReturn_t (*)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*);
+using DeviceGetMigDeviceHandleByIndexFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int index,
+                                                           nvmlDevice_t* mig_device);
 
 }  // namespace xpu::discovery::nvml
 

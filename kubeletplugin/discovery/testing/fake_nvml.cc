@@ -8,7 +8,16 @@
 // GPU_IS_LOST), `unhealthy` (the device's xidEvents are queued when it registers for XID events),
 // `linkDown` (nvmlDeviceGetNvLinkState answers DISABLED). A missing variable or unreadable file
 // makes nvmlInit_v2 fail with NVML_ERROR_UNKNOWN (999) and a line on stderr. Built with
-// XPU_FAKE_NVML_OLD it lacks the functions newer drivers added (memory v2, NUMA id, fabric info).
+// XPU_FAKE_NVML_OLD it lacks the functions newer drivers added (memory v2, NUMA id, fabric info,
+// the versioned MIG profile info and the _v2 placements).
+//
+// MIG (stateless: nothing is created or destroyed) answers from each device's `mig` member: the
+// modes, the profile table (by NVML_GPU_INSTANCE_PROFILE_* index, with each profile's id and
+// possible placements) and the GPU instances with their compute instances' MIG UUIDs. As NVML
+// does: a device without `mig` (or listed in faults.migNotSupported) answers NOT_SUPPORTED to the
+// MIG calls and 0 to nvmlDeviceGetMaxMigDeviceCount; with MIG mode off, profile info and GPU
+// instances answer NOT_SUPPORTED while the possible placements still answer. A MIG device handle
+// (one per compute instance) answers nvmlDeviceGetUUID and nvmlDeviceGetGpuInstanceId.
 //
 // Faults injected at run time: the control file $XPU_FAKE_NVML_EVENTS, else nvml-events.json next
 // to the fixture JSON, is read again whenever it changes (checked on each handle lookup, device
@@ -26,17 +35,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -46,8 +58,15 @@
 namespace xpu::discovery::nvml {
 
 struct nvmlDevice_st {
-  unsigned index = 0;
+  unsigned index = 0;  // a MIG device: its parent's
   nlohmann::json json;
+  bool mig = false;  // a MIG device handle (nvmlDeviceGetMigDeviceHandleByIndex)
+  unsigned gpu_instance_id = 0;
+};
+
+struct nvmlGpuInstance_st {
+  const nvmlDevice_st* device = nullptr;  // the parent GPU
+  nvmlGpuInstanceInfo_t info{};
 };
 
 struct nvmlEventSet_st {
@@ -65,6 +84,11 @@ struct State {
   std::set<unsigned> gone GUARDED_BY(mu);
   std::set<unsigned> unhealthy GUARDED_BY(mu);
   std::set<std::pair<unsigned, unsigned>> links_down GUARDED_BY(mu);
+  std::set<unsigned> mig_not_supported GUARDED_BY(mu);
+  // MIG device handles by parent index, in nvmlDeviceGetMigDeviceHandleByIndex order, and the
+  // GPU instances: made at load, as the fixture lists them.
+  std::map<unsigned, std::vector<std::unique_ptr<nvmlDevice_st>>> mig_devices GUARDED_BY(mu);
+  std::vector<std::unique_ptr<nvmlGpuInstance_st>> gpu_instances GUARDED_BY(mu);
   // The run-time control file (see the top of this file) and what was last read from it.
   std::string control_path GUARDED_BY(mu);
   struct stat control_stat GUARDED_BY(mu) = {};
@@ -150,6 +174,34 @@ void Refresh(State& s) REQUIRES(s.mu) {
   }
 }
 
+// The GPU instances and MIG device handles of every device's `mig` member.
+void LoadMig(State& s) REQUIRES(s.mu) {
+  s.mig_devices.clear();
+  s.gpu_instances.clear();
+  for (const auto& d : s.devices) {
+    auto mig = d->json.find("mig");
+    if (mig == d->json.end()) continue;
+    for (const nlohmann::json& g : mig->value("gpuInstances", nlohmann::json::array())) {
+      auto gi = std::make_unique<nvmlGpuInstance_st>();
+      gi->device = d.get();
+      gi->info.device = d.get();
+      gi->info.id = g.at("id").get<unsigned>();
+      gi->info.profileId = g.at("profileId").get<unsigned>();
+      gi->info.placement.start = g.at("placement").at("start").get<unsigned>();
+      gi->info.placement.size = g.at("placement").at("size").get<unsigned>();
+      for (const nlohmann::json& ci : g.value("computeInstances", nlohmann::json::array())) {
+        auto handle = std::make_unique<nvmlDevice_st>();
+        handle->index = d->index;
+        handle->mig = true;
+        handle->gpu_instance_id = gi->info.id;
+        handle->json = {{"uuid", ci.at("uuid").get<std::string>()}};
+        s.mig_devices[d->index].push_back(std::move(handle));
+      }
+      s.gpu_instances.push_back(std::move(gi));
+    }
+  }
+}
+
 nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
   const std::string json_path = JsonPath();
   const char* path = json_path.c_str();
@@ -180,6 +232,8 @@ nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
     for (const nlohmann::json& l : faults.value("linkDown", nlohmann::json::array())) {
       s.links_down.emplace(l.at("device").get<unsigned>(), l.at("link").get<unsigned>());
     }
+    s.mig_not_supported = faults.value("migNotSupported", std::set<unsigned>{});
+    LoadMig(s);
     s.control_path = ControlPath(json_path);
     s.control_stat = {};
     s.lost.clear();
@@ -191,10 +245,75 @@ nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
   }
 }
 
-// The device behind a handle the library gave out, or nullptr.
+// The device behind a handle the library gave out (a GPU's or a MIG device's), or nullptr.
 const nvmlDevice_st* Find(State& s, nvmlDevice_t device) REQUIRES(s.mu) {
   for (const auto& d : s.devices) {
     if (d.get() == device) return d.get();
+  }
+  for (const auto& parent : s.mig_devices) {
+    for (const auto& h : parent.second) {
+      if (h.get() == device) return h.get();
+    }
+  }
+  return nullptr;
+}
+
+// A GPU's `mig` member, or nullptr where NVML answers NOT_SUPPORTED: no member, a MIG device
+// handle, or faults.migNotSupported.
+const nlohmann::json* MigOf(State& s, const nvmlDevice_st& d) REQUIRES(s.mu) {
+  if (d.mig || s.mig_not_supported.count(d.index) != 0) return nullptr;
+  auto it = d.json.find("mig");
+  return it == d.json.end() || !it->is_object() ? nullptr : &*it;
+}
+
+bool MigEnabled(const nlohmann::json& mig) {
+  return mig.value("currentMode", kDeviceMigDisable) == kDeviceMigEnable;
+}
+
+// The profile of `mig` that `key` ("profile": the index, or "id") equals `value`, or nullptr.
+const nlohmann::json* MigProfile(const nlohmann::json& mig, const char* key, unsigned value) {
+  auto profiles = mig.find("profiles");
+  if (profiles == mig.end() || !profiles->is_array()) return nullptr;
+  for (const nlohmann::json& p : *profiles) {
+    if (p.at(key).get<unsigned>() == value) return &p;
+  }
+  return nullptr;
+}
+
+// nvmlDeviceGetGpuInstanceProfileInfo(V)'s answer: INVALID_ARGUMENT past the profiles NVML
+// defines, NOT_SUPPORTED without MIG, with MIG mode off (nvml.h) or for a profile the GPU lacks.
+template <typename Info>
+nvmlReturn_t FillProfileInfo(State& s, const nvmlDevice_st& d, unsigned profile, Info* info)
+    REQUIRES(s.mu) {
+  if (info == nullptr || profile >= kGpuInstanceProfileCount) return kErrorInvalidArgument;
+  const nlohmann::json* mig = MigOf(s, d);
+  if (mig == nullptr || !MigEnabled(*mig)) return kErrorNotSupported;
+  const nlohmann::json* p = MigProfile(*mig, "profile", profile);
+  if (p == nullptr) return kErrorNotSupported;
+  info->id = p->at("id").get<unsigned>();
+  info->isP2pSupported = p->value("isP2pSupported", 0U);
+  info->sliceCount = p->at("sliceCount").get<unsigned>();
+  info->instanceCount = p->at("instanceCount").get<unsigned>();
+  info->multiprocessorCount = p->value("multiprocessorCount", 0U);
+  info->copyEngineCount = p->value("copyEngineCount", 0U);
+  info->decoderCount = p->value("decoderCount", 0U);
+  info->encoderCount = p->value("encoderCount", 0U);
+  info->jpegCount = p->value("jpegCount", 0U);
+  info->ofaCount = p->value("ofaCount", 0U);
+  info->memorySizeMB = p->at("memorySizeMB").get<unsigned long long>();
+  if constexpr (std::is_same_v<Info, nvmlGpuInstanceProfileInfo_v2_t>) {  // v1 has no name
+    const std::string name = p->at("name").get<std::string>();
+    const size_t n = std::min(name.size(), sizeof info->name - 1);
+    std::memcpy(info->name, name.data(), n);
+    info->name[n] = '\0';
+  }
+  return kSuccess;
+}
+
+// The GPU instance behind a handle the library gave out, or nullptr.
+const nvmlGpuInstance_st* FindGpuInstance(State& s, nvmlGpuInstance_t gi) REQUIRES(s.mu) {
+  for (const auto& g : s.gpu_instances) {
+    if (g.get() == gi) return g.get();
   }
   return nullptr;
 }
@@ -313,6 +432,8 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlShutdown() {
   xpu::MutexLock lock(s.mu);
   if (s.init_count == 0) return nv::kErrorUninitialized;
   if (--s.init_count == 0) {
+    s.gpu_instances.clear();
+    s.mig_devices.clear();
     s.devices.clear();
     s.doc = nullptr;
   }
@@ -625,6 +746,134 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, in
     }
     *count =
         ecc->value(error_type == nv::kMemoryErrorTypeCorrected ? "corrected" : "uncorrected", 0ULL);
+    return nv::kSuccess;
+  });
+}
+
+// ---- MIG ----
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* current,
+                                                  unsigned int* pending) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
+    if (current == nullptr || pending == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json* mig = nv::MigOf(s, d);
+    if (mig == nullptr) return nv::kErrorNotSupported;
+    *current = mig->value("currentMode", nv::kDeviceMigDisable);
+    *pending = mig->value("pendingMode", *current);
+    return nv::kSuccess;
+  });
+}
+
+#ifndef XPU_FAKE_NVML_OLD  // not in the first MIG drivers' library (fake_nvml_old)
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(
+    nvmlDevice_t device, unsigned int profile, nv::nvmlGpuInstanceProfileInfo_v2_t* info) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
+    if (info != nullptr && info->version != nv::kGpuInstanceProfileInfoV2Version) {
+      return nv::kErrorArgumentVersionMismatch;
+    }
+    return nv::FillProfileInfo(s, d, profile, info);
+  });
+}
+
+// placements NULL: *count = how many; else *count in is the buffer's size (INSUFFICIENT_SIZE, with
+// the count needed, when short).
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    nvmlDevice_t device, unsigned int profile_id, nv::nvmlGpuInstancePlacement_t* placements,
+    unsigned int* count) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
+    if (count == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json* mig = nv::MigOf(s, d);
+    if (mig == nullptr) return nv::kErrorNotSupported;
+    const nlohmann::json* p = nv::MigProfile(*mig, "id", profile_id);
+    if (p == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json& all = p->at("placements");
+    const auto n = static_cast<unsigned>(all.size());
+    if (placements != nullptr && *count < n) {
+      *count = n;
+      return nv::kErrorInsufficientSize;
+    }
+    *count = n;
+    if (placements == nullptr) return nv::kSuccess;
+    for (unsigned i = 0; i < n; ++i) {
+      placements[i].start = all[i].at("start").get<unsigned>();
+      placements[i].size = all[i].at("size").get<unsigned>();
+    }
+    return nv::kSuccess;
+  });
+}
+#endif
+
+// *count in is the buffer's size; NOT_SUPPORTED while MIG mode is off.
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstances(nvmlDevice_t device, unsigned int profile_id,
+                                                       nv::nvmlGpuInstance_t* instances,
+                                                       unsigned int* count) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
+    if (instances == nullptr || count == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json* mig = nv::MigOf(s, d);
+    if (mig == nullptr || !nv::MigEnabled(*mig)) return nv::kErrorNotSupported;
+    if (nv::MigProfile(*mig, "id", profile_id) == nullptr) return nv::kErrorInvalidArgument;
+    std::vector<nv::nvmlGpuInstance_t> found;
+    for (const auto& gi : s.gpu_instances) {
+      if (gi->device == &d && gi->info.profileId == profile_id) found.push_back(gi.get());
+    }
+    if (*count < found.size()) {
+      *count = static_cast<unsigned>(found.size());
+      return nv::kErrorInsufficientSize;
+    }
+    *count = static_cast<unsigned>(found.size());
+    std::copy(found.begin(), found.end(), instances);
+    return nv::kSuccess;
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetInfo(nv::nvmlGpuInstance_t gpu_instance,
+                                                    nv::nvmlGpuInstanceInfo_t* info) {
+  nv::State& s = nv::S();
+  xpu::MutexLock lock(s.mu);
+  if (s.init_count == 0) return nv::kErrorUninitialized;
+  const nv::nvmlGpuInstance_st* gi = nv::FindGpuInstance(s, gpu_instance);
+  if (gi == nullptr || info == nullptr) return nv::kErrorInvalidArgument;
+  nv::Refresh(s);
+  if (s.lost.count(gi->device->index) != 0) return nv::kErrorGpuIsLost;
+  *info = gi->info;
+  return nv::kSuccess;
+}
+
+// 0 without MIG or with MIG mode off, as nvml.h says; else the fixture's maxMigDeviceCount.
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device,
+                                                            unsigned int* count) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
+    if (count == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json* mig = nv::MigOf(s, d);
+    *count = mig == nullptr || !nv::MigEnabled(*mig) ? 0 : mig->value("maxMigDeviceCount", 0U);
+    return nv::kSuccess;
+  });
+}
+
+// INVALID_ARGUMENT at or past the maximum; NOT_FOUND at an index no compute instance holds.
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device,
+                                                                 unsigned int index,
+                                                                 nvmlDevice_t* mig_device) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
+    if (mig_device == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json* mig = nv::MigOf(s, d);
+    if (mig == nullptr || !nv::MigEnabled(*mig)) return nv::kErrorNotSupported;
+    if (index >= mig->value("maxMigDeviceCount", 0U)) return nv::kErrorInvalidArgument;
+    auto handles = s.mig_devices.find(d.index);
+    if (handles == s.mig_devices.end() || index >= handles->second.size()) {
+      return nv::kErrorNotFound;
+    }
+    *mig_device = handles->second[index].get();
+    return nv::kSuccess;
+  });
+}
+
+// Of a MIG device handle; NOT_SUPPORTED on a whole GPU's.
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id) {
+  return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
+    if (id == nullptr) return nv::kErrorInvalidArgument;
+    if (!d.mig) return nv::kErrorNotSupported;
+    *id = d.gpu_instance_id;
     return nv::kSuccess;
   });
 }
