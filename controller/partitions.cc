@@ -17,9 +17,12 @@ using api::resource::Device;
 using api::resource::DeviceAttribute;
 
 // The parent's attributes a partition keeps: where it sits, not what it is.
-constexpr std::string_view kInheritedAttributes[] = {
-    "resource.kubernetes.io/pcieRoot", "resource.kubernetes.io/pciBusID", "numaNode",
-    "scaleUpDomain", "driverVersion", "firmwareVersion"};
+constexpr std::string_view kInheritedAttributes[] = {"resource.kubernetes.io/pcieRoot",
+                                                     "resource.kubernetes.io/pciBusID",
+                                                     "numaNode",
+                                                     "scaleUpDomain",
+                                                     "driverVersion",
+                                                     "firmwareVersion"};
 
 Counter CounterOf(int64_t value) {
   Counter c;
@@ -63,7 +66,8 @@ Device PartitionDevice(const Device& parent, const api::InventoryDevice& in,
   if (!in.uuid.empty()) d.attributes.emplace("parentUUID", DeviceAttribute::String(in.uuid));
   d.attributes.emplace("profile", DeviceAttribute::String(profile.name));
   if (!profile.memory.empty()) {
-    d.capacity.emplace("memory", api::resource::DeviceCapacity{profile.memory, std::nullopt, nullptr});
+    d.capacity.emplace("memory",
+                       api::resource::DeviceCapacity{profile.memory, std::nullopt, nullptr});
   }
   api::resource::DeviceCounterConsumption consumption;
   consumption.counter_set = set;
@@ -131,8 +135,9 @@ std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevic
     for (int64_t n = 0; n < instances; ++n) {
       Device d = PartitionDevice(parent, in, p, profile, prefix + std::to_string(n), set);
       d.attributes.emplace("instance", DeviceAttribute::Int(n));
-      auto exists = std::find_if(present.begin(), present.end(),
-                                 [n](const api::InventoryPartition* e) { return e->instance == n; });
+      auto exists =
+          std::find_if(present.begin(), present.end(),
+                       [n](const api::InventoryPartition* e) { return e->instance == n; });
       if (exists != present.end()) {
         d.attributes.emplace("existing", DeviceAttribute::Bool(true));
         if (!(*exists)->uuid.empty()) {
@@ -188,7 +193,8 @@ Partitioned BuildPartitions(const api::NodeInventory& inventory, std::vector<Dev
       counters.counters.emplace(counter, CounterOf(total));
     }
     if (counters.counters.empty()) {
-      notes.push_back("device " + whole.name + ": served whole: its partitioning has no slots or "
+      notes.push_back("device " + whole.name +
+                      ": served whole: its partitioning has no slots or "
                       "capacity to count");
       continue;
     }
