@@ -231,8 +231,9 @@ StatusOr<std::vector<BuiltDevice>> BuildDevices(const api::NodeInventory& invent
     for (const auto& [name, value] : fabric) {
       d.attributes.insert_or_assign(name, DeviceAttribute::String(value));
     }
-    if (!node.gang.empty())
+    if (!node.gang.empty()) {
       d.attributes.insert_or_assign("gang", DeviceAttribute::String(node.gang));
+    }
     for (auto it = d.attributes.begin(); it != d.attributes.end();) {
       const DeviceAttribute& a = it->second;
       const std::optional<std::string>& text = a.string_value ? a.string_value : a.version;
