@@ -79,6 +79,12 @@ Device PartitionDevice(const Device& parent, const api::InventoryDevice& in,
   return d;
 }
 
+// A partition that exists now: `existing`, and its uuid where the vendor gives one.
+void MarkExisting(Device& d, const api::InventoryPartition& part) {
+  d.attributes.emplace("existing", DeviceAttribute::Bool(true));
+  if (!part.uuid.empty()) d.attributes.emplace("uuid", DeviceAttribute::String(part.uuid));
+}
+
 // The partition devices of one parent, in publishing order.
 std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevice& in,
                                  const std::string& set, std::vector<std::string>& notes) {
@@ -120,12 +126,7 @@ std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevic
         for (int64_t slot = first; slot < first + profile.slots; ++slot) {
           d.consumes_counters.front().counters.emplace(SlotCounter(slot), CounterOf(1));
         }
-        if (exists != existing_at.end()) {
-          d.attributes.emplace("existing", DeviceAttribute::Bool(true));
-          if (!exists->second->uuid.empty()) {
-            d.attributes.emplace("uuid", DeviceAttribute::String(exists->second->uuid));
-          }
-        }
+        if (exists != existing_at.end()) MarkExisting(d, *exists->second);
         out.push_back(std::move(d));
       }
       continue;
@@ -138,12 +139,7 @@ std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevic
       auto exists =
           std::find_if(present.begin(), present.end(),
                        [n](const api::InventoryPartition* e) { return e->instance == n; });
-      if (exists != present.end()) {
-        d.attributes.emplace("existing", DeviceAttribute::Bool(true));
-        if (!(*exists)->uuid.empty()) {
-          d.attributes.emplace("uuid", DeviceAttribute::String((*exists)->uuid));
-        }
-      }
+      if (exists != present.end()) MarkExisting(d, **exists);
       out.push_back(std::move(d));
     }
   }

@@ -653,7 +653,8 @@ class Simulation {
         if (fleet_.nodes[static_cast<size_t>(n)].model != m || free.size() < shape.per_node) {
           continue;
         }
-        ASSIGN_OR_RETURN(const std::optional<DeviceSet> set, PolicySet(m, free, shape.per_node));
+        ASSIGN_OR_RETURN(const std::optional<DeviceSet> set,
+                         chooser_.Choose(m, free, shape.per_node));
         if (set.has_value()) {
           free_devices[static_cast<size_t>(n)] = free.size();
           ++candidates;
@@ -672,21 +673,12 @@ class Simulation {
     for (int n : best->nodes) {
       const int m = fleet_.nodes[static_cast<size_t>(n)].model;
       ASSIGN_OR_RETURN(const std::optional<DeviceSet> set,
-                       PolicySet(m, free_[static_cast<size_t>(n)], shape.per_node));
+                       chooser_.Choose(m, free_[static_cast<size_t>(n)], shape.per_node));
       if (!set.has_value()) return InternalError("a gang node lost its devices");
       parts.emplace_back(n, *set);
     }
     last_gang_tier_ = fabric.tier(best->tier).name;
     return parts;
-  }
-
-  // The policy's set on a node (solver-node asks the solver).
-  StatusOr<std::optional<DeviceSet>> PolicySet(int m, DeviceSet free, int count) {
-    if (solver_node_) {
-      const topology::SolveResult& r = solver_.Best(m, free, count);
-      return r.feasible ? std::optional<DeviceSet>(r.devices) : std::optional<DeviceSet>();
-    }
-    return chooser_.Choose(m, free, count);
   }
 
   // The best bottleneck bandwidth a rule-keeping set of `count` had on any node's free devices.
