@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 #include <set>
+#include <string>
 #include <utility>
 
 #include "api/codec/codec.h"
@@ -371,6 +373,8 @@ Status CheckPartitioning(const InventoryPartitioning& p, const std::string& path
     }
   }
   uint64_t used = 0;
+  std::map<std::string, int64_t> taken;                 // counter -> units the partitions take
+  std::set<std::pair<std::string, int64_t>> instances;  // (profile, instance) without placements
   for (size_t i = 0; i < p.partitions.size(); ++i) {
     const InventoryPartition& part = p.partitions[i];
     const std::string at = ElementPath(path + ".partitions", i);
@@ -379,7 +383,25 @@ Status CheckPartitioning(const InventoryPartitioning& p, const std::string& path
       return InvalidArgumentError(at + ".profile: unknown profile \"" + part.profile + "\"");
     }
     const PartitionProfile& profile = *it->second;
-    if (profile.placements.empty()) continue;
+    for (const auto& [counter, units] : profile.counters) {
+      taken[counter] += units;
+      if (taken[counter] > p.capacity.at(counter)) {
+        std::string message = at;
+        message.append(".profile: the partitions take more ").append(counter);
+        message.append(" than the device's capacity of ");
+        return InvalidArgumentError(message.append(std::to_string(p.capacity.at(counter))));
+      }
+    }
+    if (profile.placements.empty()) {
+      if (part.instance < 0) return InvalidArgumentError(at + ".instance: must be at least 0");
+      if (!instances.emplace(part.profile, part.instance).second) {
+        std::string message = at;
+        message.append(".instance: another partition of profile ").append(profile.name);
+        return InvalidArgumentError(
+            message.append(" has instance ").append(std::to_string(part.instance)));
+      }
+      continue;
+    }
     if (!part.placement.has_value() ||
         std::find(profile.placements.begin(), profile.placements.end(), *part.placement) ==
             profile.placements.end()) {

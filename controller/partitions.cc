@@ -79,8 +79,10 @@ Device PartitionDevice(const Device& parent, const api::InventoryDevice& in,
   return d;
 }
 
-// A partition that exists now: `existing`, and its uuid where the vendor gives one.
+// A partition that exists now: `existing`, and its uuid where the vendor gives one. What it
+// holds is already taken out of the counter set (BuildPartitions), so it consumes nothing.
 void MarkExisting(Device& d, const api::InventoryPartition& part) {
+  d.consumes_counters.clear();
   d.attributes.emplace("existing", DeviceAttribute::Bool(true));
   if (!part.uuid.empty()) d.attributes.emplace("uuid", DeviceAttribute::String(part.uuid));
 }
@@ -180,13 +182,32 @@ Partitioned BuildPartitions(const api::NodeInventory& inventory, std::vector<Dev
                       " is not a DNS label");
       continue;
     }
+    // The set holds what the existing partitions leave; the whole device consumes everything,
+    // so it cannot be allocated while any partition exists, nor a partition while it is.
+    std::map<std::string, int64_t> left = p.capacity;
+    uint64_t held_slots = 0;
+    for (const api::InventoryPartition& part : p.partitions) {
+      auto profile =
+          std::find_if(p.profiles.begin(), p.profiles.end(),
+                       [&part](const api::PartitionProfile& x) { return x.name == part.profile; });
+      if (profile == p.profiles.end()) continue;
+      for (const auto& [counter, units] : profile->counters) {
+        left[counter] = std::max<int64_t>(0, left[counter] - units);
+      }
+      if (part.placement.has_value()) held_slots |= SlotMask(*part.placement, profile->slots);
+    }
     api::resource::CounterSet counters;
     counters.name = set;
+    api::resource::DeviceCounterConsumption all;
+    all.counter_set = set;
     for (int64_t slot = 0; slot < p.slots; ++slot) {
-      counters.counters.emplace(SlotCounter(slot), CounterOf(1));
+      const bool held = slot < 64 && (held_slots >> slot & 1) != 0;
+      counters.counters.emplace(SlotCounter(slot), CounterOf(held ? 0 : 1));
+      all.counters.emplace(SlotCounter(slot), CounterOf(1));
     }
     for (const auto& [counter, total] : p.capacity) {
-      counters.counters.emplace(counter, CounterOf(total));
+      counters.counters.emplace(counter, CounterOf(left[counter]));
+      all.counters.emplace(counter, CounterOf(total));
     }
     if (counters.counters.empty()) {
       notes.push_back("device " + whole.name +
@@ -195,9 +216,6 @@ Partitioned BuildPartitions(const api::NodeInventory& inventory, std::vector<Dev
       continue;
     }
     std::vector<Device> parts = PartitionsOf(whole, in, set, notes);
-    api::resource::DeviceCounterConsumption all;
-    all.counter_set = set;
-    all.counters = counters.counters;
     whole.consumes_counters.push_back(std::move(all));
     result.counter_sets.push_back(std::move(counters));
     for (Device& d : parts) result.devices.push_back(std::move(d));

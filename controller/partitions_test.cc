@@ -119,6 +119,37 @@ TEST_CASE("an existing partition is published where it sits, and what it overlap
   CHECK(devices.contains("gpu-1-3g-71gb-0"));
 }
 
+// The counter set of a device, by name.
+std::map<std::string, std::string> CounterSetOf(const DesiredPool& pool, const std::string& name) {
+  std::map<std::string, std::string> out;
+  for (const auto& slice : pool.slices) {
+    for (const auto& set : slice.shared_counters) {
+      if (set.name != name) continue;
+      for (const auto& [counter, value] : set.counters) out.emplace(counter, value.value);
+    }
+  }
+  return out;
+}
+
+TEST_CASE(
+    "what existing partitions hold is taken out of the set, so the whole device is not free") {
+  const DesiredPool pool = Publish(H200WithMig());
+  const auto set = CounterSetOf(pool, "gpu-1-parts");
+  CHECK(set.at("slot-3") == "1");
+  CHECK(set.at("slot-4") == "0");  // the 3g.71gb holds slots 4-7
+  CHECK(set.at("slot-7") == "0");
+  CHECK(set.at("compute") == "4");  // 7 less its 3
+  const auto devices = DevicesOf(pool);
+  // The existing partition consumes nothing more: it is already counted out.
+  CHECK(devices.at("gpu-1-3g-71gb-4").consumes_counters.empty());
+  // The whole GPU still consumes every slot and all 7 compute slices, more than the set has.
+  const auto& whole = devices.at("gpu-1").consumes_counters.at(0).counters;
+  CHECK(whole.at("slot-4").value == "1");
+  CHECK(whole.at("compute").value == "7");
+  // A device without partitions: the set is full.
+  CHECK(CounterSetOf(pool, "gpu-0-parts").at("compute") == "7");
+}
+
 TEST_CASE("profiles without placements publish the instances that fit the capacity") {
   api::NodeInventory inventory = FindReferenceServer("atlas800t-a2")->inventory;
   api::InventoryPartitioning vnpu;
@@ -201,6 +232,21 @@ TEST_CASE("the inventory refuses partitions of unknown profiles, bad placements 
         p.profiles[0].slots = 2;
       },
       "passes the device's 8");
+  // Partitions that together take more than the device has, and a vNPU-style instance twice.
+  expect(
+      [](auto& p) {
+        p.partitions.push_back({"4g.71gb", 0, 0, "", 0, nullptr});
+        p.partitions.push_back({"4g.71gb", 4, 0, "", 0, nullptr});
+      },
+      "partitions[1].profile: the partitions take more compute than the device's capacity of 7");
+  expect(
+      [](auto& p) {
+        p.profiles[0].placements.clear();
+        p.profiles[0].slots = 0;
+        p.partitions.push_back({"1g.18gb", std::nullopt, 2, "", 0, nullptr});
+        p.partitions.push_back({"1g.18gb", std::nullopt, 2, "", 0, nullptr});
+      },
+      "partitions[1].instance: another partition of profile 1g.18gb has instance 2");
 }
 
 }  // namespace

@@ -204,6 +204,8 @@ class ChipProbe {
     if (gone_) return true;
     if (api_.get_device_info != nullptr) HccsStatus();
     if (gone_) return true;
+    if (api_.get_device_info != nullptr) Vnpu();
+    if (gone_) return true;
     if (api_.get_device_component_static_version != nullptr) Firmware();
     return true;
   }
@@ -254,6 +256,42 @@ class ChipProbe {
     out_->hccs_pcs_status = st.pcs_status;
     out_->hccs_hdlc_status = st.hdlc_status;
     out_->hccs_healthy = st.pcs_status == 0 && st.hdlc_status == dc::kHdlcStatusOk;
+  }
+
+  // The chip's whole resource and its vdevices. NOT_SUPPORT: no virtualisation, no error.
+  void Vnpu() {
+    const int card = out_->card_id, dev = out_->device_id;
+    dc::dcmi_soc_total_resource total{};
+    unsigned size = sizeof total;
+    int rc = api_.get_device_info(card, dev, dc::kMainCmdVdevMng, dc::kVmngSubCmdGetTotalResource,
+                                  &total, &size);
+    if (rc == dc::kErrNotSupport) return;
+    if (!Ok("dcmi_get_device_info(VDEV_MNG, GET_TOTAL_RESOURCE)", rc)) return;
+    DcmiVnpu vnpu;
+    vnpu.aicore = total.computing.aic;
+    vnpu.aicpu = total.computing.device_aicpu;
+    vnpu.memory_mb = total.computing.memory_size;
+    const unsigned count = std::min<unsigned>(total.vdev_num, dc::kSocSplitMax);
+    for (unsigned i = 0; i < count; ++i) {
+      dc::dcmi_vdev_query_stru query{};
+      query.vdev_id = total.vdev_id[i];
+      size = sizeof query;
+      rc = api_.get_device_info(card, dev, dc::kMainCmdVdevMng, dc::kVmngSubCmdGetVdevResource,
+                                &query, &size);
+      if (!Ok("dcmi_get_device_info(VDEV_MNG, GET_VDEV_RESOURCE)", rc)) return;
+      const dc::dcmi_vdev_query_info& info = query.query_info;
+      DcmiVdevice& v = vnpu.vdevices.emplace_back();
+      v.id = query.vdev_id;
+      v.group = info.vfg_id;
+      v.name = BoundedCString(info.name, sizeof info.name);
+      v.aicore = info.computing.aic;
+      v.aicpu = info.computing.device_aicpu;
+      v.memory_mb = info.computing.memory_size;
+      v.in_use = info.is_container_used != 0;
+    }
+    std::sort(vnpu.vdevices.begin(), vnpu.vdevices.end(),
+              [](const DcmiVdevice& a, const DcmiVdevice& b) { return a.id < b.id; });
+    out_->vnpu = std::move(vnpu);
   }
 
   // The component npu-smi shows as the chip's firmware: IMU on the 910, HILINK on later chips.

@@ -17,6 +17,7 @@
 #include "base/text.h"
 #include "kubeletplugin/discovery/host_root.h"
 #include "kubeletplugin/discovery/nics.h"
+#include "kubeletplugin/discovery/partitioning.h"
 #include "kubeletplugin/discovery/pci.h"
 #include "kubeletplugin/discovery/server_models.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
@@ -453,14 +454,7 @@ std::optional<api::InventoryPartitioning> MigPartitioning(const NvmlMig& mig, st
             [](const api::InventoryPartition& a, const api::InventoryPartition& b) {
               return a.placement < b.placement;
             });
-  // The inventory's own rules, on a device of its own.
-  api::NodeInventory check;
-  check.metadata.name = "node";
-  api::InventoryDevice& device = check.status.devices.emplace_back();
-  device.name = "gpu-0";
-  device.kind = "gpu";
-  device.partitioning = p;
-  if (const Status valid = api::ValidateNodeInventory(check); !valid.ok()) {
+  if (const Status valid = CheckPartitioningAlone(p); !valid.ok()) {
     *error = valid.message();
     return std::nullopt;
   }
@@ -635,6 +629,16 @@ void MergeDcmi(const DcmiFacts& dcmi, std::vector<Found>& found, api::NodeInvent
       problems.links.push_back(dev.name + ": HCCS unhealthy (" + detail + ")");
     }
     dev.attributes["huawei.com/logicID"] = IntAttr(c.logic_id);
+    if (c.vnpu) {
+      std::string error;
+      if (std::optional<api::InventoryPartitioning> p =
+              VnpuPartitioning(*c.vnpu, c.chip_name, &error)) {
+        dev.partitioning = std::move(*p);
+        dev.sources["partitioning"] = "dcmi";
+      } else {
+        problems.libraries.push_back("dcmi: " + dev.name + ": vNPU left out: " + error);
+      }
+    }
   }
   std::vector<api::InventoryLink> links;
   std::set<std::string> types;

@@ -82,17 +82,23 @@ const api::PartitionProfile* FindProfile(const api::InventoryPartitioning& p,
   return nullptr;
 }
 
-TEST_CASE("NVML MIG through dlopen: profiles, placements and the GPU instances that exist",
-          "[discovery][vendor]") {
-  const auto inv = DiscoverWithLibs("hgx-h200-mig");
+// Eight devices, each with `partitioning` of `kind` from `source`, and no library condition.
+void RequireEightPartitionable(const api::NodeInventory& inv, const std::string& kind,
+                               const std::string& source) {
   REQUIRE(inv.status.devices.size() == 8);
   CHECK(FindCondition(inv, "VendorLibrary") == nullptr);
   for (const auto& d : inv.status.devices) {
     INFO(d.name);
     REQUIRE(d.partitioning.has_value());
-    CHECK(d.partitioning->kind == "mig");
-    CHECK(d.sources.at("partitioning") == "nvml");
+    CHECK(d.partitioning->kind == kind);
+    CHECK(d.sources.at("partitioning") == source);
   }
+}
+
+TEST_CASE("NVML MIG through dlopen: profiles, placements and the GPU instances that exist",
+          "[discovery][vendor]") {
+  const auto inv = DiscoverWithLibs("hgx-h200-mig");
+  RequireEightPartitionable(inv, "mig", "nvml");
   const api::InventoryPartitioning& p = *inv.status.devices[1].partitioning;
   auto profile = [&p](const std::string& name) -> const api::PartitionProfile& {
     const api::PartitionProfile* found = FindProfile(p, name);
@@ -203,6 +209,74 @@ TEST_CASE("NVML MIG: no MIG functions, or MIG not supported, leaves partitioning
     INFO(d.name);
     CHECK(d.partitioning.has_value() == (d.index != 1 && d.index != 5));
   }
+}
+
+TEST_CASE("DCMI vNPU through dlopen: templates, the chip's resource and the vNPUs present",
+          "[discovery][vendor]") {
+  const auto inv = DiscoverWithLibs("atlas800t-a2-vnpu");
+  RequireEightPartitionable(inv, "vnpu", "dcmi");
+  for (const auto& d : inv.status.devices) CHECK(d.partitioning->enabled);
+  const api::InventoryPartitioning& p = *inv.status.devices[1].partitioning;
+  CHECK(p.capacity ==
+        std::map<std::string, int64_t>{{"aicore", 20}, {"aicpu", 7}, {"memory-mib", 65536}});
+  CHECK(ProfileNames(p) == std::vector<std::string>{"vir05_1c_16g", "vir10_3c_32g"});
+  const api::PartitionProfile* small = FindProfile(p, "vir05_1c_16g");
+  REQUIRE(small != nullptr);
+  CHECK(small->memory == "16Gi");
+  CHECK(small->counters ==
+        std::map<std::string, int64_t>{{"aicore", 5}, {"aicpu", 1}, {"memory-mib", 16384}});
+  CHECK(small->placements.empty());
+  CHECK(small->max_instances == 0);  // as many as the capacity holds
+  REQUIRE(p.partitions.size() == 2);
+  CHECK(p.partitions[0].profile == "vir05_1c_16g");
+  CHECK(p.partitions[0].instance == 0);
+  CHECK(p.partitions[0].id == 100);
+  CHECK(p.partitions[1].instance == 1);
+  CHECK(p.partitions[1].id == 101);
+  const api::InventoryPartitioning& three = *inv.status.devices[3].partitioning;
+  REQUIRE(three.partitions.size() == 1);
+  CHECK(three.partitions[0].profile == "vir10_3c_32g");
+  CHECK(inv.status.devices[0].partitioning->partitions.empty());
+}
+
+TEST_CASE(
+    "DCMI vNPU: a vNPU of no known template is counted under a profile of its own, and "
+    "vNPUs beyond the chip are left out with a condition",
+    "[discovery][vendor]") {
+  std::ifstream in(kHosts + "atlas800t-a2-vnpu/fake-vendor/dcmi.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  // NPU 0: a vir03_1c_8g (not in the 910B3's table) by its resources.
+  doc["chips"][0]["vnpu"]["vdevices"] = nlohmann::json::parse(
+      R"([{"vdevId": 110, "name": "vir03_1c_8g", "aicore": 3, "aicpu": 1, "memoryMB": 8192}])");
+  // NPU 3: a second and third vir10_3c_32g, more AI Cores than the chip has.
+  nlohmann::json& on3 = doc["chips"][3]["vnpu"]["vdevices"];
+  on3.push_back(on3[0]);
+  on3.push_back(on3[0]);
+  on3[1]["vdevId"] = 103;
+  on3[2]["vdevId"] = 104;
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/dcmi.json";
+  std::ofstream(path) << doc.dump(2);
+  ::setenv("XPU_FAKE_DCMI_JSON", path.c_str(), 1);
+  DiscoveryOptions options;
+  options.host_root = kHosts + "atlas800t-a2-vnpu";
+  options.vendor_lib_dirs = {XPU_FAKE_LIB_DIR};
+  options.node_name = "n1";
+  const auto inv = Discover(options);
+  REQUIRE(inv.ok());
+  REQUIRE(api::ValidateNodeInventory(*inv).ok());
+  const api::InventoryPartitioning& p = *inv->status.devices[0].partitioning;
+  const api::PartitionProfile* own = FindProfile(p, "vir03_1c_8g");
+  REQUIRE(own != nullptr);
+  CHECK(own->counters.at("aicore") == 3);
+  CHECK(own->max_instances == 1);
+  REQUIRE(p.partitions.size() == 1);
+  CHECK(p.partitions[0].profile == "vir03_1c_8g");
+  CHECK_FALSE(inv->status.devices[3].partitioning.has_value());
+  const api::Condition* c = FindCondition(*inv, "VendorLibrary");
+  REQUIRE(c != nullptr);
+  CHECK_THAT(c->message, Catch::Contains("dcmi: npu-3: vNPU left out: ") &&
+                             Catch::Contains("take more aicore than the device's capacity"));
 }
 
 TEST_CASE("NVML that fails to initialise: a condition, and sysfs facts stand",

@@ -104,6 +104,25 @@ NvmlFacts ProbeNvml(const std::vector<std::string>& lib_dirs);
 
 // ---- DCMI (hardware.md §1.5, §1.6) ----
 
+// A virtual NPU that exists (dcmi_get_device_info VDEV_MNG, GET_VDEV_RESOURCE).
+struct DcmiVdevice {
+  unsigned id = 0;     // vdev_id: /dev/vdavinci<id>
+  unsigned group = 0;  // vfg_id
+  std::string name;    // the template it was made from, "vir05_1c_16g"
+  double aicore = 0;
+  unsigned aicpu = 0;
+  uint64_t memory_mb = 0;
+  bool in_use = false;  // is_container_used
+};
+
+// A chip's virtualisation (GET_TOTAL_RESOURCE): its whole resource and the vdevices on it.
+struct DcmiVnpu {
+  double aicore = 0;
+  unsigned aicpu = 0;
+  uint64_t memory_mb = 0;
+  std::vector<DcmiVdevice> vdevices;  // by id
+};
+
 struct DcmiChip {
   int card_id = 0;
   int device_id = 0;      // within the card (A3: 0 and 1 are the two dies)
@@ -126,6 +145,9 @@ struct DcmiChip {
   uint32_t hccs_hdlc_status = 0;
   // dcmi_get_device_component_static_version: IMU (910) or HILINK (910B, 910_93, 310P).
   std::string firmware_version;
+  // Virtual NPUs; absent when the chip or driver has no virtualisation (NOT_SUPPORT) or a
+  // VDEV_MNG call failed (then `error` says which).
+  std::optional<DcmiVnpu> vnpu;
   std::string error;  // a call for this chip failed: which and the code
 };
 

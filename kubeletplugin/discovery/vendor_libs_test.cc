@@ -505,6 +505,51 @@ TEST_CASE("dcmi: atlas800t-a2-dcmi-broken fails one chip's HBM call, the rest is
   CHECK(f.topology.size() == 28);
 }
 
+TEST_CASE("dcmi: atlas800t-a2-vnpu reports each chip's whole resource and the vNPUs on it") {
+  const DcmiFacts f = Dcmi("atlas800t-a2-vnpu");
+  REQUIRE(f.library.loaded);
+  REQUIRE(f.chips.size() == 8);
+  for (const DcmiChip& chip : f.chips) {
+    INFO(chip.logic_id);
+    CHECK(chip.error.empty());
+    REQUIRE(chip.vnpu.has_value());
+    CHECK(chip.vnpu->aicore == 20);
+    CHECK(chip.vnpu->aicpu == 7);
+    CHECK(chip.vnpu->memory_mb == 65536);
+  }
+  CHECK(f.chips[0].vnpu->vdevices.empty());
+  const std::vector<DcmiVdevice>& on1 = f.chips[1].vnpu->vdevices;
+  REQUIRE(on1.size() == 2);
+  CHECK(on1[0].id == 100);
+  CHECK(on1[0].name == "vir05_1c_16g");
+  CHECK(on1[0].aicore == 5);
+  CHECK(on1[0].aicpu == 1);
+  CHECK(on1[0].memory_mb == 16384);
+  CHECK(on1[0].in_use);
+  CHECK(on1[1].id == 101);
+  CHECK_FALSE(on1[1].in_use);
+  REQUIRE(f.chips[3].vnpu->vdevices.size() == 1);
+  CHECK(f.chips[3].vnpu->vdevices[0].name == "vir10_3c_32g");
+  CHECK(f.chips[3].vnpu->vdevices[0].id == 102);
+  // Without virtualisation DCMI answers "not supported": no vNPU facts and no error.
+  const DcmiFacts plain = Dcmi("atlas800t-a2");
+  CHECK_FALSE(plain.chips[1].vnpu.has_value());
+  CHECK(plain.chips[1].error.empty());
+}
+
+TEST_CASE("dcmi: a failing VDEV_MNG call leaves that chip's vNPUs out and names the call") {
+  TempDir dir;
+  const std::string path =
+      FixtureWith(kHosts + "atlas800t-a2-vnpu/fake-vendor/dcmi.json", "callErrors",
+                  R"([{"logicId": 3, "function": "dcmi_get_device_info", "code": -8005}])", dir);
+  setenv("XPU_FAKE_DCMI_JSON", path.c_str(), 1);
+  const DcmiFacts f = ProbeDcmi({kFakeDir});
+  CHECK_FALSE(f.chips[3].vnpu.has_value());
+  CHECK_THAT(f.chips[3].error,
+             Catch::Contains("dcmi_get_device_info(VDEV_MNG, GET_TOTAL_RESOURCE): -8005"));
+  CHECK(f.chips[1].vnpu.has_value());
+}
+
 TEST_CASE("dcmi: faults deviceGone, unhealthy and init") {
   TempDir dir;
   auto with = [&](const std::string& key, const std::string& value) {

@@ -147,6 +147,110 @@ struct dcmi_ecc_info {
   unsigned int double_bit_isolated_pages_cnt;
 };
 
+// Virtual NPUs (vNPU): dcmi_get_device_info with main command DCMI_MAIN_CMD_VDEV_MNG (52). Sub
+// command GET_TOTAL_RESOURCE (1) fills dcmi_soc_total_resource: the chip's whole computing
+// resource and the ids of the vdevices that exist; GET_VDEV_RESOURCE (0) fills
+// dcmi_vdev_query_stru for the vdev_id the caller sets: its name (the template) and resources.
+// A chip or driver without virtualisation answers NOT_SUPPORT. dcmi_create_vdevice creates one
+// from a template name ("vir05_1c_16g"), dcmi_set_destroy_vdevice destroys it. Layouts as
+// dcmi_interface_api.h declares them (DCMI_VDEV_RES_NAME_LEN 16, DCMI_VDEV_FOR_RESERVE 32,
+// DCMI_SOC_SPLIT_MAX 32, TEMPLATE_NAME_LEN 32).
+inline constexpr int kMainCmdVdevMng = 52;
+inline constexpr unsigned kVmngSubCmdGetVdevResource = 0;
+inline constexpr unsigned kVmngSubCmdGetTotalResource = 1;
+inline constexpr unsigned kVmngSubCmdGetFreeResource = 2;
+inline constexpr int kVdevResNameLen = 16;
+inline constexpr int kVdevForReserve = 32;
+inline constexpr int kSocSplitMax = 32;
+inline constexpr int kTemplateNameLen = 32;
+inline constexpr unsigned kVdevIdAuto = 0xFFFFFFFF;  // create: let the driver pick the id
+
+struct dcmi_base_resource {
+  unsigned long long token;
+  unsigned long long token_max;
+  unsigned long long task_timeout;
+  unsigned int vfg_id;
+  unsigned char vip_mode;
+  unsigned char reserved[kVdevForReserve - 1];
+};
+
+struct dcmi_computing_resource {
+  float aic;  // AI Cores
+  float aiv;
+  unsigned short dsa;
+  unsigned short rtsq;
+  unsigned short acsq;
+  unsigned short cdqm;
+  unsigned short c_core;
+  unsigned short ffts;
+  unsigned short sdma;
+  unsigned short pcie_dma;
+  unsigned long long memory_size;  // MB
+  unsigned int event_id;
+  unsigned int notify_id;
+  unsigned int stream_id;
+  unsigned int model_id;
+  unsigned short topic_schedule_aicpu;
+  unsigned short host_ctrl_cpu;
+  unsigned short host_aicpu;
+  unsigned short device_aicpu;  // AI CPUs
+  unsigned short topic_ctrl_cpu_slot;
+  unsigned char reserved[kVdevForReserve];
+};
+
+struct dcmi_media_resource {
+  float jpegd;
+  float jpege;
+  float vpc;
+  float vdec;
+  float pngd;
+  float venc;
+  unsigned char reserved[kVdevForReserve];
+};
+
+struct dcmi_vdev_query_info {
+  char name[kVdevResNameLen];  // the template it was made from
+  unsigned int status;
+  unsigned int is_container_used;
+  unsigned int vfid;
+  unsigned int vfg_id;
+  unsigned long long container_id;
+  dcmi_base_resource base;
+  dcmi_computing_resource computing;
+  dcmi_media_resource media;
+};
+
+struct dcmi_vdev_query_stru {
+  unsigned int vdev_id;  // in: which vdevice
+  dcmi_vdev_query_info query_info;
+};
+
+struct dcmi_soc_total_resource {
+  unsigned int vdev_num;
+  unsigned int vdev_id[kSocSplitMax];
+  unsigned int vfg_num;
+  unsigned int vfg_bitmap;
+  dcmi_base_resource base;
+  dcmi_computing_resource computing;
+  dcmi_media_resource media;
+};
+
+struct dcmi_create_vdev_res_stru {
+  unsigned int vdev_id;  // kVdevIdAuto, or the id wanted
+  unsigned int vfg_id;   // kVdevIdAuto, or the group wanted
+  char template_name[kTemplateNameLen];
+  unsigned char reserved[64];
+};
+
+struct dcmi_create_vdev_out {
+  unsigned int vdev_id;
+  unsigned int pcie_bus;
+  unsigned int pcie_device;
+  unsigned int pcie_func;
+  unsigned int vfg_id;
+  unsigned char reserved[kVdevForReserve];
+};
+
 // Function types, one per symbol.
 using InitFn = int (*)();
 using GetVersionFn = int (*)(char*, unsigned int);  // dcmi_get_dcmi_version, ..._driver_version
@@ -172,6 +276,9 @@ using GetPowerInfoFn = int (*)(int card_id, int device_id, int* deciwatts);  // 
 using GetUtilizationRateFn = int (*)(int card_id, int device_id, int input_type,
                                      unsigned int* percent);
 using GetEccInfoFn = int (*)(int card_id, int device_id, int device_type, dcmi_ecc_info* info);
+using CreateVdeviceFn = int (*)(int card_id, int device_id, dcmi_create_vdev_res_stru* vdev,
+                                dcmi_create_vdev_out* out);
+using DestroyVdeviceFn = int (*)(int card_id, int device_id, unsigned int vdevid);
 using GetTopoInfoFn = int (*)(int card_id1, int device_id1, int card_id2, int device_id2,
                               int* topo_type);
 

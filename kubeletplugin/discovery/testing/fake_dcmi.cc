@@ -8,7 +8,9 @@
 // `callErrors` (that function answers that code for that chip). Telemetry (temperature, power,
 // AI Core utilisation, HBM ECC) comes from each chip's `telemetry` member; a reading the fixture
 // lacks answers -8255 NOT_SUPPORT. A missing variable or unreadable file makes dcmi_init fail with
-// -8005 (inner error) and a line on stderr.
+// -8005 (inner error) and a line on stderr. Without the variable, the fixture JSON of the host
+// root the library was loaded from is used (JsonPath). Virtual NPUs: each chip's `vnpu` member
+// (VdevMng).
 #include <arpa/inet.h>
 
 #include <algorithm>
@@ -24,6 +26,7 @@
 
 #include "base/mutex.h"
 #include "kubeletplugin/discovery/internal/dcmi_types.h"
+#include "kubeletplugin/discovery/testing/fixture_json.h"
 
 namespace dc = ::xpu::discovery::dcmi;
 
@@ -46,10 +49,19 @@ State& S() {
   return state;
 }
 
+// $XPU_FAKE_DCMI_JSON, else the fixture of the host root this file was loaded from: a fixture's
+// usr/local/Ascend/driver/lib64/driver/libdcmi.so is a symlink to this library, so a plugin that
+// searches its host root's library folders answers from <host root>/fake-vendor/dcmi.json.
+std::string JsonPath() {
+  return xpu::discovery::testing::FixtureJsonPath("XPU_FAKE_DCMI_JSON", "dcmi.json",
+                                                  reinterpret_cast<void*>(&JsonPath));
+}
+
 int Load(State& s) REQUIRES(s.mu) {
   s.initialized = false;
-  const char* path = std::getenv("XPU_FAKE_DCMI_JSON");
-  if (path == nullptr || *path == '\0') {
+  const std::string json_path = JsonPath();
+  const char* path = json_path.c_str();
+  if (json_path.empty()) {
     std::fprintf(stderr, "fake dcmi: XPU_FAKE_DCMI_JSON is not set\n");
     return dc::kErrInnerErr;
   }
@@ -364,6 +376,49 @@ int HccsStatistics(const nlohmann::json& hccs, void* buf, unsigned int* size) {
   return dc::kOk;
 }
 
+// DCMI_MAIN_CMD_VDEV_MNG from the chip's "vnpu" member ({aicore, aicpu, memoryMB, vdevices:
+// [{vdevId, vfgId, name, aicore, aicpu, memoryMB, inUse}]}): GET_TOTAL_RESOURCE and
+// GET_VDEV_RESOURCE (an unknown vdev_id: invalid parameter). A chip without it: not supported.
+int VdevMng(const nlohmann::json& chip, unsigned int sub_cmd, void* buf, unsigned int* size) {
+  if (!chip.contains("vnpu")) return dc::kErrNotSupport;
+  const nlohmann::json& vnpu = chip.at("vnpu");
+  const nlohmann::json vdevices = vnpu.value("vdevices", nlohmann::json::array());
+  auto computing = [](const nlohmann::json& from, dc::dcmi_computing_resource* out) {
+    out->aic = from.value("aicore", 0.0F);
+    out->device_aicpu = from.value("aicpu", static_cast<unsigned short>(0));
+    out->memory_size = from.value("memoryMB", 0ULL);
+  };
+  if (sub_cmd == dc::kVmngSubCmdGetTotalResource) {
+    if (*size < sizeof(dc::dcmi_soc_total_resource)) return dc::kErrInvalidParameter;
+    dc::dcmi_soc_total_resource total{};
+    computing(vnpu, &total.computing);
+    for (const nlohmann::json& v : vdevices) {
+      if (total.vdev_num == dc::kSocSplitMax) break;
+      total.vdev_id[total.vdev_num++] = v.at("vdevId").get<unsigned>();
+    }
+    std::memcpy(buf, &total, sizeof total);
+    *size = sizeof total;
+    return dc::kOk;
+  }
+  if (sub_cmd != dc::kVmngSubCmdGetVdevResource) return dc::kErrNotSupport;
+  if (*size < sizeof(dc::dcmi_vdev_query_stru)) return dc::kErrInvalidParameter;
+  dc::dcmi_vdev_query_stru query{};
+  std::memcpy(&query, buf, sizeof query);
+  for (const nlohmann::json& v : vdevices) {
+    if (v.at("vdevId").get<unsigned>() != query.vdev_id) continue;
+    dc::dcmi_vdev_query_info& info = query.query_info;
+    const std::string name = v.value("name", "");
+    std::strncpy(info.name, name.c_str(), sizeof info.name - 1);
+    info.vfg_id = v.value("vfgId", 0U);
+    info.is_container_used = v.value("inUse", false) ? 1 : 0;
+    computing(v, &info.computing);
+    std::memcpy(buf, &query, sizeof query);
+    *size = sizeof query;
+    return dc::kOk;
+  }
+  return dc::kErrInvalidParameter;
+}
+
 // Only DCMI_MAIN_CMD_HCCS / GET_STATUS and GET_STATISTIC_INFO_U64 are answered; other commands
 // are "not supported". A chip without an "hccs" member (a PCIe card) answers "not supported" too.
 // The statistics come from hccs.crcErrors / hccs.retries: arrays by macro (PCS), 0 beyond them.
@@ -371,6 +426,7 @@ XPU_FAKE_EXPORT int dcmi_get_device_info(int card_id, int device_id, int main_cm
                                          unsigned int sub_cmd, void* buf, unsigned int* size) {
   return WithChip(card_id, device_id, __func__, buf != nullptr && size != nullptr,
                   [&](State& s, const nlohmann::json& chip) REQUIRES(s.mu) {
+                    if (main_cmd == dc::kMainCmdVdevMng) return VdevMng(chip, sub_cmd, buf, size);
                     if (main_cmd != dc::kMainCmdHccs || !chip.contains("hccs")) {
                       return dc::kErrNotSupport;
                     }

@@ -54,6 +54,7 @@
 
 #include "base/mutex.h"
 #include "kubeletplugin/discovery/internal/nvml_types.h"
+#include "kubeletplugin/discovery/testing/fixture_json.h"
 
 namespace xpu::discovery::nvml {
 
@@ -106,21 +107,8 @@ State& S() {
 // usr/lib/<arch>/libnvidia-ml.so.1 is a symlink to this library, so a plugin that searches its
 // host root's library folders answers from <host root>/fake-vendor/nvml.json.
 std::string JsonPath() {
-  const char* env = std::getenv("XPU_FAKE_NVML_JSON");
-  if (env != nullptr && *env != '\0') return env;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&JsonPath), &info) == 0 || info.dli_fname == nullptr) {
-    return "";
-  }
-  std::string dir = info.dli_fname;
-  for (int up = 0; up < 5; ++up) {
-    size_t slash = dir.rfind('/');
-    if (slash == std::string::npos) break;
-    dir.resize(slash);
-    std::string candidate = dir + "/fake-vendor/nvml.json";
-    if (access(candidate.c_str(), R_OK) == 0) return candidate;
-  }
-  return "";
+  return xpu::discovery::testing::FixtureJsonPath("XPU_FAKE_NVML_JSON", "nvml.json",
+                                                  reinterpret_cast<void*>(&JsonPath));
 }
 
 // $XPU_FAKE_NVML_EVENTS, else nvml-events.json beside the fixture JSON.
