@@ -119,7 +119,7 @@ void VisitFields(V& v, S& self) {
 
 template <typename V, codec::FieldsOf<InventoryPartitioning> S>
 void VisitFields(V& v, S& self) {
-  v.Required("kind", self.kind, "how the device splits", codec::Enum({"mig", "vnpu", "vhcu"}));
+  v.Required("kind", self.kind, "how the device splits", codec::Enum(PartitionKinds()));
   v.Optional("enabled", self.enabled,
              "partitions usable now (MIG mode on); false: the device is served whole");
   v.Optional("slots", self.slots, "MIG: the device's memory slots", codec::Minimum(0),
@@ -289,6 +289,11 @@ const std::vector<std::string>& InventorySources() {
                                                     "dcmi",         "hccn",   "cndev", "rocm-smi",
                                                     "server-model", "config"};
   return kSources;
+}
+
+const std::vector<std::string>& PartitionKinds() {
+  static const std::vector<std::string> kKinds = {"mig", "vnpu", "vhcu"};
+  return kKinds;
 }
 
 // ---- Validation ----

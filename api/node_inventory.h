@@ -73,7 +73,7 @@ struct InventoryPartition {
 // How a device can be split. `enabled` false: partitioning is possible but switched off on the
 // node (MIG mode off): the device is served whole.
 struct InventoryPartitioning {
-  std::string kind;                         // "mig", "vnpu", "vhcu"
+  std::string kind;                         // one of PartitionKinds(): "mig", "vnpu", "vhcu"
   bool enabled = false;                     // MIG mode on, vNPU or vHCU usable
   int64_t slots = 0;                        // MIG: the memory slots (8 on H100/H200)
   std::map<std::string, int64_t> capacity;  // counter -> the parent's total: "compute", "aicore"
@@ -219,6 +219,9 @@ std::optional<std::string_view> VocabularyAttributeType(std::string_view name);
 
 // The fact sources a device's `sources` may name: "sysfs", "nvml", "dcmi", "server-model", ...
 const std::vector<std::string>& InventorySources();
+
+// The kinds of `partitioning`, in a fixed order: "mig" (NVIDIA), "vnpu" (Ascend), "vhcu" (Hygon).
+const std::vector<std::string>& PartitionKinds();
 
 // Checks the object against its schema (types, enums, bounds; errors name the JSON path), then
 // the rules a schema cannot say: DNS names, unique device/group/NIC names and link pairs, link,
