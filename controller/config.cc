@@ -488,10 +488,14 @@ Status ValidateConfig(const Config& config) {
   }
 
   // Every DeviceClass name the config produces, with who produces it: a capability class must
-  // not take a vendor class' name or another class' (or per-vendor class') name.
+  // not take a vendor class' or a partition class' name, or another class' (or per-vendor
+  // class') name.
   std::map<std::string, std::string> owners;
   for (const auto& vendor : KnownVendors()) {
     owners[vendor + "." + std::string(api::kXpuGroup)] = "the vendor class of " + vendor;
+  }
+  for (const auto& kind : api::PartitionKinds()) {
+    owners[kind + "." + std::string(api::kXpuGroup)] = "the partition class of " + kind;
   }
   std::map<std::string, std::string> extended_names;
   for (size_t i = 0; i < config.capability_classes.size(); ++i) {

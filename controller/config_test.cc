@@ -190,6 +190,8 @@ TEST_CASE("ParseConfig names the field of every error") {
        "capabilityClasses[1].name: \"a\" is already the name of capabilityClasses[0]"},
       {"capabilityClasses: [{name: nvidia.xpu.dra.dev}]\n",
        "capabilityClasses[0].name: \"nvidia.xpu.dra.dev\" is already the vendor class of nvidia"},
+      {"capabilityClasses: [{name: mig.xpu.dra.dev}]\n",
+       "capabilityClasses[0].name: \"mig.xpu.dra.dev\" is already the partition class of mig"},
       {"capabilityClasses: [{name: a, vendors: [amd]}, {name: a.amd}]\n",
        "capabilityClasses[1].name: \"a.amd\" is already the per-vendor class of "
        "capabilityClasses[0]"},

@@ -28,7 +28,8 @@ api::resource::DeviceClass NewClass(std::string name, std::string expression) {
   return cls;
 }
 
-// The selector of a capability class restricted to `vendors` (none: any vendor).
+// The selector of a capability class restricted to `vendors` (none: any vendor). Whole devices
+// only: never a partition device, which may have the memory a class asks for.
 std::string CapabilitySelector(const CapabilityClass& c, const std::vector<std::string>& vendors,
                                std::string_view driver) {
   CelSelector s(driver);
@@ -41,6 +42,7 @@ std::string CapabilitySelector(const CapabilityClass& c, const std::vector<std::
     s.MemoryAtLeast(q.ok() ? q->String() : c.min_memory);
   }
   for (const auto& precision : c.precisions) s.AttributeTrue(precision);
+  s.AttributeAbsent(kPartitionKindAttribute);
   return s.Expression();
 }
 
@@ -94,6 +96,10 @@ void CelSelector::AttributeTrue(std::string_view name) {
   Guarded(name, attributes_ + "." + std::string(name));
 }
 
+void CelSelector::AttributeAbsent(std::string_view name) {
+  clauses_.push_back("!(" + CelLiteral(name) + " in " + attributes_ + ")");
+}
+
 void CelSelector::MemoryAtLeast(std::string_view quantity) {
   clauses_.push_back("'memory' in " + capacity_ + " && " + capacity_ +
                      ".memory.compareTo(quantity(" + CelLiteral(quantity) + ")) >= 0");
@@ -110,6 +116,10 @@ void CelSelector::Guarded(std::string_view name, const std::string& test) {
 }
 
 std::string GangClassName(std::string_view driver) { return "gang." + std::string(driver); }
+
+std::string PartitionClassName(std::string_view kind, std::string_view driver) {
+  return std::string(kind) + "." + std::string(driver);
+}
 
 namespace {
 
@@ -173,6 +183,7 @@ std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& confi
     for (const auto& vendor : KnownVendors()) {
       CelSelector s(driver);
       s.AttributeIs("vendor", vendor);
+      s.AttributeAbsent(kPartitionKindAttribute);  // partitions carry no vendor; said outright
       classes.push_back(NewClass(VendorClassName(api::VendorName(vendor), api::DriverName(driver)),
                                  s.Expression()));
     }
@@ -200,6 +211,13 @@ std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& confi
       }
       classes.push_back(std::move(per_vendor));
     }
+  }
+  // The partition devices of each kind (controller/partitions.h), whatever their vendor: the kind
+  // says which vendor's partitions they are.
+  for (const std::string& kind : api::PartitionKinds()) {
+    CelSelector s(driver);
+    s.AttributeIs(kPartitionKindAttribute, kind);
+    classes.push_back(NewClass(PartitionClassName(kind, driver), s.Expression()));
   }
   // The gang devices (controller/gangs.h), which the shared claim of each gang asks for.
   classes.push_back(NewClass(GangClassName(driver),

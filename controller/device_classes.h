@@ -1,11 +1,23 @@
 // The DeviceClasses the controller keeps in the cluster: one per known vendor (when
-// vendorClasses is on) and, per capability class, one for the class and one per allowed vendor.
-// Selectors are CEL over this driver's attributes (dra-api.md §2.2):
+// vendorClasses is on); per capability class, one for the class and one per allowed vendor; one
+// per partition kind; and the class of gang devices. Selectors are CEL over this driver's
+// attributes (dra-api.md §2.2):
 //
 //   huawei.xpu.dra.dev:          device.driver == 'xpu.dra.dev' &&
-//                                device.attributes['xpu.dra.dev'].vendor == 'huawei'
-//   training-large-memory:       driver, vendor in [...], memory >= minMemory, bf16 == true, ...
+//                                device.attributes['xpu.dra.dev'].vendor == 'huawei' &&
+//                                !('partitionKind' in device.attributes['xpu.dra.dev'])
+//   training-large-memory:       driver, vendor in [...], memory >= minMemory, bf16 == true, ...,
+//                                no partitionKind
 //   training-large-memory.huawei the same for one vendor (what `firstAvailable` lists use)
+//   mig.xpu.dra.dev:             device.driver == 'xpu.dra.dev' &&
+//                                device.attributes['xpu.dra.dev'].partitionKind == 'mig'
+//
+// Whole-device classes (vendor and capability classes) never select a partition device
+// (controller/partitions.h): partitions carry no vendor, family or model, and every whole-device
+// selector also requires that the device has no `partitionKind`, so that a capability class
+// without a vendor, family or precision filter does not match them either. A partition class
+// (`<kind>.<driver>`: mig, vnpu, vhcu) selects only the partition devices of its kind; a claim
+// narrows it further with `profile`, `parent` or `placement`.
 //
 // Every class carries the label app.kubernetes.io/managed-by=xpu-dra-controller; the controller
 // creates, updates and deletes only classes with that label. Images per vendor go into
@@ -37,10 +49,19 @@ std::vector<api::resource::DeviceClass> DesiredDeviceClasses(const Config& confi
 // carry the attribute gangNodes.
 std::string GangClassName(std::string_view driver);
 
+// The class of the partition devices of one kind (api::PartitionKinds(): "mig", "vnpu",
+// "vhcu"): "<kind>.<driver>", e.g. "mig.xpu.dra.dev", selecting the devices whose attribute
+// partitionKind is `kind`.
+std::string PartitionClassName(std::string_view kind, std::string_view driver);
+
+// The attribute that marks a partition device and names its kind.
+inline constexpr std::string_view kPartitionKindAttribute = "partitionKind";
+
 // Whether the DeviceClass `class_name` of this config selects `device` (an inventory device),
 // judged from the same fields its CEL selector is generated from: vendor, family, model, memory,
-// precisions. nullopt for a class this config does not generate. The scheduler evaluates the CEL
-// itself; this is for counting capacity ahead of it (gang placement).
+// precisions. nullopt for a class this config does not generate, and for the partition and gang
+// classes, whose devices are not inventory devices. The scheduler evaluates the CEL itself; this
+// is for counting capacity ahead of it (gang placement).
 std::optional<bool> DeviceInClass(const Config& config, std::string_view class_name,
                                   std::string_view driver, const api::InventoryDevice& device);
 
@@ -61,7 +82,8 @@ class CelSelector {
   // `name` not in [values]; a device without the attribute passes.
   void AttributeNotIn(std::string_view name, const std::vector<std::string>& values);
   void AttributeStartsWith(std::string_view name, std::string_view prefix);
-  void AttributeTrue(std::string_view name);  // a bool attribute that must be true
+  void AttributeTrue(std::string_view name);    // a bool attribute that must be true
+  void AttributeAbsent(std::string_view name);  // the device does not have the attribute
   void MemoryAtLeast(std::string_view quantity);
   std::string Expression() const;
 
