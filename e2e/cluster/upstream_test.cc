@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -955,6 +956,164 @@ TEST_CASE("upstream: partly used Ascend nodes, the allocator against the solver"
       if (mode[0] == 'a') CHECK(a.unschedulable == 0);
     }
   }
+}
+
+// `claim` (one request, ClaimObject) narrowed by a CEL selector over the driver's attributes.
+json WithSelector(json claim, const std::string& expression) {
+  claim["spec"]["devices"]["requests"][0]["exactly"]["selectors"] =
+      json::array({{{"cel", {{"expression", expression}}}}});
+  return claim;
+}
+
+std::string AttributeOf(const json& device, const std::string& name) {
+  const json a = device.value("attributes", json::object()).value(name, json::object());
+  if (a.contains("string")) return a.at("string").get<std::string>();
+  if (a.contains("int")) return std::to_string(a.at("int").get<int64_t>());
+  return "";
+}
+
+TEST_CASE(
+    "upstream: MIG partitions allocate from the parent's counters; whole and partitioned use "
+    "exclude each other",
+    "[allocation]") {
+  if (Upstream().minor() < 35) {
+    WARN("1.34's shapes cannot carry partition counters; not checked on " << Upstream().version());
+    return;
+  }
+  // The MIG fixture host: its fake NVML has MIG on for gpu-0..3, with GPU instances on gpu-1 and
+  // gpu-3 and none on gpu-0.
+  const std::string host = SourceDir() + "/e2e/fixtures/hosts/hgx-h200-mig";
+  ::setenv("XPU_FAKE_NVML_JSON", (host + "/fake-vendor/nvml.json").c_str(), 1);
+  auto started = DriverHarness::Create(Upstream(), WorkDir("mig"));
+  REQUIRE_OK(started);
+  DriverHarness& harness = **started;
+  REQUIRE_OK(harness.StartController());
+  const std::string node = "mig-hgx-h200";
+  const Status added =
+      harness.AddNode(node, "hgx-h200-mig", {}, {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR});
+  ::unsetenv("XPU_FAKE_NVML_JSON");
+  REQUIRE_OK(added);
+
+  // What is published: gpu-0 whole, consuming its whole counter set, and its 18 MIG placements,
+  // which carry the partition attributes and no vendor.
+  std::vector<json> devices;
+  const bool published = WaitFor(
+      [&] {
+        auto got = harness.PublishedDevices(node);
+        if (got.ok()) devices = std::move(*got);
+        return std::any_of(devices.begin(), devices.end(),
+                           [](const json& d) { return d.value("name", "") == "gpu-0-1g-18gb-6"; });
+      },
+      std::chrono::seconds(90));
+  {
+    INFO(harness.controller()->Log());
+    REQUIRE(published);
+  }
+  int gpu0_parts = 0;
+  int whole = 0;
+  for (const auto& d : devices) {
+    const std::string name = d.value("name", "");
+    INFO(d.dump());
+    if (AttributeOf(d, "parent") == "gpu-0") {
+      ++gpu0_parts;
+      CHECK(AttributeOf(d, "partitionKind") == "mig");
+      CHECK(VendorOf(d).empty());
+      REQUIRE(d.value("consumesCounters", json::array()).size() == 1);
+      CHECK(d["consumesCounters"][0].value("counterSet", "") == "gpu-0-parts");
+    }
+    if (AttributeOf(d, "partitionKind").empty()) {
+      ++whole;
+      CHECK(VendorOf(d) == "nvidia");
+    }
+    if (name == "gpu-0") {
+      REQUIRE(d.value("consumesCounters", json::array()).size() == 1);
+      CHECK(d["consumesCounters"][0].value("counterSet", "") == "gpu-0-parts");
+      CHECK(d["consumesCounters"][0].value("counters", json::object()).size() == 9);
+    }
+  }
+  CHECK(gpu0_parts == 18);
+  CHECK(whole == 8);
+
+  kc::Client& client = harness.client();
+  const std::string ns = "mig";
+  REQUIRE_OK(EnsureNamespace(client, ns));
+  const std::string attrs = "device.attributes['xpu.dra.dev']";
+  auto small_on = [&](const std::string& parent) {
+    return attrs + ".profile == '1g.18gb' && " + attrs + ".parent == '" + parent + "'";
+  };
+  const json one_small =
+      WithSelector(ClaimObject(ns, "part", "mig.xpu.dra.dev", 1), small_on("gpu-0"));
+
+  // (a) One 1g.18gb on gpu-0: the real scheduler allocates a partition device, the highest
+  // placement first.
+  const auto part = Allocate(client, ns, "part", one_small, node);
+  REQUIRE(part.size() == 1);
+  CHECK(part[0] == node + "/gpu-0-1g-18gb-6");
+
+  // (b) While it is held: a sibling 1g.18gb fits beside it, in another slot of gpu-0; the
+  // 7g.141gb, which needs every slot, does not; nor does gpu-0 whole.
+  json sibling_claim = one_small;
+  sibling_claim["metadata"]["name"] = "sibling";
+  const auto sibling = Allocate(client, ns, "sibling", sibling_claim, node);
+  REQUIRE(sibling.size() == 1);
+  CHECK(sibling[0].rfind(node + "/gpu-0-1g-18gb-", 0) == 0);
+  CHECK(sibling[0] != part[0]);
+  Release(ns, {"sibling"}, client);
+
+  bool refused = false;
+  const auto full =
+      Allocate(client, ns, "full",
+               WithSelector(ClaimObject(ns, "full", "mig.xpu.dra.dev", 1),
+                            attrs + ".profile == '7g.141gb' && " + attrs + ".parent == 'gpu-0'"),
+               node, &refused);
+  CHECK(full.empty());
+  CHECK(refused);
+  Release(ns, {"full"}, client);
+
+  const std::string gpu0 = attrs + ".index == 0";
+  refused = false;
+  const auto blocked = Allocate(
+      client, ns, "whole", WithSelector(ClaimObject(ns, "whole", "nvidia.xpu.dra.dev", 1), gpu0),
+      node, &refused);
+  CHECK(blocked.empty());
+  CHECK(refused);
+
+  // (c) The partition's pod and claim go: the waiting pod's claim gets gpu-0 whole.
+  Release(ns, {"part"}, client);
+  std::vector<std::string> whole_now;
+  CHECK(WaitFor(
+      [&] {
+        auto got = client.Get(kc::ResourceClaims(), ns, "whole");
+        if (got.ok()) whole_now = AllocatedDevices(*got);
+        return !whole_now.empty();
+      },
+      std::chrono::seconds(120)));
+  CHECK(whole_now == std::vector<std::string>{node + "/gpu-0"});
+
+  // (d) The reverse: while gpu-0 is held whole, no partition of it is allocated; one of gpu-1
+  // (free slots 0-3 beside its existing 3g.71gb) is.
+  refused = false;
+  const auto under_whole =
+      Allocate(client, ns, "part-under-whole",
+               WithSelector(ClaimObject(ns, "part-under-whole", "mig.xpu.dra.dev", 1),
+                            attrs + ".parent == 'gpu-0'"),
+               node, &refused);
+  CHECK(under_whole.empty());
+  CHECK(refused);
+  const auto beside = Allocate(
+      client, ns, "part-gpu1",
+      WithSelector(ClaimObject(ns, "part-gpu1", "mig.xpu.dra.dev", 1), small_on("gpu-1")), node);
+  REQUIRE(beside.size() == 1);
+  CHECK(beside[0].rfind(node + "/gpu-1-1g-18gb-", 0) == 0);
+  Release(ns, {"part-under-whole", "part-gpu1", "whole"}, client);
+
+  // With nothing held, the vendor class with allocationMode All takes the 8 whole GPUs and no
+  // partition.
+  const auto all =
+      Allocate(client, ns, "all", ClaimObject(ns, "all", "nvidia.xpu.dra.dev", 0), node);
+  CHECK(all.size() == 8);
+  for (const auto& d : all) CHECK(std::regex_match(DeviceOf(d), std::regex("gpu-[0-7]")));
+  Release(ns, {"all"}, client);
 }
 
 TEST_CASE("upstream: with DRAPartitionableDevices off, groups mode falls back to attributes",
