@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "api/partitions.h"
 #include "api/validation.h"
 
 namespace xpu::controller {
@@ -37,18 +38,6 @@ uint64_t SlotMask(int64_t first, int64_t span) {
   if (span <= 0) return 0;
   const uint64_t ones = span >= 64 ? ~uint64_t{0} : (uint64_t{1} << span) - 1;
   return ones << first;
-}
-
-// How many instances of a placement-less profile fit the parent's capacity.
-int64_t InstancesThatFit(const api::PartitionProfile& profile,
-                         const std::map<std::string, int64_t>& capacity) {
-  int64_t fit = profile.max_instances > 0 ? profile.max_instances : 64;
-  for (const auto& [counter, units] : profile.counters) {
-    auto total = capacity.find(counter);
-    if (total == capacity.end() || units <= 0) return 0;
-    fit = std::min(fit, total->second / units);
-  }
-  return profile.counters.empty() ? std::min<int64_t>(fit, 1) : fit;
 }
 
 // One partition device of `parent`.
@@ -109,7 +98,7 @@ std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevic
   }
   std::vector<Device> out;
   for (const api::PartitionProfile& profile : p.profiles) {
-    const std::string label = ProfileLabel(profile.name);
+    const std::string label = api::ProfileLabel(profile.name);
     const std::string prefix = parent.name + "-" + label + "-";
     if (label.empty() || !api::IsDnsLabel(prefix + "0")) {
       notes.push_back("device " + parent.name + ": profile " + profile.name +
@@ -133,7 +122,7 @@ std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevic
       }
       continue;
     }
-    const int64_t instances = InstancesThatFit(profile, p.capacity);
+    const int64_t instances = api::InstancesThatFit(profile, p.capacity);
     const auto& present = existing_of[profile.name];
     for (int64_t n = 0; n < instances; ++n) {
       Device d = PartitionDevice(parent, in, p, profile, prefix + std::to_string(n), set);
@@ -149,21 +138,6 @@ std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevic
 }
 
 }  // namespace
-
-std::string ProfileLabel(std::string_view profile) {
-  std::string label;
-  for (char c : profile) {
-    const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    const bool keep = (lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9');
-    if (keep) {
-      label += lower;
-    } else if (!label.empty() && label.back() != '-') {
-      label += '-';
-    }
-  }
-  while (!label.empty() && label.back() == '-') label.pop_back();
-  return label;
-}
 
 Partitioned BuildPartitions(const api::NodeInventory& inventory, std::vector<Device>& devices,
                             std::vector<std::string>& notes) {

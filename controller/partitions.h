@@ -40,9 +40,6 @@ Partitioned BuildPartitions(const api::NodeInventory& inventory,
                             std::vector<api::resource::Device>& devices,
                             std::vector<std::string>& notes);
 
-// "1g.18gb" -> "1g-18gb": a profile name as part of a DNS label.
-std::string ProfileLabel(std::string_view profile);
-
 }  // namespace xpu::controller
 
 #endif  // XPU_CONTROLLER_PARTITIONS_H_

@@ -15,7 +15,6 @@
 #include <map>
 #include <optional>
 #include <random>
-#include <regex>
 #include <set>
 #include <sstream>
 
@@ -1107,13 +1106,21 @@ TEST_CASE(
   CHECK(beside[0].rfind(node + "/gpu-1-1g-18gb-", 0) == 0);
   Release(ns, {"part-under-whole", "part-gpu1", "whole"}, client);
 
-  // With nothing held, the vendor class with allocationMode All takes the 8 whole GPUs and no
-  // partition.
-  const auto all =
-      Allocate(client, ns, "all", ClaimObject(ns, "all", "nvidia.xpu.dra.dev", 0), node);
-  CHECK(all.size() == 8);
-  for (const auto& d : all) CHECK(std::regex_match(DeviceOf(d), std::regex("gpu-[0-7]")));
-  Release(ns, {"all"}, client);
+  // With nothing held: gpu-1, whose existing 3g.71gb holds slots 4-7 (taken out of its counter
+  // set), is not free whole; gpu-5, MIG off, is.
+  refused = false;
+  const auto busy_whole = Allocate(
+      client, ns, "whole-gpu1",
+      WithSelector(ClaimObject(ns, "whole-gpu1", "nvidia.xpu.dra.dev", 1), attrs + ".index == 1"),
+      node, &refused);
+  CHECK(busy_whole.empty());
+  CHECK(refused);
+  const auto plain = Allocate(
+      client, ns, "whole-gpu5",
+      WithSelector(ClaimObject(ns, "whole-gpu5", "nvidia.xpu.dra.dev", 1), attrs + ".index == 5"),
+      node);
+  CHECK(plain == std::vector<std::string>{node + "/gpu-5"});
+  Release(ns, {"whole-gpu1", "whole-gpu5"}, client);
 }
 
 TEST_CASE("upstream: with DRAPartitionableDevices off, groups mode falls back to attributes",

@@ -22,6 +22,20 @@ void VisitFields(V& v, S& self) {
   v.Required("members", self.members);
 }
 
+template <typename V, codec::FieldsOf<Partition> S>
+void VisitFields(V& v, S& self) {
+  v.Required("claimUid", self.claim_uid);
+  v.Required("device", self.device);
+  v.Required("parent", self.parent);
+  v.Required("kind", self.kind);
+  v.Required("profile", self.profile);
+  v.Required("placement", self.placement);
+  v.Required("instance", self.instance);
+  v.Required("id", self.id);
+  v.Required("uuid", self.uuid);
+  v.Required("state", self.state);
+}
+
 namespace {
 
 using Json = nlohmann::json;
@@ -69,6 +83,7 @@ struct WireClaim {
 struct WireData {
   std::string boot_id;
   std::vector<WireClaim> claims;
+  std::vector<Partition> partitions;
 };
 
 template <typename V, codec::FieldsOf<WireClaim> S>
@@ -85,6 +100,8 @@ template <typename V, codec::FieldsOf<WireData> S>
 void VisitFields(V& v, S& self) {
   v.Required("bootId", self.boot_id);
   v.Required("claims", self.claims);
+  // Absent while empty, so a file without partitions is what plugins before them wrote.
+  v.Optional("partitions", self.partitions);
 }
 
 // The canonical "data" value: nlohmann::json keeps object keys sorted, so dump() of equal data
@@ -95,6 +112,7 @@ Json DataToJson(const Checkpoint& cp) {
   for (const auto& [uid, c] : cp.claims) {
     wire.claims.push_back({uid, c.ns, c.name, std::string(kPrepared), c.devices, c.cdi_spec});
   }
+  wire.partitions = cp.partitions;
   return codec::Encode(wire);
 }
 
@@ -117,6 +135,21 @@ StatusOr<Checkpoint> DataFromJson(const Json& data) {
     Claim c{w.uid, std::move(w.ns), std::move(w.name), std::move(w.devices), std::move(w.cdi_spec)};
     cp.claims.emplace(std::move(w.uid), std::move(c));
   }
+  for (size_t i = 0; i < wire.partitions.size(); ++i) {
+    const Partition& p = wire.partitions[i];
+    const std::string at = "data.partitions[" + std::to_string(i) + "]";
+    if (p.state != kPartitionCreating && p.state != kPartitionCreated &&
+        p.state != kPartitionDestroying && p.state != kPartitionStatic) {
+      return DataLossError(at + ".state: unknown state \"" + p.state + "\"");
+    }
+    if (p.device.empty() || p.parent.empty()) return DataLossError(at + ": no device or parent");
+    for (size_t j = 0; j < i; ++j) {
+      if (wire.partitions[j].device == p.device) {
+        return DataLossError(at + ".device: duplicate \"" + p.device + "\"");
+      }
+    }
+  }
+  cp.partitions = std::move(wire.partitions);
   return cp;
 }
 

@@ -39,9 +39,34 @@ struct Claim {
   friend bool operator==(const Claim&, const Claim&) = default;
 };
 
+// A partition of a device (vNPU, MIG) the plugin handed to a claim (docs/partitions.md). One it
+// creates is recorded before the vendor call (kCreating, with the vendor id it asks for), completed
+// after it (kCreated) and marked before it is destroyed (kDestroying), so that a crash at any step
+// leaves enough on disk to find the partition again: nothing is created twice and nothing is left
+// behind. One that existed before the claim is recorded kStatic and never destroyed.
+struct Partition {
+  std::string claim_uid;
+  std::string device;  // the published name, "npu-1-vir05-1c-16g-2"
+  std::string parent;  // the parent's inventory name, "npu-1"
+  std::string kind;    // "vnpu", "mig"
+  std::string profile;
+  int64_t placement = -1;  // MIG: the first slot; -1 for none
+  int64_t instance = 0;    // placement-less profiles: the instance number
+  int64_t id = -1;         // the vendor's id (the vdev id); -1 while unknown
+  std::string uuid;        // the vendor's uuid where it has one
+  std::string state;
+  friend bool operator==(const Partition&, const Partition&) = default;
+};
+
+inline constexpr std::string_view kPartitionCreating = "Creating";
+inline constexpr std::string_view kPartitionCreated = "Created";
+inline constexpr std::string_view kPartitionDestroying = "Destroying";
+inline constexpr std::string_view kPartitionStatic = "Static";
+
 struct Checkpoint {
   std::string boot_id;
   std::map<std::string, Claim> claims;  // by uid
+  std::vector<Partition> partitions;    // omitted from the file while empty
   friend bool operator==(const Checkpoint&, const Checkpoint&) = default;
 };
 

@@ -3,9 +3,11 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -75,6 +77,35 @@ TEST_CASE("Encode and Decode round trip") {
   StatusOr<Checkpoint> empty = Decode(Encode(Checkpoint{}), "test");
   REQUIRE(empty.ok());
   CHECK(*empty == Checkpoint{});
+}
+
+TEST_CASE("partition records round trip, are left out while none, and a bad one is data loss") {
+  CHECK_FALSE(nlohmann::json::parse(Encode(Sample()))["data"].contains("partitions"));
+  Checkpoint cp = Sample();
+  cp.partitions.push_back({"3f6c0a4e-0000-4000-8000-000000000001", "npu-1-vir05-1c-16g-2", "npu-1",
+                           "vnpu", "vir05_1c_16g", -1, 2, 118, "", std::string(kPartitionCreated)});
+  cp.partitions.push_back({"00000000-0000-4000-8000-000000000002", "gpu-0-1g-18gb-6", "gpu-0",
+                           "mig", "1g.18gb", 6, 0, -1, "", std::string(kPartitionCreating)});
+  StatusOr<Checkpoint> back = Decode(Encode(cp), "test");
+  REQUIRE(back.ok());
+  CHECK(*back == cp);
+  auto spoiled = [&](const std::function<void(nlohmann::json&)>& spoil) {
+    nlohmann::json data = nlohmann::json::parse(Encode(cp))["data"];
+    spoil(data);
+    const std::string canonical = data.dump();
+    nlohmann::json doc = {{"version", 1}, {"checksum", ""}, {"data", data}};
+    char hex[9];
+    std::snprintf(hex, sizeof hex, "%08x", Crc32c(canonical));
+    doc["checksum"] = hex;
+    return Decode(doc.dump(), "test").status();
+  };
+  Status s = spoiled([](nlohmann::json& d) { d["partitions"][1]["state"] = "Maybe"; });
+  CHECK(s.code() == StatusCode::kDataLoss);
+  CHECK_THAT(s.message(), Catch::Contains("data.partitions[1].state: unknown state \"Maybe\""));
+  s = spoiled([](nlohmann::json& d) { d["partitions"][1]["device"] = "npu-1-vir05-1c-16g-2"; });
+  CHECK_THAT(s.message(), Catch::Contains("data.partitions[1].device: duplicate"));
+  s = spoiled([](nlohmann::json& d) { d["partitions"][0].erase("id"); });
+  CHECK(s.code() == StatusCode::kDataLoss);
 }
 
 TEST_CASE("Encode writes version, checksum and data in that order") {
