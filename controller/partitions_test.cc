@@ -6,9 +6,11 @@
 #include <catch2/catch.hpp>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
+#include "api/partitions.h"
 #include "api/resource_validation.h"
 #include "api/testing/inventory_examples.h"
 #include "controller/reference_servers.h"
@@ -179,6 +181,12 @@ TEST_CASE("profiles without placements publish the instances that fit the capaci
   CHECK_FALSE(devices.contains("npu-0-vir10-3c-32g-2"));
   CHECK(devices.at("npu-0-vir05-1c-16g-1").attributes.at("existing").bool_value == true);
   CHECK(devices.at("npu-0").consumes_counters[0].counters.at("aicore").value == "20");
+  const auto three = api::ResolvePartitionDevice(inventory, "npu-0-vir05-1c-16g-3");
+  REQUIRE(three.has_value());
+  CHECK(three->instance == 3);
+  CHECK(three->existing == nullptr);
+  CHECK(api::ResolvePartitionDevice(inventory, "npu-0-vir05-1c-16g-1")->existing->id == 100);
+  CHECK_FALSE(api::ResolvePartitionDevice(inventory, "npu-0-vir05-1c-16g-4").has_value());
 }
 
 TEST_CASE("partitions are not published where the shapes cannot carry their counters") {
@@ -192,9 +200,34 @@ TEST_CASE("partitions are not published where the shapes cannot carry their coun
   auto pool = BuildPool(inventory, {"n1", "uid-1", {}}, groups, PublishOptions{});
   REQUIRE(pool.ok());
   CHECK_FALSE(DevicesOf(*pool).contains("gpu-0-1g-18gb-0"));
-  CHECK(ProfileLabel("1g.18gb") == "1g-18gb");
-  CHECK(ProfileLabel("vir05_1c_16g") == "vir05-1c-16g");
-  CHECK(ProfileLabel("..").empty());
+  CHECK(api::ProfileLabel("1g.18gb") == "1g-18gb");
+  CHECK(api::ProfileLabel("vir05_1c_16g") == "vir05-1c-16g");
+  CHECK(api::ProfileLabel("..").empty());
+}
+
+TEST_CASE("every published partition device name resolves back to its parent and place") {
+  const api::NodeInventory inventory = H200WithMig();
+  int resolved = 0;
+  for (const auto& [name, d] : DevicesOf(Publish(inventory))) {
+    const std::optional<api::PartitionTarget> t = api::ResolvePartitionDevice(inventory, name);
+    if (!d.attributes.contains("partitionKind")) {
+      CHECK_FALSE(t.has_value());  // whole devices are no partition
+      continue;
+    }
+    INFO(name);
+    REQUIRE(t.has_value());
+    CHECK(t->parent->name == d.attributes.at("parent").string_value);
+    CHECK(t->profile->name == d.attributes.at("profile").string_value);
+    CHECK(t->placement == d.attributes.at("placement").int_value);
+    CHECK((t->existing != nullptr) == d.attributes.contains("existing"));
+    ++resolved;
+  }
+  CHECK(resolved > 20);
+  // Names that are no partition: an illegal placement, a number past what fits, a bad number.
+  CHECK_FALSE(api::ResolvePartitionDevice(inventory, "gpu-0-3g-71gb-2").has_value());
+  CHECK_FALSE(api::ResolvePartitionDevice(inventory, "gpu-0-1g-18gb-07").has_value());
+  CHECK_FALSE(api::ResolvePartitionDevice(inventory, "gpu-2-1g-18gb-0").has_value());  // MIG off
+  CHECK_FALSE(api::ResolvePartitionDevice(inventory, "gpu-0-1g-18gb-").has_value());
 }
 
 TEST_CASE("the inventory refuses partitions of unknown profiles, bad placements and overlaps") {
