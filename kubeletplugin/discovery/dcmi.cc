@@ -15,6 +15,7 @@
 #include "base/text.h"
 #include "kubeletplugin/discovery/internal/dcmi_types.h"
 #include "kubeletplugin/discovery/internal/dl_library.h"
+#include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/discovery/telemetry.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
 
@@ -104,6 +105,9 @@ struct DcmiApi {
   dc::GetNetworkHealthFn get_device_network_health = nullptr;
   dc::GetDeviceInfoFn get_device_info = nullptr;
   dc::GetComponentVersionFn get_device_component_static_version = nullptr;
+  // Partitions only (BindPartitions): optional, never part of the discovery probe's status.
+  dc::CreateVdeviceFn create_vdevice = nullptr;
+  dc::DestroyVdeviceFn set_destroy_vdevice = nullptr;
   // Telemetry only (BindTelemetry): optional, never part of the discovery probe's status.
   dc::GetTemperatureFn get_device_temperature = nullptr;
   dc::GetPowerInfoFn get_device_power_info = nullptr;
@@ -148,6 +152,43 @@ void BindTelemetry(const DlLibrary& lib, DcmiApi* api, std::vector<std::string>*
 int ReadHccsStatus(const DcmiApi& api, int card, int device, dc::dcmi_hccs_statues* st) {
   unsigned size = sizeof *st;
   return api.get_device_info(card, device, dc::kMainCmdHccs, dc::kHccsCmdGetStatus, st, &size);
+}
+
+// dcmi_get_device_info(VDEV_MNG): GET_TOTAL_RESOURCE, then GET_VDEV_RESOURCE for each vdevice.
+// Returns the first failing call's code, with its name in `failed`.
+int ReadVnpu(const DcmiApi& api, int card, int dev, DcmiVnpu* out, std::string* failed) {
+  dc::dcmi_soc_total_resource total{};
+  unsigned size = sizeof total;
+  *failed = "dcmi_get_device_info(VDEV_MNG, GET_TOTAL_RESOURCE)";
+  int rc = api.get_device_info(card, dev, dc::kMainCmdVdevMng, dc::kVmngSubCmdGetTotalResource,
+                               &total, &size);
+  if (rc != dc::kOk) return rc;
+  out->aicore = total.computing.aic;
+  out->aicpu = total.computing.device_aicpu;
+  out->memory_mb = total.computing.memory_size;
+  const unsigned count = std::min<unsigned>(total.vdev_num, dc::kSocSplitMax);
+  *failed = "dcmi_get_device_info(VDEV_MNG, GET_VDEV_RESOURCE)";
+  for (unsigned i = 0; i < count; ++i) {
+    dc::dcmi_vdev_query_stru query{};
+    query.vdev_id = total.vdev_id[i];
+    size = sizeof query;
+    rc = api.get_device_info(card, dev, dc::kMainCmdVdevMng, dc::kVmngSubCmdGetVdevResource, &query,
+                             &size);
+    if (rc != dc::kOk) return rc;
+    const dc::dcmi_vdev_query_info& info = query.query_info;
+    DcmiVdevice& v = out->vdevices.emplace_back();
+    v.id = query.vdev_id;
+    v.group = info.vfg_id;
+    v.name = BoundedCString(info.name, sizeof info.name);
+    v.aicore = info.computing.aic;
+    v.aicpu = info.computing.device_aicpu;
+    v.memory_mb = info.computing.memory_size;
+    v.in_use = info.is_container_used != 0;
+  }
+  std::sort(out->vdevices.begin(), out->vdevices.end(),
+            [](const DcmiVdevice& a, const DcmiVdevice& b) { return a.id < b.id; });
+  failed->clear();
+  return dc::kOk;
 }
 
 class ChipProbe {
@@ -260,38 +301,11 @@ class ChipProbe {
 
   // The chip's whole resource and its vdevices. NOT_SUPPORT: no virtualisation, no error.
   void Vnpu() {
-    const int card = out_->card_id, dev = out_->device_id;
-    dc::dcmi_soc_total_resource total{};
-    unsigned size = sizeof total;
-    int rc = api_.get_device_info(card, dev, dc::kMainCmdVdevMng, dc::kVmngSubCmdGetTotalResource,
-                                  &total, &size);
-    if (rc == dc::kErrNotSupport) return;
-    if (!Ok("dcmi_get_device_info(VDEV_MNG, GET_TOTAL_RESOURCE)", rc)) return;
     DcmiVnpu vnpu;
-    vnpu.aicore = total.computing.aic;
-    vnpu.aicpu = total.computing.device_aicpu;
-    vnpu.memory_mb = total.computing.memory_size;
-    const unsigned count = std::min<unsigned>(total.vdev_num, dc::kSocSplitMax);
-    for (unsigned i = 0; i < count; ++i) {
-      dc::dcmi_vdev_query_stru query{};
-      query.vdev_id = total.vdev_id[i];
-      size = sizeof query;
-      rc = api_.get_device_info(card, dev, dc::kMainCmdVdevMng, dc::kVmngSubCmdGetVdevResource,
-                                &query, &size);
-      if (!Ok("dcmi_get_device_info(VDEV_MNG, GET_VDEV_RESOURCE)", rc)) return;
-      const dc::dcmi_vdev_query_info& info = query.query_info;
-      DcmiVdevice& v = vnpu.vdevices.emplace_back();
-      v.id = query.vdev_id;
-      v.group = info.vfg_id;
-      v.name = BoundedCString(info.name, sizeof info.name);
-      v.aicore = info.computing.aic;
-      v.aicpu = info.computing.device_aicpu;
-      v.memory_mb = info.computing.memory_size;
-      v.in_use = info.is_container_used != 0;
-    }
-    std::sort(vnpu.vdevices.begin(), vnpu.vdevices.end(),
-              [](const DcmiVdevice& a, const DcmiVdevice& b) { return a.id < b.id; });
-    out_->vnpu = std::move(vnpu);
+    std::string failed;
+    const int rc = ReadVnpu(api_, out_->card_id, out_->device_id, &vnpu, &failed);
+    if (rc == dc::kErrNotSupport && failed.ends_with("GET_TOTAL_RESOURCE)")) return;
+    if (Ok(failed, rc)) out_->vnpu = std::move(vnpu);
   }
 
   // The component npu-smi shows as the chip's firmware: IMU on the 910, HILINK on later chips.
@@ -534,6 +548,104 @@ class DcmiTelemetry final : public TelemetrySource {
 
 std::unique_ptr<TelemetrySource> OpenDcmiTelemetry(const std::vector<std::string>& lib_dirs) {
   return std::make_unique<DcmiTelemetry>(lib_dirs);
+}
+
+namespace {
+
+// vNPUs through DCMI. The chips are enumerated once, to find a parent's card and device ids by
+// its PCI address (or physical id); every call after that goes to the library as it is.
+class DcmiPartitions final : public PartitionBackend {
+ public:
+  Status Open(const std::vector<std::string>& lib_dirs) {
+    OpenDcmi(lib_dirs, &lib_, &api_, &status_);
+    if (!status_.loaded) return UnavailableError("dcmi: " + status_.error);
+    std::vector<std::string> missing;
+    lib_.Bind("dcmi_create_vdevice", &api_.create_vdevice, &missing);
+    lib_.Bind("dcmi_set_destroy_vdevice", &api_.set_destroy_vdevice, &missing);
+    if (!missing.empty() || api_.get_device_info == nullptr) {
+      return UnavailableError("dcmi: " + status_.path +
+                              " cannot create vNPUs: it lacks dcmi_create_vdevice, "
+                              "dcmi_set_destroy_vdevice or dcmi_get_device_info");
+    }
+    std::vector<bool> present;
+    chips_ = EnumerateChips(api_, &status_, &present);
+    return OkStatus();
+  }
+
+  std::string kind() const override { return "vnpu"; }
+
+  StatusOr<std::vector<LivePartition>> List(const PartitionParent& parent) override {
+    ASSIGN_OR_RETURN(const DcmiChip* chip, ChipOf(parent));
+    DcmiVnpu vnpu;
+    std::string failed;
+    if (const int rc = ReadVnpu(api_, chip->card_id, chip->device_id, &vnpu, &failed);
+        rc != dc::kOk) {
+      return Error(parent, failed, rc);
+    }
+    std::vector<LivePartition> out;
+    for (const DcmiVdevice& v : vnpu.vdevices) out.push_back({v.name, v.id, std::nullopt, ""});
+    return out;
+  }
+
+  StatusOr<LivePartition> Create(const PartitionParent& parent, const std::string& profile,
+                                 int64_t id, std::optional<int64_t> /*placement*/) override {
+    ASSIGN_OR_RETURN(const DcmiChip* chip, ChipOf(parent));
+    dc::dcmi_create_vdev_res_stru in{};
+    if (profile.empty() || profile.size() >= sizeof in.template_name) {
+      return InvalidArgumentError("vNPU template \"" + profile + "\" is not a template name");
+    }
+    in.vdev_id = id < 0 ? dc::kVdevIdAuto : static_cast<unsigned>(id);
+    in.vfg_id = dc::kVdevIdAuto;
+    std::memcpy(in.template_name, profile.data(), profile.size());
+    dc::dcmi_create_vdev_out out{};
+    const int rc = api_.create_vdevice(chip->card_id, chip->device_id, &in, &out);
+    if (rc != dc::kOk) return Error(parent, "dcmi_create_vdevice(" + profile + ")", rc);
+    return LivePartition{profile, static_cast<int64_t>(out.vdev_id), std::nullopt, ""};
+  }
+
+  Status Destroy(const PartitionParent& parent, int64_t id) override {
+    ASSIGN_OR_RETURN(const DcmiChip* chip, ChipOf(parent));
+    const int rc =
+        api_.set_destroy_vdevice(chip->card_id, chip->device_id, static_cast<unsigned>(id));
+    if (rc == dc::kOk) return OkStatus();
+    const Status error = Error(parent, "dcmi_set_destroy_vdevice(" + std::to_string(id) + ")", rc);
+    // The library answers an unknown vdev id as an invalid parameter.
+    return rc == dc::kErrInvalidParameter ? NotFoundError(error.message()) : error;
+  }
+
+ private:
+  StatusOr<const DcmiChip*> ChipOf(const PartitionParent& parent) const {
+    for (const DcmiChip& c : chips_) {
+      const bool by_pci = !parent.pci_address.empty() && c.pci_bus_id == parent.pci_address;
+      const bool by_index =
+          (parent.pci_address.empty() || c.pci_bus_id.empty()) && c.phy_id == parent.index;
+      if (by_pci || by_index) return &c;
+    }
+    return NotFoundError("dcmi: no chip is device " + parent.name);
+  }
+
+  static Status Error(const PartitionParent& parent, const std::string& call, int rc) {
+    std::string message = "dcmi: " + parent.name + ": " + DcmiCallError(call, rc);
+    // Busy or short of resources: another partition holds what this one needs; retry later.
+    if (rc == dc::kErrResourceOccupied || rc == dc::kErrTimeOut || rc == dc::kErrNotReady) {
+      return UnavailableError(std::move(message));
+    }
+    return InternalError(std::move(message));
+  }
+
+  LibraryStatus status_;
+  DlLibrary lib_;
+  DcmiApi api_;
+  std::vector<DcmiChip> chips_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PartitionBackend>> OpenDcmiPartitions(
+    const std::vector<std::string>& lib_dirs) {
+  auto backend = std::make_unique<DcmiPartitions>();
+  RETURN_IF_ERROR(backend->Open(lib_dirs));
+  return std::unique_ptr<PartitionBackend>(std::move(backend));
 }
 
 }  // namespace xpu::discovery

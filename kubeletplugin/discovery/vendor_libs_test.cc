@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/testing/temp_dir.h"
+#include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/discovery/xid_events.h"
 
 namespace xpu::discovery {
@@ -548,6 +549,61 @@ TEST_CASE("dcmi: a failing VDEV_MNG call leaves that chip's vNPUs out and names 
   CHECK_THAT(f.chips[3].error,
              Catch::Contains("dcmi_get_device_info(VDEV_MNG, GET_TOTAL_RESOURCE): -8005"));
   CHECK(f.chips[1].vnpu.has_value());
+}
+
+TEST_CASE("dcmi partitions: list, create with a chosen id, destroy, and what the device refuses") {
+  TempDir dir;
+  setenv("XPU_FAKE_DCMI_STATE", (dir.path() + "/state.json").c_str(), 1);
+  setenv("XPU_FAKE_DCMI_JSON", (kHosts + "atlas800t-a2-vnpu/fake-vendor/dcmi.json").c_str(), 1);
+  auto opened = OpenDcmiPartitions({kFakeDir});
+  REQUIRE(opened.ok());
+  PartitionBackend& dcmi = **opened;
+  CHECK(dcmi.kind() == "vnpu");
+  const PartitionParent npu1{"npu-1", "", 1};
+  auto ids = [&](const PartitionParent& p) {
+    std::vector<int64_t> out;
+    for (const LivePartition& l : dcmi.List(p).value()) out.push_back(l.id);
+    return out;
+  };
+  CHECK(ids(npu1) == std::vector<int64_t>{100, 101});
+  const StatusOr<LivePartition> made = dcmi.Create(npu1, "vir10_3c_32g", 140, std::nullopt);
+  REQUIRE(made.ok());
+  CHECK(made->id == 140);
+  CHECK(made->profile == "vir10_3c_32g");
+  CHECK(ids(npu1) == std::vector<int64_t>{100, 101, 140});
+  // 5 + 5 + 10 of 20 AI Cores are taken: another 10 does not fit.
+  const StatusOr<LivePartition> full = dcmi.Create(npu1, "vir10_3c_32g", -1, std::nullopt);
+  CHECK(full.status().code() == StatusCode::kUnavailable);
+  CHECK_THAT(full.status().message(),
+             Catch::Contains("npu-1: dcmi_create_vdevice(vir10_3c_32g): -8020 resource occupied"));
+  // An id in use elsewhere on the node, and a template the chip does not have.
+  CHECK_FALSE(dcmi.Create({"npu-3", "", 3}, "vir05_1c_16g", 140, std::nullopt).ok());
+  CHECK_FALSE(dcmi.Create(npu1, "vir99", -1, std::nullopt).ok());
+  // The created one outlives the library: a second backend (a restarted plugin) sees it.
+  auto again = OpenDcmiPartitions({kFakeDir});
+  REQUIRE(again.ok());
+  CHECK((*again)->List(npu1).value().size() == 3);
+  REQUIRE((*again)->Destroy(npu1, 140).ok());
+  CHECK(dcmi.Destroy(npu1, 140).code() == StatusCode::kNotFound);
+  REQUIRE(dcmi.Destroy(npu1, 100).ok());  // one the fixture had
+  CHECK(ids(npu1) == std::vector<int64_t>{101});
+  CHECK(dcmi.List({"npu-9", "", 9}).status().code() == StatusCode::kNotFound);
+  unsetenv("XPU_FAKE_DCMI_STATE");
+}
+
+TEST_CASE("dcmi partitions: a busy chip answers unavailable") {
+  TempDir dir;
+  const std::string path =
+      FixtureWith(kHosts + "atlas800t-a2-vnpu/fake-vendor/dcmi.json", "createBusy", "[2]", dir);
+  setenv("XPU_FAKE_DCMI_JSON", path.c_str(), 1);
+  auto dcmi = OpenDcmiPartitions({kFakeDir});
+  REQUIRE(dcmi.ok());
+  CHECK((*dcmi)->Create({"npu-2", "", 2}, "vir05_1c_16g", -1, std::nullopt).status().code() ==
+        StatusCode::kUnavailable);
+  const StatusOr<LivePartition> elsewhere =
+      (*dcmi)->Create({"npu-4", "", 4}, "vir05_1c_16g", -1, std::nullopt);
+  REQUIRE(elsewhere.ok());
+  CHECK(elsewhere->id == 103);  // after the fixture's 100-102
 }
 
 TEST_CASE("dcmi: faults deviceGone, unhealthy and init") {

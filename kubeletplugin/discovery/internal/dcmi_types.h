@@ -20,6 +20,7 @@ inline constexpr int kErrIoctlFail = -8009;
 inline constexpr int kErrNotReady = -8012;
 inline constexpr int kErrNotSupportInContainer = -8013;
 inline constexpr int kErrFileOperateFail = -8014;
+inline constexpr int kErrResourceOccupied = -8020;
 inline constexpr int kErrNotSupport = -8255;
 
 inline constexpr int kMaxCardNum = 64;      // MAX_CARD_NUM

@@ -10,10 +10,14 @@
 // lacks answers -8255 NOT_SUPPORT. A missing variable or unreadable file makes dcmi_init fail with
 // -8005 (inner error) and a line on stderr. Without the variable, the fixture JSON of the host
 // root the library was loaded from is used (JsonPath). Virtual NPUs: each chip's `vnpu` member
-// (VdevMng).
+// (VdevMng), and dcmi_create_vdevice / dcmi_set_destroy_vdevice, whose changes are kept in
+// $XPU_FAKE_DCMI_STATE when set (a test "reboots" the node by removing that file); faults
+// `createBusy` (logic ids whose creates answer -8020 resource occupied) and `createDelayMs` (the
+// cost of one create).
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,6 +26,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include "base/mutex.h"
@@ -42,6 +47,13 @@ struct State {
   std::set<int> hccs_down GUARDED_BY(mu);
   // (logic id, function) -> code
   std::map<std::pair<int, std::string>, int> call_errors GUARDED_BY(mu);
+  // vNPUs made and destroyed through the library: {"created": [{logicId, vdevId, name, aicore,
+  // aicpu, memoryMB}], "destroyed": [{logicId, vdevId}]}, kept in $XPU_FAKE_DCMI_STATE when set
+  // (so they outlive the process, as a real device's do until a reboot), else in memory.
+  nlohmann::json dynamic GUARDED_BY(mu) = {{"created", nlohmann::json::array()},
+                                           {"destroyed", nlohmann::json::array()}};
+  std::set<int> create_busy GUARDED_BY(mu);  // logic ids whose creates answer "occupied"
+  int create_delay_ms GUARDED_BY(mu) = 0;    // what one create costs
 };
 
 State& S() {
@@ -78,6 +90,12 @@ int Load(State& s) REQUIRES(s.mu) {
     s.unhealthy = faults.value("unhealthy", std::set<int>{});
     s.links_down = faults.value("linkDown", std::set<int>{});
     s.hccs_down = faults.value("hccsDown", std::set<int>{});
+    s.create_busy = faults.value("createBusy", std::set<int>{});
+    s.create_delay_ms = faults.value("createDelayMs", 0);
+    if (const char* state = std::getenv("XPU_FAKE_DCMI_STATE"); state != nullptr && *state) {
+      std::ifstream saved(state);
+      if (saved) s.dynamic = nlohmann::json::parse(saved);
+    }
     s.call_errors.clear();
     for (const nlohmann::json& e : faults.value("callErrors", nlohmann::json::array())) {
       s.call_errors[{e.at("logicId").get<int>(), e.at("function").get<std::string>()}] =
@@ -376,13 +394,46 @@ int HccsStatistics(const nlohmann::json& hccs, void* buf, unsigned int* size) {
   return dc::kOk;
 }
 
+// The vNPUs on a chip now: the fixture's, less those destroyed, and those created.
+nlohmann::json VdevicesOf(State& s, const nlohmann::json& chip) REQUIRES(s.mu) {
+  const int logic = chip.at("logicId").get<int>();
+  nlohmann::json out = nlohmann::json::array();
+  const nlohmann::json fixture =
+      chip.value("vnpu", nlohmann::json::object()).value("vdevices", nlohmann::json::array());
+  for (const nlohmann::json& v : fixture) {
+    const bool destroyed = std::any_of(
+        s.dynamic["destroyed"].begin(), s.dynamic["destroyed"].end(), [&](const nlohmann::json& d) {
+          return d.at("logicId") == logic && d.at("vdevId") == v.at("vdevId");
+        });
+    if (!destroyed) out.push_back(v);
+  }
+  for (const nlohmann::json& v : s.dynamic["created"]) {
+    if (v.at("logicId") == logic) out.push_back(v);
+  }
+  return out;
+}
+
+// Writes the created and destroyed vNPUs where $XPU_FAKE_DCMI_STATE says (temp file, rename).
+int SaveDynamic(State& s) REQUIRES(s.mu) {
+  const char* path = std::getenv("XPU_FAKE_DCMI_STATE");
+  if (path == nullptr || *path == '\0') return dc::kOk;
+  const std::string tmp = std::string(path) + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << s.dynamic.dump(2) << "\n";
+    if (!out) return dc::kErrFileOperateFail;
+  }
+  return std::rename(tmp.c_str(), path) == 0 ? dc::kOk : dc::kErrFileOperateFail;
+}
+
 // DCMI_MAIN_CMD_VDEV_MNG from the chip's "vnpu" member ({aicore, aicpu, memoryMB, vdevices:
 // [{vdevId, vfgId, name, aicore, aicpu, memoryMB, inUse}]}): GET_TOTAL_RESOURCE and
 // GET_VDEV_RESOURCE (an unknown vdev_id: invalid parameter). A chip without it: not supported.
-int VdevMng(const nlohmann::json& chip, unsigned int sub_cmd, void* buf, unsigned int* size) {
+int VdevMng(State& s, const nlohmann::json& chip, unsigned int sub_cmd, void* buf,
+            unsigned int* size) REQUIRES(s.mu) {
   if (!chip.contains("vnpu")) return dc::kErrNotSupport;
   const nlohmann::json& vnpu = chip.at("vnpu");
-  const nlohmann::json vdevices = vnpu.value("vdevices", nlohmann::json::array());
+  const nlohmann::json vdevices = VdevicesOf(s, chip);
   auto computing = [](const nlohmann::json& from, dc::dcmi_computing_resource* out) {
     out->aic = from.value("aicore", 0.0F);
     out->device_aicpu = from.value("aicpu", static_cast<unsigned short>(0));
@@ -426,7 +477,9 @@ XPU_FAKE_EXPORT int dcmi_get_device_info(int card_id, int device_id, int main_cm
                                          unsigned int sub_cmd, void* buf, unsigned int* size) {
   return WithChip(card_id, device_id, __func__, buf != nullptr && size != nullptr,
                   [&](State& s, const nlohmann::json& chip) REQUIRES(s.mu) {
-                    if (main_cmd == dc::kMainCmdVdevMng) return VdevMng(chip, sub_cmd, buf, size);
+                    if (main_cmd == dc::kMainCmdVdevMng) {
+                      return VdevMng(s, chip, sub_cmd, buf, size);
+                    }
                     if (main_cmd != dc::kMainCmdHccs || !chip.contains("hccs")) {
                       return dc::kErrNotSupport;
                     }
@@ -524,5 +577,77 @@ XPU_FAKE_EXPORT int dcmi_get_device_ecc_info(int card_id, int device_id, int dev
                     ecc->total_single_bit_error_cnt = ecc->single_bit_error_cnt;
                     ecc->total_double_bit_error_cnt = ecc->double_bit_error_cnt;
                     return dc::kOk;
+                  });
+}
+
+// A vNPU from a template of the chip's "vnpu.templates" ({name: {aicore, aicpu, memoryMB}}):
+// "not supported" without virtualisation, "invalid parameter" for an unknown template or a vdev
+// id in use on the node, "resource occupied" when the chip's AI Cores, AI CPUs or memory left
+// cannot hold it or the chip is listed in faults.createBusy. Each create takes
+// faults.createDelayMs.
+XPU_FAKE_EXPORT int dcmi_create_vdevice(int card_id, int device_id,
+                                        dc::dcmi_create_vdev_res_stru* vdev,
+                                        dc::dcmi_create_vdev_out* out) {
+  return WithChip(
+      card_id, device_id, __func__, vdev != nullptr && out != nullptr,
+      [&](State& s, const nlohmann::json& chip) REQUIRES(s.mu) {
+        if (!chip.contains("vnpu")) return dc::kErrNotSupport;
+        const int logic = chip.at("logicId").get<int>();
+        if (s.create_busy.contains(logic)) return dc::kErrResourceOccupied;
+        const std::string name(vdev->template_name,
+                               strnlen(vdev->template_name, sizeof vdev->template_name));
+        const nlohmann::json templates =
+            chip.at("vnpu").value("templates", nlohmann::json::object());
+        if (!templates.contains(name)) return dc::kErrInvalidParameter;
+        const nlohmann::json& t = templates.at(name);
+        for (const char* key : {"aicore", "aicpu", "memoryMB"}) {
+          double used = t.value(key, 0.0);
+          for (const nlohmann::json& v : VdevicesOf(s, chip)) used += v.value(key, 0.0);
+          if (used > chip.at("vnpu").value(key, 0.0)) return dc::kErrResourceOccupied;
+        }
+        unsigned highest = 99;
+        bool taken = false;
+        for (const nlohmann::json& c : s.doc.at("chips")) {
+          for (const nlohmann::json& v : VdevicesOf(s, c)) {
+            const auto id = v.at("vdevId").get<unsigned>();
+            highest = std::max(highest, id);
+            taken = taken || id == vdev->vdev_id;
+          }
+        }
+        if (taken) return dc::kErrInvalidParameter;
+        const unsigned id = vdev->vdev_id == dc::kVdevIdAuto ? highest + 1 : vdev->vdev_id;
+        if (s.create_delay_ms > 0) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(s.create_delay_ms));
+        }
+        nlohmann::json made = t;
+        made["logicId"] = logic;
+        made["vdevId"] = id;
+        made["name"] = name;
+        s.dynamic["created"].push_back(made);
+        if (const int rc = SaveDynamic(s); rc != dc::kOk) return rc;
+        *out = dc::dcmi_create_vdev_out{};
+        out->vdev_id = id;
+        return dc::kOk;
+      });
+}
+
+// "invalid parameter" for a vdev id the chip does not have.
+XPU_FAKE_EXPORT int dcmi_set_destroy_vdevice(int card_id, int device_id, unsigned int vdevid) {
+  return WithChip(card_id, device_id, __func__, true,
+                  [&](State& s, const nlohmann::json& chip) REQUIRES(s.mu) {
+                    const int logic = chip.at("logicId").get<int>();
+                    nlohmann::json& created = s.dynamic["created"];
+                    for (auto it = created.begin(); it != created.end(); ++it) {
+                      if ((*it)["logicId"] == logic && (*it)["vdevId"] == vdevid) {
+                        created.erase(it);
+                        return SaveDynamic(s);
+                      }
+                    }
+                    for (const nlohmann::json& v : VdevicesOf(s, chip)) {
+                      if (v.at("vdevId") != vdevid) continue;
+                      s.dynamic["destroyed"].push_back({{"logicId", logic}, {"vdevId", vdevid}});
+                      return SaveDynamic(s);
+                    }
+                    return dc::kErrInvalidParameter;
                   });
 }
