@@ -251,12 +251,15 @@ TEST_CASE("the inventory refuses partitions of unknown profiles, bad placements 
         p.partitions.push_back({"3g.71gb", 2, 0, "", 0, nullptr});
       },
       "partitions[0].placement: not a placement of profile 3g.71gb");
-  expect(
-      [](auto& p) {
-        p.partitions.push_back({"3g.71gb", 4, 0, "", 0, nullptr});
-        p.partitions.push_back({"1g.18gb", 5, 0, "", 0, nullptr});
-      },
-      "partitions[1].placement: overlaps another partition");
+  // Two partitions at these placements.
+  auto both = [](const std::string& first, int64_t at, const std::string& second,
+                 int64_t second_at) {
+    return [=](api::InventoryPartitioning& p) {
+      p.partitions.push_back({first, at, 0, "", 0, nullptr});
+      p.partitions.push_back({second, second_at, 0, "", 0, nullptr});
+    };
+  };
+  expect(both("3g.71gb", 4, "1g.18gb", 5), "partitions[1].placement: overlaps another partition");
   expect([](auto& p) { p.profiles[0].counters["sm"] = 1; },
          "is not a counter of the device's capacity");
   expect(
@@ -266,12 +269,8 @@ TEST_CASE("the inventory refuses partitions of unknown profiles, bad placements 
       },
       "passes the device's 8");
   // Partitions that together take more than the device has, and a vNPU-style instance twice.
-  expect(
-      [](auto& p) {
-        p.partitions.push_back({"4g.71gb", 0, 0, "", 0, nullptr});
-        p.partitions.push_back({"4g.71gb", 4, 0, "", 0, nullptr});
-      },
-      "partitions[1].profile: the partitions take more compute than the device's capacity of 7");
+  expect(both("4g.71gb", 0, "4g.71gb", 4),
+         "partitions[1].profile: the partitions take more compute than the device's capacity of 7");
   expect(
       [](auto& p) {
         p.profiles[0].placements.clear();

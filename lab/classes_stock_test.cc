@@ -19,6 +19,7 @@
 #include "controller/reference_servers.h"
 #include "controller/slices.h"
 #include "lab/stock_allocator.h"
+#include "lab/testing/stock.h"
 
 namespace xpu::lab {
 namespace {
@@ -58,19 +59,15 @@ json MigSlices(const controller::Config& config) {
 }
 
 std::unique_ptr<StockAllocator> StartedWithClasses() {
-  const StatusOr<std::string> binary = FindStockAllocator("");
-  INFO(binary.status().ToString());
-  REQUIRE(binary.ok());
-  StatusOr<std::unique_ptr<StockAllocator>> stock = StockAllocator::Start(*binary);
-  REQUIRE_OK(stock);
+  std::unique_ptr<StockAllocator> stock = testing::StartStockAllocator();
   const controller::Config config = ConfigWithAnyClass();
   json classes = json::array();
   for (const auto& c : controller::DesiredDeviceClasses(config, "xpu.dra.dev")) {
     classes.push_back(api::resource::ToJson(c));
   }
-  REQUIRE_OK((*stock)->SetClasses(classes));
-  REQUIRE_OK((*stock)->PutSlices(kMigNode, MigSlices(config)));
-  return std::move(*stock);
+  REQUIRE_OK(stock->SetClasses(classes));
+  REQUIRE_OK(stock->PutSlices(kMigNode, MigSlices(config)));
+  return stock;
 }
 
 // A claim with one request of `device_class`: `count` devices (0: allocationMode All), narrowed

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/testing/require_ok.h"
+#include "lab/testing/stock.h"
 
 namespace xpu::lab {
 namespace {
@@ -62,14 +63,10 @@ json Exactly(int count, const json& selectors = json::array()) {
 
 // The binary started with the class and the slices of Slice() under "n1".
 std::unique_ptr<StockAllocator> Started() {
-  const StatusOr<std::string> binary = FindStockAllocator("");
-  INFO(binary.status().ToString());
-  REQUIRE(binary.ok());
-  StatusOr<std::unique_ptr<StockAllocator>> stock = StockAllocator::Start(*binary);
-  REQUIRE_OK(stock);
-  REQUIRE_OK((*stock)->SetClasses(json::array({GpuClass()})));
-  REQUIRE_OK((*stock)->PutSlices("n1", json::array({Slice()})));
-  return std::move(*stock);
+  std::unique_ptr<StockAllocator> stock = testing::StartStockAllocator();
+  REQUIRE_OK(stock->SetClasses(json::array({GpuClass()})));
+  REQUIRE_OK(stock->PutSlices("n1", json::array({Slice()})));
+  return stock;
 }
 
 Devices Allocate(StockAllocator& stock, const std::vector<std::string>& allocated,

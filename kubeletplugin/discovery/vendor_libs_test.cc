@@ -64,6 +64,13 @@ std::string FixtureWith(const std::string& fixture, const std::string& key,
   return path;
 }
 
+// Points the fake library's variable `env` at the host's fixture `file` with `key` set to
+// `value` (FixtureWith).
+void UseFixtureWith(const char* env, const std::string& file, const std::string& key,
+                    const std::string& value, const TempDir& dir) {
+  setenv(env, FixtureWith(kHosts + file, key, value, dir).c_str(), 1);
+}
+
 // `library` loaded from `path` with every symbol and no error.
 void RequireLoaded(const LibraryStatus& library, const std::string& name, const std::string& path) {
   INFO(library.error);
@@ -240,11 +247,8 @@ TEST_CASE("nvml: a GPU without MIG, and MIG calls answering not supported, are n
     CHECK(d.error.empty());
   }
   TempDir dir;
-  setenv("XPU_FAKE_NVML_JSON",
-         FixtureWith(kHosts + "hgx-h200-mig/fake-vendor/nvml.json", "unhealthy",
-                     R"([], "migNotSupported": [1, 5])", dir)
-             .c_str(),
-         1);
+  UseFixtureWith("XPU_FAKE_NVML_JSON", "hgx-h200-mig/fake-vendor/nvml.json", "unhealthy",
+                 R"([], "migNotSupported": [1, 5])", dir);
   NvmlFacts f = ProbeNvml({kFakeDir});
   REQUIRE(f.devices.size() == 8);
   for (const NvmlDevice& d : f.devices) {
@@ -257,10 +261,8 @@ TEST_CASE("nvml: a GPU without MIG, and MIG calls answering not supported, are n
 TEST_CASE("nvml: a failing MIG call leaves that GPU's MIG out and names the call") {
   TempDir dir;
   // GPU 0's first profile answers garbage: the fake's NVML_ERROR_UNKNOWN.
-  setenv("XPU_FAKE_NVML_JSON",
-         FixtureWith(kHosts + "hgx-h200-mig/fake-vendor/nvml.json", "memorySizeMB", R"("x")", dir)
-             .c_str(),
-         1);
+  UseFixtureWith("XPU_FAKE_NVML_JSON", "hgx-h200-mig/fake-vendor/nvml.json", "memorySizeMB",
+                 R"("x")", dir);
   NvmlFacts f = ProbeNvml({kFakeDir});
   REQUIRE(f.devices.size() == 8);
   CHECK_FALSE(f.devices[0].mig.has_value());
@@ -273,9 +275,7 @@ TEST_CASE("nvml: a failing MIG call leaves that GPU's MIG out and names the call
 
 TEST_CASE("nvml: a lost GPU is unhealthy with its error, the others are read") {
   TempDir dir;
-  const std::string path =
-      FixtureWith(kHosts + "hgx-h200/fake-vendor/nvml.json", "deviceGone", "[2]", dir);
-  setenv("XPU_FAKE_NVML_JSON", path.c_str(), 1);
+  UseFixtureWith("XPU_FAKE_NVML_JSON", "hgx-h200/fake-vendor/nvml.json", "deviceGone", "[2]", dir);
   NvmlFacts f = ProbeNvml({kFakeDir});
   REQUIRE(f.library.loaded);
   REQUIRE(f.devices.size() == 8);
@@ -540,10 +540,8 @@ TEST_CASE("dcmi: atlas800t-a2-vnpu reports each chip's whole resource and the vN
 
 TEST_CASE("dcmi: a failing VDEV_MNG call leaves that chip's vNPUs out and names the call") {
   TempDir dir;
-  const std::string path =
-      FixtureWith(kHosts + "atlas800t-a2-vnpu/fake-vendor/dcmi.json", "callErrors",
-                  R"([{"logicId": 3, "function": "dcmi_get_device_info", "code": -8005}])", dir);
-  setenv("XPU_FAKE_DCMI_JSON", path.c_str(), 1);
+  UseFixtureWith("XPU_FAKE_DCMI_JSON", "atlas800t-a2-vnpu/fake-vendor/dcmi.json", "callErrors",
+                 R"([{"logicId": 3, "function": "dcmi_get_device_info", "code": -8005}])", dir);
   const DcmiFacts f = ProbeDcmi({kFakeDir});
   CHECK_FALSE(f.chips[3].vnpu.has_value());
   CHECK_THAT(f.chips[3].error,
@@ -593,9 +591,8 @@ TEST_CASE("dcmi partitions: list, create with a chosen id, destroy, and what the
 
 TEST_CASE("dcmi partitions: a busy chip answers unavailable") {
   TempDir dir;
-  const std::string path =
-      FixtureWith(kHosts + "atlas800t-a2-vnpu/fake-vendor/dcmi.json", "createBusy", "[2]", dir);
-  setenv("XPU_FAKE_DCMI_JSON", path.c_str(), 1);
+  UseFixtureWith("XPU_FAKE_DCMI_JSON", "atlas800t-a2-vnpu/fake-vendor/dcmi.json", "createBusy",
+                 "[2]", dir);
   auto dcmi = OpenDcmiPartitions({kFakeDir});
   REQUIRE(dcmi.ok());
   CHECK((*dcmi)->Create({"npu-2", "", 2}, "vir05_1c_16g", -1, std::nullopt).status().code() ==
@@ -609,9 +606,7 @@ TEST_CASE("dcmi partitions: a busy chip answers unavailable") {
 TEST_CASE("dcmi: faults deviceGone, unhealthy and init") {
   TempDir dir;
   auto with = [&](const std::string& key, const std::string& value) {
-    const std::string path =
-        FixtureWith(kHosts + "atlas800t-a2/fake-vendor/dcmi.json", key, value, dir);
-    setenv("XPU_FAKE_DCMI_JSON", path.c_str(), 1);
+    UseFixtureWith("XPU_FAKE_DCMI_JSON", "atlas800t-a2/fake-vendor/dcmi.json", key, value, dir);
     return ProbeDcmi({kFakeDir});
   };
   DcmiFacts gone = with("deviceGone", "[6]");

@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "api/partitions.h"
 #include "api/resource.h"
 #include "api/validation.h"
 #include "base/atomic_file.h"
@@ -61,6 +62,53 @@ std::string ReadBootId(const std::string& host_root) {
   StatusOr<std::string> id =
       discovery::HostRoot(host_root).ReadTrimmed("proc/sys/kernel/random/boot_id");
   return id.ok() ? *id : "";
+}
+
+const api::InventoryDevice* InventoryDeviceNamed(const api::NodeInventory& inventory,
+                                                 const std::string& name) {
+  for (const api::InventoryDevice& d : inventory.status.devices) {
+    if (d.name == name) return &d;
+  }
+  return nullptr;
+}
+
+discovery::PartitionParent ParentOf(const api::InventoryDevice& d) {
+  return {d.name, d.pci_address, d.index};
+}
+
+// The vdev id to ask for: the lowest free one of the parent's sixteen, 100 + 16 * index up,
+// past every id the node's devices and records use.
+int64_t ChooseVnpuId(int64_t index, const std::set<int64_t>& used) {
+  const int64_t first = 100 + 16 * index;
+  for (int64_t id = first; id < first + 16; ++id) {
+    if (!used.contains(id)) return id;
+  }
+  return -1;  // all sixteen taken: let the library pick
+}
+
+// What the container gets for a partition: the parent with the partition's identity.
+PartitionDevice DeviceFor(const api::InventoryDevice& parent, const std::string& name,
+                          const std::string& kind, int64_t id, const std::string& uuid) {
+  PartitionDevice p;
+  p.device = parent;
+  p.device.name = name;
+  p.device.partitioning.reset();
+  if (kind == "vnpu") {
+    p.device.index = id;  // ASCEND_VISIBLE_DEVICES names the vNPU by its id
+    p.device.uuid.clear();
+    p.device_node = "/dev/vdavinci" + std::to_string(id);
+  } else if (!uuid.empty()) {
+    p.device.uuid = uuid;  // NVIDIA_VISIBLE_DEVICES=MIG-...
+  }
+  return p;
+}
+
+// Whether `live` holds the recorded partition: by vendor id where it has one, else by place.
+bool Holds(const std::vector<discovery::LivePartition>& live, const checkpoint::Partition& p) {
+  return std::any_of(live.begin(), live.end(), [&p](const discovery::LivePartition& l) {
+    return p.id >= 0 ? l.id == p.id
+                     : p.placement >= 0 && l.placement == p.placement && l.profile == p.profile;
+  });
 }
 
 }  // namespace
@@ -111,6 +159,7 @@ Driver::Driver(DriverOptions options, std::shared_ptr<ClaimReader> claims, Inven
 Status Driver::Start() {
   MutexLock lock(mu_);
   ASSIGN_OR_RETURN(checkpoint_, store_.Load());
+  RETURN_IF_ERROR(ReconcilePartitionsLocked());
   const std::string boot_id = ReadBootId(options_.host_root);
   if (!checkpoint_.boot_id.empty() && checkpoint_.boot_id != boot_id) {
     log_("node rebooted (boot id " + checkpoint_.boot_id + " -> " + boot_id + "): rewriting " +
@@ -149,10 +198,259 @@ Status Driver::EnsureSpecLocked(const checkpoint::Claim& claim) {
 Status Driver::SaveLocked() {
   Status s = store_.Save(checkpoint_);
   if (s.ok()) ++stats_.checkpoint_writes;
+  {
+    MutexLock lock(records_mu_);
+    saved_records_ = checkpoint_.partitions;
+  }
   stats_.prepared_claims = checkpoint_.claims.size();
   stats_.prepared_devices = 0;
   for (const auto& [uid, c] : checkpoint_.claims) stats_.prepared_devices += c.devices.size();
   return s;
+}
+
+void Driver::AddPartitionBackend(std::shared_ptr<discovery::PartitionBackend> backend) {
+  MutexLock lock(mu_);
+  backends_[backend->kind()] = std::move(backend);
+}
+
+std::vector<checkpoint::Partition> Driver::PartitionRecords() const {
+  MutexLock lock(records_mu_);
+  return saved_records_;
+}
+
+discovery::PartitionBackend* Driver::BackendFor(const std::string& kind) const {
+  auto it = backends_.find(kind);
+  return it == backends_.end() ? nullptr : it->second.get();
+}
+
+StatusOr<std::map<std::string, PartitionDevice>> Driver::EnsurePartitionsLocked(
+    const ClaimRef& ref, const res::AllocationResult& allocation,
+    const api::NodeInventory& inventory) {
+  const std::string what = "ResourceClaim " + ref.ns + "/" + ref.name;
+  std::vector<checkpoint::Partition>& records = checkpoint_.partitions;
+  std::map<std::string, PartitionDevice> out;
+  for (const res::DeviceRequestAllocationResult& r : allocation.devices.results) {
+    if (r.driver != options_.driver_name || r.pool != options_.node_name) continue;
+    const std::optional<api::PartitionTarget> t = api::ResolvePartitionDevice(inventory, r.device);
+    if (!t.has_value()) continue;
+    const api::InventoryDevice& parent = *t->parent;
+    const std::string& kind = parent.partitioning->kind;
+    const std::string device = what + ": device " + r.device;
+    auto recorded =
+        std::find_if(records.begin(), records.end(),
+                     [&r](const checkpoint::Partition& p) { return p.device == r.device; });
+    if (recorded != records.end()) {
+      if (recorded->claim_uid != ref.uid) {
+        return FailedPreconditionError(device + " is a partition held by claim " +
+                                       recorded->claim_uid);
+      }
+      if (recorded->state == checkpoint::kPartitionCreated ||
+          recorded->state == checkpoint::kPartitionStatic) {
+        out[r.device] = DeviceFor(parent, r.device, kind, recorded->id, recorded->uuid);
+        continue;
+      }
+      return UnavailableError(device + ": its partition is " + recorded->state + "; retry");
+    }
+    discovery::PartitionBackend* backend = BackendFor(kind);
+    bool exists = t->existing != nullptr;
+    if (exists && backend != nullptr) {
+      // The inventory may be older than the device (a restart just undid a create): asked.
+      StatusOr<std::vector<discovery::LivePartition>> live = backend->List(ParentOf(parent));
+      if (!live.ok()) return live.status().WithContext(device);
+      checkpoint::Partition probe;
+      probe.id = t->existing->id;
+      probe.placement = t->existing->placement.value_or(-1);
+      probe.profile = t->existing->profile;
+      exists = Holds(*live, probe);
+    }
+    if (exists) {
+      // One that exists and no record names: handed over as it is, never destroyed.
+      const api::InventoryPartition& e = *t->existing;
+      for (const checkpoint::Partition& p : records) {
+        if (p.parent == parent.name && (e.placement ? p.placement == *e.placement : p.id == e.id)) {
+          return FailedPreconditionError(device + " is a partition held by claim " + p.claim_uid);
+        }
+      }
+      records.push_back({ref.uid, r.device, parent.name, kind, e.profile, e.placement.value_or(-1),
+                         e.instance, e.id, e.uuid, std::string(checkpoint::kPartitionStatic)});
+      if (Status s = SaveLocked(); !s.ok()) {
+        records.pop_back();
+        return s.WithContext(device + ": record the partition");
+      }
+      out[r.device] = DeviceFor(parent, r.device, kind, e.id, e.uuid);
+      continue;
+    }
+    if (backend == nullptr) {
+      std::string message = device;
+      message.append(": ").append(kind).append(" partitions cannot be created on node ");
+      message.append(options_.node_name);
+      message.append(kind == "mig" ? " (creating MIG instances at prepare is not built yet; MIG "
+                                     "instances that exist are handed out)"
+                                   : " (no vendor library to create them)");
+      return FailedPreconditionError(std::move(message));
+    }
+    // The vendor id it will get, recorded before the vendor call (vNPU).
+    int64_t id = -1;
+    if (kind == "vnpu") {
+      std::set<int64_t> used;
+      for (const api::InventoryDevice& d : inventory.status.devices) {
+        if (!d.partitioning) continue;
+        for (const api::InventoryPartition& p : d.partitioning->partitions) used.insert(p.id);
+      }
+      for (const checkpoint::Partition& p : records) used.insert(p.id);
+      StatusOr<std::vector<discovery::LivePartition>> live = backend->List(ParentOf(parent));
+      if (!live.ok()) return live.status().WithContext(device);
+      for (const discovery::LivePartition& l : *live) used.insert(l.id);
+      id = ChooseVnpuId(parent.index, used);
+    }
+    records.push_back({ref.uid, r.device, parent.name, kind, t->profile->name,
+                       t->placement.value_or(-1), t->instance, id, "",
+                       std::string(checkpoint::kPartitionCreating)});
+    if (Status s = SaveLocked(); !s.ok()) {
+      records.pop_back();
+      return s.WithContext(device + ": record the partition's intent");
+    }
+    CrashPoint("partition-intent");
+    StatusOr<discovery::LivePartition> made =
+        backend->Create(ParentOf(parent), t->profile->name, id, t->placement);
+    const size_t at = records.size() - 1;
+    if (!made.ok()) {
+      ++stats_.partition_errors;
+      records.erase(records.begin() + static_cast<long>(at));
+      if (Status s = SaveLocked(); !s.ok()) log_("forget failed create: " + s.message());
+      std::string context = device;
+      context.append(": create ").append(kind).append(" ").append(t->profile->name);
+      return made.status().WithContext(context);
+    }
+    CrashPoint("partition-created");
+    ++stats_.partitions_created;
+    records[at].state = checkpoint::kPartitionCreated;
+    records[at].id = made->id;
+    records[at].uuid = made->uuid;
+    log_("created " + kind + " " + t->profile->name + " (id " + std::to_string(made->id) + ") on " +
+         parent.name + " for claim " + ref.ns + "/" + ref.name);
+    RETURN_IF_ERROR(SaveLocked().WithContext(device + ": record the partition"));
+    CrashPoint("partition-recorded");
+    out[r.device] = DeviceFor(parent, r.device, kind, made->id, made->uuid);
+  }
+  return out;
+}
+
+Status Driver::ReleasePartitionsLocked(const std::string& uid) {
+  std::vector<checkpoint::Partition>& records = checkpoint_.partitions;
+  if (std::none_of(records.begin(), records.end(),
+                   [&uid](const checkpoint::Partition& p) { return p.claim_uid == uid; })) {
+    return OkStatus();
+  }
+  const std::shared_ptr<const api::NodeInventory> inventory = inventory_();
+  Status first;
+  for (size_t i = 0; i < records.size();) {
+    checkpoint::Partition& p = records[i];
+    if (p.claim_uid != uid) {
+      ++i;
+      continue;
+    }
+    if (p.state == checkpoint::kPartitionStatic) {  // someone else's: only forgotten
+      records.erase(records.begin() + static_cast<long>(i));
+      continue;
+    }
+    discovery::PartitionBackend* backend = BackendFor(p.kind);
+    const api::InventoryDevice* parent =
+        inventory ? InventoryDeviceNamed(*inventory, p.parent) : nullptr;
+    if (backend == nullptr || parent == nullptr) {
+      if (first.ok()) {
+        first = UnavailableError("partition " + p.device + ": no " + p.kind +
+                                 " backend or no device " + p.parent + " to destroy it on; retry");
+      }
+      ++i;
+      continue;
+    }
+    p.state = checkpoint::kPartitionDestroying;
+    RETURN_IF_ERROR(SaveLocked());
+    CrashPoint("partition-destroying");
+    const Status s = backend->Destroy(ParentOf(*parent), p.id);
+    if (!s.ok() && s.code() != StatusCode::kNotFound) {
+      ++stats_.partition_errors;
+      if (first.ok()) first = s.WithContext("destroy partition " + p.device);
+      ++i;
+      continue;
+    }
+    ++stats_.partitions_destroyed;
+    log_("destroyed " + p.kind + " " + p.profile + " (id " + std::to_string(p.id) + ") on " +
+         p.parent);
+    records.erase(records.begin() + static_cast<long>(i));
+    CrashPoint("partition-destroyed");
+  }
+  RETURN_IF_ERROR(SaveLocked());
+  return first;
+}
+
+Status Driver::ReconcilePartitionsLocked() {
+  std::vector<checkpoint::Partition>& records = checkpoint_.partitions;
+  if (records.empty()) return OkStatus();
+  const std::shared_ptr<const api::NodeInventory> inventory = inventory_();
+  for (size_t i = 0; i < records.size();) {
+    checkpoint::Partition& p = records[i];
+    const bool prepared = checkpoint_.claims.contains(p.claim_uid);
+    if (p.state == checkpoint::kPartitionStatic) {
+      if (!prepared) {
+        records.erase(records.begin() + static_cast<long>(i));
+      } else {
+        ++i;
+      }
+      continue;
+    }
+    discovery::PartitionBackend* backend = BackendFor(p.kind);
+    const api::InventoryDevice* parent =
+        inventory ? InventoryDeviceNamed(*inventory, p.parent) : nullptr;
+    StatusOr<std::vector<discovery::LivePartition>> live =
+        backend != nullptr && parent != nullptr
+            ? backend->List(ParentOf(*parent))
+            : StatusOr<std::vector<discovery::LivePartition>>(UnavailableError(
+                  "no " + p.kind + " backend or no device " + p.parent + " discovered"));
+    if (!live.ok()) {
+      log_("partition " + p.device + " not reconciled: " + live.status().message());
+      ++i;
+      continue;
+    }
+    const bool there = Holds(*live, p);
+    if (p.state == checkpoint::kPartitionCreated && prepared) {
+      if (!there) {
+        // Gone while its claim is prepared: a reboot. Made again with the same id.
+        StatusOr<discovery::LivePartition> made =
+            backend->Create(ParentOf(*parent), p.profile, p.id,
+                            p.placement >= 0 ? std::optional<int64_t>(p.placement) : std::nullopt);
+        if (made.ok()) {
+          ++stats_.partitions_created;
+          log_("partition " + p.device + " was gone (reboot?): created again, id " +
+               std::to_string(made->id));
+          p.id = made->id;
+          p.uuid = made->uuid;
+        } else {
+          ++stats_.partition_errors;
+          log_("partition " + p.device +
+               " is gone and could not be created again: " + made.status().message());
+        }
+      }
+      ++i;
+      continue;
+    }
+    // An intent that crashed, a destroy that did not finish, or a claim never recorded: undone.
+    if (there) {
+      if (Status s = backend->Destroy(ParentOf(*parent), p.id);
+          !s.ok() && s.code() != StatusCode::kNotFound) {
+        ++stats_.partition_errors;
+        log_("partition " + p.device + ": " + s.message() + "; kept for the next start");
+        ++i;
+        continue;
+      }
+      ++stats_.partitions_destroyed;
+    }
+    log_("partition " + p.device + " (" + p.state + ", claim " + p.claim_uid +
+         (prepared ? "" : " not prepared") + (there ? "): destroyed" : "): forgotten, not there"));
+    records.erase(records.begin() + static_cast<long>(i));
+  }
+  return OkStatus();
 }
 
 Status Driver::CollectDeletedClaims() {
@@ -310,6 +608,7 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
       for (const auto& [uid, claim] : batch) {
         checkpoint_.claims.erase(uid);
         (void)specs_.Remove(uid);
+        if (Status r = ReleasePartitionsLocked(uid); !r.ok()) log_(r.message());
         out[uid] = PrepareResult{{}, "record claim in the checkpoint: " + s.message()};
       }
     }
@@ -325,7 +624,14 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
 PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
                                     std::map<std::string, checkpoint::Claim>* batch) {
   // Compute ...
-  const std::shared_ptr<const api::NodeInventory> inventory = inventory_();
+  const std::shared_ptr<const api::NodeInventory> discovered = inventory_();
+  // The inventory with this plugin's partition instances pinned (PinPartitions).
+  std::shared_ptr<const api::NodeInventory> inventory = discovered;
+  if (discovered != nullptr && !checkpoint_.partitions.empty()) {
+    auto pinned = std::make_shared<api::NodeInventory>(*discovered);
+    PinPartitions(checkpoint_.partitions, pinned.get());
+    inventory = std::move(pinned);
+  }
   PrepareInput in;
   in.driver_name = options_.driver_name;
   in.node_name = options_.node_name;
@@ -338,8 +644,22 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
   if (fetched.gang) in.gang = &*fetched.gang;
   in.gang_dir = GangDir();
   if (options_.device_metadata) in.metadata_dir = MetadataDir();
+  if (inventory != nullptr) {
+    StatusOr<std::map<std::string, PartitionDevice>> parts =
+        EnsurePartitionsLocked(ref, *in.allocation, *inventory);
+    if (!parts.ok()) {
+      // Those of its partitions made before the one that failed are not kept either.
+      if (Status s = ReleasePartitionsLocked(ref.uid); !s.ok()) log_(s.message());
+      return PrepareResult{{}, parts.status().message()};
+    }
+    in.partitions = std::move(parts).value();
+  }
   StatusOr<PreparedClaim> prepared = ComputePreparedClaim(in, host_);
-  if (!prepared.ok()) return PrepareResult{{}, prepared.status().message()};
+  if (!prepared.ok()) {
+    // Partitions made for a claim that cannot be prepared are not kept.
+    if (Status s = ReleasePartitionsLocked(ref.uid); !s.ok()) log_(s.message());
+    return PrepareResult{{}, prepared.status().message()};
+  }
   // ... then act: the files and the spec first, the checkpoint entry (by the caller, for the
   // whole batch) last.
   for (const auto& [path, content] : prepared->files) {
@@ -382,6 +702,11 @@ std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<Claim
       continue;
     }
     if (Status s = specs_.Remove(ref.uid); !s.ok()) {
+      out[ref.uid].error = s.message();
+      continue;
+    }
+    // Its partitions go before its entry: a failure keeps the entry, and the kubelet retries.
+    if (Status s = ReleasePartitionsLocked(ref.uid); !s.ok()) {
       out[ref.uid].error = s.message();
       continue;
     }

@@ -21,10 +21,24 @@
 // batch larger than the API's rate allows answers in time with what it did, and an abandoned call
 // stops early and frees the next one.
 //
+// Partitions (docs/partitions.md). A result naming a partition device (a vNPU, a MIG instance) is
+// made sure of before computing: one recorded for the claim is used as recorded; one that exists
+// on the device and is nobody's (static) is recorded and handed over as it is; otherwise the
+// partition is created through the kind's PartitionBackend, the intent recorded in the checkpoint
+// first (with the vendor id it will get), completed after the vendor call. A failed create is
+// rolled back and the claim fails with the vendor's error. Unprepare destroys what it created
+// (marked Destroying first) and forgets what was static.
+//
 // Start reconciles the disk with the checkpoint before anything is served: a corrupt checkpoint
 // is a data-loss error (the plugin refuses to run rather than forget claims); a new boot id, or a
 // spec that went missing, gets the recorded specs rewritten; our specs without an entry are
 // removed; entries whose claim no longer exists in the API (or has another uid) are unprepared.
+// Partition records are checked against the devices first: a create that crashed before or
+// after the vendor call is undone (destroyed if it happened), as is one whose claim was not yet
+// recorded; a Destroying one is finished; a prepared claim's partition that is gone (a reboot)
+// is created again with the same id, so its CDI spec stays right. A partition on a device that
+// no record names is someone else's (created before the plugin, or by an operator) and is never
+// destroyed: the intent is recorded before every create, so none of ours can lack a record.
 #ifndef XPU_KUBELETPLUGIN_DRIVER_DRIVER_H_
 #define XPU_KUBELETPLUGIN_DRIVER_DRIVER_H_
 
@@ -44,6 +58,7 @@
 #include "base/status.h"
 #include "kubeletplugin/cdi/cdi.h"
 #include "kubeletplugin/checkpoint/checkpoint.h"
+#include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/driver/prepare.h"
 #include "kubeletplugin/driver/service.h"
 
@@ -72,6 +87,9 @@ struct DriverStats {
   uint64_t checkpoint_writes = 0;
   uint64_t prepared_claims = 0;
   uint64_t prepared_devices = 0;
+  uint64_t partitions_created = 0;
+  uint64_t partitions_destroyed = 0;
+  uint64_t partition_errors = 0;  // failed vendor creates and destroys
 };
 
 // The latest inventory of the node (discovery runs elsewhere).
@@ -90,6 +108,12 @@ class Driver : public NodeService {
   // claim fails with a retryable error).
   Driver(DriverOptions options, std::shared_ptr<ClaimReader> claims, InventoryFn inventory,
          LogFn log, std::shared_ptr<GangReader> gangs = nullptr);
+
+  // The backend that creates partitions of its kind; before Start.
+  void AddPartitionBackend(std::shared_ptr<discovery::PartitionBackend> backend) EXCLUDES(mu_);
+  // The partition records as last saved (for pinning instance numbers in the published
+  // inventory). Takes only a leaf lock, so it may be called under any other.
+  std::vector<checkpoint::Partition> PartitionRecords() const EXCLUDES(records_mu_);
 
   // Reconciles disk, checkpoint and API (see above). Must succeed before Prepare/Unprepare.
   Status Start() EXCLUDES(mu_);
@@ -120,6 +144,14 @@ class Driver : public NodeService {
   PrepareResult PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
                               std::map<std::string, checkpoint::Claim>* batch) REQUIRES(mu_);
   Status SaveLocked() REQUIRES(mu_);
+  // The claim's partition devices, created or recorded as needed (see above).
+  StatusOr<std::map<std::string, PartitionDevice>> EnsurePartitionsLocked(
+      const ClaimRef& ref, const api::resource::AllocationResult& allocation,
+      const api::NodeInventory& inventory) REQUIRES(mu_);
+  // Destroys (or forgets, if static) the partitions recorded for `uid`; the first error.
+  Status ReleasePartitionsLocked(const std::string& uid) REQUIRES(mu_);
+  Status ReconcilePartitionsLocked() REQUIRES(mu_);
+  discovery::PartitionBackend* BackendFor(const std::string& kind) const REQUIRES(mu_);
   Status EnsureSpecLocked(const checkpoint::Claim& claim) REQUIRES(mu_);
   // Gang members' files (rank table, host file): <state_dir>/gangs/<claim uid>/.
   std::string GangDir() const { return options_.state_dir + "/gangs"; }
@@ -136,8 +168,11 @@ class Driver : public NodeService {
   checkpoint::CheckpointStore store_;
 
   mutable Mutex mu_;
+  std::map<std::string, std::shared_ptr<discovery::PartitionBackend>> backends_ GUARDED_BY(mu_);
   bool started_ GUARDED_BY(mu_) = false;
   checkpoint::Checkpoint checkpoint_ GUARDED_BY(mu_);
+  mutable Mutex records_mu_;  // a leaf: taken last, never held while taking another
+  std::vector<checkpoint::Partition> saved_records_ GUARDED_BY(records_mu_);
   DriverStats stats_ GUARDED_BY(mu_);
 };
 

@@ -9,6 +9,7 @@
 #include "api/testing/inventory_examples.h"
 #include "base/testing/temp_dir.h"
 #include "kubeletplugin/driver/driver.h"
+#include "kubeletplugin/driver/testing/fake_claims.h"
 
 namespace xpu::plugin {
 namespace {
@@ -19,7 +20,7 @@ using api::client::testing::FakeObjects;
 using api::client::testing::FakeVerb;
 
 struct FakeNode {
-  testing::TempDir dir;
+  xpu::testing::TempDir dir;
   std::shared_ptr<FakeObjects<res::ResourceClaim>> claims =
       std::make_shared<FakeObjects<res::ResourceClaim>>("resourceclaims", true);
   std::shared_ptr<const api::NodeInventory> inventory =
@@ -38,26 +39,9 @@ struct FakeNode {
         [this](const std::string& line) { log.push_back(line); });
   }
 
-  // An allocated claim of the npus on this node; returns its uid.
   std::string Claim(const std::string& name, const std::vector<std::string>& devices) {
-    res::ResourceClaim claim;
-    claim.metadata.name = name;
-    claim.metadata.namespace_name = "default";
-    claim.status.allocation.emplace();
-    for (const std::string& d : devices) {
-      res::DeviceRequestAllocationResult r;
-      r.request = "npus";
-      r.driver = "xpu.dra.dev";
-      r.pool = "node-a3-1";
-      r.device = d;
-      claim.status.allocation->devices.results.push_back(r);
-    }
-    claims->Put(claim);
-    // FakeObjects' uids are not UUIDs; the kubelet's are: give it one.
-    res::ResourceClaim stored = *claims->Find(ObjectKey::Namespaced("default", name));
-    stored.metadata.uid = "0b5f1c2e-7d3a-4e6b-9c8d-00000000000" + std::to_string(++uids);
-    claims->Put(stored);
-    return stored.metadata.uid;
+    return testing::PutAllocatedClaim(*claims, name, "npus", "node-a3-1", devices,
+                                      "0b5f1c2e-7d3a-4e6b-9c8d-00000000000", ++uids);
   }
   int uids = 0;
 };

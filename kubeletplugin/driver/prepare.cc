@@ -60,6 +60,15 @@ StatusOr<std::vector<Resolved>> Resolve(
     Resolved resolved;
     resolved.result = r;
     std::vector<std::string> names = {r->device};
+    if (auto part = in.partitions.find(r->device); part != in.partitions.end()) {
+      if (auto t = in.taken.find(r->device); t != in.taken.end() && t->second != in.ref.uid) {
+        return FailedPreconditionError(what + ": device " + r->device +
+                                       " is already prepared for claim " + t->second);
+      }
+      resolved.devices.push_back(&part->second.device);
+      out.push_back(std::move(resolved));
+      continue;
+    }
     if (FindDevice(*in.inventory, r->device) == nullptr) {
       const api::GroupDevice* group = groups.Find(r->device);
       if (group == nullptr) {
@@ -89,7 +98,8 @@ StatusOr<std::vector<Resolved>> Resolve(
   return out;
 }
 
-cdi::DeviceFacts FactsOf(const api::InventoryDevice& d, const HostView& host) {
+cdi::DeviceFacts FactsOf(const PrepareInput& in, const api::InventoryDevice& d,
+                         const HostView& host) {
   cdi::DeviceFacts f;
   f.name = d.name;
   f.vendor = d.vendor;
@@ -97,7 +107,10 @@ cdi::DeviceFacts FactsOf(const api::InventoryDevice& d, const HostView& host) {
   f.index = d.index;
   f.uuid = d.uuid;
   f.pci_address = d.pci_address;
-  f.device_node = host.device_node(d);
+  auto part = in.partitions.find(d.name);
+  f.device_node = part != in.partitions.end() && !part->second.device_node.empty()
+                      ? part->second.device_node
+                      : host.device_node(d);
   return f;
 }
 
@@ -111,7 +124,7 @@ Status AddLocalDevices(const PrepareInput& in, const HostView& host,
   const std::string what = "ResourceClaim " + in.ref.ns + "/" + in.ref.name;
   std::vector<cdi::DeviceFacts> facts;
   for (const Resolved& r : resolved) {
-    for (const api::InventoryDevice* d : r.devices) facts.push_back(FactsOf(*d, host));
+    for (const api::InventoryDevice* d : r.devices) facts.push_back(FactsOf(in, *d, host));
   }
   const cdi::ClaimEdits edits = cdi::EditsForClaim(facts, host.files);
   spec.edits = edits.common;
@@ -306,6 +319,35 @@ void NoteTakenDevices(const checkpoint::Claim& claim, std::map<std::string, std:
     if (!d.share_id.empty()) continue;
     if (d.members.empty()) (*taken)[d.device] = claim.uid;
     for (const std::string& m : d.members) (*taken)[m] = claim.uid;
+  }
+}
+
+void PinPartitions(const std::vector<checkpoint::Partition>& records,
+                   api::NodeInventory* inventory) {
+  for (api::InventoryDevice& d : inventory->status.devices) {
+    if (!d.partitioning.has_value()) continue;
+    std::vector<api::InventoryPartition>& parts = d.partitioning->partitions;
+    std::set<std::pair<std::string, int64_t>> pinned;  // (profile, instance)
+    std::vector<bool> is_pinned(parts.size(), false);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (parts[i].placement.has_value()) continue;
+      for (const checkpoint::Partition& r : records) {
+        if (r.parent != d.name || r.profile != parts[i].profile || r.id != parts[i].id ||
+            r.placement >= 0 || r.state == checkpoint::kPartitionDestroying) {
+          continue;
+        }
+        parts[i].instance = r.instance;
+        pinned.emplace(r.profile, r.instance);
+        is_pinned[i] = true;
+      }
+    }
+    for (size_t i = 0; i < parts.size(); ++i) {
+      if (is_pinned[i] || parts[i].placement.has_value()) continue;
+      int64_t n = 0;
+      while (pinned.contains({parts[i].profile, n})) ++n;
+      parts[i].instance = n;
+      pinned.emplace(parts[i].profile, n);
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api/accelerator_gang.h"
 #include "api/node_inventory.h"
@@ -32,6 +33,15 @@ struct HostView {
 // The host as the plugin sees it under `host_root`, read when asked.
 HostView HostViewUnder(const std::string& host_root);
 
+// A partition device of the claim as it exists on the node (created, or there before), which the
+// driver makes sure of before computing: the device the container gets in its place.
+struct PartitionDevice {
+  // The parent with the partition's identity: its name, the vendor id as `index` (vNPU: the vdev
+  // id, which ASCEND_VISIBLE_DEVICES names), the partition's uuid where it has one (MIG).
+  api::InventoryDevice device;
+  std::string device_node;  // host path of its node: "/dev/vdavinci118"; empty: the parent's
+};
+
 struct PrepareInput {
   std::string driver_name;
   std::string node_name;  // the pool of this node's devices
@@ -47,6 +57,8 @@ struct PrepareInput {
   std::string gang_dir = "/var/lib/xpu-dra/gangs";
   // Non-empty: write KEP-5304 device metadata files under it (<plugin dir>/dra-device-metadata).
   std::string metadata_dir;
+  // The claim's partition devices, by published name (Driver::EnsurePartitions).
+  std::map<std::string, PartitionDevice> partitions;
 };
 
 // Where a gang member's container finds its files.
@@ -85,6 +97,13 @@ StatusOr<PreparedClaim> ComputePreparedClaim(const PrepareInput& in, const HostV
 
 // Adds the devices `claim` holds for itself (not shared; a group's members) to `taken`.
 void NoteTakenDevices(const checkpoint::Claim& claim, std::map<std::string, std::string>* taken);
+
+// The instance numbers of the vNPU-style partitions this plugin recorded, pinned in `inventory`:
+// discovery numbers a device's partitions per profile in id order, which need not be the
+// instance a claim was allocated; a recorded one keeps its instance, and the others take the
+// lowest numbers left, so that the published names stay the ones the claims hold.
+void PinPartitions(const std::vector<checkpoint::Partition>& records,
+                   api::NodeInventory* inventory);
 
 // The kubelet's answer for a recorded claim.
 PrepareResult AnswerOf(const checkpoint::Claim& claim);

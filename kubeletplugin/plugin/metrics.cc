@@ -21,6 +21,9 @@ PluginMetrics::PluginMetrics(metrics::Registry& r)
                                   "Devices of the claims recorded in the checkpoint.")),
       checkpoint_writes(
           r.AddCounter("xpu_dra_plugin_checkpoint_writes_total", "Checkpoint files written.")),
+      partitions(r.AddCounter("xpu_dra_plugin_partitions_total",
+                              "Partitions created and destroyed, and vendor calls that failed.",
+                              {"event"})),
       discovery_seconds(r.AddHistogram("xpu_dra_plugin_discovery_seconds",
                                        "Duration of one hardware discovery.", {},
                                        metrics::LatencyBuckets())),
@@ -60,6 +63,13 @@ void PluginMetrics::Collect(const DriverStats& stats) {
                           static_cast<double>(stats.checkpoint_writes - checkpoint_writes_seen_));
     checkpoint_writes_seen_ = stats.checkpoint_writes;
   }
+  auto advance = [this](const char* event, uint64_t now, uint64_t& seen) REQUIRES(mu_) {
+    if (now > seen) partitions.Inc({event}, static_cast<double>(now - seen));
+    seen = now;
+  };
+  advance("created", stats.partitions_created, partitions_created_seen_);
+  advance("destroyed", stats.partitions_destroyed, partitions_destroyed_seen_);
+  advance("error", stats.partition_errors, partition_errors_seen_);
 }
 
 void PluginMetrics::Collect(const PublisherStats& stats) {

@@ -7,6 +7,8 @@
 //   xpu_dra_plugin_prepared_claims                    claims in the checkpoint
 //   xpu_dra_plugin_prepared_devices                   devices of those claims
 //   xpu_dra_plugin_checkpoint_writes_total            checkpoint files written
+//   xpu_dra_plugin_partitions_total{event}            partitions created, destroyed, or a vendor
+//                                                     create/destroy that failed ("error")
 //   xpu_dra_plugin_discovery_seconds                  one hardware discovery
 //   xpu_dra_plugin_discovery_errors_total             discoveries that failed
 //   xpu_dra_plugin_telemetry_sample_seconds           one device telemetry sample (all devices)
@@ -67,6 +69,7 @@ struct PluginMetrics {
   metrics::Gauge& prepared_claims;
   metrics::Gauge& prepared_devices;
   metrics::Counter& checkpoint_writes;
+  metrics::Counter& partitions;
   metrics::Histogram& discovery_seconds;
   metrics::Counter& discovery_errors;
   metrics::Histogram& telemetry_seconds;
@@ -88,6 +91,9 @@ struct PluginMetrics {
  private:
   Mutex mu_;
   uint64_t checkpoint_writes_seen_ GUARDED_BY(mu_) = 0;
+  uint64_t partitions_created_seen_ GUARDED_BY(mu_) = 0;
+  uint64_t partitions_destroyed_seen_ GUARDED_BY(mu_) = 0;
+  uint64_t partition_errors_seen_ GUARDED_BY(mu_) = 0;
   uint64_t publish_errors_seen_ GUARDED_BY(mu_) = 0;
   uint64_t terminal_errors_seen_ GUARDED_BY(mu_) = 0;
 };

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <functional>
@@ -23,6 +24,7 @@
 #include "base/mutex.h"
 #include "base/time.h"
 #include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/discovery/telemetry.h"
 #include "kubeletplugin/discovery/xid_events.h"
 #include "kubeletplugin/doctor/doctor.h"
@@ -318,7 +320,10 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   ChecklistHolder checklist;
   // Fatal XIDs seen between probes, and their verified recoveries (the XID thread below).
   XidHealth xid_health(RealClock(), options.health_recovery_settle);
-  InventoryHolder inventory([&xid_health, &checklist](api::NodeInventory* inv) {
+  // The driver, once made, pins the instance numbers of the partitions it recorded.
+  std::atomic<const Driver*> pins{nullptr};
+  InventoryHolder inventory([&xid_health, &checklist, &pins](api::NodeInventory* inv) {
+    if (const Driver* d = pins.load()) PinPartitions(d->PartitionRecords(), inv);
     if (std::optional<api::Condition> condition = checklist.Get()) {
       std::erase_if(inv->status.conditions,
                     [](const api::Condition& c) { return c.type == "NodeChecklist"; });
@@ -372,12 +377,27 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   Driver driver(
       driver_options, client->get(), [&inventory] { return inventory.Get(); },
       [&log](const std::string& line) { log.Info(line); });
+  // Partitions created at prepare: DCMI's vNPUs, where the library can make them.
+  if (StatusOr<std::unique_ptr<discovery::PartitionBackend>> dcmi =
+          discovery::OpenDcmiPartitions(vendor_lib_dirs);
+      dcmi.ok()) {
+    driver.AddPartitionBackend(std::move(dcmi).value());
+  } else if (std::shared_ptr<const api::NodeInventory> inv = inventory.Get();
+             inv != nullptr && std::any_of(inv->status.devices.begin(), inv->status.devices.end(),
+                                           [](const api::InventoryDevice& d) {
+                                             return d.partitioning && d.partitioning->enabled &&
+                                                    d.partitioning->kind == "vnpu";
+                                           })) {
+    log.Info("vNPUs will not be created at prepare: " + dcmi.status().message());
+  }
   if (Status s = driver.Start(); !s.ok()) {
     log.Error("refusing to serve: " + s.message() +
               " (the checkpoint must be repaired or removed by an operator; prepared claims "
               "would otherwise be forgotten)");
     return 3;
   }
+  pins = &driver;
+  if (std::optional<api::NodeInventory> pinned = inventory.Reapply()) update_health(*pinned);
   m.Collect(driver.stats());
   InstrumentedService service(&driver, &m);
 

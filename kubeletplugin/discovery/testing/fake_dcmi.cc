@@ -94,7 +94,9 @@ int Load(State& s) REQUIRES(s.mu) {
     s.create_delay_ms = faults.value("createDelayMs", 0);
     if (const char* state = std::getenv("XPU_FAKE_DCMI_STATE"); state != nullptr && *state) {
       std::ifstream saved(state);
-      if (saved) s.dynamic = nlohmann::json::parse(saved);
+      s.dynamic = saved ? nlohmann::json::parse(saved)
+                        : nlohmann::json{{"created", nlohmann::json::array()},
+                                         {"destroyed", nlohmann::json::array()}};
     }
     s.call_errors.clear();
     for (const nlohmann::json& e : faults.value("callErrors", nlohmann::json::array())) {
