@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <string>
 #include <utility>
 
@@ -137,9 +139,131 @@ std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevic
   return out;
 }
 
+// What a device's free slots still allow: for each profile with placements, largest first, how
+// many of its placements `occupied` leaves free. Compared lexicographically, more is better.
+std::vector<int> StillPossible(const api::InventoryPartitioning& p, uint64_t occupied) {
+  std::vector<const api::PartitionProfile*> profiles;
+  for (const api::PartitionProfile& profile : p.profiles) {
+    if (!profile.placements.empty()) profiles.push_back(&profile);
+  }
+  std::stable_sort(profiles.begin(), profiles.end(),
+                   [](const api::PartitionProfile* a, const api::PartitionProfile* b) {
+                     return a->slots > b->slots;
+                   });
+  std::vector<int> out;
+  for (const api::PartitionProfile* profile : profiles) {
+    int free = 0;
+    for (int64_t first : profile->placements) {
+      free += (SlotMask(first, profile->slots) & occupied) == 0 ? 1 : 0;
+    }
+    out.push_back(free);
+  }
+  return out;
+}
+
+// How much of a parent is taken (existing partitions, and the partition devices or the whole
+// device that claims hold).
+struct Taken {
+  uint64_t slots = 0;
+  std::map<std::string, int64_t> units;
+  bool whole = false;
+};
+
+std::map<std::string, Taken> TakenOf(const api::NodeInventory& inventory,
+                                     const std::set<std::string>& allocated) {
+  std::map<std::string, Taken> taken;
+  auto take = [&taken](const std::string& parent, const api::PartitionProfile& profile,
+                       std::optional<int64_t> placement) {
+    Taken& t = taken[parent];
+    if (placement) t.slots |= SlotMask(*placement, profile.slots);
+    for (const auto& [counter, units] : profile.counters) t.units[counter] += units;
+  };
+  for (const api::InventoryDevice& d : inventory.status.devices) {
+    if (!d.partitioning || !d.partitioning->enabled) continue;
+    taken[d.name].whole = allocated.contains(d.name);
+    for (const api::InventoryPartition& part : d.partitioning->partitions) {
+      for (const api::PartitionProfile& profile : d.partitioning->profiles) {
+        if (profile.name == part.profile) take(d.name, profile, part.placement);
+      }
+    }
+  }
+  for (const std::string& name : allocated) {
+    const std::optional<api::PartitionTarget> t = api::ResolvePartitionDevice(inventory, name);
+    if (t && t->existing == nullptr) take(t->parent->name, *t->profile, t->placement);
+  }
+  return taken;
+}
+
+// The share of a parent still free: of its slots, or of its scarcest capacity counter.
+double FreeShare(const api::InventoryPartitioning& p, const Taken& t) {
+  if (t.whole) return 0;
+  if (p.slots > 0) {
+    int free = 0;
+    for (int64_t slot = 0; slot < p.slots && slot < 64; ++slot) free += (t.slots >> slot & 1) == 0;
+    return static_cast<double>(free) / static_cast<double>(p.slots);
+  }
+  double share = 1;
+  for (const auto& [counter, total] : p.capacity) {
+    auto used = t.units.find(counter);
+    const int64_t left = total - (used == t.units.end() ? 0 : used->second);
+    share = std::min(share, static_cast<double>(left) / static_cast<double>(total));
+  }
+  return share;
+}
+
+// The publishing order of the partition devices, which a first-fit allocator follows: first the
+// parent and placement that lose the least of what the larger profiles could still take there
+// (placements lost, largest profiles first); then parents already in part use, the fullest first,
+// so that untouched devices stay whole; then the highest placement.
+void OrderPartitions(const api::NodeInventory& inventory, const std::set<std::string>& allocated,
+                     std::vector<Device>& parts) {
+  const std::map<std::string, Taken> taken = TakenOf(inventory, allocated);
+  std::map<std::string, std::tuple<bool, double, std::string>> parent_key;
+  std::map<std::string, const api::InventoryDevice*> by_name;
+  for (const api::InventoryDevice& d : inventory.status.devices) {
+    auto t = taken.find(d.name);
+    if (t == taken.end()) continue;
+    by_name[d.name] = &d;
+    const double free = FreeShare(*d.partitioning, t->second);
+    parent_key[d.name] = {free >= 1.0, free, d.name};
+  }
+  using Key = std::tuple<std::vector<int>, std::tuple<bool, double, std::string>, int64_t>;
+  std::vector<std::pair<Key, size_t>> keys;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const Device& d = parts[i];
+    const std::string parent = d.attributes.at("parent").string_value.value_or("");
+    std::vector<int> lost;
+    int64_t n = 0;
+    if (auto at = d.attributes.find("placement"); at != d.attributes.end()) {
+      n = at->second.int_value.value_or(0);
+      const api::InventoryPartitioning& p = *by_name.at(parent)->partitioning;
+      const std::string& profile = d.attributes.at("profile").string_value.value_or("");
+      const uint64_t occupied = taken.at(parent).slots;
+      const std::vector<int> before = StillPossible(p, occupied);
+      for (const api::PartitionProfile& pr : p.profiles) {
+        if (pr.name != profile) continue;
+        const uint64_t span = SlotMask(n, pr.slots);
+        const std::vector<int> after = StillPossible(p, occupied | span);
+        for (size_t k = 0; k < before.size(); ++k) {
+          // A placement in use now cannot be taken: it sorts last.
+          lost.push_back((occupied & span) != 0 ? 64 : before[k] - after[k]);
+        }
+      }
+    }
+    keys.push_back({{std::move(lost), parent_key.at(parent), -n}, i});
+  }
+  std::stable_sort(keys.begin(), keys.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Device> ordered;
+  ordered.reserve(parts.size());
+  for (const auto& [key, i] : keys) ordered.push_back(std::move(parts[i]));
+  parts = std::move(ordered);
+}
+
 }  // namespace
 
-Partitioned BuildPartitions(const api::NodeInventory& inventory, std::vector<Device>& devices,
+Partitioned BuildPartitions(const api::NodeInventory& inventory,
+                            const std::set<std::string>& allocated, std::vector<Device>& devices,
                             std::vector<std::string>& notes) {
   std::map<std::string, const api::InventoryDevice*> by_name;
   for (const api::InventoryDevice& d : inventory.status.devices) by_name.emplace(d.name, &d);
@@ -194,6 +318,7 @@ Partitioned BuildPartitions(const api::NodeInventory& inventory, std::vector<Dev
     result.counter_sets.push_back(std::move(counters));
     for (Device& d : parts) result.devices.push_back(std::move(d));
   }
+  OrderPartitions(inventory, allocated, result.devices);
   return result;
 }
 

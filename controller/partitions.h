@@ -8,8 +8,8 @@
 //    and partitioned use exclude each other;
 //  - one device per profile and legal placement (MIG: "<device>-<profile>-<first slot>",
 //    consuming its slots and its share of the capacity counters), or per profile instance up to
-//    the number that fits (vNPU, vHCU: "<device>-<profile>-<n>"). Placements are published
-//    highest first, so that first fit keeps the low, aligned slots free for the large profiles.
+//    the number that fits (vNPU, vHCU: "<device>-<profile>-<n>"). The partition devices are
+//    published in the order that packs (BuildPartitions below).
 //    A partition that exists now is published where it sits, with attribute `existing`; the
 //    placements it overlaps are left out.
 // Partition devices carry `partitionKind`, `parent`, `parentUUID`, `profile`, `placement` or
@@ -20,6 +20,7 @@
 #ifndef XPU_CONTROLLER_PARTITIONS_H_
 #define XPU_CONTROLLER_PARTITIONS_H_
 
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,8 +36,13 @@ struct Partitioned {
 };
 
 // The counter sets and partition devices of the `devices` about to be published (whole devices
-// by inventory name); each partitioned whole device gains its consumption of its set.
+// by inventory name); each partitioned whole device gains its consumption of its set. The
+// partition devices come in the order a first-fit allocator should try them (the stock allocator
+// takes the first that fits): parents already in part use first, fullest first, so untouched
+// devices stay whole; on a parent, the placement that keeps the most of the largest profiles
+// possible, then the highest. `allocated`: the devices claims hold now (whole or partitions).
 Partitioned BuildPartitions(const api::NodeInventory& inventory,
+                            const std::set<std::string>& allocated,
                             std::vector<api::resource::Device>& devices,
                             std::vector<std::string>& notes);
 

@@ -50,10 +50,11 @@ std::map<std::string, PartDevice> DevicesOf(const DesiredPool& pool) {
 }
 
 DesiredPool Publish(const api::NodeInventory& inventory,
-                    api::KubeVersion version = api::KubeVersion::k1_35) {
+                    api::KubeVersion version = api::KubeVersion::k1_35,
+                    const std::set<std::string>& allocated = {}) {
   PublishOptions options;
   options.version = version;
-  auto pool = BuildPool(inventory, {"n1", "uid-1", {}}, Config{}, options);
+  auto pool = BuildPool(inventory, {"n1", "uid-1", {}}, Config{}, options, allocated);
   REQUIRE(pool.ok());
   return *pool;
 }
@@ -203,6 +204,41 @@ TEST_CASE("partitions are not published where the shapes cannot carry their coun
   CHECK(api::ProfileLabel("1g.18gb") == "1g-18gb");
   CHECK(api::ProfileLabel("vir05_1c_16g") == "vir05-1c-16g");
   CHECK(api::ProfileLabel("..").empty());
+}
+
+// The partition devices of `profile` in published order.
+std::vector<std::string> OrderOf(const DesiredPool& pool, const std::string& profile) {
+  std::vector<std::string> out;
+  for (const auto& slice : pool.slices) {
+    for (const PartDevice& d : slice.devices) {
+      auto p = d.attributes.find("profile");
+      if (p != d.attributes.end() && p->second.string_value == profile) out.push_back(d.name);
+    }
+  }
+  return out;
+}
+
+TEST_CASE("partitions are published in the order that packs: used parents first, placements "
+          "that keep the large profiles") {
+  const api::NodeInventory inventory = H200WithMig();
+  // gpu-1 holds a 3g.71gb in slots 4-7, gpu-0 nothing: a 1g.18gb goes to gpu-1 first, at slot 3
+  // (every free slot there blocks the 4g.71gb; 3 keeps 2g.35gb at 0, and is the highest).
+  std::vector<std::string> order = OrderOf(Publish(inventory), "1g.18gb");
+  REQUIRE(order.size() == 11);  // 4 free on gpu-1, 7 on gpu-0
+  CHECK(order.front() == "gpu-1-1g-18gb-3");
+  CHECK(order[4] == "gpu-0-1g-18gb-6");  // the untouched GPU after the used one
+  // A claim holds slot 3 of gpu-1: the next is slot 2, beside it, keeping 2g.35gb at 0.
+  order = OrderOf(Publish(inventory, api::KubeVersion::k1_35, {"gpu-1-1g-18gb-3"}), "1g.18gb");
+  CHECK(order.front() == "gpu-1-1g-18gb-2");
+  // On gpu-0 alone, with slot 6 taken, the next 1g.18gb is slot 5: 4g.71gb at 0 stays possible.
+  order = OrderOf(Publish(inventory, api::KubeVersion::k1_35,
+                          {"gpu-1-1g-18gb-3", "gpu-1-1g-18gb-2", "gpu-1-1g-18gb-1",
+                           "gpu-1-1g-18gb-0", "gpu-0-1g-18gb-6"}),
+                  "1g.18gb");
+  const auto gpu0 = std::find_if(order.begin(), order.end(),
+                                 [](const std::string& n) { return n.starts_with("gpu-0-"); });
+  REQUIRE(gpu0 != order.end());
+  CHECK(*gpu0 == "gpu-0-1g-18gb-5");
 }
 
 TEST_CASE("every published partition device name resolves back to its parent and place") {

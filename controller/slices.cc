@@ -568,7 +568,7 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
     } else if (partitionable && !options.counters) {
       pool.notes.emplace_back("partitions not published: the server drops counters");
     } else if (partitionable) {
-      parts = BuildPartitions(inventory, devices, pool.notes);
+      parts = BuildPartitions(inventory, allocated, devices, pool.notes);
     }
     for (Device& d : parts.devices) {
       LimitAttributes(d, limits.max_attributes_and_capacities_per_device, pool.notes);
