@@ -103,6 +103,7 @@ NodeInventory PartitionedExample() {
   instance.profile = "vir10_3c_32g";
   instance.instance = 1;
   vnpu.partitions.push_back(instance);
+  vnpu.fallback = "existing";
   inventory.status.devices[1].partitioning = vnpu;
   const Status valid = ValidateNodeInventory(inventory);
   INFO(valid.ToString());

@@ -129,6 +129,10 @@ void VisitFields(V& v, S& self) {
   v.Optional("profiles", self.profiles, "the partition profiles the device can host",
              codec::MaxItems(32));
   v.Optional("partitions", self.partitions, "the partitions that exist now", codec::MaxItems(64));
+  v.Optional("fallback", self.fallback,
+             "where the server cannot carry partitions: whole (the device, the default) or "
+             "existing (the partitions that exist, as plain devices)",
+             codec::Enum(PartitionFallbacks()));
 }
 
 template <typename V, codec::FieldsOf<InventoryDevice> S>
@@ -289,6 +293,11 @@ const std::vector<std::string>& InventorySources() {
                                                     "dcmi",         "hccn",   "cndev", "rocm-smi",
                                                     "server-model", "config"};
   return kSources;
+}
+
+const std::vector<std::string>& PartitionFallbacks() {
+  static const std::vector<std::string> kFallbacks = {"whole", "existing"};
+  return kFallbacks;
 }
 
 const std::vector<std::string>& PartitionKinds() {

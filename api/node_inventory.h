@@ -79,7 +79,11 @@ struct InventoryPartitioning {
   std::map<std::string, int64_t> capacity;  // counter -> the parent's total: "compute", "aicore"
   std::vector<PartitionProfile> profiles;
   std::vector<InventoryPartition> partitions;  // those that exist now
-  nlohmann::json unknown = nullptr;            // null while nothing is unknown: no allocation
+  // Where the server cannot carry partitions (no counters, 1.34): "whole" (the default: the device
+  // is served whole) or "existing" (the partitions that exist are served as plain devices, and
+  // the device is not served whole while any exists). The node's config sets it.
+  std::string fallback;
+  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const InventoryPartitioning&, const InventoryPartitioning&) = default;
 };
 
@@ -222,6 +226,8 @@ const std::vector<std::string>& InventorySources();
 
 // The kinds of `partitioning`, in a fixed order: "mig" (NVIDIA), "vnpu" (Ascend), "vhcu" (Hygon).
 const std::vector<std::string>& PartitionKinds();
+// The values of InventoryPartitioning::fallback: "whole", "existing".
+const std::vector<std::string>& PartitionFallbacks();
 
 // Checks the object against its schema (types, enums, bounds; errors name the JSON path), then
 // the rules a schema cannot say: DNS names, unique device/group/NIC names and link pairs, link,

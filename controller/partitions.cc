@@ -5,8 +5,8 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "api/partitions.h"
@@ -261,6 +261,39 @@ void OrderPartitions(const api::NodeInventory& inventory, const std::set<std::st
 }
 
 }  // namespace
+
+std::vector<Device> ExistingPartitionsAsDevices(const api::NodeInventory& inventory,
+                                                std::vector<Device>& devices,
+                                                std::vector<std::string>& notes) {
+  std::map<std::string, const api::InventoryDevice*> by_name;
+  for (const api::InventoryDevice& d : inventory.status.devices) by_name.emplace(d.name, &d);
+  std::vector<Device> out;
+  for (auto whole = devices.begin(); whole != devices.end();) {
+    auto it = by_name.find(whole->name);
+    const api::InventoryDevice* in = it == by_name.end() ? nullptr : it->second;
+    if (in == nullptr || !in->partitioning || !in->partitioning->enabled ||
+        in->partitioning->fallback != "existing" || in->partitioning->partitions.empty()) {
+      ++whole;
+      continue;
+    }
+    const api::InventoryPartitioning& p = *in->partitioning;
+    for (const api::InventoryPartition& part : p.partitions) {
+      for (const api::PartitionProfile& profile : p.profiles) {
+        if (profile.name != part.profile) continue;
+        const int64_t n = part.placement.value_or(part.instance);
+        Device d = PartitionDevice(*whole, *in, p, profile,
+                                   api::PartitionDeviceName(whole->name, profile.name, n), "");
+        d.attributes.emplace(part.placement ? "placement" : "instance", DeviceAttribute::Int(n));
+        MarkExisting(d, part);
+        out.push_back(std::move(d));
+      }
+    }
+    notes.push_back("device " + whole->name + ": its " + std::to_string(p.partitions.size()) +
+                    " partitions served as plain devices, not the device (fallback existing)");
+    whole = devices.erase(whole);
+  }
+  return out;
+}
 
 Partitioned BuildPartitions(const api::NodeInventory& inventory,
                             const std::set<std::string>& allocated, std::vector<Device>& devices,

@@ -46,6 +46,13 @@ Partitioned BuildPartitions(const api::NodeInventory& inventory,
                             std::vector<api::resource::Device>& devices,
                             std::vector<std::string>& notes);
 
+// Where the server cannot carry counters: the devices whose partitioning says fallback
+// "existing" and that have partitions are taken out of `devices`, and their existing partitions
+// returned as plain devices (no counters), named and attributed as partition devices are.
+std::vector<api::resource::Device> ExistingPartitionsAsDevices(
+    const api::NodeInventory& inventory, std::vector<api::resource::Device>& devices,
+    std::vector<std::string>& notes);
+
 }  // namespace xpu::controller
 
 #endif  // XPU_CONTROLLER_PARTITIONS_H_

@@ -218,8 +218,9 @@ std::vector<std::string> OrderOf(const DesiredPool& pool, const std::string& pro
   return out;
 }
 
-TEST_CASE("partitions are published in the order that packs: used parents first, placements "
-          "that keep the large profiles") {
+TEST_CASE(
+    "partitions are published in the order that packs: used parents first, placements "
+    "that keep the large profiles") {
   const api::NodeInventory inventory = H200WithMig();
   // gpu-1 holds a 3g.71gb in slots 4-7, gpu-0 nothing: a 1g.18gb goes to gpu-1 first, at slot 3
   // (every free slot there blocks the 4g.71gb; 3 keeps 2g.35gb at 0, and is the highest).
@@ -239,6 +240,30 @@ TEST_CASE("partitions are published in the order that packs: used parents first,
                                  [](const std::string& n) { return n.starts_with("gpu-0-"); });
   REQUIRE(gpu0 != order.end());
   CHECK(*gpu0 == "gpu-0-1g-18gb-5");
+}
+
+TEST_CASE("without counters, fallback existing serves a device's partitions as plain devices") {
+  api::NodeInventory inventory = H200WithMig();
+  for (auto& d : inventory.status.devices) {
+    if (d.partitioning) d.partitioning->fallback = "existing";
+  }
+  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  const DesiredPool pool = Publish(inventory, api::KubeVersion::k1_34);
+  const auto devices = DevicesOf(pool);
+  // gpu-1 has a 3g.71gb: it is served instead of gpu-1, with no counters to consume.
+  CHECK_FALSE(devices.contains("gpu-1"));
+  REQUIRE(devices.contains("gpu-1-3g-71gb-4"));
+  CHECK(devices.at("gpu-1-3g-71gb-4").consumes_counters.empty());
+  CHECK(devices.at("gpu-1-3g-71gb-4").attributes.at("existing").bool_value == true);
+  // gpu-0 has none: served whole, as with fallback whole.
+  CHECK(devices.contains("gpu-0"));
+  CHECK_FALSE(devices.contains("gpu-0-1g-18gb-6"));
+  CHECK(std::find(pool.notes.begin(), pool.notes.end(),
+                  "device gpu-1: its 1 partitions served as plain devices, not the device "
+                  "(fallback existing)") != pool.notes.end());
+  // An unknown fallback is refused by the inventory.
+  inventory.status.devices[0].partitioning->fallback = "layout";
+  CHECK_FALSE(api::ValidateNodeInventory(inventory).ok());
 }
 
 TEST_CASE("every published partition device name resolves back to its parent and place") {

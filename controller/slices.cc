@@ -565,8 +565,10 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
     Partitioned parts;
     if (partitionable && options.version == api::KubeVersion::k1_34) {
       pool.notes.emplace_back("partitions not published: 1.34 cannot carry their counters");
+      parts.devices = ExistingPartitionsAsDevices(inventory, devices, pool.notes);
     } else if (partitionable && !options.counters) {
       pool.notes.emplace_back("partitions not published: the server drops counters");
+      parts.devices = ExistingPartitionsAsDevices(inventory, devices, pool.notes);
     } else if (partitionable) {
       parts = BuildPartitions(inventory, allocated, devices, pool.notes);
     }

@@ -79,6 +79,10 @@ Status PluginOptions::Validate() const {
   RETURN_IF_ERROR(api::ValidateDnsSubdomain(node_name, "--node-name"));
   RETURN_IF_ERROR(api::ValidateDnsSubdomain(driver_name, "--driver-name"));
   RETURN_IF_ERROR(api::ValidateDnsLabel(ns, "--namespace"));
+  if (partition_fallback != "whole" && partition_fallback != "existing") {
+    return InvalidArgumentError("--partition-fallback: \"" + partition_fallback +
+                                "\" is neither whole nor existing");
+  }
   if (host_root.empty()) return InvalidArgumentError("--host-root: must not be empty");
   if (std::chrono::duration_cast<std::chrono::milliseconds>(lease_duration) <= lease_renew) {
     return InvalidArgumentError("--lease-renew must be shorter than --lease-duration");
@@ -175,6 +179,11 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        "run the node checklist (xpuctl doctor) at start and publish\n"
        "it as the NodeChecklist condition (default true)",
        BoolFlag(&o->node_checklist)},
+      {"--partition-fallback", "whole|existing",
+       "where the API server cannot carry partitions: serve a\n"
+       "partitionable device whole, or the partitions that exist on\n"
+       "it as plain devices (default whole)",
+       StringFlag(&o->partition_fallback)},
       LogLevelFlag(&o->log_level),
   };
 }
@@ -322,8 +331,11 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   XidHealth xid_health(RealClock(), options.health_recovery_settle);
   // The driver, once made, pins the instance numbers of the partitions it recorded.
   std::atomic<const Driver*> pins{nullptr};
-  InventoryHolder inventory([&xid_health, &checklist, &pins](api::NodeInventory* inv) {
+  InventoryHolder inventory([&xid_health, &checklist, &pins, &options](api::NodeInventory* inv) {
     if (const Driver* d = pins.load()) PinPartitions(d->PartitionRecords(), inv);
+    for (api::InventoryDevice& d : inv->status.devices) {
+      if (d.partitioning) d.partitioning->fallback = options.partition_fallback;
+    }
     if (std::optional<api::Condition> condition = checklist.Get()) {
       std::erase_if(inv->status.conditions,
                     [](const api::Condition& c) { return c.type == "NodeChecklist"; });

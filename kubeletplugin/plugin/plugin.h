@@ -53,6 +53,10 @@ struct PluginOptions {
   // Run the node checklist (kubeletplugin/doctor, `xpuctl doctor`) at start and publish it as the
   // inventory's NodeChecklist condition.
   bool node_checklist = true;
+  // Where the server cannot carry partitions (no counters): "whole" serves a partitionable device
+  // whole, "existing" serves the partitions that exist on it as plain devices instead. Written
+  // into the inventory (partitioning.fallback).
+  std::string partition_fallback = "whole";
 
   Status Validate() const;
 };
