@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <random>
@@ -304,9 +305,10 @@ const std::vector<std::string>& AllHosts() {
   return hosts;
 }
 
-// The fleet of a test: nodes named "<prefix>-<host>".
+// The fleet of a test: nodes named "<prefix>-<host>", their plugins run with `plugin_flags`.
 Fleet StartFleet(const std::string& prefix, const std::vector<std::string>& hosts,
-                 const std::string& config_yaml = "") {
+                 const std::string& config_yaml = "",
+                 const std::vector<std::string>& plugin_flags = {}) {
   Fleet fleet;
   auto harness = DriverHarness::Create(Upstream(), WorkDir(prefix));
   REQUIRE_OK(harness);
@@ -316,7 +318,7 @@ Fleet StartFleet(const std::string& prefix, const std::vector<std::string>& host
     std::string node = prefix;
     node.append("-").append(host);
     fleet.host_of[node] = host;
-    REQUIRE_OK(fleet.harness->AddNode(node, host));
+    REQUIRE_OK(fleet.harness->AddNode(node, host, {}, plugin_flags));
   }
   for (const auto& [node, host] : fleet.host_of) {
     const Status published = fleet.harness->WaitPublished(node, 1);
@@ -1217,6 +1219,111 @@ TEST_CASE("upstream: pods reach Running through the node agent, and deletion unp
   REQUIRE_OK(lease);
   CHECK(lease->value("/spec/holderIdentity"_json_pointer, "") == node);
   for (auto& a : agents) CHECK(a->Stop() == 0);
+}
+
+TEST_CASE(
+    "upstream: a vNPU claim is allocated by the scheduler, created at prepare and destroyed when "
+    "the pod goes",
+    "[e2e]") {
+  if (Upstream().minor() < 35) {
+    WARN("1.34's shapes cannot carry partition counters; not checked on " << Upstream().version());
+    return;
+  }
+  // The vNPU fixture host, no vNPU on npu-2. Its plugin loads the fake DCMI, which answers from
+  // the fixture and keeps the vNPUs the plugin creates and destroys in a file of the node's
+  // folder, read here.
+  const std::string node = "vnpu-atlas800t-a2-vnpu";
+  const std::string state = WorkDir("vnpu") + "/" + node + "/dcmi-state.json";
+  const std::string fixture =
+      SourceDir() + "/e2e/fixtures/hosts/atlas800t-a2-vnpu/fake-vendor/dcmi.json";
+  ::setenv("XPU_FAKE_DCMI_JSON", fixture.c_str(), 1);
+  ::setenv("XPU_FAKE_DCMI_STATE", state.c_str(), 1);
+  Fleet fleet =
+      StartFleet("vnpu", {"atlas800t-a2-vnpu"}, "", {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR});
+  ::unsetenv("XPU_FAKE_DCMI_JSON");
+  ::unsetenv("XPU_FAKE_DCMI_STATE");
+  kc::Client& client = fleet.harness->client();
+  const std::string ns = "vnpu";
+  REQUIRE_OK(EnsureNamespace(client, ns));
+  auto agent = StartAgent(*fleet.harness, node);
+  const std::string attrs = "device.attributes['xpu.dra.dev']";
+
+  // (a) A pod whose claim asks for a vir10_3c_32g on npu-2 runs, on a vNPU device of npu-2.
+  REQUIRE_OK(client.Create(
+      kc::ResourceClaims(), ns,
+      WithSelector(ClaimObject(ns, "part", "vnpu.xpu.dra.dev", 1),
+                   attrs + ".profile == 'vir10_3c_32g' && " + attrs + ".parent == 'npu-2'")));
+  json pod = PodObject(ns, "part", "part", node);
+  pod["spec"]["terminationGracePeriodSeconds"] = 30;  // the agent unprepares, then deletes it
+  REQUIRE_OK(client.Create(Pods(), ns, pod));
+  {
+    const bool ran = WaitFor([&] { return PodPhaseIs(client, ns, "part", "Running"); },
+                             std::chrono::seconds(90));
+    INFO(fleet.harness->plugin(node)->Log());
+    REQUIRE(ran);
+  }
+  auto claim = client.Get(kc::ResourceClaims(), ns, "part");
+  REQUIRE_OK(claim);
+  const auto devices = AllocatedDevices(*claim);
+  REQUIRE(devices.size() == 1);
+  CHECK(devices[0].rfind(node + "/npu-2-vir10-3c-32g-", 0) == 0);
+  const std::string uid = claim->value("/metadata/uid"_json_pointer, "");
+  REQUIRE(!uid.empty());
+
+  // (b) Prepare created the vNPU on npu-2 (DCMI logic id 2) with the first of npu-2's ids,
+  // 100 + 16 * 2, and the claim's CDI spec hands the container that vNPU.
+  auto made_on_npu2 = [&] {
+    json made = json::array();
+    std::ifstream in(state);
+    const json doc = in ? json::parse(in) : json::object();
+    for (const json& v : doc.value("created", json::array())) {
+      if (v.value("logicId", -1) == 2) made.push_back(v);
+    }
+    return made;
+  };
+  const json made = made_on_npu2();
+  REQUIRE(made.size() == 1);
+  CHECK(made[0].value("name", "") == "vir10_3c_32g");
+  const std::string id = std::to_string(made[0].value("vdevId", -1));
+  CHECK(id == "132");
+  auto spec_of_claim = [&] {
+    for (const auto& f : fs::directory_iterator(fleet.harness->NodeDir(node) + "/cdi")) {
+      if (f.path().string().find(uid) == std::string::npos) continue;
+      std::ifstream in(f.path());
+      return std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    return std::string();
+  };
+  const std::string spec = spec_of_claim();
+  CHECK_THAT(spec, Catch::Contains("ASCEND_VISIBLE_DEVICES=" + id));
+  CHECK_THAT(spec, Catch::Contains("/dev/vdavinci" + id));
+
+  // (c) While the vNPU is held, npu-2 whole, which takes all of npu-2's counters, is refused.
+  bool refused = false;
+  const auto blocked = Allocate(
+      client, ns, "whole",
+      WithSelector(ClaimObject(ns, "whole", "huawei.xpu.dra.dev", 1), attrs + ".index == 2"), node,
+      &refused);
+  CHECK(blocked.empty());
+  CHECK(refused);
+
+  // (d) The pod goes: the agent unprepares, which destroys the vNPU and removes the spec. With
+  // the claim deleted too, the waiting claim gets npu-2 whole.
+  REQUIRE_OK(client.Delete(Pods(), ns, "part"));
+  CHECK(WaitFor([&] { return made_on_npu2().empty(); }));
+  CHECK(WaitFor([&] { return spec_of_claim().empty(); }));
+  REQUIRE_OK(client.Delete(kc::ResourceClaims(), ns, "part"));
+  std::vector<std::string> whole;
+  CHECK(WaitFor(
+      [&] {
+        auto got = client.Get(kc::ResourceClaims(), ns, "whole");
+        if (got.ok()) whole = AllocatedDevices(*got);
+        return !whole.empty();
+      },
+      std::chrono::seconds(120)));
+  CHECK(whole == std::vector<std::string>{node + "/npu-2"});
+  Release(ns, {"whole"}, client);
+  CHECK(agent->Stop() == 0);
 }
 
 // ---- Gangs -------------------------------------------------------------------------------------
