@@ -360,29 +360,6 @@ void ReplaceLinks(api::NodeInventoryStatus& status, const std::set<std::string>&
   for (api::InventoryLink& l : links) status.links.push_back(std::move(l));
 }
 
-// A MIG profile's name without NVML's "MIG " prefix: "1g.18gb", "1g.18gb+me".
-std::string MigProfileName(std::string_view nvml_name) {
-  std::string_view name = Trim(nvml_name);
-  if (name.starts_with("MIG ")) name.remove_prefix(4);
-  return std::string(name);
-}
-
-// A media-extension variant's base profile: "1g.18gb+me" -> "1g.18gb", "1g.24gb-me" and
-// "1g.24gb+me.all" -> "1g.24gb"; the name itself for any other.
-std::string MigBaseName(const std::string& name) {
-  const size_t gb = name.find("gb");
-  if (gb == std::string::npos) return name;
-  const size_t end = gb + 2;
-  return end < name.size() && (name[end] == '+' || name[end] == '-') ? name.substr(0, end) : name;
-}
-
-// The slots one placement of `profile` spans: its placements' size (NVML gives one per profile).
-unsigned MigProfileSlots(const NvmlMigProfile& profile) {
-  unsigned slots = 0;
-  for (const NvmlMigPlacement& p : profile.placements) slots = std::max(slots, p.size);
-  return slots;
-}
-
 // NVML's MIG facts in the inventory's model (docs/partitions.md):
 //  - a profile per GPU instance profile: its name, memory (memorySizeMB), counters
 //    {compute: slices}, slots (the placements' size) and placements (their first slots), in order
@@ -407,24 +384,11 @@ std::optional<api::InventoryPartitioning> MigPartitioning(const NvmlMig& mig, st
                      return std::tuple(a->slice_count, MigProfileSlots(*a), a->memory_mib) <
                             std::tuple(b->slice_count, MigProfileSlots(*b), b->memory_mib);
                    });
-  std::map<std::string, const NvmlMigProfile*> by_name;
-  for (const NvmlMigProfile* profile : profiles) {
-    by_name.emplace(MigProfileName(profile->name), profile);
-  }
-  std::map<unsigned, std::string> name_of_id;
+  const std::map<unsigned, std::string> name_of_id = MigProfileNames(mig);
   int64_t compute = 0;
   for (const NvmlMigProfile* profile : profiles) {
     const std::string name = MigProfileName(profile->name);
-    const std::string base = MigBaseName(name);
-    if (base != name) {
-      auto it = by_name.find(base);
-      if (it != by_name.end() && it->second->slice_count == profile->slice_count &&
-          MigProfileSlots(*it->second) == MigProfileSlots(*profile)) {
-        name_of_id[profile->id] = base;
-        continue;
-      }
-    }
-    name_of_id[profile->id] = name;
+    if (name_of_id.at(profile->id) != name) continue;  // a variant listed under its base's name
     api::PartitionProfile out;
     out.name = name;
     if (profile->memory_mib > 0) out.memory = std::to_string(profile->memory_mib) + "Mi";

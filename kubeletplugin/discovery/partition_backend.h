@@ -1,7 +1,8 @@
 // Creating and destroying partitions through a vendor library (docs/partitions.md): the kubelet
 // plugin's side of dynamic partitions. One backend per partition kind; each call is synchronous
 // and names the vendor call that failed. Ascend vNPUs go through DCMI (dcmi_create_vdevice,
-// dcmi_set_destroy_vdevice, and VDEV_MNG to list what exists).
+// dcmi_set_destroy_vdevice, and VDEV_MNG to list what exists); MIG instances through NVML (a GPU
+// instance at a placement with one compute instance spanning it).
 #ifndef XPU_KUBELETPLUGIN_DISCOVERY_PARTITION_BACKEND_H_
 #define XPU_KUBELETPLUGIN_DISCOVERY_PARTITION_BACKEND_H_
 
@@ -24,10 +25,10 @@ struct PartitionParent {
 
 // A partition on a device now.
 struct LivePartition {
-  std::string profile;               // the template or profile it was made from
-  int64_t id = -1;                   // vNPU: the vdev id (/dev/vdavinci<id>)
+  std::string profile;  // the template or profile it was made from
+  int64_t id = -1;      // vNPU: the vdev id (/dev/vdavinci<id>); MIG: the GPU instance id
   std::optional<int64_t> placement;  // MIG: the first slot
-  std::string uuid;
+  std::string uuid;                  // MIG: its compute instance's MIG device, "MIG-..."
   friend bool operator==(const LivePartition&, const LivePartition&) = default;
 };
 
@@ -49,6 +50,16 @@ class PartitionBackend {
 // DCMI's vNPUs, from libdcmi.so in `lib_dirs` (then the loader's path). An error when the library
 // cannot be loaded or lacks dcmi_create_vdevice / dcmi_set_destroy_vdevice.
 StatusOr<std::unique_ptr<PartitionBackend>> OpenDcmiPartitions(
+    const std::vector<std::string>& lib_dirs);
+
+// NVML's MIG instances, from libnvidia-ml.so.1 in `lib_dirs` (then the loader's path): List gives
+// the GPU instances (profile named as the inventory names it, id = GPU instance id, placement =
+// first slot, uuid = its MIG device); Create makes a GPU instance of the profile at the placement
+// (the id is ignored: NVML picks it) and one compute instance spanning it; Destroy takes the
+// compute instances, then the GPU instance. FailedPrecondition when MIG mode is off (node
+// configuration, never switched here). An error when the library cannot be loaded or lacks the
+// MIG calls.
+StatusOr<std::unique_ptr<PartitionBackend>> OpenNvmlPartitions(
     const std::vector<std::string>& lib_dirs);
 
 }  // namespace xpu::discovery

@@ -9,8 +9,10 @@
 #define XPU_KUBELETPLUGIN_DISCOVERY_VENDOR_LIBS_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace xpu::discovery {
@@ -101,6 +103,16 @@ struct NvmlFacts {
 
 // Loads libnvidia-ml.so.1 from `lib_dirs` in order, then the loader's default search path.
 NvmlFacts ProbeNvml(const std::vector<std::string>& lib_dirs);
+
+// MIG naming, shared by discovery's inventory and the MIG partition backend:
+// A MIG profile's name without NVML's "MIG " prefix: "1g.18gb", "1g.18gb+me".
+std::string MigProfileName(std::string_view nvml_name);
+// The slots one placement of `profile` spans: its placements' size (NVML gives one per profile).
+unsigned MigProfileSlots(const NvmlMigProfile& profile);
+// The inventory's profile name of each profile id of `mig`: MigProfileName, except that a
+// media-extension variant ("+me", "-me", "+me.all") whose base profile takes the same slices and
+// slots goes by its base's name (its instances sit where the base's do).
+std::map<unsigned, std::string> MigProfileNames(const NvmlMig& mig);
 
 // ---- DCMI (hardware.md §1.5, §1.6) ----
 

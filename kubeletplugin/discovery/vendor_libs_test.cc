@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/testing/temp_dir.h"
@@ -405,6 +406,109 @@ std::map<std::string, int> CountTypes(const DcmiFacts& f) {
   std::map<std::string, int> n;
   for (const DcmiTopology& t : f.topology) ++n[t.type];
   return n;
+}
+
+// The (profile, id, placement) of each MIG instance `mig` lists on `gpu`, by placement.
+std::vector<std::tuple<std::string, int64_t, int64_t>> MigInstances(PartitionBackend& mig,
+                                                                    const PartitionParent& gpu) {
+  StatusOr<std::vector<LivePartition>> live = mig.List(gpu);
+  INFO(live.status().ToString());
+  REQUIRE(live.ok());
+  std::vector<std::tuple<std::string, int64_t, int64_t>> out;
+  for (const LivePartition& l : *live) out.emplace_back(l.profile, l.id, l.placement.value_or(-1));
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return std::get<2>(a) < std::get<2>(b); });
+  return out;
+}
+
+TEST_CASE("nvml partitions: list, create at a placement, what the GPU refuses, destroy") {
+  TempDir dir;
+  const std::string state = dir.path() + "/state.json";
+  setenv("XPU_FAKE_NVML_STATE", state.c_str(), 1);
+  setenv("XPU_FAKE_NVML_JSON", (kHosts + "hgx-h200-mig/fake-vendor/nvml.json").c_str(), 1);
+  const PartitionParent gpu0{"gpu-0", "0000:13:00.0", 0};
+  const PartitionParent gpu1{"gpu-1", "0000:14:00.0", 1};
+  std::string uuid;
+  {
+    auto opened = OpenNvmlPartitions({kFakeDir});
+    INFO(opened.status().ToString());
+    REQUIRE(opened.ok());
+    PartitionBackend& mig = **opened;
+    CHECK(mig.kind() == "mig");
+    using Row = std::tuple<std::string, int64_t, int64_t>;
+    // The fixture's: named as the inventory names them, with their MIG devices' UUIDs.
+    CHECK(MigInstances(mig, gpu1) == std::vector<Row>{{"1g.18gb", 7, 0}, {"3g.71gb", 2, 4}});
+    CHECK(mig.List(gpu1).value().at(0).uuid == "MIG-4cb87259-21dd-5cca-9c06-13a08e48d65d");
+    CHECK(MigInstances(mig, gpu0).empty());
+
+    const StatusOr<LivePartition> made = mig.Create(gpu0, "1g.18gb", -1, 6);
+    INFO(made.status().ToString());
+    REQUIRE(made.ok());
+    CHECK(made->profile == "1g.18gb");
+    CHECK(made->id == 1);
+    CHECK(made->placement == 6);
+    CHECK(made->uuid.starts_with("MIG-"));
+    uuid = made->uuid;
+    CHECK(mig.List(gpu0).value() == std::vector<LivePartition>{*made});
+    // By index too (no PCI address).
+    CHECK(mig.List({"gpu-0", "", 0}).value().size() == 1);
+    // Discovery lists it with its UUID.
+    const NvmlFacts f = ProbeNvml({kFakeDir});
+    REQUIRE(f.devices[0].mig.has_value());
+    REQUIRE(f.devices[0].mig->instances.size() == 1);
+    CHECK(f.devices[0].mig->instances[0].uuid == uuid);
+    CHECK(f.devices[0].mig->instances[0].placement.start == 6);
+
+    // Slots 4-7 overlap slot 6: unavailable, as NVML's insufficient resources.
+    const StatusOr<LivePartition> overlap = mig.Create(gpu0, "3g.71gb", -1, 4);
+    CHECK(overlap.status().code() == StatusCode::kUnavailable);
+    CHECK_THAT(overlap.status().message(),
+               Catch::Contains("gpu-0: nvmlDeviceCreateGpuInstanceWithPlacement(3g.71gb at 4): 23 "
+                               "insufficient resources"));
+    CHECK(mig.Create(gpu0, "1g.18gb", -1, 6).status().code() == StatusCode::kUnavailable);
+    // A profile the GPU lacks, a placement the profile lacks.
+    CHECK(mig.Create(gpu0, "9g.99gb", -1, 0).status().code() == StatusCode::kInvalidArgument);
+    CHECK(mig.Create(gpu0, "2g.35gb", -1, 3).status().code() == StatusCode::kInvalidArgument);
+    // MIG mode off: node configuration, never switched here.
+    const PartitionParent gpu4{"gpu-4", "0000:93:00.0", 4};
+    const Status off = mig.Create(gpu4, "1g.18gb", -1, 0).status();
+    CHECK(off.code() == StatusCode::kFailedPrecondition);
+    CHECK_THAT(off.message(), Catch::Contains("MIG mode is node configuration"));
+    CHECK(MigInstances(mig, gpu4).empty());
+    CHECK(mig.List({"gpu-9", "", 9}).status().code() == StatusCode::kNotFound);
+  }
+  // The library unloaded: what was made outlives it (a restarted plugin sees it).
+  {
+    auto again = OpenNvmlPartitions({kFakeDir});
+    REQUIRE(again.ok());
+    PartitionBackend& mig = **again;
+    REQUIRE(mig.List(gpu0).value().size() == 1);
+    CHECK(mig.List(gpu0).value()[0].uuid == uuid);
+    REQUIRE(mig.Destroy(gpu0, 1).ok());
+    CHECK(mig.Destroy(gpu0, 1).code() == StatusCode::kNotFound);
+    CHECK(MigInstances(mig, gpu0).empty());
+    REQUIRE(mig.Destroy(gpu1, 7).ok());  // one the fixture had
+    CHECK(MigInstances(mig, gpu1).size() == 1);
+    CHECK(mig.Destroy(gpu1, 99).code() == StatusCode::kNotFound);
+    // A reboot (the state gone): the fixture's instances again.
+    REQUIRE(mig.Create(gpu0, "2g.35gb", -1, 2).ok());
+    std::filesystem::remove(state);
+    CHECK(MigInstances(mig, gpu0).empty());
+    CHECK(MigInstances(mig, gpu1).size() == 2);
+  }
+  unsetenv("XPU_FAKE_NVML_STATE");
+}
+
+TEST_CASE("nvml partitions: a busy GPU answers unavailable") {
+  TempDir dir;
+  UseFixtureWith("XPU_FAKE_NVML_JSON", "hgx-h200-mig/fake-vendor/nvml.json", "migCreateBusy", "[2]",
+                 dir);
+  auto mig = OpenNvmlPartitions({kFakeDir});
+  REQUIRE(mig.ok());
+  const Status busy = (*mig)->Create({"gpu-2", "", 2}, "1g.18gb", -1, 0).status();
+  CHECK(busy.code() == StatusCode::kUnavailable);
+  CHECK_THAT(busy.message(), Catch::Contains("insufficient resources"));
+  CHECK((*mig)->Create({"gpu-0", "", 0}, "7g.141gb", -1, 0).ok());
 }
 
 TEST_CASE("dcmi: atlas800t-a2 reports 8 910B3 in one HCCS domain") {

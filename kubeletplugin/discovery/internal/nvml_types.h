@@ -27,6 +27,9 @@ inline constexpr nvmlReturn_t kErrorTimeout = 10;
 inline constexpr nvmlReturn_t kErrorLibraryNotFound = 12;
 inline constexpr nvmlReturn_t kErrorFunctionNotFound = 13;
 inline constexpr nvmlReturn_t kErrorGpuIsLost = 15;
+inline constexpr nvmlReturn_t kErrorInUse = 19;  // NVML_ERROR_IN_USE
+inline constexpr nvmlReturn_t kErrorInsufficientResources =
+    23;  // NVML_ERROR_INSUFFICIENT_RESOURCES
 inline constexpr nvmlReturn_t kErrorArgumentVersionMismatch = 25;
 inline constexpr nvmlReturn_t kErrorUnknown = 999;
 
@@ -149,6 +152,33 @@ struct nvmlGpuInstanceInfo_t {  // nvmlGpuInstanceGetInfo
   nvmlGpuInstancePlacement_t placement;
 };
 
+// Creating and destroying MIG instances (nvml.h, "Multi Instance GPU Management").
+// A compute instance: what nvmlGpuInstanceCreateComputeInstance and
+// nvmlGpuInstanceGetComputeInstances hand out; each is one MIG device.
+using nvmlComputeInstance_t = struct nvmlComputeInstance_st*;
+
+// The `profile` argument of nvmlGpuInstanceGetComputeInstanceProfileInfo:
+// NVML_COMPUTE_INSTANCE_PROFILE_* 1_SLICE = 0x0, 2_SLICE = 0x1, 3_SLICE = 0x2, 4_SLICE = 0x3,
+// 7_SLICE = 0x4, 8_SLICE = 0x5, 6_SLICE = 0x6, 1_SLICE_REV1 = 0x7;
+// NVML_COMPUTE_INSTANCE_PROFILE_COUNT = 0x8. Its `engProfile`:
+// NVML_COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED = 0x0, the only one.
+inline constexpr unsigned kComputeInstanceProfileCount = 0x8;
+inline constexpr unsigned kComputeInstanceEngineProfileShared = 0x0;
+
+// nvmlGpuInstanceGetComputeInstanceProfileInfo (unversioned). `id` is what
+// nvmlGpuInstanceCreateComputeInstance and nvmlGpuInstanceGetComputeInstances take.
+struct nvmlComputeInstanceProfileInfo_t {
+  unsigned int id;
+  unsigned int sliceCount;
+  unsigned int instanceCount;
+  unsigned int multiprocessorCount;
+  unsigned int sharedCopyEngineCount;
+  unsigned int sharedDecoderCount;
+  unsigned int sharedEncoderCount;
+  unsigned int sharedJpegCount;
+  unsigned int sharedOfaCount;
+};
+
 // Function types, one per symbol.
 using InitFn = nvmlReturn_t (*)();  // nvmlInit_v2, nvmlShutdown
 using ErrorStringFn = const char* (*)(nvmlReturn_t);
@@ -192,6 +222,27 @@ using DeviceGetGpuInstancesFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int prof
 using GpuInstanceGetInfoFn = nvmlReturn_t (*)(nvmlGpuInstance_t, nvmlGpuInstanceInfo_t*);
 using DeviceGetMigDeviceHandleByIndexFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int index,
                                                            nvmlDevice_t* mig_device);
+
+// Creating and destroying MIG instances.
+using DeviceCreateGpuInstanceWithPlacementFn = nvmlReturn_t (*)(nvmlDevice_t,
+                                                                unsigned int profile_id,
+                                                                const nvmlGpuInstancePlacement_t*,
+                                                                nvmlGpuInstance_t*);
+using DeviceGetGpuInstanceByIdFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned int id,
+                                                    nvmlGpuInstance_t*);
+using GpuInstanceDestroyFn = nvmlReturn_t (*)(nvmlGpuInstance_t);
+using GpuInstanceGetComputeInstanceProfileInfoFn =
+    nvmlReturn_t (*)(nvmlGpuInstance_t, unsigned int profile, unsigned int eng_profile,
+                     nvmlComputeInstanceProfileInfo_t*);
+using GpuInstanceCreateComputeInstanceFn = nvmlReturn_t (*)(nvmlGpuInstance_t,
+                                                            unsigned int profile_id,
+                                                            nvmlComputeInstance_t*);
+// *count in: the buffer's size, out: how many.
+using GpuInstanceGetComputeInstancesFn = nvmlReturn_t (*)(nvmlGpuInstance_t,
+                                                          unsigned int profile_id,
+                                                          nvmlComputeInstance_t*,
+                                                          unsigned int* count);
+using ComputeInstanceDestroyFn = nvmlReturn_t (*)(nvmlComputeInstance_t);
 
 }  // namespace xpu::discovery::nvml
 

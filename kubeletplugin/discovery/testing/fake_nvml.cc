@@ -11,13 +11,22 @@
 // XPU_FAKE_NVML_OLD it lacks the functions newer drivers added (memory v2, NUMA id, fabric info,
 // the versioned MIG profile info and the _v2 placements).
 //
-// MIG (stateless: nothing is created or destroyed) answers from each device's `mig` member: the
-// modes, the profile table (by NVML_GPU_INSTANCE_PROFILE_* index, with each profile's id and
-// possible placements) and the GPU instances with their compute instances' MIG UUIDs. As NVML
-// does: a device without `mig` (or listed in faults.migNotSupported) answers NOT_SUPPORTED to the
-// MIG calls and 0 to nvmlDeviceGetMaxMigDeviceCount; with MIG mode off, profile info and GPU
-// instances answer NOT_SUPPORTED while the possible placements still answer. A MIG device handle
-// (one per compute instance) answers nvmlDeviceGetUUID and nvmlDeviceGetGpuInstanceId.
+// MIG answers from each device's `mig` member: the modes, the profile table (by
+// NVML_GPU_INSTANCE_PROFILE_* index, with each profile's id and possible placements) and the GPU
+// instances with their compute instances' MIG UUIDs. GPU and compute instances can be created and
+// destroyed (nvmlDeviceCreateGpuInstanceWithPlacement, nvmlGpuInstanceCreateComputeInstance,
+// nvmlComputeInstanceDestroy, nvmlGpuInstanceDestroy); a changed device's instances are kept in
+// $XPU_FAKE_NVML_STATE when set ({"devices": {"<index>": [GPU instances as the fixture writes
+// them]}}, read again whenever the file changes, so other processes see them; a test "reboots" the
+// node by removing it), else in memory. A create refuses a profile or placement the GPU lacks
+// (INVALID_ARGUMENT), MIG mode off (NOT_SUPPORTED), and slots another instance holds or a GPU in
+// faults.migCreateBusy (INSUFFICIENT_RESOURCES). Compute instance profiles: one per
+// NVML_COMPUTE_INSTANCE_PROFILE_* of 1, 2, 3, 4, 7, 8, 6 slices up to the GPU instance's slices,
+// its id the index. A created compute instance gets a random MIG UUID. As NVML does: a device
+// without `mig` (or listed in faults.migNotSupported) answers NOT_SUPPORTED to the MIG calls and 0
+// to nvmlDeviceGetMaxMigDeviceCount; with MIG mode off, profile info and GPU instances answer
+// NOT_SUPPORTED while the possible placements still answer. A MIG device handle (one per compute
+// instance) answers nvmlDeviceGetUUID and nvmlDeviceGetGpuInstanceId.
 //
 // Faults injected at run time: the control file $XPU_FAKE_NVML_EVENTS, else nvml-events.json next
 // to the fixture JSON, is read again whenever it changes (checked on each handle lookup, device
@@ -42,9 +51,12 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -68,6 +80,15 @@ struct nvmlDevice_st {
 struct nvmlGpuInstance_st {
   const nvmlDevice_st* device = nullptr;  // the parent GPU
   nvmlGpuInstanceInfo_t info{};
+  unsigned slice_count = 0;  // its profile's
+};
+
+struct nvmlComputeInstance_st {
+  nvmlGpuInstance_st* gpu_instance = nullptr;
+  unsigned id = 0;
+  unsigned profile_id = 0;
+  unsigned slice_count = 0;
+  nvmlDevice_st device;  // its MIG device handle
 };
 
 struct nvmlEventSet_st {
@@ -86,10 +107,14 @@ struct State {
   std::set<unsigned> unhealthy GUARDED_BY(mu);
   std::set<std::pair<unsigned, unsigned>> links_down GUARDED_BY(mu);
   std::set<unsigned> mig_not_supported GUARDED_BY(mu);
-  // MIG device handles by parent index, in nvmlDeviceGetMigDeviceHandleByIndex order, and the
-  // GPU instances: made at load, as the fixture lists them.
-  std::map<unsigned, std::vector<std::unique_ptr<nvmlDevice_st>>> mig_devices GUARDED_BY(mu);
+  std::set<unsigned> mig_create_busy GUARDED_BY(mu);  // faults.migCreateBusy
+  // The GPU instances and compute instances (each with its MIG device handle, a parent's in
+  // nvmlDeviceGetMigDeviceHandleByIndex order): the fixture's, or the state file's for a device
+  // it names.
   std::vector<std::unique_ptr<nvmlGpuInstance_st>> gpu_instances GUARDED_BY(mu);
+  std::vector<std::unique_ptr<nvmlComputeInstance_st>> compute_instances GUARDED_BY(mu);
+  nlohmann::json mig_state GUARDED_BY(mu) = nlohmann::json::object();  // $XPU_FAKE_NVML_STATE's
+  struct stat mig_state_stat GUARDED_BY(mu) = {};                      // as last read or written
   // The run-time control file (see the top of this file) and what was last read from it.
   std::string control_path GUARDED_BY(mu);
   struct stat control_stat GUARDED_BY(mu) = {};
@@ -162,14 +187,44 @@ void Refresh(State& s) REQUIRES(s.mu) {
   }
 }
 
-// The GPU instances and MIG device handles of every device's `mig` member.
+// The sliceCount of the profile with `profile_id` in a GPU's `mig` member (0 when none).
+unsigned SliceCount(const nlohmann::json& mig, unsigned profile_id) {
+  for (const nlohmann::json& p : mig.value("profiles", nlohmann::json::array())) {
+    if (p.at("id").get<unsigned>() == profile_id) return p.at("sliceCount").get<unsigned>();
+  }
+  return 0;
+}
+
+// A compute instance of `gi` with its MIG device handle.
+nvmlComputeInstance_st* AddComputeInstance(State& s, nvmlGpuInstance_st* gi, unsigned id,
+                                           unsigned profile_id, unsigned slices,
+                                           const std::string& uuid) REQUIRES(s.mu) {
+  auto ci = std::make_unique<nvmlComputeInstance_st>();
+  ci->gpu_instance = gi;
+  ci->id = id;
+  ci->profile_id = profile_id;
+  ci->slice_count = slices;
+  ci->device.index = gi->device->index;
+  ci->device.mig = true;
+  ci->device.gpu_instance_id = gi->info.id;
+  ci->device.json = {{"uuid", uuid}};
+  s.compute_instances.push_back(std::move(ci));
+  return s.compute_instances.back().get();
+}
+
+// The GPU instances and MIG device handles of every device: the state file's list for a device it
+// names, else the fixture's `mig` member.
 void LoadMig(State& s) REQUIRES(s.mu) {
-  s.mig_devices.clear();
+  s.compute_instances.clear();
   s.gpu_instances.clear();
+  const nlohmann::json saved = s.mig_state.value("devices", nlohmann::json::object());
   for (const auto& d : s.devices) {
     auto mig = d->json.find("mig");
     if (mig == d->json.end()) continue;
-    for (const nlohmann::json& g : mig->value("gpuInstances", nlohmann::json::array())) {
+    const std::string key = std::to_string(d->index);
+    const nlohmann::json gis =
+        saved.contains(key) ? saved.at(key) : mig->value("gpuInstances", nlohmann::json::array());
+    for (const nlohmann::json& g : gis) {
       auto gi = std::make_unique<nvmlGpuInstance_st>();
       gi->device = d.get();
       gi->info.device = d.get();
@@ -177,17 +232,71 @@ void LoadMig(State& s) REQUIRES(s.mu) {
       gi->info.profileId = g.at("profileId").get<unsigned>();
       gi->info.placement.start = g.at("placement").at("start").get<unsigned>();
       gi->info.placement.size = g.at("placement").at("size").get<unsigned>();
-      for (const nlohmann::json& ci : g.value("computeInstances", nlohmann::json::array())) {
-        auto handle = std::make_unique<nvmlDevice_st>();
-        handle->index = d->index;
-        handle->mig = true;
-        handle->gpu_instance_id = gi->info.id;
-        handle->json = {{"uuid", ci.at("uuid").get<std::string>()}};
-        s.mig_devices[d->index].push_back(std::move(handle));
-      }
+      gi->slice_count = SliceCount(*mig, gi->info.profileId);
       s.gpu_instances.push_back(std::move(gi));
+      for (const nlohmann::json& ci : g.value("computeInstances", nlohmann::json::array())) {
+        const unsigned slices = ci.value("sliceCount", s.gpu_instances.back()->slice_count);
+        AddComputeInstance(s, s.gpu_instances.back().get(), ci.at("id").get<unsigned>(),
+                           ci.value("profileId", 0U), slices, ci.at("uuid").get<std::string>());
+      }
     }
   }
+}
+
+// Reads $XPU_FAKE_NVML_STATE again when it changed since it was last read or written (another
+// process made or destroyed instances; removed: a reboot), and rebuilds the instances from it.
+void SyncMigState(State& s) REQUIRES(s.mu) {
+  const char* path = std::getenv("XPU_FAKE_NVML_STATE");
+  if (path == nullptr || *path == '\0') return;
+  struct stat st {};
+  const bool exists = ::stat(path, &st) == 0;
+  if (!exists) st = {};
+  if (SameFile(st, s.mig_state_stat) && (exists || s.mig_state_stat.st_ino == 0)) return;
+  s.mig_state_stat = st;
+  s.mig_state = nlohmann::json::object();
+  if (exists) {
+    try {
+      std::ifstream in(path);
+      s.mig_state = nlohmann::json::parse(in);
+    } catch (const std::exception& e) {  // half written: read again once it changes
+      s.mig_state_stat = {};
+      std::fprintf(stderr, "fake nvml: %s: %s\n", path, e.what());
+    }
+  }
+  LoadMig(s);
+}
+
+// Records device `index`'s instances as they are now, in the state file when there is one.
+nvmlReturn_t SaveMig(State& s, unsigned index) REQUIRES(s.mu) {
+  nlohmann::json gis = nlohmann::json::array();
+  for (const auto& gi : s.gpu_instances) {
+    if (gi->device->index != index) continue;
+    nlohmann::json cis = nlohmann::json::array();
+    for (const auto& ci : s.compute_instances) {
+      if (ci->gpu_instance != gi.get()) continue;
+      cis.push_back({{"id", ci->id},
+                     {"profileId", ci->profile_id},
+                     {"sliceCount", ci->slice_count},
+                     {"uuid", ci->device.json.at("uuid")}});
+    }
+    gis.push_back(
+        {{"id", gi->info.id},
+         {"profileId", gi->info.profileId},
+         {"placement", {{"start", gi->info.placement.start}, {"size", gi->info.placement.size}}},
+         {"computeInstances", cis}});
+  }
+  s.mig_state["devices"][std::to_string(index)] = gis;
+  const char* path = std::getenv("XPU_FAKE_NVML_STATE");
+  if (path == nullptr || *path == '\0') return kSuccess;
+  const std::string tmp = std::string(path) + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << s.mig_state.dump(2) << "\n";
+    if (!out) return kErrorUnknown;
+  }
+  if (std::rename(tmp.c_str(), path) != 0) return kErrorUnknown;
+  ::stat(path, &s.mig_state_stat);
+  return kSuccess;
 }
 
 nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
@@ -221,7 +330,11 @@ nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
       s.links_down.emplace(l.at("device").get<unsigned>(), l.at("link").get<unsigned>());
     }
     s.mig_not_supported = faults.value("migNotSupported", std::set<unsigned>{});
+    s.mig_create_busy = faults.value("migCreateBusy", std::set<unsigned>{});
+    s.mig_state = nlohmann::json::object();
+    s.mig_state_stat = {};
     LoadMig(s);
+    SyncMigState(s);
     s.control_path = ControlPath(json_path);
     s.control_stat = {};
     s.lost.clear();
@@ -238,10 +351,8 @@ const nvmlDevice_st* Find(State& s, nvmlDevice_t device) REQUIRES(s.mu) {
   for (const auto& d : s.devices) {
     if (d.get() == device) return d.get();
   }
-  for (const auto& parent : s.mig_devices) {
-    for (const auto& h : parent.second) {
-      if (h.get() == device) return h.get();
-    }
+  for (const auto& ci : s.compute_instances) {
+    if (&ci->device == device) return &ci->device;
   }
   return nullptr;
 }
@@ -299,11 +410,49 @@ nvmlReturn_t FillProfileInfo(State& s, const nvmlDevice_st& d, unsigned profile,
 }
 
 // The GPU instance behind a handle the library gave out, or nullptr.
-const nvmlGpuInstance_st* FindGpuInstance(State& s, nvmlGpuInstance_t gi) REQUIRES(s.mu) {
+nvmlGpuInstance_st* FindGpuInstance(State& s, nvmlGpuInstance_t gi) REQUIRES(s.mu) {
   for (const auto& g : s.gpu_instances) {
     if (g.get() == gi) return g.get();
   }
   return nullptr;
+}
+
+// The compute instances of `gi` (of `profile_id`, unless nullopt), in creation order.
+std::vector<nvmlComputeInstance_st*> ComputeInstancesOf(State& s, const nvmlGpuInstance_st* gi,
+                                                        std::optional<unsigned> profile_id)
+    REQUIRES(s.mu) {
+  std::vector<nvmlComputeInstance_st*> out;
+  for (const auto& ci : s.compute_instances) {
+    if (ci->gpu_instance == gi && (!profile_id || ci->profile_id == *profile_id)) {
+      out.push_back(ci.get());
+    }
+  }
+  return out;
+}
+
+// The MIG device handles of GPU `index`, in nvmlDeviceGetMigDeviceHandleByIndex order.
+std::vector<nvmlDevice_st*> MigDevicesOf(State& s, unsigned index) REQUIRES(s.mu) {
+  std::vector<nvmlDevice_st*> out;
+  for (const auto& ci : s.compute_instances) {
+    if (ci->device.index == index) out.push_back(&ci->device);
+  }
+  return out;
+}
+
+// The slices of NVML_COMPUTE_INSTANCE_PROFILE_* index `profile`; 0 for 1_SLICE_REV1 (not on the
+// GPUs the fixtures model) and past the count.
+unsigned ComputeProfileSlices(unsigned profile) {
+  static constexpr unsigned kSlices[] = {1, 2, 3, 4, 7, 8, 6, 0};
+  return profile < std::size(kSlices) ? kSlices[profile] : 0;
+}
+
+// A MIG UUID in NVML's form, random (a real one is new with every create).
+std::string NewMigUuid() {
+  std::random_device random;
+  char out[48];
+  std::snprintf(out, sizeof out, "MIG-%08x-%04x-%04x-%04x-%04x%08x", random(), random() & 0xffff,
+                random() & 0xffff, random() & 0xffff, random() & 0xffff, random());
+  return out;
 }
 
 nvmlReturn_t CopyString(const std::string& value, char* buf, unsigned int length) {
@@ -344,6 +493,7 @@ nvmlReturn_t WithDevice(nvmlDevice_t device, Fn fn) {
   State& s = S();
   xpu::MutexLock lock(s.mu);
   if (s.init_count == 0) return kErrorUninitialized;
+  SyncMigState(s);
   const nvmlDevice_st* d = Find(s, device);
   if (d == nullptr) return kErrorInvalidArgument;
   Refresh(s);
@@ -420,8 +570,8 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlShutdown() {
   xpu::MutexLock lock(s.mu);
   if (s.init_count == 0) return nv::kErrorUninitialized;
   if (--s.init_count == 0) {
+    s.compute_instances.clear();
     s.gpu_instances.clear();
-    s.mig_devices.clear();
     s.devices.clear();
     s.doc = nullptr;
   }
@@ -847,11 +997,9 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t de
     const nlohmann::json* mig = nv::MigOf(s, d);
     if (mig == nullptr || !nv::MigEnabled(*mig)) return nv::kErrorNotSupported;
     if (index >= mig->value("maxMigDeviceCount", 0U)) return nv::kErrorInvalidArgument;
-    auto handles = s.mig_devices.find(d.index);
-    if (handles == s.mig_devices.end() || index >= handles->second.size()) {
-      return nv::kErrorNotFound;
-    }
-    *mig_device = handles->second[index].get();
+    const std::vector<nv::nvmlDevice_st*> handles = nv::MigDevicesOf(s, d.index);
+    if (index >= handles.size()) return nv::kErrorNotFound;
+    *mig_device = handles[index];
     return nv::kSuccess;
   });
 }
@@ -864,4 +1012,161 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, uns
     *id = d.gpu_instance_id;
     return nv::kSuccess;
   });
+}
+
+// ---- MIG: creating and destroying instances ----
+
+// Runs `fn(state, gpu instance)` for a GPU instance handle of an initialised library.
+template <typename Fn>
+nvmlReturn_t WithGpuInstance(nv::nvmlGpuInstance_t gpu_instance, Fn fn) {
+  nv::State& s = nv::S();
+  xpu::MutexLock lock(s.mu);
+  if (s.init_count == 0) return nv::kErrorUninitialized;
+  nv::nvmlGpuInstance_st* gi = nv::FindGpuInstance(s, gpu_instance);
+  if (gi == nullptr) return nv::kErrorInvalidArgument;
+  nv::Refresh(s);
+  if (s.lost.count(gi->device->index) != 0) return nv::kErrorGpuIsLost;
+  return nv::CallLocked(s, fn, *gi);
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceCreateGpuInstanceWithPlacement(
+    nvmlDevice_t device, unsigned int profile_id, const nv::nvmlGpuInstancePlacement_t* placement,
+    nv::nvmlGpuInstance_t* gpu_instance) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
+    if (placement == nullptr || gpu_instance == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json* mig = nv::MigOf(s, d);
+    if (mig == nullptr || !nv::MigEnabled(*mig)) return nv::kErrorNotSupported;
+    const nlohmann::json* p = nv::MigProfile(*mig, "id", profile_id);
+    if (p == nullptr) return nv::kErrorInvalidArgument;
+    const bool possible = std::any_of(p->at("placements").begin(), p->at("placements").end(),
+                                      [&](const nlohmann::json& at) {
+                                        return at.at("start").get<unsigned>() == placement->start &&
+                                               at.at("size").get<unsigned>() == placement->size;
+                                      });
+    if (!possible) return nv::kErrorInvalidArgument;
+    if (s.mig_create_busy.count(d.index) != 0) return nv::kErrorInsufficientResources;
+    std::set<unsigned> ids;
+    for (const auto& gi : s.gpu_instances) {
+      if (gi->device != &d) continue;
+      ids.insert(gi->info.id);
+      const nv::nvmlGpuInstancePlacement_t& at = gi->info.placement;
+      if (placement->start < at.start + at.size && at.start < placement->start + placement->size) {
+        return nv::kErrorInsufficientResources;  // overlaps an instance's slots
+      }
+    }
+    unsigned id = 1;
+    while (ids.count(id) != 0) ++id;
+    auto gi = std::make_unique<nv::nvmlGpuInstance_st>();
+    gi->device = &d;
+    gi->info.device = const_cast<nv::nvmlDevice_st*>(&d);
+    gi->info.id = id;
+    gi->info.profileId = profile_id;
+    gi->info.placement = *placement;
+    gi->slice_count = p->at("sliceCount").get<unsigned>();
+    *gpu_instance = gi.get();
+    s.gpu_instances.push_back(std::move(gi));
+    return nv::SaveMig(s, d.index);
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceById(nvmlDevice_t device, unsigned int id,
+                                                          nv::nvmlGpuInstance_t* gpu_instance) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) REQUIRES(s.mu) {
+    if (gpu_instance == nullptr) return nv::kErrorInvalidArgument;
+    const nlohmann::json* mig = nv::MigOf(s, d);
+    if (mig == nullptr || !nv::MigEnabled(*mig)) return nv::kErrorNotSupported;
+    for (const auto& gi : s.gpu_instances) {
+      if (gi->device == &d && gi->info.id == id) {
+        *gpu_instance = gi.get();
+        return nv::kSuccess;
+      }
+    }
+    return nv::kErrorNotFound;
+  });
+}
+
+// IN_USE while it has compute instances, as NVML answers.
+XPU_FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceDestroy(nv::nvmlGpuInstance_t gpu_instance) {
+  return WithGpuInstance(
+      gpu_instance, [&](nv::State& s, nv::nvmlGpuInstance_st& gi) REQUIRES(s.mu) {
+        if (!nv::ComputeInstancesOf(s, &gi, std::nullopt).empty()) return nv::kErrorInUse;
+        const unsigned index = gi.device->index;
+        std::erase_if(s.gpu_instances, [&](const auto& g) { return g.get() == &gi; });
+        return nv::SaveMig(s, index);
+      });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstanceProfileInfo(
+    nv::nvmlGpuInstance_t gpu_instance, unsigned int profile, unsigned int eng_profile,
+    nv::nvmlComputeInstanceProfileInfo_t* info) {
+  return WithGpuInstance(gpu_instance, [&](nv::State&, const nv::nvmlGpuInstance_st& gi) {
+    if (info == nullptr || profile >= nv::kComputeInstanceProfileCount ||
+        eng_profile != nv::kComputeInstanceEngineProfileShared) {
+      return nv::kErrorInvalidArgument;
+    }
+    const unsigned slices = nv::ComputeProfileSlices(profile);
+    if (slices == 0 || slices > gi.slice_count) return nv::kErrorNotSupported;
+    *info = nv::nvmlComputeInstanceProfileInfo_t{};
+    info->id = profile;
+    info->sliceCount = slices;
+    info->instanceCount = gi.slice_count / slices;
+    return nv::kSuccess;
+  });
+}
+
+// INSUFFICIENT_RESOURCES when the GPU instance's slices left cannot hold it.
+XPU_FAKE_EXPORT nvmlReturn_t
+nvmlGpuInstanceCreateComputeInstance(nv::nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+                                     nv::nvmlComputeInstance_t* compute_instance) {
+  return WithGpuInstance(gpu_instance, [&](nv::State& s,
+                                           nv::nvmlGpuInstance_st& gi) REQUIRES(s.mu) {
+    if (compute_instance == nullptr || profile_id >= nv::kComputeInstanceProfileCount) {
+      return nv::kErrorInvalidArgument;
+    }
+    const unsigned slices = nv::ComputeProfileSlices(profile_id);
+    if (slices == 0 || slices > gi.slice_count) return nv::kErrorNotSupported;
+    unsigned used = 0;
+    std::set<unsigned> ids;
+    for (const nv::nvmlComputeInstance_st* ci : nv::ComputeInstancesOf(s, &gi, std::nullopt)) {
+      used += ci->slice_count;
+      ids.insert(ci->id);
+    }
+    if (used + slices > gi.slice_count) return nv::kErrorInsufficientResources;
+    unsigned id = 0;
+    while (ids.count(id) != 0) ++id;
+    *compute_instance = nv::AddComputeInstance(s, &gi, id, profile_id, slices, nv::NewMigUuid());
+    return nv::SaveMig(s, gi.device->index);
+  });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(
+    nv::nvmlGpuInstance_t gpu_instance, unsigned int profile_id,
+    nv::nvmlComputeInstance_t* compute_instances, unsigned int* count) {
+  return WithGpuInstance(gpu_instance,
+                         [&](nv::State& s, const nv::nvmlGpuInstance_st& gi) REQUIRES(s.mu) {
+                           if (compute_instances == nullptr || count == nullptr)
+                             return nv::kErrorInvalidArgument;
+                           const std::vector<nv::nvmlComputeInstance_st*> found =
+                               nv::ComputeInstancesOf(s, &gi, profile_id);
+                           if (*count < found.size()) {
+                             *count = static_cast<unsigned>(found.size());
+                             return nv::kErrorInsufficientSize;
+                           }
+                           *count = static_cast<unsigned>(found.size());
+                           std::copy(found.begin(), found.end(), compute_instances);
+                           return nv::kSuccess;
+                         });
+}
+
+XPU_FAKE_EXPORT nvmlReturn_t
+nvmlComputeInstanceDestroy(nv::nvmlComputeInstance_t compute_instance) {
+  nv::State& s = nv::S();
+  xpu::MutexLock lock(s.mu);
+  if (s.init_count == 0) return nv::kErrorUninitialized;
+  auto it = std::find_if(s.compute_instances.begin(), s.compute_instances.end(),
+                         [&](const auto& ci) { return ci.get() == compute_instance; });
+  if (it == s.compute_instances.end()) return nv::kErrorInvalidArgument;
+  const unsigned index = (*it)->device.index;
+  s.compute_instances.erase(it);
+  return nv::SaveMig(s, index);
 }
