@@ -103,12 +103,15 @@ PartitionDevice DeviceFor(const api::InventoryDevice& parent, const std::string&
   return p;
 }
 
-// Whether `live` holds the recorded partition: by vendor id where it has one, else by place.
-bool Holds(const std::vector<discovery::LivePartition>& live, const checkpoint::Partition& p) {
-  return std::any_of(live.begin(), live.end(), [&p](const discovery::LivePartition& l) {
-    return p.id >= 0 ? l.id == p.id
-                     : p.placement >= 0 && l.placement == p.placement && l.profile == p.profile;
+// The live partition that is the recorded one, or nullptr: by place where it has one (MIG: the
+// GPU instance id is NVML's to pick, and a recreated one may get another), else by vendor id.
+const discovery::LivePartition* Held(const std::vector<discovery::LivePartition>& live,
+                                     const checkpoint::Partition& p) {
+  auto it = std::find_if(live.begin(), live.end(), [&p](const discovery::LivePartition& l) {
+    return p.placement >= 0 ? l.placement == p.placement && l.profile == p.profile
+                            : p.id >= 0 && l.id == p.id;
   });
+  return it == live.end() ? nullptr : &*it;
 }
 
 }  // namespace
@@ -261,7 +264,7 @@ StatusOr<std::map<std::string, PartitionDevice>> Driver::EnsurePartitionsLocked(
       probe.id = t->existing->id;
       probe.placement = t->existing->placement.value_or(-1);
       probe.profile = t->existing->profile;
-      exists = Holds(*live, probe);
+      exists = Held(*live, probe) != nullptr;
     }
     if (exists) {
       // One that exists and no record names: handed over as it is, never destroyed.
@@ -284,8 +287,8 @@ StatusOr<std::map<std::string, PartitionDevice>> Driver::EnsurePartitionsLocked(
       std::string message = device;
       message.append(": ").append(kind).append(" partitions cannot be created on node ");
       message.append(options_.node_name);
-      message.append(kind == "mig" ? " (creating MIG instances at prepare is not built yet; MIG "
-                                     "instances that exist are handed out)"
+      message.append(kind == "mig" ? " (no NVML that can create MIG instances; MIG instances "
+                                     "that exist are handed out)"
                                    : " (no vendor library to create them)");
       return FailedPreconditionError(std::move(message));
     }
@@ -413,7 +416,8 @@ Status Driver::ReconcilePartitionsLocked() {
       ++i;
       continue;
     }
-    const bool there = Holds(*live, p);
+    const discovery::LivePartition* held = Held(*live, p);
+    const bool there = held != nullptr;
     if (p.state == checkpoint::kPartitionCreated && prepared) {
       if (!there) {
         // Gone while its claim is prepared: a reboot. Made again with the same id.
@@ -425,6 +429,7 @@ Status Driver::ReconcilePartitionsLocked() {
           log_("partition " + p.device + " was gone (reboot?): created again, id " +
                std::to_string(made->id));
           p.id = made->id;
+          if (made->uuid != p.uuid) ReplaceUuidLocked(p.claim_uid, p.uuid, made->uuid);
           p.uuid = made->uuid;
         } else {
           ++stats_.partition_errors;
@@ -437,7 +442,8 @@ Status Driver::ReconcilePartitionsLocked() {
     }
     // An intent that crashed, a destroy that did not finish, or a claim never recorded: undone.
     if (there) {
-      if (Status s = backend->Destroy(ParentOf(*parent), p.id);
+      // By the live one's id: an intent recorded before the vendor picked it has none (MIG).
+      if (Status s = backend->Destroy(ParentOf(*parent), held->id);
           !s.ok() && s.code() != StatusCode::kNotFound) {
         ++stats_.partition_errors;
         log_("partition " + p.device + ": " + s.message() + "; kept for the next start");
@@ -451,6 +457,17 @@ Status Driver::ReconcilePartitionsLocked() {
     records.erase(records.begin() + static_cast<long>(i));
   }
   return OkStatus();
+}
+
+void Driver::ReplaceUuidLocked(const std::string& uid, const std::string& from,
+                               const std::string& to) {
+  auto claim = checkpoint_.claims.find(uid);
+  if (claim == checkpoint_.claims.end() || from.empty()) return;
+  std::string& spec = claim->second.cdi_spec;
+  for (size_t at = spec.find(from); at != std::string::npos; at = spec.find(from, at + to.size())) {
+    spec.replace(at, from.size(), to);
+  }
+  log_("claim " + uid + ": CDI spec now names " + to + " (was " + from + ")");
 }
 
 Status Driver::CollectDeletedClaims() {

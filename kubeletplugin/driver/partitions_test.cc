@@ -4,9 +4,6 @@
 // or unprepares with $XPU_DRA_CRASH_AT set, so it is SIGKILLed at that step; a new driver then
 // starts on the same disk and the kubelet's retry runs, and the device, the checkpoint and the CDI
 // specs must agree: no orphan vNPU, none made twice.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
@@ -16,125 +13,35 @@
 #include <string>
 #include <vector>
 
-#include "api/client/testing/fake_objects.h"
-#include "base/testing/temp_dir.h"
-#include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/driver/driver.h"
-#include "kubeletplugin/driver/testing/fake_claims.h"
+#include "kubeletplugin/driver/testing/partition_node.h"
 
 namespace xpu::plugin {
 namespace {
 
-namespace res = api::resource;
-using api::client::ObjectKey;
-using api::client::testing::FakeObjects;
-
-const std::string kHost = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/atlas800t-a2-vnpu";
-const std::string kFakeLibDir = XPU_FAKE_LIB_DIR;
-constexpr const char* kNode = "n1";
-
-// A node: the fixture's devices, a disk of its own, and the fake DCMI's state file.
-struct VnpuNode {
-  xpu::testing::TempDir dir;
-  std::shared_ptr<FakeObjects<res::ResourceClaim>> claims =
-      std::make_shared<FakeObjects<res::ResourceClaim>>("resourceclaims", true);
-  std::shared_ptr<const api::NodeInventory> inventory;
-  std::vector<std::string> log;
-  int uids = 0;
-
-  VnpuNode() {
-    ::setenv("XPU_FAKE_DCMI_JSON", (kHost + "/fake-vendor/dcmi.json").c_str(), 1);
-    ::setenv("XPU_FAKE_DCMI_STATE", (dir.path() + "/dcmi-state.json").c_str(), 1);
-    ::unsetenv("XPU_DRA_CRASH_AT");
-    std::filesystem::create_directories(dir.path() + "/host/proc/sys/kernel/random");
-    std::filesystem::create_directories(dir.path() + "/host/dev");
+// The atlas800t-a2-vnpu node, its vNPUs through the real DCMI backend.
+struct VnpuNode : testing::PartitionNode {
+  VnpuNode()
+      : PartitionNode("atlas800t-a2-vnpu", "XPU_FAKE_DCMI_JSON", "dcmi.json", "XPU_FAKE_DCMI_STATE",
+                      "vnpu", &discovery::OpenDcmiPartitions) {
     for (const char* node : {"davinci_manager", "devmm_svm", "hisi_hdc", "dvpp_cmdlist"}) {
       std::ofstream(dir.path() + "/host/dev/" + node);
     }
-    Boot("1b4e28ba-2fa1-41d2-883f-0016d3cca427");
     Rediscover();
-  }
-  ~VnpuNode() { ::unsetenv("XPU_FAKE_DCMI_STATE"); }
-  VnpuNode(const VnpuNode&) = delete;
-  VnpuNode& operator=(const VnpuNode&) = delete;
-
-  void Boot(const std::string& id) const {
-    std::ofstream(dir.path() + "/host/proc/sys/kernel/random/boot_id") << id << "\n";
-  }
-  // A reboot: the vNPUs made since the fixture are gone, and the boot id is new.
-  void Reboot() const {
-    std::filesystem::remove(dir.path() + "/dcmi-state.json");
-    Boot("9a1c0d2e-3f4b-4c5d-8e6f-7a8b9c0d1e2f");
-  }
-
-  void Rediscover() {
-    discovery::DiscoveryOptions o;
-    o.host_root = kHost;
-    o.vendor_lib_dirs = {kFakeLibDir};
-    o.node_name = kNode;
-    StatusOr<api::NodeInventory> inv = discovery::Discover(o);
-    REQUIRE(inv.ok());
-    inventory = std::make_shared<const api::NodeInventory>(*std::move(inv));
-  }
-
-  std::unique_ptr<Driver> NewDriver() {
-    DriverOptions o;
-    o.node_name = kNode;
-    o.host_root = dir.path() + "/host";
-    o.cdi_dir = dir.path() + "/cdi";
-    o.state_dir = dir.path() + "/state";
-    auto driver = std::make_unique<Driver>(
-        o, claims, [this] { return inventory; },
-        [this](const std::string& line) { log.push_back(line); });
-    StatusOr<std::unique_ptr<discovery::PartitionBackend>> dcmi =
-        discovery::OpenDcmiPartitions({kFakeLibDir});
-    REQUIRE(dcmi.ok());
-    driver->AddPartitionBackend(std::move(dcmi).value());
-    return driver;
-  }
-
-  // A new driver, started (its reconciliation done).
-  std::unique_ptr<Driver> Started() {
-    std::unique_ptr<Driver> driver = NewDriver();
-    const Status started = driver->Start();
-    INFO(started.ToString());
-    REQUIRE(started.ok());
-    return driver;
-  }
-
-  // A claim of `devices`, prepared by `driver` without error; its uid.
-  std::string Prepared(Driver& driver, const std::string& name,
-                       const std::vector<std::string>& devices) {
-    std::string uid = Claim(name, devices);
-    const std::string error = driver.Prepare({{"default", name, uid}}).at(uid).error;
-    INFO(error);
-    REQUIRE(error.empty());
-    return uid;
-  }
-
-  std::string Claim(const std::string& name, const std::vector<std::string>& devices) {
-    return testing::PutAllocatedClaim(*claims, name, "vnpu", kNode, devices,
-                                      "7c9e6679-7425-40de-944b-e07fc1f9000", ++uids);
   }
 
   // The vdev ids on an NPU now, as DCMI lists them.
   std::vector<int64_t> Live(int64_t npu) const {
-    auto dcmi = discovery::OpenDcmiPartitions({kFakeLibDir});
-    REQUIRE(dcmi.ok());
-    StatusOr<std::vector<discovery::LivePartition>> live =
-        (*dcmi)->List({"npu-" + std::to_string(npu), "", npu});
-    REQUIRE(live.ok());
     std::vector<int64_t> ids;
-    for (const auto& l : *live) ids.push_back(l.id);
+    for (const auto& l : PartitionNode::Live({"npu-" + std::to_string(npu), "", npu})) {
+      ids.push_back(l.id);
+    }
     return ids;
   }
-
-  std::string Spec(const std::string& uid) const {
-    std::ifstream in(dir.path() + "/cdi/k8s.xpu.dra.dev-device_" + uid + ".json");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }
 };
+
+using testing::KilledAt;
 
 TEST_CASE("driver (vNPU): prepare creates the vNPU, the container gets it, unprepare destroys it") {
   VnpuNode node;
@@ -211,20 +118,6 @@ TEST_CASE("driver (vNPU): a create the device refuses fails the claim and leaves
   CHECK(driver->Snapshot().partitions.size() == 1);
   CHECK_FALSE(driver->Snapshot().claims.contains(b));
   CHECK(driver->stats().partition_errors == 1);
-}
-
-// Runs `step` in a child that is SIGKILLed at `point`; true when it was.
-template <typename Step>
-bool KilledAt(const char* point, Step step) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setenv("XPU_DRA_CRASH_AT", point, 1);
-    step();
-    ::_exit(0);  // the point was never reached
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 }
 
 // What must hold once the node has settled: every vNPU on npu-2 belongs to a prepared claim's

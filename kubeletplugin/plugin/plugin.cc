@@ -11,8 +11,11 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <string>
 #include <string_view>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "api/client/client.h"
 #include "api/validation.h"
@@ -389,18 +392,26 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   Driver driver(
       driver_options, client->get(), [&inventory] { return inventory.Get(); },
       [&log](const std::string& line) { log.Info(line); });
-  // Partitions created at prepare: DCMI's vNPUs, where the library can make them.
-  if (StatusOr<std::unique_ptr<discovery::PartitionBackend>> dcmi =
-          discovery::OpenDcmiPartitions(vendor_lib_dirs);
-      dcmi.ok()) {
-    driver.AddPartitionBackend(std::move(dcmi).value());
-  } else if (std::shared_ptr<const api::NodeInventory> inv = inventory.Get();
-             inv != nullptr && std::any_of(inv->status.devices.begin(), inv->status.devices.end(),
-                                           [](const api::InventoryDevice& d) {
-                                             return d.partitioning && d.partitioning->enabled &&
-                                                    d.partitioning->kind == "vnpu";
-                                           })) {
-    log.Info("vNPUs will not be created at prepare: " + dcmi.status().message());
+  // Partitions created at prepare: DCMI's vNPUs and NVML's MIG instances, where the library can
+  // make them; silent where it cannot, unless the inventory has partitioning of that kind enabled.
+  using OpenPartitions =
+      StatusOr<std::unique_ptr<discovery::PartitionBackend>> (*)(const std::vector<std::string>&);
+  for (const auto& [kind, what, open] :
+       {std::tuple<std::string, std::string, OpenPartitions>{"vnpu", "vNPUs",
+                                                             &discovery::OpenDcmiPartitions},
+        std::tuple<std::string, std::string, OpenPartitions>{"mig", "MIG instances",
+                                                             &discovery::OpenNvmlPartitions}}) {
+    StatusOr<std::unique_ptr<discovery::PartitionBackend>> backend = open(vendor_lib_dirs);
+    if (backend.ok()) {
+      driver.AddPartitionBackend(std::move(backend).value());
+    } else if (std::shared_ptr<const api::NodeInventory> inv = inventory.Get();
+               inv != nullptr && std::any_of(inv->status.devices.begin(), inv->status.devices.end(),
+                                             [&kind](const api::InventoryDevice& d) {
+                                               return d.partitioning && d.partitioning->enabled &&
+                                                      d.partitioning->kind == kind;
+                                             })) {
+      log.Info(what + " will not be created at prepare: " + backend.status().message());
+    }
   }
   if (Status s = driver.Start(); !s.ok()) {
     log.Error("refusing to serve: " + s.message() +

@@ -1,0 +1,124 @@
+// MIG instances created at prepare (docs/partitions.md): the driver on the hgx-h200-mig fixture,
+// its GPU instances made and destroyed through the real NVML backend and dlopen path, answered by
+// the fake NVML, whose changes outlive each driver in a state file. The crash trials and the
+// reboot are those of partitions_test.cc: no orphan GPU instance, none made twice, and the CDI
+// spec naming the MIG device that exists.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "kubeletplugin/discovery/partition_backend.h"
+#include "kubeletplugin/driver/driver.h"
+#include "kubeletplugin/driver/testing/partition_node.h"
+
+namespace xpu::plugin {
+namespace {
+
+const discovery::PartitionParent kGpu0{"gpu-0", "0000:13:00.0", 0};
+
+struct MigNode : testing::PartitionNode {
+  MigNode()
+      : PartitionNode("hgx-h200-mig", "XPU_FAKE_NVML_JSON", "nvml.json", "XPU_FAKE_NVML_STATE",
+                      "gpu", &discovery::OpenNvmlPartitions) {
+    Rediscover();
+  }
+  // The first slots of gpu-0's GPU instances now.
+  std::multiset<int64_t> Slots() const {
+    std::multiset<int64_t> out;
+    for (const auto& l : Live(kGpu0)) out.insert(l.placement.value_or(-1));
+    return out;
+  }
+};
+
+// Once settled: every record is a prepared claim's Created one whose spec names its MIG device,
+// and gpu-0's GPU instances are exactly the recorded ones.
+void CheckAgreement(MigNode& node, Driver& driver) {
+  const checkpoint::Checkpoint cp = driver.Snapshot();
+  std::multiset<int64_t> recorded;
+  for (const checkpoint::Partition& p : cp.partitions) {
+    INFO(p.device << " " << p.state);
+    CHECK(p.state == checkpoint::kPartitionCreated);
+    REQUIRE(cp.claims.contains(p.claim_uid));
+    CHECK_THAT(node.Spec(p.claim_uid), Catch::Contains("NVIDIA_VISIBLE_DEVICES=" + p.uuid));
+    recorded.insert(p.placement);
+  }
+  CHECK(node.Slots() == recorded);  // none orphaned, none made twice
+}
+
+TEST_CASE("driver (MIG): prepare creates the GPU instance at its slot, unprepare destroys it") {
+  MigNode node;
+  auto driver = node.Started();
+  CHECK(node.Slots().empty());
+  const std::string a = node.Prepared(*driver, "a", {"gpu-0-1g-18gb-6"});
+  const std::vector<discovery::LivePartition> live = node.Live(kGpu0);
+  REQUIRE(live.size() == 1);
+  CHECK(live[0].profile == "1g.18gb");
+  CHECK(live[0].placement == 6);
+  CHECK(live[0].uuid.starts_with("MIG-"));
+  const checkpoint::Checkpoint cp = driver->Snapshot();
+  REQUIRE(cp.partitions.size() == 1);
+  CHECK(cp.partitions[0].state == checkpoint::kPartitionCreated);
+  CHECK(cp.partitions[0].placement == 6);
+  CHECK(cp.partitions[0].id == live[0].id);
+  CHECK(cp.partitions[0].uuid == live[0].uuid);
+  CHECK_THAT(node.Spec(a), Catch::Contains("NVIDIA_VISIBLE_DEVICES=" + live[0].uuid));
+  CHECK(driver->stats().partitions_created == 1);
+  REQUIRE(driver->Unprepare({{"default", "a", a}}).at(a).error.empty());
+  CHECK(node.Slots().empty());
+  CHECK(driver->Snapshot().partitions.empty());
+  CHECK(driver->stats().partitions_destroyed == 1);
+}
+
+TEST_CASE("driver (MIG): SIGKILL at each step of prepare, then restart and the kubelet's retry") {
+  for (const char* point : {"partition-intent", "partition-created", "partition-recorded"}) {
+    DYNAMIC_SECTION(point) {
+      MigNode node;
+      const std::string a = node.Claim("a", {"gpu-0-1g-18gb-6"});
+      { auto driver = node.Started(); }
+      CHECK(testing::KilledAt(point, [&] {
+        auto driver = node.NewDriver();
+        if (driver->Start().ok()) (void)driver->Prepare({{"default", "a", a}});
+      }));
+      node.Rediscover();
+      auto driver = node.Started();
+      CheckAgreement(node, *driver);  // after the restart, before the retry
+      const auto retry = driver->Prepare({{"default", "a", a}});
+      INFO(retry.at(a).error);
+      REQUIRE(retry.at(a).error.empty());
+      CheckAgreement(node, *driver);
+      CHECK(node.Slots() == std::multiset<int64_t>{6});
+      REQUIRE(driver->Unprepare({{"default", "a", a}}).at(a).error.empty());
+      CHECK(node.Slots().empty());
+    }
+  }
+}
+
+TEST_CASE("driver (MIG): after a reboot the GPU instance is made again and the spec follows") {
+  MigNode node;
+  const std::string a = node.Claim("a", {"gpu-0-1g-18gb-6"});
+  std::string before;
+  {
+    auto driver = node.Started();
+    REQUIRE(driver->Prepare({{"default", "a", a}}).at(a).error.empty());
+    before = driver->Snapshot().partitions.at(0).uuid;
+  }
+  node.Reboot();
+  std::filesystem::remove_all(node.dir.path() + "/cdi");  // tmpfs on most nodes
+  CHECK(node.Slots().empty());
+  auto driver = node.Started();
+  const std::vector<discovery::LivePartition> live = node.Live(kGpu0);
+  REQUIRE(live.size() == 1);
+  CHECK(live[0].placement == 6);
+  REQUIRE(live[0].uuid != before);  // a new MIG device
+  CHECK(driver->Snapshot().partitions.at(0).uuid == live[0].uuid);
+  CHECK_THAT(node.Spec(a),
+             Catch::Contains("NVIDIA_VISIBLE_DEVICES=" + live[0].uuid) && !Catch::Contains(before));
+  CHECK_THAT(driver->Snapshot().claims.at(a).cdi_spec, !Catch::Contains(before));
+  CheckAgreement(node, *driver);
+  CHECK(driver->stats().partitions_created == 1);
+}
+
+}  // namespace
+}  // namespace xpu::plugin

@@ -1,0 +1,159 @@
+// A node for the driver's partition tests (partitions_test.cc, mig_partitions_test.cc): a fixture
+// host's devices, a disk of its own, a fake vendor library whose changes outlive each driver in a
+// state file, and the fork helper of the crash trials.
+#ifndef XPU_KUBELETPLUGIN_DRIVER_TESTING_PARTITION_NODE_H_
+#define XPU_KUBELETPLUGIN_DRIVER_TESTING_PARTITION_NODE_H_
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/client/testing/fake_objects.h"
+#include "base/testing/temp_dir.h"
+#include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/discovery/partition_backend.h"
+#include "kubeletplugin/driver/driver.h"
+#include "kubeletplugin/driver/testing/fake_claims.h"
+
+namespace xpu::plugin::testing {
+
+struct PartitionNode {
+  using OpenFn =
+      StatusOr<std::unique_ptr<discovery::PartitionBackend>> (*)(const std::vector<std::string>&);
+  static constexpr const char* kNode = "n1";
+
+  xpu::testing::TempDir dir;
+  std::shared_ptr<api::client::testing::FakeObjects<api::resource::ResourceClaim>> claims =
+      std::make_shared<api::client::testing::FakeObjects<api::resource::ResourceClaim>>(
+          "resourceclaims", true);
+  std::shared_ptr<const api::NodeInventory> inventory;
+  std::vector<std::string> log;
+  int uids = 0;
+  std::string host;        // the fixture host root
+  std::string state_env;   // the fake library's state variable
+  std::string state_path;  // its file
+  std::string request;     // the claims' request name
+  OpenFn open = nullptr;
+
+  // `json_env` names the fake library's fixture JSON, `json_file` under the host's fake-vendor/.
+  PartitionNode(const std::string& host_name, const std::string& json_env,
+                const std::string& json_file, std::string state_variable, std::string request_name,
+                OpenFn open_backend)
+      : host(std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/" + host_name),
+        state_env(std::move(state_variable)),
+        state_path(dir.path() + "/vendor-state.json"),
+        request(std::move(request_name)),
+        open(open_backend) {
+    ::setenv(json_env.c_str(), (host + "/fake-vendor/" + json_file).c_str(), 1);
+    ::setenv(state_env.c_str(), state_path.c_str(), 1);
+    ::unsetenv("XPU_DRA_CRASH_AT");
+    std::filesystem::create_directories(dir.path() + "/host/proc/sys/kernel/random");
+    std::filesystem::create_directories(dir.path() + "/host/dev");
+    Boot("1b4e28ba-2fa1-41d2-883f-0016d3cca427");
+  }
+  ~PartitionNode() { ::unsetenv(state_env.c_str()); }
+  PartitionNode(const PartitionNode&) = delete;
+  PartitionNode& operator=(const PartitionNode&) = delete;
+
+  void Boot(const std::string& id) const {
+    std::ofstream(dir.path() + "/host/proc/sys/kernel/random/boot_id") << id << "\n";
+  }
+  // A reboot: the partitions made since the fixture are gone, and the boot id is new.
+  void Reboot() const {
+    std::filesystem::remove(state_path);
+    Boot("9a1c0d2e-3f4b-4c5d-8e6f-7a8b9c0d1e2f");
+  }
+
+  void Rediscover() {
+    discovery::DiscoveryOptions o;
+    o.host_root = host;
+    o.vendor_lib_dirs = {XPU_FAKE_LIB_DIR};
+    o.node_name = kNode;
+    StatusOr<api::NodeInventory> inv = discovery::Discover(o);
+    REQUIRE(inv.ok());
+    inventory = std::make_shared<const api::NodeInventory>(*std::move(inv));
+  }
+
+  std::unique_ptr<discovery::PartitionBackend> Backend() const {
+    StatusOr<std::unique_ptr<discovery::PartitionBackend>> backend = open({XPU_FAKE_LIB_DIR});
+    INFO(backend.status().ToString());
+    REQUIRE(backend.ok());
+    return std::move(backend).value();
+  }
+
+  std::unique_ptr<Driver> NewDriver() {
+    DriverOptions o;
+    o.node_name = kNode;
+    o.host_root = dir.path() + "/host";
+    o.cdi_dir = dir.path() + "/cdi";
+    o.state_dir = dir.path() + "/state";
+    auto driver = std::make_unique<Driver>(
+        o, claims, [this] { return inventory; },
+        [this](const std::string& line) { log.push_back(line); });
+    driver->AddPartitionBackend(Backend());
+    return driver;
+  }
+
+  // A new driver, started (its reconciliation done).
+  std::unique_ptr<Driver> Started() {
+    std::unique_ptr<Driver> driver = NewDriver();
+    const Status started = driver->Start();
+    INFO(started.ToString());
+    REQUIRE(started.ok());
+    return driver;
+  }
+
+  // A claim of `devices`, prepared by `driver` without error; its uid.
+  std::string Prepared(Driver& driver, const std::string& name,
+                       const std::vector<std::string>& devices) {
+    std::string uid = Claim(name, devices);
+    const std::string error = driver.Prepare({{"default", name, uid}}).at(uid).error;
+    INFO(error);
+    REQUIRE(error.empty());
+    return uid;
+  }
+
+  std::string Claim(const std::string& name, const std::vector<std::string>& devices) {
+    return PutAllocatedClaim(*claims, name, request, kNode, devices,
+                             "7c9e6679-7425-40de-944b-e07fc1f9000", ++uids);
+  }
+
+  // What the vendor lists on `parent` now.
+  std::vector<discovery::LivePartition> Live(const discovery::PartitionParent& parent) const {
+    StatusOr<std::vector<discovery::LivePartition>> live = Backend()->List(parent);
+    REQUIRE(live.ok());
+    return *std::move(live);
+  }
+
+  std::string Spec(const std::string& uid) const {
+    std::ifstream in(dir.path() + "/cdi/k8s.xpu.dra.dev-device_" + uid + ".json");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+};
+
+// Runs `step` in a child that is SIGKILLed at `point`; true when it was.
+template <typename Step>
+bool KilledAt(const char* point, Step step) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("XPU_DRA_CRASH_AT", point, 1);
+    step();
+    ::_exit(0);  // the point was never reached
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+}
+
+}  // namespace xpu::plugin::testing
+
+#endif  // XPU_KUBELETPLUGIN_DRIVER_TESTING_PARTITION_NODE_H_
