@@ -76,18 +76,8 @@ TEST_CASE("driver (MIG): SIGKILL at each step of prepare, then restart and the k
     DYNAMIC_SECTION(point) {
       MigNode node;
       const std::string a = node.Claim("a", {"gpu-0-1g-18gb-6"});
-      { auto driver = node.Started(); }
-      CHECK(testing::KilledAt(point, [&] {
-        auto driver = node.NewDriver();
-        if (driver->Start().ok()) (void)driver->Prepare({{"default", "a", a}});
-      }));
-      node.Rediscover();
-      auto driver = node.Started();
-      CheckAgreement(node, *driver);  // after the restart, before the retry
-      const auto retry = driver->Prepare({{"default", "a", a}});
-      INFO(retry.at(a).error);
-      REQUIRE(retry.at(a).error.empty());
-      CheckAgreement(node, *driver);
+      auto driver =
+          testing::PrepareCrashTrial(node, point, a, [&](Driver& d) { CheckAgreement(node, d); });
       CHECK(node.Slots() == std::multiset<int64_t>{6});
       REQUIRE(driver->Unprepare({{"default", "a", a}}).at(a).error.empty());
       CHECK(node.Slots().empty());

@@ -144,18 +144,8 @@ TEST_CASE("driver (vNPU): SIGKILL at every step of prepare, then restart and the
     DYNAMIC_SECTION(point) {
       VnpuNode node;
       const std::string a = node.Claim("a", {"npu-2-vir05-1c-16g-0"});
-      { auto driver = node.Started(); }
-      CHECK(KilledAt(point, [&] {
-        auto driver = node.NewDriver();
-        if (driver->Start().ok()) (void)driver->Prepare({{"default", "a", a}});
-      }));
-      node.Rediscover();
-      auto driver = node.Started();
-      CheckAgreement(node, *driver);  // after the restart, before the retry
-      const auto retry = driver->Prepare({{"default", "a", a}});
-      INFO(retry.at(a).error);
-      REQUIRE(retry.at(a).error.empty());
-      CheckAgreement(node, *driver);
+      auto driver =
+          testing::PrepareCrashTrial(node, point, a, [&](Driver& d) { CheckAgreement(node, d); });
       CHECK(node.Live(2).size() == 1);
       REQUIRE(driver->Unprepare({{"default", "a", a}}).at(a).error.empty());
       CHECK(node.Live(2).empty());

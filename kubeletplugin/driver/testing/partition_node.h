@@ -154,6 +154,26 @@ bool KilledAt(const char* point, Step step) {
   return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
 }
 
+// A crash trial of prepare: claim `uid` prepared by a driver SIGKILLed at `point`, then a restart
+// on the same disk and the kubelet's retry, `check(driver)` after each; the settled driver.
+template <typename Check>
+std::unique_ptr<Driver> PrepareCrashTrial(PartitionNode& node, const char* point,
+                                          const std::string& uid, Check check) {
+  { auto driver = node.Started(); }
+  CHECK(KilledAt(point, [&] {
+    auto driver = node.NewDriver();
+    if (driver->Start().ok()) (void)driver->Prepare({{"default", "a", uid}});
+  }));
+  node.Rediscover();
+  auto driver = node.Started();
+  check(*driver);  // after the restart, before the retry
+  const auto retry = driver->Prepare({{"default", "a", uid}});
+  INFO(retry.at(uid).error);
+  REQUIRE(retry.at(uid).error.empty());
+  check(*driver);
+  return driver;
+}
+
 }  // namespace xpu::plugin::testing
 
 #endif  // XPU_KUBELETPLUGIN_DRIVER_TESTING_PARTITION_NODE_H_
