@@ -406,9 +406,9 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
       driver.AddPartitionBackend(std::move(backend).value());
     } else if (std::shared_ptr<const api::NodeInventory> inv = inventory.Get();
                inv != nullptr && std::any_of(inv->status.devices.begin(), inv->status.devices.end(),
-                                             [&kind](const api::InventoryDevice& d) {
+                                             [&wanted = kind](const api::InventoryDevice& d) {
                                                return d.partitioning && d.partitioning->enabled &&
-                                                      d.partitioning->kind == kind;
+                                                      d.partitioning->kind == wanted;
                                              })) {
       log.Info(what + " will not be created at prepare: " + backend.status().message());
     }

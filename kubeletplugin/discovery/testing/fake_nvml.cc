@@ -1144,8 +1144,9 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlGpuInstanceGetComputeInstances(
     nv::nvmlComputeInstance_t* compute_instances, unsigned int* count) {
   return WithGpuInstance(gpu_instance,
                          [&](nv::State& s, const nv::nvmlGpuInstance_st& gi) REQUIRES(s.mu) {
-                           if (compute_instances == nullptr || count == nullptr)
+                           if (compute_instances == nullptr || count == nullptr) {
                              return nv::kErrorInvalidArgument;
+                           }
                            const std::vector<nv::nvmlComputeInstance_st*> found =
                                nv::ComputeInstancesOf(s, &gi, profile_id);
                            if (*count < found.size()) {
