@@ -9,9 +9,13 @@
 #include <chrono>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "base/status.h"
 
 namespace xpu::bench {
 
@@ -19,6 +23,20 @@ namespace xpu::bench {
 inline int Fail(std::string_view program, const std::string& what) {
   std::cerr << program << ": " << what << "\n";
   return 1;
+}
+
+// "--name value" pairs of argv, each name one of `known`; an unknown name or a missing value is
+// an error naming it.
+inline StatusOr<std::map<std::string, std::string>> FlagValues(int argc, char** argv,
+                                                               const std::set<std::string>& known) {
+  std::map<std::string, std::string> out;
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (!known.contains(flag)) return InvalidArgumentError("unknown flag " + flag);
+    if (i + 1 >= argc) return InvalidArgumentError(flag + " needs a value");
+    out[flag] = argv[i + 1];
+  }
+  return out;
 }
 
 inline double Ms(std::chrono::steady_clock::duration d) {

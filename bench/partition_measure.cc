@@ -48,18 +48,13 @@ void Print(const std::string& what, const Timings& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int rounds = 50;
-  int create_ms = 100;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--rounds") {
-      rounds = std::atoi(argv[i + 1]);
-    } else if (flag == "--create-ms") {
-      create_ms = std::atoi(argv[i + 1]);
-    } else {
-      return Fail(kProgram, "unknown flag " + flag + " (--rounds N, --create-ms MS)");
-    }
+  const auto flags = xpu::bench::FlagValues(argc, argv, {"--rounds", "--create-ms"});
+  if (!flags.ok()) {
+    return Fail(kProgram, flags.status().message() + " (--rounds N, --create-ms MS)");
   }
+  const int rounds = flags->contains("--rounds") ? std::atoi(flags->at("--rounds").c_str()) : 50;
+  const int create_ms =
+      flags->contains("--create-ms") ? std::atoi(flags->at("--create-ms").c_str()) : 100;
   if (rounds < 1 || create_ms < 0) return Fail(kProgram, "--rounds >= 1, --create-ms >= 0");
   const std::string dir = std::filesystem::temp_directory_path() / "xpu-partition-measure";
   std::filesystem::remove_all(dir);

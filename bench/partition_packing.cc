@@ -124,21 +124,16 @@ void Print(const std::string& policy, const Result& r, int requests) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int requests = 20000;
-  uint64_t seed = 1;
-  double load = 0.8;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--requests") {
-      requests = std::atoi(argv[i + 1]);
-    } else if (flag == "--seed") {
-      seed = std::strtoull(argv[i + 1], nullptr, 10);
-    } else if (flag == "--load") {
-      load = std::atof(argv[i + 1]);
-    } else {
-      return Fail(kProgram, "unknown flag " + flag + " (--requests N, --seed S, --load L)");
-    }
+  const auto flags = xpu::bench::FlagValues(argc, argv, {"--requests", "--seed", "--load"});
+  if (!flags.ok()) {
+    return Fail(kProgram, flags.status().message() + " (--requests N, --seed S, --load L)");
   }
+  auto value = [&flags](const char* name, const char* otherwise) {
+    return flags->contains(name) ? flags->at(name) : std::string(otherwise);
+  };
+  const int requests = std::atoi(value("--requests", "20000").c_str());
+  const uint64_t seed = std::strtoull(value("--seed", "1").c_str(), nullptr, 10);
+  const double load = std::atof(value("--load", "0.8").c_str());
   if (requests < 1 || load <= 0) return Fail(kProgram, "--requests >= 1, --load > 0");
   const xpu::controller::ReferenceServer* server = xpu::controller::FindReferenceServer("hgx-h200");
   if (server == nullptr) return Fail(kProgram, "no reference server hgx-h200");

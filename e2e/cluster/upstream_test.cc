@@ -134,6 +134,27 @@ double Metric(int port, const std::string& series) {
 
 // ---- Admission -------------------------------------------------------------------------------
 
+// Whether the server's shapes carry partition counters (1.35+); warns when not.
+bool PartitionCountersServed() {
+  if (Upstream().minor() >= 35) return true;
+  WARN("1.34's shapes cannot carry partition counters; not checked on " << Upstream().version());
+  return false;
+}
+
+// The devices of claim ns/name once the scheduler allocated it (empty, failing, if not in 120 s).
+std::vector<std::string> AllocationOnceMade(kc::Client& client, const std::string& ns,
+                                            const std::string& name) {
+  std::vector<std::string> devices;
+  CHECK(WaitFor(
+      [&] {
+        auto got = client.Get(kc::ResourceClaims(), ns, name);
+        if (got.ok()) devices = AllocatedDevices(*got);
+        return !devices.empty();
+      },
+      std::chrono::seconds(120)));
+  return devices;
+}
+
 TEST_CASE("upstream: the pinned control plane serves resource.k8s.io/v1", "[admission]") {
   Cluster& cluster = Upstream();
   auto client = cluster.NewClient();
@@ -977,10 +998,7 @@ TEST_CASE(
     "upstream: MIG partitions allocate from the parent's counters; whole and partitioned use "
     "exclude each other",
     "[allocation]") {
-  if (Upstream().minor() < 35) {
-    WARN("1.34's shapes cannot carry partition counters; not checked on " << Upstream().version());
-    return;
-  }
+  if (!PartitionCountersServed()) return;
   // The MIG fixture host: its fake NVML has MIG on for gpu-0..3, with GPU instances on gpu-1 and
   // gpu-3 and none on gpu-0.
   const std::string host = SourceDir() + "/e2e/fixtures/hosts/hgx-h200-mig";
@@ -1081,14 +1099,7 @@ TEST_CASE(
 
   // (c) The partition's pod and claim go: the waiting pod's claim gets gpu-0 whole.
   Release(ns, {"part"}, client);
-  std::vector<std::string> whole_now;
-  CHECK(WaitFor(
-      [&] {
-        auto got = client.Get(kc::ResourceClaims(), ns, "whole");
-        if (got.ok()) whole_now = AllocatedDevices(*got);
-        return !whole_now.empty();
-      },
-      std::chrono::seconds(120)));
+  const std::vector<std::string> whole_now = AllocationOnceMade(client, ns, "whole");
   CHECK(whole_now == std::vector<std::string>{node + "/gpu-0"});
 
   // (d) The reverse: while gpu-0 is held whole, no partition of it is allocated; one of gpu-1
@@ -1225,10 +1236,7 @@ TEST_CASE(
     "upstream: a vNPU claim is allocated by the scheduler, created at prepare and destroyed when "
     "the pod goes",
     "[e2e]") {
-  if (Upstream().minor() < 35) {
-    WARN("1.34's shapes cannot carry partition counters; not checked on " << Upstream().version());
-    return;
-  }
+  if (!PartitionCountersServed()) return;
   // The vNPU fixture host, no vNPU on npu-2. Its plugin loads the fake DCMI, which answers from
   // the fixture and keeps the vNPUs the plugin creates and destroys in a file of the node's
   // folder, read here.
@@ -1313,14 +1321,7 @@ TEST_CASE(
   CHECK(WaitFor([&] { return made_on_npu2().empty(); }));
   CHECK(WaitFor([&] { return spec_of_claim().empty(); }));
   REQUIRE_OK(client.Delete(kc::ResourceClaims(), ns, "part"));
-  std::vector<std::string> whole;
-  CHECK(WaitFor(
-      [&] {
-        auto got = client.Get(kc::ResourceClaims(), ns, "whole");
-        if (got.ok()) whole = AllocatedDevices(*got);
-        return !whole.empty();
-      },
-      std::chrono::seconds(120)));
+  const std::vector<std::string> whole = AllocationOnceMade(client, ns, "whole");
   CHECK(whole == std::vector<std::string>{node + "/npu-2"});
   Release(ns, {"whole"}, client);
   CHECK(agent->Stop() == 0);

@@ -15,6 +15,7 @@
 #include "base/text.h"
 #include "kubeletplugin/discovery/internal/dcmi_types.h"
 #include "kubeletplugin/discovery/internal/dl_library.h"
+#include "kubeletplugin/discovery/internal/partition_backends.h"
 #include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/discovery/telemetry.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
@@ -625,12 +626,9 @@ class DcmiPartitions final : public PartitionBackend {
   }
 
   static Status Error(const PartitionParent& parent, const std::string& call, int rc) {
-    std::string message = "dcmi: " + parent.name + ": " + DcmiCallError(call, rc);
-    // Busy or short of resources: another partition holds what this one needs; retry later.
-    if (rc == dc::kErrResourceOccupied || rc == dc::kErrTimeOut || rc == dc::kErrNotReady) {
-      return UnavailableError(std::move(message));
-    }
-    return InternalError(std::move(message));
+    return internal::PartitionCallError(
+        "dcmi: " + parent.name + ": " + DcmiCallError(call, rc),
+        rc == dc::kErrResourceOccupied || rc == dc::kErrTimeOut || rc == dc::kErrNotReady);
   }
 
   LibraryStatus status_;
@@ -643,9 +641,7 @@ class DcmiPartitions final : public PartitionBackend {
 
 StatusOr<std::unique_ptr<PartitionBackend>> OpenDcmiPartitions(
     const std::vector<std::string>& lib_dirs) {
-  auto backend = std::make_unique<DcmiPartitions>();
-  RETURN_IF_ERROR(backend->Open(lib_dirs));
-  return std::unique_ptr<PartitionBackend>(std::move(backend));
+  return internal::OpenPartitionBackend<DcmiPartitions>(lib_dirs);
 }
 
 }  // namespace xpu::discovery

@@ -17,6 +17,7 @@
 #include "base/text.h"
 #include "kubeletplugin/discovery/internal/dl_library.h"
 #include "kubeletplugin/discovery/internal/nvml_types.h"
+#include "kubeletplugin/discovery/internal/partition_backends.h"
 #include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/discovery/telemetry.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
@@ -158,14 +159,14 @@ struct NvmlApi {
   nv::DeviceGetMigDeviceHandleByIndexFn device_get_mig_device_handle_by_index = nullptr;
   nv::DeviceGetUintFn device_get_gpu_instance_id = nullptr;
   // Creating and destroying MIG instances (the partition backend's Open binds them).
-  nv::DeviceCreateGpuInstanceWithPlacementFn device_create_gpu_instance_with_placement = nullptr;
-  nv::DeviceGetGpuInstanceByIdFn device_get_gpu_instance_by_id = nullptr;
-  nv::GpuInstanceDestroyFn gpu_instance_destroy = nullptr;
+  nv::DeviceCreateGpuInstanceWithPlacementFn device_create_gpu_instance_with_placement{};
+  nv::DeviceGetGpuInstanceByIdFn device_get_gpu_instance_by_id{};
+  nv::GpuInstanceDestroyFn gpu_instance_destroy{};
   nv::GpuInstanceGetComputeInstanceProfileInfoFn gpu_instance_get_compute_instance_profile_info =
-      nullptr;
-  nv::GpuInstanceCreateComputeInstanceFn gpu_instance_create_compute_instance = nullptr;
-  nv::GpuInstanceGetComputeInstancesFn gpu_instance_get_compute_instances = nullptr;
-  nv::ComputeInstanceDestroyFn compute_instance_destroy = nullptr;
+      {};
+  nv::GpuInstanceCreateComputeInstanceFn gpu_instance_create_compute_instance{};
+  nv::GpuInstanceGetComputeInstancesFn gpu_instance_get_compute_instances{};
+  nv::ComputeInstanceDestroyFn compute_instance_destroy{};
   // Telemetry only (BindTelemetry): optional, never part of the discovery probe's status.
   nv::DeviceGetTemperatureFn device_get_temperature = nullptr;
   nv::DeviceGetUintFn device_get_power_usage = nullptr;
@@ -1134,27 +1135,22 @@ class NvmlPartitions final : public PartitionBackend {
   }
 
   static Status Error(const PartitionParent& parent, const std::string& call, nv::nvmlReturn_t rc) {
-    std::string message = "nvml: " + parent.name + ": " + NvmlCallError(call, rc);
-    // Slots or engines taken by another instance, or the device busy: retry later.
-    if (rc == nv::kErrorInsufficientResources || rc == nv::kErrorInUse) {
-      return UnavailableError(std::move(message));
-    }
-    return InternalError(std::move(message));
+    return internal::PartitionCallError(
+        "nvml: " + parent.name + ": " + NvmlCallError(call, rc),
+        rc == nv::kErrorInsufficientResources || rc == nv::kErrorInUse);
   }
 
+  std::vector<Gpu> gpus_;  // the GPUs NVML lists, by index
   LibraryStatus status_;
   DlLibrary lib_;
   NvmlApi api_;
-  std::vector<Gpu> gpus_;
 };
 
 }  // namespace
 
 StatusOr<std::unique_ptr<PartitionBackend>> OpenNvmlPartitions(
     const std::vector<std::string>& lib_dirs) {
-  auto backend = std::make_unique<NvmlPartitions>();
-  RETURN_IF_ERROR(backend->Open(lib_dirs));
-  return std::unique_ptr<PartitionBackend>(std::move(backend));
+  return internal::OpenPartitionBackend<NvmlPartitions>(lib_dirs);
 }
 
 }  // namespace xpu::discovery

@@ -35,15 +35,10 @@ struct MigNode : testing::PartitionNode {
 // Once settled: every record is a prepared claim's Created one whose spec names its MIG device,
 // and gpu-0's GPU instances are exactly the recorded ones.
 void CheckAgreement(MigNode& node, Driver& driver) {
-  const checkpoint::Checkpoint cp = driver.Snapshot();
-  std::multiset<int64_t> recorded;
-  for (const checkpoint::Partition& p : cp.partitions) {
-    INFO(p.device << " " << p.state);
-    CHECK(p.state == checkpoint::kPartitionCreated);
-    REQUIRE(cp.claims.contains(p.claim_uid));
-    CHECK_THAT(node.Spec(p.claim_uid), Catch::Contains("NVIDIA_VISIBLE_DEVICES=" + p.uuid));
-    recorded.insert(p.placement);
-  }
+  const std::multiset<int64_t> recorded = SettledRecords(
+      node, driver,
+      [](const checkpoint::Partition& p) { return "NVIDIA_VISIBLE_DEVICES=" + p.uuid; },
+      [](const checkpoint::Partition& p) { return p.placement; });
   CHECK(node.Slots() == recorded);  // none orphaned, none made twice
 }
 
@@ -87,15 +82,11 @@ TEST_CASE("driver (MIG): SIGKILL at each step of prepare, then restart and the k
 
 TEST_CASE("driver (MIG): after a reboot the GPU instance is made again and the spec follows") {
   MigNode node;
-  const std::string a = node.Claim("a", {"gpu-0-1g-18gb-6"});
   std::string before;
-  {
-    auto driver = node.Started();
-    REQUIRE(driver->Prepare({{"default", "a", a}}).at(a).error.empty());
-    before = driver->Snapshot().partitions.at(0).uuid;
-  }
-  node.Reboot();
-  std::filesystem::remove_all(node.dir.path() + "/cdi");  // tmpfs on most nodes
+  const std::string a = PreparedThenRebooted(node, "gpu-0-1g-18gb-6",
+                                             [&](Driver& driver, const std::string& /*uid*/) {
+                                               before = driver.Snapshot().partitions.at(0).uuid;
+                                             });
   CHECK(node.Slots().empty());
   auto driver = node.Started();
   const std::vector<discovery::LivePartition> live = node.Live(kGpu0);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iterator>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -141,6 +142,40 @@ struct PartitionNode {
 };
 
 // Runs `step` in a child that is SIGKILLed at `point`; true when it was.
+// The records once the node has settled: each is a prepared claim's Created one whose CDI spec
+// contains what `names_it` says of it; the key `key_of` gives each, for the caller to compare
+// with what the device holds.
+template <typename NamesIt, typename KeyOf>
+std::multiset<int64_t> SettledRecords(PartitionNode& node, const Driver& driver, NamesIt names_it,
+                                      KeyOf key_of) {
+  const checkpoint::Checkpoint cp = driver.Snapshot();
+  std::multiset<int64_t> recorded;
+  for (const checkpoint::Partition& p : cp.partitions) {
+    INFO(p.device << " " << p.state);
+    CHECK(p.state == checkpoint::kPartitionCreated);
+    REQUIRE(cp.claims.contains(p.claim_uid));
+    CHECK_THAT(node.Spec(p.claim_uid), Catch::Contains(names_it(p)));
+    recorded.insert(key_of(p));
+  }
+  return recorded;
+}
+
+// Claim "a" of `device`, prepared by a driver that then goes with a reboot of the node (the
+// vendor's partitions gone, a new boot id, the CDI directory emptied as tmpfs is); `seen` gets
+// the driver and the uid before it goes. Returns the claim's uid.
+template <typename Seen>
+std::string PreparedThenRebooted(PartitionNode& node, const std::string& device, Seen seen) {
+  std::string uid;
+  {
+    auto driver = node.Started();
+    uid = node.Prepared(*driver, "a", {device});
+    seen(*driver, uid);
+  }
+  node.Reboot();
+  std::filesystem::remove_all(node.dir.path() + "/cdi");
+  return uid;
+}
+
 template <typename Step>
 bool KilledAt(const char* point, Step step) {
   const pid_t pid = ::fork();
