@@ -373,7 +373,7 @@ TEST_CASE("PartitionClassName is kind.driver") {
         std::vector<std::string>{"a == 'it\\'s && so'", "b"});
 }
 
-TEST_CASE("Partition classes select partitions of their kind; whole-device classes never do") {
+TEST_CASE("Partition classes select partitions of their kind, and whole-device classes never do") {
   const std::string attrs = "device.attributes['xpu.dra.dev']";
   const std::string no_partition = "!('partitionKind' in " + attrs + ")";
 
