@@ -859,7 +859,8 @@ TEST_CASE("chart: the controller and two plugins run as the chart's service acco
   managed.label_selector = "app.kubernetes.io/managed-by=xpu-dra-controller";
   CHECK(WaitFor([&] {
     auto classes = admin.List(kc::DeviceClasses(), "", managed);
-    return classes.ok() && classes->items.size() == 35;  // vendors, capability classes, gang
+    return classes.ok() &&
+           classes->items.size() == 38;  // vendors, capability classes, gang, partitions
   }));
 
   // The examples, through a node agent per node (the kubelet's part): allocated by the

@@ -664,7 +664,9 @@ TEST_CASE("dcmi partitions: list, create with a chosen id, destroy, and what the
   const PartitionParent npu1{"npu-1", "", 1};
   auto ids = [&](const PartitionParent& p) {
     std::vector<int64_t> out;
-    for (const LivePartition& l : dcmi.List(p).value()) out.push_back(l.id);
+    const StatusOr<std::vector<LivePartition>> live = dcmi.List(p);  // kept: loop over it
+    REQUIRE(live.ok());
+    for (const LivePartition& l : *live) out.push_back(l.id);
     return out;
   };
   CHECK(ids(npu1) == std::vector<int64_t>{100, 101});
