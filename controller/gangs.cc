@@ -270,6 +270,17 @@ GangSyncResult ApplyGangSync(const GangSyncPlan& plan, const GangWriters& w) {
   if (plan.create_slice.has_value()) {
     ++result.writes;
     StatusOr<ResourceSlice> s = w.slices->Create(*plan.create_slice);
+    if (!s.ok() && s.status().code() == StatusCode::kAlreadyExists) {
+      // The cache had not seen the slice yet: the server's is brought to the plan instead.
+      StatusOr<ResourceSlice> current =
+          w.slices->Get(kc::ObjectKey::Cluster(plan.create_slice->metadata.name));
+      if (current.ok()) {
+        ResourceSlice next = *plan.create_slice;
+        next.metadata.resource_version = current->metadata.resource_version;
+        ++result.writes;
+        s = w.slices->Update(next);
+      }
+    }
     if (!s.ok()) return fail(s.status(), "create slice");
     result.written_slices.push_back(std::move(s).value());
   }
