@@ -64,14 +64,6 @@ std::string ReadBootId(const std::string& host_root) {
   return id.ok() ? *id : "";
 }
 
-const api::InventoryDevice* InventoryDeviceNamed(const api::NodeInventory& inventory,
-                                                 const std::string& name) {
-  for (const api::InventoryDevice& d : inventory.status.devices) {
-    if (d.name == name) return &d;
-  }
-  return nullptr;
-}
-
 discovery::PartitionParent ParentOf(const api::InventoryDevice& d) {
   return {d.name, d.pci_address, d.index};
 }
@@ -359,7 +351,7 @@ Status Driver::ReleasePartitionsLocked(const std::string& uid) {
     }
     discovery::PartitionBackend* backend = BackendFor(p.kind);
     const api::InventoryDevice* parent =
-        inventory ? InventoryDeviceNamed(*inventory, p.parent) : nullptr;
+        inventory ? FindInventoryDevice(*inventory, p.parent) : nullptr;
     if (backend == nullptr || parent == nullptr) {
       if (first.ok()) {
         first = UnavailableError("partition " + p.device + ": no " + p.kind +
@@ -405,7 +397,7 @@ Status Driver::ReconcilePartitionsLocked() {
     }
     discovery::PartitionBackend* backend = BackendFor(p.kind);
     const api::InventoryDevice* parent =
-        inventory ? InventoryDeviceNamed(*inventory, p.parent) : nullptr;
+        inventory ? FindInventoryDevice(*inventory, p.parent) : nullptr;
     StatusOr<std::vector<discovery::LivePartition>> live =
         backend != nullptr && parent != nullptr
             ? backend->List(ParentOf(*parent))

@@ -15,14 +15,6 @@ namespace {
 
 namespace res = api::resource;
 
-const api::InventoryDevice* FindDevice(const api::NodeInventory& inventory,
-                                       const std::string& name) {
-  const auto& devices = inventory.status.devices;
-  const auto it = std::find_if(devices.begin(), devices.end(),
-                               [&](const api::InventoryDevice& d) { return d.name == name; });
-  return it == devices.end() ? nullptr : &*it;
-}
-
 // One result of ours and the node devices it stands for: itself, or a group device's members
 // (the `groups` publishing mode).
 struct Resolved {
@@ -69,7 +61,7 @@ StatusOr<std::vector<Resolved>> Resolve(
       out.push_back(std::move(resolved));
       continue;
     }
-    if (FindDevice(*in.inventory, r->device) == nullptr) {
+    if (FindInventoryDevice(*in.inventory, r->device) == nullptr) {
       const api::GroupDevice* group = groups.Find(r->device);
       if (group == nullptr) {
         return InvalidArgumentError(what + ": device " + r->device + " of request " + r->request +
@@ -85,7 +77,7 @@ StatusOr<std::vector<Resolved>> Resolve(
         error.append(": device ").append(name).append(" is already prepared for claim ");
         return FailedPreconditionError(error.append(t->second));
       }
-      const api::InventoryDevice* device = FindDevice(*in.inventory, name);
+      const api::InventoryDevice* device = FindInventoryDevice(*in.inventory, name);
       if (device == nullptr) {
         std::string error = what;
         error.append(": device ").append(name).append(" of group ").append(r->device);
@@ -271,7 +263,7 @@ void AddDeviceMetadata(const PrepareInput& in, cdi::Spec& spec, PreparedClaim& o
       attributes["rankTableFile"] = {
           {"string", std::string(kGangContainerDir) + "/rank_table.json"}};
     } else if (in.inventory != nullptr) {
-      if (const api::InventoryDevice* d = FindDevice(*in.inventory, r.device)) {
+      if (const api::InventoryDevice* d = FindInventoryDevice(*in.inventory, r.device)) {
         attributes = DeviceAttributesJson(*d);
       } else if (!r.members.empty()) {
         attributes["groupSize"] = {{"int", static_cast<int64_t>(r.members.size())}};
@@ -312,6 +304,14 @@ HostView HostViewUnder(const std::string& host_root) {
             return discovery::DeviceNodePath(host_root, d);
           },
           cdi::HostFilesUnder(host_root)};
+}
+
+const api::InventoryDevice* FindInventoryDevice(const api::NodeInventory& inventory,
+                                                const std::string& name) {
+  const auto& devices = inventory.status.devices;
+  const auto it = std::find_if(devices.begin(), devices.end(),
+                               [&](const api::InventoryDevice& d) { return d.name == name; });
+  return it == devices.end() ? nullptr : &*it;
 }
 
 void NoteTakenDevices(const checkpoint::Claim& claim, std::map<std::string, std::string>* taken) {

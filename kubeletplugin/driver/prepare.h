@@ -95,6 +95,10 @@ struct PreparedClaim {
 // device another claim holds, kUnavailable while the node's devices are not discovered yet.
 StatusOr<PreparedClaim> ComputePreparedClaim(const PrepareInput& in, const HostView& host);
 
+// The inventory's device named `name`; null when there is none.
+const api::InventoryDevice* FindInventoryDevice(const api::NodeInventory& inventory,
+                                                const std::string& name);
+
 // Adds the devices `claim` holds for itself (not shared; a group's members) to `taken`.
 void NoteTakenDevices(const checkpoint::Claim& claim, std::map<std::string, std::string>* taken);
 
