@@ -291,7 +291,7 @@ std::optional<std::string_view> VocabularyAttributeType(std::string_view name) {
 const std::vector<std::string>& InventorySources() {
   static const std::vector<std::string> kSources = {"sysfs",        "procfs", "kfd",   "nvml",
                                                     "dcmi",         "hccn",   "cndev", "rocm-smi",
-                                                    "server-model", "config"};
+                                                    "server-model", "config", "hydmi"};
   return kSources;
 }
 

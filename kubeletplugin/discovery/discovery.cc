@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -931,7 +932,35 @@ void ApplyTopology(const ServerModel& model, std::vector<Found>& found,
   }
 }
 
-// NVML and DCMI, for the vendors found, when the options ask for them.
+// Hygon DMI's vHCUs: the partitioning of each DCU, matched by index (DMI gives no PCI address).
+// A node without the library says nothing (it is needed for vHCUs alone); one that fails says so.
+void MergeHydmi(const HydmiFacts& hydmi, std::vector<Found>& found, Problems& problems) {
+  if (!hydmi.library.loaded) {
+    if (!hydmi.library.path.empty()) problems.libraries.push_back("hydmi: " + hydmi.library.error);
+    return;
+  }
+  if (!hydmi.library.error.empty()) problems.libraries.push_back("hydmi: " + hydmi.library.error);
+  if (hydmi.max_vdevices < 1) return;
+  for (const HydmiDevice& h : hydmi.devices) {
+    auto it = std::find_if(found.begin(), found.end(), [&h](const Found& f) {
+      return f.vendor->vendor == "hygon" && f.device.index == h.index;
+    });
+    if (it == found.end()) continue;
+    std::vector<HydmiVdevice> mine;
+    std::copy_if(hydmi.vdevices.begin(), hydmi.vdevices.end(), std::back_inserter(mine),
+                 [&h](const HydmiVdevice& v) { return v.device == h.index; });
+    std::string error;
+    if (std::optional<api::InventoryPartitioning> p =
+            VhcuPartitioning(h, hydmi.max_vdevices, mine, &error)) {
+      it->device.partitioning = std::move(*p);
+      it->device.sources["partitioning"] = "hydmi";
+    } else {
+      problems.libraries.push_back("hydmi: " + it->device.name + ": vHCU left out: " + error);
+    }
+  }
+}
+
+// NVML and DCMI, for the vendors found, when the options ask for them; Hygon's DMI.
 void ProbeVendorLibraries(const DiscoveryOptions& options, const std::set<std::string>& vendors,
                           std::vector<Found>& found, api::NodeInventoryStatus& status,
                           Problems& problems) {
@@ -946,6 +975,7 @@ void ProbeVendorLibraries(const DiscoveryOptions& options, const std::set<std::s
       if (problems.library_reason.empty()) problems.library_reason = "NvmlUnavailable";
     }
   }
+  if (vendors.contains("hygon")) MergeHydmi(ProbeHydmi(options.vendor_lib_dirs), found, problems);
   if (vendors.contains("huawei")) {
     const DcmiFacts dcmi = options.probe_dcmi ? options.probe_dcmi(options.vendor_lib_dirs)
                                               : ProbeDcmi(options.vendor_lib_dirs);

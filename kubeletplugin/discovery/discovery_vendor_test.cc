@@ -338,5 +338,54 @@ TEST_CASE("DCMI through dlopen: chip facts, and a failing call on one chip",
   CHECK(network->message == "npu-4: RoCE network unreachable");
 }
 
+TEST_CASE("Hygon DMI vHCUs through dlopen: sizes, the device's units and the vHCUs present",
+          "[discovery][vendor]") {
+  ::setenv("XPU_FAKE_HYDMI_JSON", (kHosts + "hygon-dcu-8-vhcu/fake-vendor/hydmi.json").c_str(), 1);
+  const auto inv = DiscoverWithLibs("hygon-dcu-8-vhcu");
+  ::unsetenv("XPU_FAKE_HYDMI_JSON");
+  RequireEightPartitionable(inv, "vhcu", "hydmi");
+  const api::InventoryPartitioning& p = *inv.status.devices[2].partitioning;
+  CHECK(p.enabled);
+  CHECK(p.capacity ==
+        std::map<std::string, int64_t>{{"compute-units", 80}, {"memory-mib", 65536}, {"vhcus", 4}});
+  CHECK(ProfileNames(p) == std::vector<std::string>{"20cu.16gb", "40cu.32gb", "60cu.48gb"});
+  const api::PartitionProfile* half = FindProfile(p, "40cu.32gb");
+  REQUIRE(half != nullptr);
+  CHECK(half->memory == "32Gi");
+  CHECK(half->counters ==
+        std::map<std::string, int64_t>{{"compute-units", 40}, {"memory-mib", 32768}, {"vhcus", 1}});
+  REQUIRE(p.partitions.size() == 2);
+  CHECK(p.partitions[0].profile == "20cu.16gb");
+  CHECK(p.partitions[0].id == 0);
+  CHECK(p.partitions[1].instance == 1);
+  CHECK(p.partitions[1].id == 1);
+  REQUIRE(inv.status.devices[5].partitioning->partitions.size() == 1);
+  CHECK(inv.status.devices[5].partitioning->partitions[0].profile == "40cu.32gb");
+  CHECK(inv.status.devices[0].partitioning->partitions.empty());
+  // The same host without Hygon's DMI (no fixture for the fake): whole DCUs, and no complaint.
+  const auto plain = DiscoverWithLibs("hygon-dcu-8");
+  CHECK(FindCondition(plain, "VendorLibrary") == nullptr);
+  for (const auto& d : plain.status.devices) CHECK_FALSE(d.partitioning.has_value());
+}
+
+TEST_CASE("Hygon DMI: vHCUs taking more than the device has are left out with a condition",
+          "[discovery][vendor]") {
+  std::ifstream in(kHosts + "hygon-dcu-8-vhcu/fake-vendor/hydmi.json");
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc["vdevices"].push_back({{"id", 7}, {"device", 5}, {"computeUnits", 60}, {"memoryMiB", 1024}});
+  testing::TempDir dir;
+  const std::string path = dir.path() + "/hydmi.json";
+  std::ofstream(path) << doc.dump(2);
+  ::setenv("XPU_FAKE_HYDMI_JSON", path.c_str(), 1);
+  const auto inv = DiscoverWithLibs("hygon-dcu-8-vhcu");
+  ::unsetenv("XPU_FAKE_HYDMI_JSON");
+  CHECK_FALSE(inv.status.devices[5].partitioning.has_value());
+  CHECK(inv.status.devices[2].partitioning.has_value());
+  const api::Condition* c = FindCondition(inv, "VendorLibrary");
+  REQUIRE(c != nullptr);
+  CHECK_THAT(c->message,
+             Catch::Contains("hydmi: dcu-5: vHCU left out: ") && Catch::Contains("compute-units"));
+}
+
 }  // namespace
 }  // namespace xpu::discovery

@@ -2,7 +2,8 @@
 // plugin's side of dynamic partitions. One backend per partition kind; each call is synchronous
 // and names the vendor call that failed. Ascend vNPUs go through DCMI (dcmi_create_vdevice,
 // dcmi_set_destroy_vdevice, and VDEV_MNG to list what exists); MIG instances through NVML (a GPU
-// instance at a placement with one compute instance spanning it).
+// instance at a placement with one compute instance spanning it); Hygon vHCUs through DMI
+// (dmiCreateVDevices, dmiDestroySingleVDevice).
 #ifndef XPU_KUBELETPLUGIN_DISCOVERY_PARTITION_BACKEND_H_
 #define XPU_KUBELETPLUGIN_DISCOVERY_PARTITION_BACKEND_H_
 
@@ -60,6 +61,15 @@ StatusOr<std::unique_ptr<PartitionBackend>> OpenDcmiPartitions(
 // configuration, never switched here). An error when the library cannot be loaded or lacks the
 // MIG calls.
 StatusOr<std::unique_ptr<PartitionBackend>> OpenNvmlPartitions(
+    const std::vector<std::string>& lib_dirs);
+
+// Hygon DMI's vHCUs, from libhydmi.so in `lib_dirs` (then the loader's path): a parent is DMI's
+// device of the parent's index. List gives the device's vHCUs (profile = their size as
+// VhcuProfileName spells it, id = the vdev id); Create makes one of the profile's size (the id is
+// ignored: DMI picks it, and the new vHCU is told apart from those there before); Destroy takes
+// one by vdev id. An error when the library cannot be loaded, lacks the vHCU calls, or the node
+// has no vHCUs (dmiGetMaxVDeviceCount).
+StatusOr<std::unique_ptr<PartitionBackend>> OpenHydmiPartitions(
     const std::vector<std::string>& lib_dirs);
 
 }  // namespace xpu::discovery

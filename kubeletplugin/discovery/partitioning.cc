@@ -120,4 +120,53 @@ std::optional<api::InventoryPartitioning> VnpuPartitioning(const DcmiVnpu& vnpu,
   return p;
 }
 
+std::optional<api::InventoryPartitioning> VhcuPartitioning(const HydmiDevice& device,
+                                                           int max_vdevices,
+                                                           std::span<const HydmiVdevice> vdevices,
+                                                           std::string* error) {
+  api::InventoryPartitioning p;
+  p.kind = "vhcu";
+  p.enabled = true;
+  p.capacity = {{"compute-units", device.compute_units},
+                {"memory-mib", static_cast<int64_t>(device.memory_mib)},
+                {"vhcus", max_vdevices}};
+  auto profile_of = [&p](int units, uint64_t memory_mib) {
+    api::PartitionProfile profile;
+    profile.name = VhcuProfileName(units, memory_mib);
+    profile.memory = memory_mib % 1024 == 0 ? std::to_string(memory_mib / 1024) + "Gi"
+                                            : std::to_string(memory_mib) + "Mi";
+    profile.counters = {
+        {"compute-units", units}, {"memory-mib", static_cast<int64_t>(memory_mib)}, {"vhcus", 1}};
+    p.profiles.push_back(std::move(profile));
+  };
+  for (int quarters : {1, 2, 3}) {
+    const int units = device.compute_units * quarters / 4;
+    const uint64_t memory_mib = device.memory_mib * quarters / 4;
+    if (units > 0 && memory_mib > 0) profile_of(units, memory_mib);
+  }
+  std::map<std::string, int64_t> next_instance;
+  std::set<std::string> own_profiles;  // sizes none of the offered ones has
+  for (const HydmiVdevice& v : vdevices) {
+    const std::string name = VhcuProfileName(v.compute_units, v.memory_mib);
+    auto it = std::find_if(p.profiles.begin(), p.profiles.end(),
+                           [&name](const api::PartitionProfile& x) { return x.name == name; });
+    if (it == p.profiles.end()) {
+      profile_of(v.compute_units, v.memory_mib);
+      it = p.profiles.end() - 1;
+      own_profiles.insert(name);
+    }
+    if (own_profiles.contains(name)) ++it->max_instances;  // as many as exist
+    api::InventoryPartition part;
+    part.profile = name;
+    part.instance = next_instance[name]++;
+    part.id = v.id;
+    p.partitions.push_back(std::move(part));
+  }
+  if (const Status valid = CheckPartitioningAlone(p); !valid.ok()) {
+    *error = valid.message();
+    return std::nullopt;
+  }
+  return p;
+}
+
 }  // namespace xpu::discovery

@@ -40,6 +40,20 @@ std::optional<api::InventoryPartitioning> VnpuPartitioning(const DcmiVnpu& vnpu,
                                                            std::string_view chip_name,
                                                            std::string* error);
 
+// DMI's vHCUs of one Hygon DCU in the inventory's model:
+//  - capacity {compute-units, memory-mib, vhcus}: the device's compute units and memory, and the
+//    most vHCUs it takes (dmiGetMaxVDeviceCount), so no claim gets a fifth;
+//  - a profile per size, a quarter, a half and three quarters of the device (units and memory
+//    rounded down), each taking one `vhcus`; DMI takes any size, these are the ones offered;
+//  - the vHCUs that exist, each under the profile of its size (a size none has gets a profile of
+//    its own), numbered per profile in id order.
+// Nullopt, with the reason in `error`, when the result fails the inventory's validation (vHCUs
+// taking more than the device has).
+std::optional<api::InventoryPartitioning> VhcuPartitioning(const HydmiDevice& device,
+                                                           int max_vdevices,
+                                                           std::span<const HydmiVdevice> vdevices,
+                                                           std::string* error);
+
 // The inventory's own rules (api::ValidateNodeInventory) on one partitioning, as if on a device
 // of its own.
 Status CheckPartitioningAlone(const api::InventoryPartitioning& partitioning);

@@ -68,7 +68,8 @@ inline void AddTelemetryError(DeviceTelemetry* t, const std::string& error) {
 DeviceTelemetry ReadSysfsTelemetry(const std::string& host_root, const std::string& pci_address);
 
 // Where a host keeps its driver libraries, under `host_root`: the multiarch and lib64 folders and
-// the Ascend driver's lib64 folders. For a plugin whose host root is mounted into its container
+// the Ascend driver's lib64 folders, and Hygon's /opt/hyhal/lib. For a plugin whose host root is
+// mounted into its container
 // (/host) the vendor libraries are found without --vendor-lib-dir. Empty for the root "/" (the
 // loader's default search path already covers those folders).
 std::vector<std::string> HostLibraryDirs(const std::string& host_root);

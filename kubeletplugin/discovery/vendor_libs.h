@@ -182,6 +182,40 @@ struct DcmiFacts {
 // Loads libdcmi.so from `lib_dirs` in order, then the loader's default search path.
 DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs);
 
+// ---- Hygon DMI (libhydmi.so in /opt/hyhal/lib): virtual HCUs (docs/partitions.md) ----
+
+// A physical DCU as dmiGetDeviceInfo reports it, by DMI's device index.
+struct HydmiDevice {
+  int index = 0;
+  std::string name;
+  int compute_units = 0;
+  uint64_t memory_mib = 0;
+};
+
+// A vHCU that exists (dmiGetVDeviceInfo).
+struct HydmiVdevice {
+  int id = 0;      // the vdev id: /etc/vdev/vdev<id>.conf
+  int device = 0;  // the physical device's index
+  int compute_units = 0;
+  uint64_t memory_mib = 0;
+  friend bool operator==(const HydmiVdevice&, const HydmiVdevice&) = default;
+};
+
+struct HydmiFacts {
+  LibraryStatus library;
+  int max_vdevices = 0;  // per device (dmiGetMaxVDeviceCount); 0: virtualisation not supported
+  std::vector<HydmiDevice> devices;
+  std::vector<HydmiVdevice> vdevices;  // by id
+};
+
+// Loads libhydmi.so from `lib_dirs` in order, then the loader's default search path.
+HydmiFacts ProbeHydmi(const std::vector<std::string>& lib_dirs);
+
+// A vHCU size as a profile name, "20cu.16gb" (memory in whole GiB), "7cu.3000mb" otherwise; and
+// back (false for any other name).
+std::string VhcuProfileName(int compute_units, uint64_t memory_mib);
+bool ParseVhcuProfileName(std::string_view name, int* compute_units, uint64_t* memory_mib);
+
 }  // namespace xpu::discovery
 
 #endif  // XPU_KUBELETPLUGIN_DISCOVERY_VENDOR_LIBS_H_

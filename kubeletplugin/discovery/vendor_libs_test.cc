@@ -741,5 +741,111 @@ TEST_CASE("dcmi: no library anywhere") {
   CHECK(f.chips.empty());
 }
 
+TEST_CASE("hydmi: hygon-dcu-8-vhcu reports each DCU and the vHCUs on them") {
+  setenv("XPU_FAKE_HYDMI_JSON", (kHosts + "hygon-dcu-8-vhcu/fake-vendor/hydmi.json").c_str(), 1);
+  const HydmiFacts f = ProbeHydmi({kFakeDir});
+  RequireLoaded(f.library, "hydmi", std::string(kFakeDir) + "/libhydmi.so");
+  CHECK(f.max_vdevices == 4);
+  REQUIRE(f.devices.size() == 8);
+  CHECK(f.devices[3].index == 3);
+  CHECK(f.devices[3].name == "DCU-6320");
+  CHECK(f.devices[3].compute_units == 80);
+  CHECK(f.devices[3].memory_mib == 65536);
+  CHECK(f.vdevices ==
+        std::vector<HydmiVdevice>{{0, 2, 20, 16384}, {1, 2, 20, 16384}, {2, 5, 40, 32768}});
+  // Without virtualisation: the devices, no vHCUs, no error.
+  TempDir dir;
+  UseFixtureWith("XPU_FAKE_HYDMI_JSON", "hygon-dcu-8-vhcu/fake-vendor/hydmi.json", "maxVDevices",
+                 "0", dir);
+  const HydmiFacts plain = ProbeHydmi({kFakeDir});
+  CHECK(plain.library.loaded);
+  CHECK(plain.library.error.empty());
+  CHECK(plain.max_vdevices == 0);
+  CHECK(plain.devices.size() == 8);
+  unsetenv("XPU_FAKE_HYDMI_JSON");
+}
+
+TEST_CASE("hydmi: vHCU profile names spell a size, one way") {
+  CHECK(VhcuProfileName(20, 16384) == "20cu.16gb");
+  CHECK(VhcuProfileName(7, 3000) == "7cu.3000mb");
+  int cus = 0;
+  uint64_t mib = 0;
+  REQUIRE(ParseVhcuProfileName("40cu.32gb", &cus, &mib));
+  CHECK(cus == 40);
+  CHECK(mib == 32768);
+  REQUIRE(ParseVhcuProfileName("7cu.3000mb", &cus, &mib));
+  CHECK(mib == 3000);
+  for (const char* bad : {"", "cu.16gb", "20cu.", "20cu.16", "20cu.2048mb", "x20cu.16gb",
+                          "20cu.16gbx", "0cu.16gb", "20cu.0gb", "vir05_1c_16g"}) {
+    INFO(bad);
+    CHECK_FALSE(ParseVhcuProfileName(bad, &cus, &mib));
+  }
+}
+
+TEST_CASE("hydmi partitions: list, create, destroy, and what the device refuses") {
+  TempDir dir;
+  setenv("XPU_FAKE_HYDMI_STATE", (dir.path() + "/state.json").c_str(), 1);
+  setenv("XPU_FAKE_HYDMI_JSON", (kHosts + "hygon-dcu-8-vhcu/fake-vendor/hydmi.json").c_str(), 1);
+  auto opened = OpenHydmiPartitions({kFakeDir});
+  REQUIRE(opened.ok());
+  PartitionBackend& dmi = **opened;
+  CHECK(dmi.kind() == "vhcu");
+  const PartitionParent dcu2{"dcu-2", "", 2};
+  auto ids = [&](const PartitionParent& p) {
+    std::vector<int64_t> out;
+    const StatusOr<std::vector<LivePartition>> live = dmi.List(p);  // kept: loop over it
+    REQUIRE(live.ok());
+    for (const LivePartition& l : *live) out.push_back(l.id);
+    return out;
+  };
+  CHECK(ids(dcu2) == std::vector<int64_t>{0, 1});
+  CHECK(dmi.List(dcu2).value()[0].profile == "20cu.16gb");
+  // DMI picks the id (the lowest free one of the node, 3): the new vHCU is found by asking.
+  const StatusOr<LivePartition> made = dmi.Create(dcu2, "40cu.32gb", 99, std::nullopt);
+  REQUIRE(made.ok());
+  CHECK(made->id == 3);
+  CHECK(made->profile == "40cu.32gb");
+  CHECK(ids(dcu2) == std::vector<int64_t>{0, 1, 3});
+  // 20 + 20 + 40 of 80 compute units are taken: 20 more do not fit.
+  const StatusOr<LivePartition> full = dmi.Create(dcu2, "20cu.16gb", -1, std::nullopt);
+  CHECK(full.status().code() == StatusCode::kUnavailable);
+  CHECK_THAT(full.status().message(),
+             Catch::Contains("dcu-2: dmiCreateVDevices(20cu.16gb): 11 out of resources"));
+  CHECK(dmi.Create(dcu2, "vir05_1c_16g", -1, std::nullopt).status().code() ==
+        StatusCode::kInvalidArgument);
+  // A fifth vHCU on one device is refused, even small.
+  const PartitionParent dcu0{"dcu-0", "", 0};
+  for (int k = 0; k < 4; ++k) REQUIRE(dmi.Create(dcu0, "10cu.8gb", -1, std::nullopt).ok());
+  CHECK(dmi.Create(dcu0, "10cu.8gb", -1, std::nullopt).status().code() == StatusCode::kUnavailable);
+  // What was made outlives the library: a second backend (a restarted plugin) sees it.
+  auto again = OpenHydmiPartitions({kFakeDir});
+  REQUIRE(again.ok());
+  CHECK((*again)->List(dcu2).value().size() == 3);
+  REQUIRE((*again)->Destroy(dcu2, 3).ok());
+  CHECK(dmi.Destroy(dcu2, 3).code() == StatusCode::kNotFound);
+  REQUIRE(dmi.Destroy(dcu2, 0).ok());  // one the fixture had
+  CHECK(ids(dcu2) == std::vector<int64_t>{1});
+  unsetenv("XPU_FAKE_HYDMI_STATE");
+  unsetenv("XPU_FAKE_HYDMI_JSON");
+}
+
+TEST_CASE("hydmi partitions: a busy device answers unavailable, and no DMI means no backend") {
+  TempDir dir;
+  const std::string busy_create =
+      FixtureWith(kHosts + "hygon-dcu-8-vhcu/fake-vendor/hydmi.json", "createBusy", "[4]", dir);
+  setenv("XPU_FAKE_HYDMI_JSON", FixtureWith(busy_create, "destroyBusy", "[2]", dir).c_str(), 1);
+  auto dmi = OpenHydmiPartitions({kFakeDir});
+  REQUIRE(dmi.ok());
+  const Status busy = (*dmi)->Create({"dcu-4", "", 4}, "20cu.16gb", -1, std::nullopt).status();
+  CHECK(busy.code() == StatusCode::kUnavailable);
+  CHECK_THAT(busy.message(), Catch::Contains("17 device busy"));
+  CHECK((*dmi)->Destroy({"dcu-5", "", 5}, 2).code() == StatusCode::kUnavailable);
+  // A host whose DMI sees no virtualisation (the fake without a fixture): no backend.
+  unsetenv("XPU_FAKE_HYDMI_JSON");
+  const auto none = OpenHydmiPartitions({kFakeDir});
+  CHECK(none.status().code() == StatusCode::kUnavailable);
+  CHECK_THAT(none.status().message(), Catch::Contains("no vHCUs on this node"));
+}
+
 }  // namespace
 }  // namespace xpu::discovery
