@@ -34,6 +34,7 @@ void VisitFields(V& v, S& self) {
   v.Required("id", self.id);
   v.Required("uuid", self.uuid);
   v.Required("state", self.state);
+  v.Optional("idsBefore", self.ids_before);
 }
 
 namespace {

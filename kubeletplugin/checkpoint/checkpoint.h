@@ -55,6 +55,9 @@ struct Partition {
   int64_t id = -1;         // the vendor's id (the vdev id); -1 while unknown
   std::string uuid;        // the vendor's uuid where it has one
   std::string state;
+  // While Creating with no id (the vendor picks it and the profile has no placement: vHCU), the
+  // ids already on the parent: the new partition is the one of this profile not among them.
+  std::vector<int64_t> ids_before;
   friend bool operator==(const Partition&, const Partition&) = default;
 };
 

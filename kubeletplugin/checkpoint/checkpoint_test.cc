@@ -82,13 +82,46 @@ TEST_CASE("Encode and Decode round trip") {
 TEST_CASE("partition records round trip, are left out while none, and a bad one is data loss") {
   CHECK_FALSE(nlohmann::json::parse(Encode(Sample()))["data"].contains("partitions"));
   Checkpoint cp = Sample();
-  cp.partitions.push_back({"3f6c0a4e-0000-4000-8000-000000000001", "npu-1-vir05-1c-16g-2", "npu-1",
-                           "vnpu", "vir05_1c_16g", -1, 2, 118, "", std::string(kPartitionCreated)});
-  cp.partitions.push_back({"00000000-0000-4000-8000-000000000002", "gpu-0-1g-18gb-6", "gpu-0",
-                           "mig", "1g.18gb", 6, 0, -1, "", std::string(kPartitionCreating)});
+  cp.partitions.push_back({"3f6c0a4e-0000-4000-8000-000000000001",
+                           "npu-1-vir05-1c-16g-2",
+                           "npu-1",
+                           "vnpu",
+                           "vir05_1c_16g",
+                           -1,
+                           2,
+                           118,
+                           "",
+                           std::string(kPartitionCreated),
+                           {}});
+  cp.partitions.push_back({"00000000-0000-4000-8000-000000000002",
+                           "gpu-0-1g-18gb-6",
+                           "gpu-0",
+                           "mig",
+                           "1g.18gb",
+                           6,
+                           0,
+                           -1,
+                           "",
+                           std::string(kPartitionCreating),
+                           {}});
+  // A vHCU intent: DMI will pick the id; those already on the device are kept to tell it apart.
+  cp.partitions.push_back({"00000000-0000-4000-8000-000000000003",
+                           "dcu-2-20cu-16gb-2",
+                           "dcu-2",
+                           "vhcu",
+                           "20cu.16gb",
+                           -1,
+                           2,
+                           -1,
+                           "",
+                           std::string(kPartitionCreating),
+                           {0, 1}});
   StatusOr<Checkpoint> back = Decode(Encode(cp), "test");
   REQUIRE(back.ok());
   CHECK(*back == cp);
+  const nlohmann::json written = nlohmann::json::parse(Encode(cp))["data"]["partitions"];
+  CHECK_FALSE(written[0].contains("idsBefore"));  // written only while there are some
+  CHECK(written[2]["idsBefore"] == nlohmann::json::array({0, 1}));
   auto spoiled = [&](const std::function<void(nlohmann::json&)>& spoil) {
     nlohmann::json data = nlohmann::json::parse(Encode(cp))["data"];
     spoil(data);

@@ -78,6 +78,9 @@ int64_t ChooseVnpuId(int64_t index, const std::set<int64_t>& used) {
   return -1;  // all sixteen taken: let the library pick
 }
 
+// A vHCU's file, which Hygon's runtime reads in the container from /etc/vdev/docker/.
+std::string VhcuConf(int64_t id) { return "/etc/vdev/vdev" + std::to_string(id) + ".conf"; }
+
 // What the container gets for a partition: the parent with the partition's identity.
 PartitionDevice DeviceFor(const api::InventoryDevice& parent, const std::string& name,
                           const std::string& kind, int64_t id, const std::string& uuid) {
@@ -89,6 +92,12 @@ PartitionDevice DeviceFor(const api::InventoryDevice& parent, const std::string&
     p.device.index = id;  // ASCEND_VISIBLE_DEVICES names the vNPU by its id
     p.device.uuid.clear();
     p.device_node = "/dev/vdavinci" + std::to_string(id);
+  } else if (kind == "vhcu") {
+    // The parent's render node, and the vHCU's conf file, which says which vHCU it is.
+    p.mounts.push_back({VhcuConf(id),
+                        "/etc/vdev/docker/vdev" + std::to_string(id) + ".conf",
+                        {"ro", "nosuid", "nodev", "bind"},
+                        ""});
   } else if (!uuid.empty()) {
     p.device.uuid = uuid;  // NVIDIA_VISIBLE_DEVICES=MIG-...
   }
@@ -97,11 +106,22 @@ PartitionDevice DeviceFor(const api::InventoryDevice& parent, const std::string&
 
 // The live partition that is the recorded one, or nullptr: by place where it has one (MIG: the
 // GPU instance id is NVML's to pick, and a recreated one may get another), else by vendor id.
+// An intent with neither (the vendor picks the id: vHCU) is the one of its profile that was not
+// on the parent before (ids_before) and that no other record of the parent names.
 const discovery::LivePartition* Held(const std::vector<discovery::LivePartition>& live,
-                                     const checkpoint::Partition& p) {
-  auto it = std::find_if(live.begin(), live.end(), [&p](const discovery::LivePartition& l) {
-    return p.placement >= 0 ? l.placement == p.placement && l.profile == p.profile
-                            : p.id >= 0 && l.id == p.id;
+                                     const checkpoint::Partition& p,
+                                     const std::vector<checkpoint::Partition>& records = {}) {
+  auto named = [&](int64_t id) {
+    return std::any_of(records.begin(), records.end(), [&](const checkpoint::Partition& r) {
+      return &r != &p && r.parent == p.parent && r.kind == p.kind && r.id == id;
+    });
+  };
+  auto it = std::find_if(live.begin(), live.end(), [&](const discovery::LivePartition& l) {
+    if (p.placement >= 0) return l.placement == p.placement && l.profile == p.profile;
+    if (p.id >= 0) return l.id == p.id;
+    return p.state == checkpoint::kPartitionCreating && l.profile == p.profile &&
+           std::find(p.ids_before.begin(), p.ids_before.end(), l.id) == p.ids_before.end() &&
+           !named(l.id);
   });
   return it == live.end() ? nullptr : &*it;
 }
@@ -266,8 +286,17 @@ StatusOr<std::map<std::string, PartitionDevice>> Driver::EnsurePartitionsLocked(
           return FailedPreconditionError(device + " is a partition held by claim " + p.claim_uid);
         }
       }
-      records.push_back({ref.uid, r.device, parent.name, kind, e.profile, e.placement.value_or(-1),
-                         e.instance, e.id, e.uuid, std::string(checkpoint::kPartitionStatic)});
+      records.push_back({ref.uid,
+                         r.device,
+                         parent.name,
+                         kind,
+                         e.profile,
+                         e.placement.value_or(-1),
+                         e.instance,
+                         e.id,
+                         e.uuid,
+                         std::string(checkpoint::kPartitionStatic),
+                         {}});
       if (Status s = SaveLocked(); !s.ok()) {
         records.pop_back();
         return s.WithContext(device + ": record the partition");
@@ -284,23 +313,28 @@ StatusOr<std::map<std::string, PartitionDevice>> Driver::EnsurePartitionsLocked(
                                    : " (no vendor library to create them)");
       return FailedPreconditionError(std::move(message));
     }
-    // The vendor id it will get, recorded before the vendor call (vNPU).
+    // The vendor id it will get, recorded before the vendor call (vNPU); where the vendor picks
+    // it without a placement (vHCU), the ids there before, to tell the new one apart.
     int64_t id = -1;
+    std::vector<int64_t> ids_before;
+    if (kind == "vnpu" || (kind == "vhcu" && !t->placement)) {
+      StatusOr<std::vector<discovery::LivePartition>> live = backend->List(ParentOf(parent));
+      if (!live.ok()) return live.status().WithContext(device);
+      for (const discovery::LivePartition& l : *live) ids_before.push_back(l.id);
+    }
     if (kind == "vnpu") {
-      std::set<int64_t> used;
+      std::set<int64_t> used(ids_before.begin(), ids_before.end());
       for (const api::InventoryDevice& d : inventory.status.devices) {
         if (!d.partitioning) continue;
         for (const api::InventoryPartition& p : d.partitioning->partitions) used.insert(p.id);
       }
       for (const checkpoint::Partition& p : records) used.insert(p.id);
-      StatusOr<std::vector<discovery::LivePartition>> live = backend->List(ParentOf(parent));
-      if (!live.ok()) return live.status().WithContext(device);
-      for (const discovery::LivePartition& l : *live) used.insert(l.id);
       id = ChooseVnpuId(parent.index, used);
     }
+    if (id >= 0) ids_before.clear();  // the id says which it is
     records.push_back({ref.uid, r.device, parent.name, kind, t->profile->name,
                        t->placement.value_or(-1), t->instance, id, "",
-                       std::string(checkpoint::kPartitionCreating)});
+                       std::string(checkpoint::kPartitionCreating), std::move(ids_before)});
     if (Status s = SaveLocked(); !s.ok()) {
       records.pop_back();
       return s.WithContext(device + ": record the partition's intent");
@@ -322,6 +356,7 @@ StatusOr<std::map<std::string, PartitionDevice>> Driver::EnsurePartitionsLocked(
     records[at].state = checkpoint::kPartitionCreated;
     records[at].id = made->id;
     records[at].uuid = made->uuid;
+    records[at].ids_before.clear();
     log_("created " + kind + " " + t->profile->name + " (id " + std::to_string(made->id) + ") on " +
          parent.name + " for claim " + ref.ns + "/" + ref.name);
     RETURN_IF_ERROR(SaveLocked().WithContext(device + ": record the partition"));
@@ -408,7 +443,7 @@ Status Driver::ReconcilePartitionsLocked() {
       ++i;
       continue;
     }
-    const discovery::LivePartition* held = Held(*live, p);
+    const discovery::LivePartition* held = Held(*live, p, records);
     const bool there = held != nullptr;
     if (p.state == checkpoint::kPartitionCreated && prepared) {
       if (!there) {
@@ -420,8 +455,12 @@ Status Driver::ReconcilePartitionsLocked() {
           ++stats_.partitions_created;
           log_("partition " + p.device + " was gone (reboot?): created again, id " +
                std::to_string(made->id));
+          if (made->uuid != p.uuid) ReplaceInSpecLocked(p.claim_uid, p.uuid, made->uuid);
+          if (p.kind == "vhcu" && made->id != p.id) {  // its conf files are named by the id
+            ReplaceInSpecLocked(p.claim_uid, "/vdev" + std::to_string(p.id) + ".conf",
+                                "/vdev" + std::to_string(made->id) + ".conf");
+          }
           p.id = made->id;
-          if (made->uuid != p.uuid) ReplaceUuidLocked(p.claim_uid, p.uuid, made->uuid);
           p.uuid = made->uuid;
         } else {
           ++stats_.partition_errors;
@@ -451,8 +490,8 @@ Status Driver::ReconcilePartitionsLocked() {
   return OkStatus();
 }
 
-void Driver::ReplaceUuidLocked(const std::string& uid, const std::string& from,
-                               const std::string& to) {
+void Driver::ReplaceInSpecLocked(const std::string& uid, const std::string& from,
+                                 const std::string& to) {
   auto claim = checkpoint_.claims.find(uid);
   if (claim == checkpoint_.claims.end() || from.empty()) return;
   std::string& spec = claim->second.cdi_spec;

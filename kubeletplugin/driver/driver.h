@@ -151,9 +151,9 @@ class Driver : public NodeService {
   // Destroys (or forgets, if static) the partitions recorded for `uid`; the first error.
   Status ReleasePartitionsLocked(const std::string& uid) REQUIRES(mu_);
   Status ReconcilePartitionsLocked() REQUIRES(mu_);
-  // A recreated partition's new identity: `from` replaced by `to` in claim `uid`'s recorded CDI
-  // spec (written out by Start, as every recorded spec is).
-  void ReplaceUuidLocked(const std::string& uid, const std::string& from, const std::string& to)
+  // A recreated partition's new identity (a MIG uuid, a vHCU's conf file): `from` replaced by
+  // `to` in claim `uid`'s recorded CDI spec (written out by Start, as every recorded spec is).
+  void ReplaceInSpecLocked(const std::string& uid, const std::string& from, const std::string& to)
       REQUIRES(mu_);
   discovery::PartitionBackend* BackendFor(const std::string& kind) const REQUIRES(mu_);
   Status EnsureSpecLocked(const checkpoint::Claim& claim) REQUIRES(mu_);

@@ -132,6 +132,10 @@ Status AddLocalDevices(const PrepareInput& in, const HostView& host,
       device.edits.device_nodes.insert(device.edits.device_nodes.end(), e.device_nodes.begin(),
                                        e.device_nodes.end());
       device.edits.mounts.insert(device.edits.mounts.end(), e.mounts.begin(), e.mounts.end());
+      if (auto part = in.partitions.find(r.devices[k]->name); part != in.partitions.end()) {
+        device.edits.mounts.insert(device.edits.mounts.end(), part->second.mounts.begin(),
+                                   part->second.mounts.end());
+      }
     }
     for (const std::string& e : device.edits.env) driver_env.insert(VariableName(e));
     const std::string request = BaseRequestName(r.result->request);

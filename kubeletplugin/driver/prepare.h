@@ -39,7 +39,8 @@ struct PartitionDevice {
   // The parent with the partition's identity: its name, the vendor id as `index` (vNPU: the vdev
   // id, which ASCEND_VISIBLE_DEVICES names), the partition's uuid where it has one (MIG).
   api::InventoryDevice device;
-  std::string device_node;  // host path of its node: "/dev/vdavinci118"; empty: the parent's
+  std::string device_node;         // host path of its node: "/dev/vdavinci118"; empty: the parent's
+  std::vector<cdi::Mount> mounts;  // besides the parent's (vHCU: its /etc/vdev conf file)
 };
 
 struct PrepareInput {

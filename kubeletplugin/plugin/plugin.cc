@@ -392,15 +392,18 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   Driver driver(
       driver_options, client->get(), [&inventory] { return inventory.Get(); },
       [&log](const std::string& line) { log.Info(line); });
-  // Partitions created at prepare: DCMI's vNPUs and NVML's MIG instances, where the library can
-  // make them; silent where it cannot, unless the inventory has partitioning of that kind enabled.
+  // Partitions created at prepare: DCMI's vNPUs, NVML's MIG instances and DMI's vHCUs, where the
+  // library can make them; silent where it cannot, unless the inventory has partitioning of that
+  // kind enabled.
   using OpenPartitions =
       StatusOr<std::unique_ptr<discovery::PartitionBackend>> (*)(const std::vector<std::string>&);
   for (const auto& [kind, what, open] :
        {std::tuple<std::string, std::string, OpenPartitions>{"vnpu", "vNPUs",
                                                              &discovery::OpenDcmiPartitions},
         std::tuple<std::string, std::string, OpenPartitions>{"mig", "MIG instances",
-                                                             &discovery::OpenNvmlPartitions}}) {
+                                                             &discovery::OpenNvmlPartitions},
+        std::tuple<std::string, std::string, OpenPartitions>{"vhcu", "vHCUs",
+                                                             &discovery::OpenHydmiPartitions}}) {
     StatusOr<std::unique_ptr<discovery::PartitionBackend>> backend = open(vendor_lib_dirs);
     if (backend.ok()) {
       driver.AddPartitionBackend(std::move(backend).value());
