@@ -190,6 +190,49 @@ TEST_CASE("profiles without placements publish the instances that fit the capaci
   CHECK_FALSE(api::ResolvePartitionDevice(inventory, "npu-0-vir05-1c-16g-4").has_value());
 }
 
+TEST_CASE("vHCUs: sizes up to four per DCU, the existing ones taken out, the whole DCU takes all") {
+  api::NodeInventory inventory = FindReferenceServer("hygon-dcu-8")->inventory;
+  api::InventoryPartitioning vhcu;  // as DMI discovery gives it (partitioning.h)
+  vhcu.kind = "vhcu";
+  vhcu.enabled = true;
+  vhcu.capacity = {{"compute-units", 80}, {"memory-mib", 65536}, {"vhcus", 4}};
+  for (int quarters : {1, 2, 3}) {
+    api::PartitionProfile p;
+    p.name = std::to_string(20 * quarters) + "cu." + std::to_string(16 * quarters) + "gb";
+    p.memory = std::to_string(16 * quarters) + "Gi";
+    p.counters = {{"compute-units", 20 * quarters}, {"memory-mib", 16384 * quarters}, {"vhcus", 1}};
+    vhcu.profiles.push_back(p);
+  }
+  inventory.status.devices[0].partitioning = vhcu;
+  api::InventoryPartition present;  // a half made by an operator
+  present.profile = "40cu.32gb";
+  present.id = 2;
+  vhcu.partitions.push_back(present);
+  inventory.status.devices[2].partitioning = vhcu;
+  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  const DesiredPool pool = Publish(inventory);
+  const auto devices = DevicesOf(pool);
+  // Four quarters fit dcu-0 (the vhcus counter, as the units and memory), two halves, one 3/4.
+  CHECK(devices.contains("dcu-0-20cu-16gb-3"));
+  CHECK_FALSE(devices.contains("dcu-0-20cu-16gb-4"));
+  CHECK(devices.contains("dcu-0-40cu-32gb-1"));
+  CHECK_FALSE(devices.contains("dcu-0-40cu-32gb-2"));
+  CHECK_FALSE(devices.contains("dcu-0-60cu-48gb-1"));
+  CHECK(devices.at("dcu-0-20cu-16gb-0").attributes.at("partitionKind").string_value == "vhcu");
+  CHECK(devices.at("dcu-0").consumes_counters.at(0).counters.at("vhcus").value == "4");
+  CHECK(devices.at("dcu-0").consumes_counters.at(0).counters.at("compute-units").value == "80");
+  // dcu-2: the existing half holds 40 units, 32 GiB and one of four vHCUs.
+  CHECK(devices.at("dcu-2-40cu-32gb-0").attributes.at("existing").bool_value == true);
+  const auto set = CounterSetOf(pool, "dcu-2-parts");
+  CHECK(set.at("compute-units") == "40");
+  CHECK(set.at("memory-mib") == "32768");
+  CHECK(set.at("vhcus") == "3");
+  const auto target = api::ResolvePartitionDevice(inventory, "dcu-2-20cu-16gb-1");
+  REQUIRE(target.has_value());
+  CHECK(target->profile->name == "20cu.16gb");
+  CHECK(target->existing == nullptr);
+}
+
 TEST_CASE("partitions are not published where the shapes cannot carry their counters") {
   const api::NodeInventory inventory = H200WithMig();
   const DesiredPool old = Publish(inventory, api::KubeVersion::k1_34);

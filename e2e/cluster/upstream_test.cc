@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
 #include <optional>
@@ -21,6 +22,7 @@
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
+#include "api/partitions.h"
 #include "api/testing/resource_examples.h"
 #include "base/name_list.h"
 #include "base/testing/require_ok.h"
@@ -1232,35 +1234,52 @@ TEST_CASE("upstream: pods reach Running through the node agent, and deletion unp
   for (auto& a : agents) CHECK(a->Stop() == 0);
 }
 
-TEST_CASE(
-    "upstream: a vNPU claim is allocated by the scheduler, created at prepare and destroyed when "
-    "the pod goes",
-    "[e2e]") {
-  if (!PartitionCountersServed()) return;
-  // The vNPU fixture host, no vNPU on npu-2. Its plugin loads the fake DCMI, which answers from
-  // the fixture and keeps the vNPUs the plugin creates and destroys in a file of the node's
-  // folder, read here.
-  const std::string node = "vnpu-atlas800t-a2-vnpu";
-  const std::string state = WorkDir("vnpu") + "/" + node + "/dcmi-state.json";
-  const std::string fixture =
-      SourceDir() + "/e2e/fixtures/hosts/atlas800t-a2-vnpu/fake-vendor/dcmi.json";
-  ::setenv("XPU_FAKE_DCMI_JSON", fixture.c_str(), 1);
-  ::setenv("XPU_FAKE_DCMI_STATE", state.c_str(), 1);
-  Fleet fleet =
-      StartFleet("vnpu", {"atlas800t-a2-vnpu"}, "", {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR});
-  ::unsetenv("XPU_FAKE_DCMI_JSON");
-  ::unsetenv("XPU_FAKE_DCMI_STATE");
+// One partition kind end to end on the upstream control plane: a fixture host whose plugin
+// loads a fake vendor library that keeps what the plugin creates and destroys in a file of the
+// node's folder, read here.
+struct PartitionRun {
+  std::string kind;          // "vnpu"
+  std::string host;          // the fixture host
+  std::string library;       // the fake's variables: XPU_FAKE_<library>_JSON and _STATE
+  std::string fixture;       // its JSON, under the host's fake-vendor/
+  std::string parent;        // the device partitioned, "npu-2"
+  int64_t parent_index = 0;  // its index, for the whole-device claim
+  std::string profile;       // the profile asked for
+  std::string whole_class;   // the parent's whole-device class
+  std::string expected_id;   // the vendor id the partition gets
+  // The vendor ids on the parent in the fake's state file `doc`.
+  std::function<std::vector<std::string>(const json& doc)> made;
+  // What the claim's CDI spec must contain for partition `id`.
+  std::function<std::vector<std::string>(const std::string& id)> spec_has;
+};
+
+// (a) A pod whose claim asks for the profile on the parent runs, on a partition device of it;
+// (b) prepare created the partition with the expected id, and the claim's CDI spec hands it to
+// the container; (c) while it is held, the parent whole, which takes all of its counters, is
+// refused; (d) the pod goes: the agent unprepares, which destroys the partition and removes the
+// spec, and with the claim deleted too, the waiting claim gets the parent whole.
+void RunPartitionEndToEnd(const PartitionRun& run) {
+  const std::string node = run.kind + "-" + run.host;
+  const std::string state = WorkDir(run.kind) + "/" + node + "/vendor-state.json";
+  const std::string json_env = "XPU_FAKE_" + run.library + "_JSON";
+  const std::string state_env = "XPU_FAKE_" + run.library + "_STATE";
+  ::setenv(
+      json_env.c_str(),
+      (SourceDir() + "/e2e/fixtures/hosts/" + run.host + "/fake-vendor/" + run.fixture).c_str(), 1);
+  ::setenv(state_env.c_str(), state.c_str(), 1);
+  Fleet fleet = StartFleet(run.kind, {run.host}, "", {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR});
+  ::unsetenv(json_env.c_str());
+  ::unsetenv(state_env.c_str());
   kc::Client& client = fleet.harness->client();
-  const std::string ns = "vnpu";
+  const std::string& ns = run.kind;
   REQUIRE_OK(EnsureNamespace(client, ns));
   auto agent = StartAgent(*fleet.harness, node);
   const std::string attrs = "device.attributes['xpu.dra.dev']";
 
-  // (a) A pod whose claim asks for a vir10_3c_32g on npu-2 runs, on a vNPU device of npu-2.
-  REQUIRE_OK(client.Create(
-      kc::ResourceClaims(), ns,
-      WithSelector(ClaimObject(ns, "part", "vnpu.xpu.dra.dev", 1),
-                   attrs + ".profile == 'vir10_3c_32g' && " + attrs + ".parent == 'npu-2'")));
+  REQUIRE_OK(client.Create(kc::ResourceClaims(), ns,
+                           WithSelector(ClaimObject(ns, "part", run.kind + ".xpu.dra.dev", 1),
+                                        attrs + ".profile == '" + run.profile + "' && " + attrs +
+                                            ".parent == '" + run.parent + "'")));
   json pod = PodObject(ns, "part", "part", node);
   pod["spec"]["terminationGracePeriodSeconds"] = 30;  // the agent unprepares, then deletes it
   REQUIRE_OK(client.Create(Pods(), ns, pod));
@@ -1274,26 +1293,16 @@ TEST_CASE(
   REQUIRE_OK(claim);
   const auto devices = AllocatedDevices(*claim);
   REQUIRE(devices.size() == 1);
-  CHECK(devices[0].rfind(node + "/npu-2-vir10-3c-32g-", 0) == 0);
+  CHECK(devices[0].rfind(node + "/" + run.parent + "-" + api::ProfileLabel(run.profile) + "-", 0) ==
+        0);
   const std::string uid = claim->value("/metadata/uid"_json_pointer, "");
   REQUIRE(!uid.empty());
 
-  // (b) Prepare created the vNPU on npu-2 (DCMI logic id 2) with the first of npu-2's ids,
-  // 100 + 16 * 2, and the claim's CDI spec hands the container that vNPU.
-  auto made_on_npu2 = [&] {
-    json made = json::array();
+  auto made = [&] {
     std::ifstream in(state);
-    const json doc = in ? json::parse(in) : json::object();
-    for (const json& v : doc.value("created", json::array())) {
-      if (v.value("logicId", -1) == 2) made.push_back(v);
-    }
-    return made;
+    return run.made(in ? json::parse(in) : json::object());
   };
-  const json made = made_on_npu2();
-  REQUIRE(made.size() == 1);
-  CHECK(made[0].value("name", "") == "vir10_3c_32g");
-  const std::string id = std::to_string(made[0].value("vdevId", -1));
-  CHECK(id == "132");
+  CHECK(made() == std::vector<std::string>{run.expected_id});
   auto spec_of_claim = [&] {
     for (const auto& f : fs::directory_iterator(fleet.harness->NodeDir(node) + "/cdi")) {
       if (f.path().string().find(uid) == std::string::npos) continue;
@@ -1303,28 +1312,75 @@ TEST_CASE(
     return std::string();
   };
   const std::string spec = spec_of_claim();
-  CHECK_THAT(spec, Catch::Contains("ASCEND_VISIBLE_DEVICES=" + id));
-  CHECK_THAT(spec, Catch::Contains("/dev/vdavinci" + id));
+  for (const std::string& want : run.spec_has(run.expected_id)) {
+    CHECK_THAT(spec, Catch::Contains(want));
+  }
 
-  // (c) While the vNPU is held, npu-2 whole, which takes all of npu-2's counters, is refused.
   bool refused = false;
-  const auto blocked = Allocate(
-      client, ns, "whole",
-      WithSelector(ClaimObject(ns, "whole", "huawei.xpu.dra.dev", 1), attrs + ".index == 2"), node,
-      &refused);
+  const auto blocked =
+      Allocate(client, ns, "whole",
+               WithSelector(ClaimObject(ns, "whole", run.whole_class, 1),
+                            attrs + ".index == " + std::to_string(run.parent_index)),
+               node, &refused);
   CHECK(blocked.empty());
   CHECK(refused);
 
-  // (d) The pod goes: the agent unprepares, which destroys the vNPU and removes the spec. With
-  // the claim deleted too, the waiting claim gets npu-2 whole.
   REQUIRE_OK(client.Delete(Pods(), ns, "part"));
-  CHECK(WaitFor([&] { return made_on_npu2().empty(); }));
+  CHECK(WaitFor([&] { return made().empty(); }));
   CHECK(WaitFor([&] { return spec_of_claim().empty(); }));
   REQUIRE_OK(client.Delete(kc::ResourceClaims(), ns, "part"));
   const std::vector<std::string> whole = AllocationOnceMade(client, ns, "whole");
-  CHECK(whole == std::vector<std::string>{node + "/npu-2"});
+  CHECK(whole == std::vector<std::string>{node + "/" + run.parent});
   Release(ns, {"whole"}, client);
   CHECK(agent->Stop() == 0);
+}
+
+TEST_CASE(
+    "upstream: a vNPU claim is allocated by the scheduler, created at prepare and destroyed when "
+    "the pod goes",
+    "[e2e]") {
+  if (!PartitionCountersServed()) return;
+  // No vNPU on npu-2; the fake DCMI records what it created (by logic id) and destroyed. The
+  // vNPU gets the first of npu-2's ids, 100 + 16 * 2.
+  RunPartitionEndToEnd(
+      {"vnpu", "atlas800t-a2-vnpu", "DCMI", "dcmi.json", "npu-2", 2, "vir10_3c_32g",
+       "huawei.xpu.dra.dev", "132",
+       [](const json& doc) {
+         std::vector<std::string> ids;
+         for (const json& v : doc.value("created", json::array())) {
+           if (v.value("logicId", -1) == 2 && v.value("name", "") == "vir10_3c_32g") {
+             ids.push_back(std::to_string(v.value("vdevId", -1)));
+           }
+         }
+         return ids;
+       },
+       [](const std::string& id) {
+         return std::vector<std::string>{"ASCEND_VISIBLE_DEVICES=" + id, "/dev/vdavinci" + id};
+       }});
+}
+
+TEST_CASE(
+    "upstream: a vHCU claim is allocated by the scheduler, created at prepare and destroyed when "
+    "the pod goes",
+    "[e2e]") {
+  if (!PartitionCountersServed()) return;
+  // No vHCU on dcu-0; the fake DMI keeps the node's vHCUs in its state file. DMI gives the
+  // lowest free id of the node: the fixture's vHCUs hold 0-2.
+  RunPartitionEndToEnd({"vhcu", "hygon-dcu-8-vhcu", "HYDMI", "hydmi.json", "dcu-0", 0, "40cu.32gb",
+                        "hygon.xpu.dra.dev", "3",
+                        [](const json& doc) {
+                          std::vector<std::string> ids;
+                          for (const json& v : doc.value("vdevices", json::array())) {
+                            if (v.value("device", -1) == 0)
+                              ids.push_back(std::to_string(v.value("id", -1)));
+                          }
+                          return ids;
+                        },
+                        [](const std::string& id) {
+                          return std::vector<std::string>{"/etc/vdev/vdev" + id + ".conf",
+                                                          "/etc/vdev/docker/vdev" + id + ".conf",
+                                                          "/dev/kfd"};
+                        }});
 }
 
 // ---- Gangs -------------------------------------------------------------------------------------
