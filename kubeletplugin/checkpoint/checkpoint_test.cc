@@ -11,6 +11,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "base/testing/temp_dir.h"
 
@@ -82,40 +85,30 @@ TEST_CASE("Encode and Decode round trip") {
 TEST_CASE("partition records round trip, are left out while none, and a bad one is data loss") {
   CHECK_FALSE(nlohmann::json::parse(Encode(Sample()))["data"].contains("partitions"));
   Checkpoint cp = Sample();
-  cp.partitions.push_back({"3f6c0a4e-0000-4000-8000-000000000001",
-                           "npu-1-vir05-1c-16g-2",
-                           "npu-1",
-                           "vnpu",
-                           "vir05_1c_16g",
-                           -1,
-                           2,
-                           118,
-                           "",
-                           std::string(kPartitionCreated),
-                           {}});
-  cp.partitions.push_back({"00000000-0000-4000-8000-000000000002",
-                           "gpu-0-1g-18gb-6",
-                           "gpu-0",
-                           "mig",
-                           "1g.18gb",
-                           6,
-                           0,
-                           -1,
-                           "",
-                           std::string(kPartitionCreating),
-                           {}});
+  auto record = [](std::string uid, std::string device, std::string kind, std::string profile,
+                   int64_t placement, int64_t instance, int64_t id, std::string_view state,
+                   std::vector<int64_t> ids_before) {
+    Partition p;
+    p.claim_uid = std::move(uid);
+    p.device = std::move(device);
+    p.parent = p.device.substr(0, p.device.find('-', p.device.find('-') + 1));
+    p.kind = std::move(kind);
+    p.profile = std::move(profile);
+    p.placement = placement;
+    p.instance = instance;
+    p.id = id;
+    p.state = std::string(state);
+    p.ids_before = std::move(ids_before);
+    return p;
+  };
+  cp.partitions.push_back(record("3f6c0a4e-0000-4000-8000-000000000001", "npu-1-vir05-1c-16g-2",
+                                 "vnpu", "vir05_1c_16g", -1, 2, 118, kPartitionCreated, {}));
+  cp.partitions.push_back(record("00000000-0000-4000-8000-000000000002", "gpu-0-1g-18gb-6", "mig",
+                                 "1g.18gb", 6, 0, -1, kPartitionCreating, {}));
   // A vHCU intent: DMI will pick the id; those already on the device are kept to tell it apart.
-  cp.partitions.push_back({"00000000-0000-4000-8000-000000000003",
-                           "dcu-2-20cu-16gb-2",
-                           "dcu-2",
-                           "vhcu",
-                           "20cu.16gb",
-                           -1,
-                           2,
-                           -1,
-                           "",
-                           std::string(kPartitionCreating),
-                           {0, 1}});
+  cp.partitions.push_back(record("00000000-0000-4000-8000-000000000003", "dcu-2-20cu-16gb-2",
+                                 "vhcu", "20cu.16gb", -1, 2, -1, kPartitionCreating, {0, 1}));
+  CHECK(cp.partitions[2].parent == "dcu-2");
   StatusOr<Checkpoint> back = Decode(Encode(cp), "test");
   REQUIRE(back.ok());
   CHECK(*back == cp);

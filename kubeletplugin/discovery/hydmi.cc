@@ -64,19 +64,19 @@ std::string HydmiCallError(std::string_view fn, int rc) {
 }
 
 struct HydmiApi {
-  hd::GetDeviceCountFn get_device_count = nullptr;
-  hd::GetDeviceInfoFn get_device_info = nullptr;
-  hd::GetMaxVDeviceCountFn get_max_vdevice_count = nullptr;
-  hd::GetVDeviceCountFn get_vdevice_count = nullptr;
-  hd::GetVDeviceInfoFn get_vdevice_info = nullptr;
-  hd::CreateVDevicesFn create_vdevices = nullptr;
-  hd::DestroySingleVDeviceFn destroy_single_vdevice = nullptr;
+  hd::GetDeviceCountFn get_device_count{};
+  hd::GetDeviceInfoFn get_device_info{};
+  hd::GetMaxVDeviceCountFn get_max_vdevice_count{};
+  hd::GetVDeviceCountFn get_vdevice_count{};
+  hd::GetVDeviceInfoFn get_vdevice_info{};
+  hd::CreateVDevicesFn create_vdevices{};
+  hd::DestroySingleVDeviceFn destroy_single_vdevice{};
 };
 
 // Binds the query calls (required) and the create and destroy calls (optional: a probe needs
 // none of them); returns the required ones missing.
-std::vector<std::string> Bind(const DlLibrary& lib, HydmiApi* api,
-                              std::vector<std::string>* optional_missing) {
+std::vector<std::string> BindHydmi(const DlLibrary& lib, HydmiApi* api,
+                                   std::vector<std::string>* optional_missing) {
   std::vector<std::string> required_missing;
   lib.Bind("dmiGetDeviceCount", &api->get_device_count, &required_missing);
   lib.Bind("dmiGetDeviceInfo", &api->get_device_info, &required_missing);
@@ -88,18 +88,16 @@ std::vector<std::string> Bind(const DlLibrary& lib, HydmiApi* api,
   return required_missing;
 }
 
+// DMI has no init call: a library that cannot count the devices cannot be used.
+std::string InitHydmi(HydmiApi* api) {
+  int count = 0;
+  const int rc = api->get_device_count(&count);
+  return rc == hd::kSuccess ? "" : HydmiCallError("dmiGetDeviceCount", rc);
+}
+
 void OpenHydmi(const std::vector<std::string>& lib_dirs, DlLibrary* lib, HydmiApi* api,
                LibraryStatus* status) {
-  OpenVendorLibrary(
-      "hydmi", kHydmiFile, lib_dirs, lib, api, status,
-      [](const DlLibrary& l, HydmiApi* a, std::vector<std::string>* missing) {
-        return Bind(l, a, missing);
-      },
-      [](HydmiApi* a) -> std::string {
-        int count = 0;
-        const int rc = a->get_device_count(&count);
-        return rc == hd::kSuccess ? "" : HydmiCallError("dmiGetDeviceCount", rc);
-      });
+  OpenVendorLibrary("hydmi", kHydmiFile, lib_dirs, lib, api, status, &BindHydmi, &InitHydmi);
 }
 
 // Every vHCU, by id; the failing call's message in `error` otherwise.
@@ -129,7 +127,93 @@ bool ListVdevices(const HydmiApi& api, std::vector<HydmiVdevice>* out, std::stri
   return true;
 }
 
+// vHCUs through DMI. A parent is DMI's device of the same index (DMI reports no PCI address).
+// A failed DMI call as a status: unavailable (retryable) when the device was short of resources
+// or busy.
+Status VhcuCallStatus(const PartitionParent& parent, const std::string& call, int rc) {
+  return internal::PartitionCallError(
+      "hydmi: " + parent.name + ": " + HydmiCallError(call, rc),
+      rc == hd::kOutOfResources || rc == hd::kDeviceBusy || rc == hd::kSmiBusy);
+}
+
+class HydmiPartitions final : public PartitionBackend {
+  HydmiApi api_;
+  DlLibrary lib_;
+  LibraryStatus status_;
+
+ public:
+  Status Open(const std::vector<std::string>& lib_dirs) {
+    OpenHydmi(lib_dirs, &lib_, &api_, &status_);
+    if (!status_.loaded) return UnavailableError("hydmi: " + status_.error);
+    if (api_.create_vdevices == nullptr || api_.destroy_single_vdevice == nullptr) {
+      return UnavailableError("hydmi: " + status_.path +
+                              " cannot create vHCUs: it lacks dmiCreateVDevices or "
+                              "dmiDestroySingleVDevice");
+    }
+    int max = 0;
+    if (const int rc = api_.get_max_vdevice_count(&max); rc != hd::kSuccess || max < 1) {
+      return UnavailableError("hydmi: " + status_.path + ": no vHCUs on this node (" +
+                              HydmiCallError("dmiGetMaxVDeviceCount", rc) + ")");
+    }
+    return OkStatus();
+  }
+
+  std::string kind() const override { return "vhcu"; }
+
+  StatusOr<std::vector<LivePartition>> List(const PartitionParent& parent) override {
+    std::vector<HydmiVdevice> all;
+    std::string error;
+    if (!ListVdevices(api_, &all, &error)) {
+      return UnavailableError("hydmi: " + parent.name + ": " + error);
+    }
+    std::vector<LivePartition> out;
+    for (const HydmiVdevice& v : all) {
+      if (v.device != parent.index) continue;
+      out.push_back({VhcuProfileName(v.compute_units, v.memory_mib), v.id, std::nullopt, ""});
+    }
+    return out;
+  }
+
+  // `id` is ignored: DMI picks it, and the new one is found by asking again.
+  StatusOr<LivePartition> Create(const PartitionParent& parent, const std::string& profile,
+                                 int64_t /*id*/, std::optional<int64_t> /*placement*/) override {
+    int cus = 0;
+    uint64_t memory_mib = 0;
+    if (!ParseVhcuProfileName(profile, &cus, &memory_mib) || memory_mib > INT32_MAX) {
+      return InvalidArgumentError("vHCU profile \"" + profile +
+                                  "\" is not a size (<compute units>cu.<memory>gb)");
+    }
+    ASSIGN_OR_RETURN(const std::vector<LivePartition> before, List(parent));
+    int mem = static_cast<int>(memory_mib);
+    const int rc = api_.create_vdevices(static_cast<int>(parent.index), 1, &cus, &mem);
+    if (rc != hd::kSuccess) {
+      return VhcuCallStatus(parent, "dmiCreateVDevices(" + profile + ")", rc);
+    }
+    ASSIGN_OR_RETURN(const std::vector<LivePartition> after, List(parent));
+    for (const LivePartition& l : after) {
+      const bool old = std::any_of(before.begin(), before.end(),
+                                   [&l](const LivePartition& b) { return b.id == l.id; });
+      if (!old && l.profile == profile) return l;
+    }
+    return InternalError("hydmi: " + parent.name + ": dmiCreateVDevices(" + profile +
+                         ") succeeded but no new vHCU of that size is on the device");
+  }
+
+  Status Destroy(const PartitionParent& parent, int64_t id) override {
+    const int rc = api_.destroy_single_vdevice(static_cast<int>(id));
+    if (rc == hd::kSuccess) return OkStatus();
+    const Status error =
+        VhcuCallStatus(parent, "dmiDestroySingleVDevice(" + std::to_string(id) + ")", rc);
+    return rc == hd::kVdevNotExist ? NotFoundError(error.message()) : error;
+  }
+};
+
 }  // namespace
+
+StatusOr<std::unique_ptr<PartitionBackend>> OpenHydmiPartitions(
+    const std::vector<std::string>& lib_dirs) {
+  return internal::OpenPartitionBackend<HydmiPartitions>(lib_dirs);
+}
 
 std::string VhcuProfileName(int compute_units, uint64_t memory_mib) {
   std::string name = std::to_string(compute_units) + "cu.";
@@ -194,94 +278,6 @@ HydmiFacts ProbeHydmi(const std::vector<std::string>& lib_dirs) {
     facts.library.error = HydmiCallError("dmiGetMaxVDeviceCount", rc);
   }
   return facts;
-}
-
-namespace {
-
-// vHCUs through DMI. A parent is DMI's device of the same index (DMI reports no PCI address).
-class HydmiPartitions final : public PartitionBackend {
- public:
-  Status Open(const std::vector<std::string>& lib_dirs) {
-    OpenHydmi(lib_dirs, &lib_, &api_, &status_);
-    if (!status_.loaded) return UnavailableError("hydmi: " + status_.error);
-    if (api_.create_vdevices == nullptr || api_.destroy_single_vdevice == nullptr) {
-      return UnavailableError("hydmi: " + status_.path +
-                              " cannot create vHCUs: it lacks dmiCreateVDevices or "
-                              "dmiDestroySingleVDevice");
-    }
-    int max = 0;
-    if (const int rc = api_.get_max_vdevice_count(&max); rc != hd::kSuccess || max < 1) {
-      return UnavailableError("hydmi: " + status_.path + ": no vHCUs on this node (" +
-                              HydmiCallError("dmiGetMaxVDeviceCount", rc) + ")");
-    }
-    return OkStatus();
-  }
-
-  std::string kind() const override { return "vhcu"; }
-
-  StatusOr<std::vector<LivePartition>> List(const PartitionParent& parent) override {
-    std::vector<HydmiVdevice> all;
-    std::string error;
-    if (!ListVdevices(api_, &all, &error)) {
-      return UnavailableError("hydmi: " + parent.name + ": " + error);
-    }
-    std::vector<LivePartition> out;
-    for (const HydmiVdevice& v : all) {
-      if (v.device != parent.index) continue;
-      out.push_back({VhcuProfileName(v.compute_units, v.memory_mib), v.id, std::nullopt, ""});
-    }
-    return out;
-  }
-
-  // `id` is ignored: DMI picks it, and the new one is found by asking again.
-  StatusOr<LivePartition> Create(const PartitionParent& parent, const std::string& profile,
-                                 int64_t /*id*/, std::optional<int64_t> /*placement*/) override {
-    int cus = 0;
-    uint64_t memory_mib = 0;
-    if (!ParseVhcuProfileName(profile, &cus, &memory_mib) || memory_mib > INT32_MAX) {
-      return InvalidArgumentError("vHCU profile \"" + profile +
-                                  "\" is not a size (<compute units>cu.<memory>gb)");
-    }
-    ASSIGN_OR_RETURN(const std::vector<LivePartition> before, List(parent));
-    int mem = static_cast<int>(memory_mib);
-    const int rc = api_.create_vdevices(static_cast<int>(parent.index), 1, &cus, &mem);
-    if (rc != hd::kSuccess) {
-      return Error(parent, "dmiCreateVDevices(" + profile + ")", rc);
-    }
-    ASSIGN_OR_RETURN(const std::vector<LivePartition> after, List(parent));
-    for (const LivePartition& l : after) {
-      const bool old = std::any_of(before.begin(), before.end(),
-                                   [&l](const LivePartition& b) { return b.id == l.id; });
-      if (!old && l.profile == profile) return l;
-    }
-    return InternalError("hydmi: " + parent.name + ": dmiCreateVDevices(" + profile +
-                         ") succeeded but no new vHCU of that size is on the device");
-  }
-
-  Status Destroy(const PartitionParent& parent, int64_t id) override {
-    const int rc = api_.destroy_single_vdevice(static_cast<int>(id));
-    if (rc == hd::kSuccess) return OkStatus();
-    const Status error = Error(parent, "dmiDestroySingleVDevice(" + std::to_string(id) + ")", rc);
-    return rc == hd::kVdevNotExist ? NotFoundError(error.message()) : error;
-  }
-
- private:
-  static Status Error(const PartitionParent& parent, const std::string& call, int rc) {
-    return internal::PartitionCallError(
-        "hydmi: " + parent.name + ": " + HydmiCallError(call, rc),
-        rc == hd::kOutOfResources || rc == hd::kDeviceBusy || rc == hd::kSmiBusy);
-  }
-
-  LibraryStatus status_;
-  DlLibrary lib_;
-  HydmiApi api_;
-};
-
-}  // namespace
-
-StatusOr<std::unique_ptr<PartitionBackend>> OpenHydmiPartitions(
-    const std::vector<std::string>& lib_dirs) {
-  return internal::OpenPartitionBackend<HydmiPartitions>(lib_dirs);
 }
 
 }  // namespace xpu::discovery

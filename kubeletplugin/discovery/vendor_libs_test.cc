@@ -72,6 +72,15 @@ void UseFixtureWith(const char* env, const std::string& file, const std::string&
   setenv(env, FixtureWith(kHosts + file, key, value, dir).c_str(), 1);
 }
 
+// The vendor ids `backend` lists on `parent`.
+std::vector<int64_t> LiveIds(PartitionBackend& backend, const PartitionParent& parent) {
+  std::vector<int64_t> out;
+  const StatusOr<std::vector<LivePartition>> live = backend.List(parent);  // kept: loop over it
+  REQUIRE(live.ok());
+  for (const LivePartition& l : *live) out.push_back(l.id);
+  return out;
+}
+
 // `library` loaded from `path` with every symbol and no error.
 void RequireLoaded(const LibraryStatus& library, const std::string& name, const std::string& path) {
   INFO(library.error);
@@ -653,33 +662,49 @@ TEST_CASE("dcmi: a failing VDEV_MNG call leaves that chip's vNPUs out and names 
   CHECK(f.chips[1].vnpu.has_value());
 }
 
+// The backend `open` gives on the fake library whose variables start with `env` (XPU_FAKE_DCMI),
+// answering from the host fixture `file`, its changes kept in a state file of `dir`.
+std::unique_ptr<PartitionBackend> OpenWithState(
+    StatusOr<std::unique_ptr<PartitionBackend>> (*open)(const std::vector<std::string>&),
+    const std::string& env, const std::string& file, const TempDir& dir) {
+  setenv((env + "_STATE").c_str(), (dir.path() + "/state.json").c_str(), 1);
+  setenv((env + "_JSON").c_str(), (kHosts + file).c_str(), 1);
+  StatusOr<std::unique_ptr<PartitionBackend>> opened = open({kFakeDir});
+  REQUIRE(opened.ok());
+  return std::move(opened).value();
+}
+
+// `backend` makes a `profile` on `parent`, asked for vendor id `id`, which gets id `want`.
+void CreatesWithId(PartitionBackend& backend, const PartitionParent& parent,
+                   const std::string& profile, int64_t id, int64_t want) {
+  const StatusOr<LivePartition> made = backend.Create(parent, profile, id, std::nullopt);
+  REQUIRE(made.ok());
+  CHECK(made->id == want);
+  CHECK(made->profile == profile);
+}
+
+// `backend` refuses a `profile` on `parent` as unavailable (retryable), saying `why`.
+void RefusesBusy(PartitionBackend& backend, const PartitionParent& parent,
+                 const std::string& profile, const std::string& why) {
+  const Status refused = backend.Create(parent, profile, -1, std::nullopt).status();
+  CHECK(refused.code() == StatusCode::kUnavailable);
+  CHECK_THAT(refused.message(), Catch::Contains(why));
+}
+
 TEST_CASE("dcmi partitions: list, create with a chosen id, destroy, and what the device refuses") {
   TempDir dir;
-  setenv("XPU_FAKE_DCMI_STATE", (dir.path() + "/state.json").c_str(), 1);
-  setenv("XPU_FAKE_DCMI_JSON", (kHosts + "atlas800t-a2-vnpu/fake-vendor/dcmi.json").c_str(), 1);
-  auto opened = OpenDcmiPartitions({kFakeDir});
-  REQUIRE(opened.ok());
-  PartitionBackend& dcmi = **opened;
+  const std::unique_ptr<PartitionBackend> backend = OpenWithState(
+      &OpenDcmiPartitions, "XPU_FAKE_DCMI", "atlas800t-a2-vnpu/fake-vendor/dcmi.json", dir);
+  PartitionBackend& dcmi = *backend;
   CHECK(dcmi.kind() == "vnpu");
   const PartitionParent npu1{"npu-1", "", 1};
-  auto ids = [&](const PartitionParent& p) {
-    std::vector<int64_t> out;
-    const StatusOr<std::vector<LivePartition>> live = dcmi.List(p);  // kept: loop over it
-    REQUIRE(live.ok());
-    for (const LivePartition& l : *live) out.push_back(l.id);
-    return out;
-  };
+  auto ids = [&](const PartitionParent& p) { return LiveIds(dcmi, p); };
   CHECK(ids(npu1) == std::vector<int64_t>{100, 101});
-  const StatusOr<LivePartition> made = dcmi.Create(npu1, "vir10_3c_32g", 140, std::nullopt);
-  REQUIRE(made.ok());
-  CHECK(made->id == 140);
-  CHECK(made->profile == "vir10_3c_32g");
+  CreatesWithId(dcmi, npu1, "vir10_3c_32g", 140, 140);
   CHECK(ids(npu1) == std::vector<int64_t>{100, 101, 140});
   // 5 + 5 + 10 of 20 AI Cores are taken: another 10 does not fit.
-  const StatusOr<LivePartition> full = dcmi.Create(npu1, "vir10_3c_32g", -1, std::nullopt);
-  CHECK(full.status().code() == StatusCode::kUnavailable);
-  CHECK_THAT(full.status().message(),
-             Catch::Contains("npu-1: dcmi_create_vdevice(vir10_3c_32g): -8020 resource occupied"));
+  RefusesBusy(dcmi, npu1, "vir10_3c_32g",
+              "npu-1: dcmi_create_vdevice(vir10_3c_32g): -8020 resource occupied");
   // An id in use elsewhere on the node, and a template the chip does not have.
   CHECK_FALSE(dcmi.Create({"npu-3", "", 3}, "vir05_1c_16g", 140, std::nullopt).ok());
   CHECK_FALSE(dcmi.Create(npu1, "vir99", -1, std::nullopt).ok());
@@ -784,46 +809,32 @@ TEST_CASE("hydmi: vHCU profile names spell a size, one way") {
 
 TEST_CASE("hydmi partitions: list, create, destroy, and what the device refuses") {
   TempDir dir;
-  setenv("XPU_FAKE_HYDMI_STATE", (dir.path() + "/state.json").c_str(), 1);
-  setenv("XPU_FAKE_HYDMI_JSON", (kHosts + "hygon-dcu-8-vhcu/fake-vendor/hydmi.json").c_str(), 1);
-  auto opened = OpenHydmiPartitions({kFakeDir});
-  REQUIRE(opened.ok());
-  PartitionBackend& dmi = **opened;
-  CHECK(dmi.kind() == "vhcu");
+  const std::unique_ptr<PartitionBackend> dmi = OpenWithState(
+      &OpenHydmiPartitions, "XPU_FAKE_HYDMI", "hygon-dcu-8-vhcu/fake-vendor/hydmi.json", dir);
+  CHECK(dmi->kind() == "vhcu");
   const PartitionParent dcu2{"dcu-2", "", 2};
-  auto ids = [&](const PartitionParent& p) {
-    std::vector<int64_t> out;
-    const StatusOr<std::vector<LivePartition>> live = dmi.List(p);  // kept: loop over it
-    REQUIRE(live.ok());
-    for (const LivePartition& l : *live) out.push_back(l.id);
-    return out;
-  };
+  CHECK(dmi->List(dcu2).value()[0].profile == "20cu.16gb");
+  auto ids = [&](const PartitionParent& p) { return LiveIds(*dmi, p); };
   CHECK(ids(dcu2) == std::vector<int64_t>{0, 1});
-  CHECK(dmi.List(dcu2).value()[0].profile == "20cu.16gb");
   // DMI picks the id (the lowest free one of the node, 3): the new vHCU is found by asking.
-  const StatusOr<LivePartition> made = dmi.Create(dcu2, "40cu.32gb", 99, std::nullopt);
-  REQUIRE(made.ok());
-  CHECK(made->id == 3);
-  CHECK(made->profile == "40cu.32gb");
+  CreatesWithId(*dmi, dcu2, "40cu.32gb", 99, 3);
   CHECK(ids(dcu2) == std::vector<int64_t>{0, 1, 3});
   // 20 + 20 + 40 of 80 compute units are taken: 20 more do not fit.
-  const StatusOr<LivePartition> full = dmi.Create(dcu2, "20cu.16gb", -1, std::nullopt);
-  CHECK(full.status().code() == StatusCode::kUnavailable);
-  CHECK_THAT(full.status().message(),
-             Catch::Contains("dcu-2: dmiCreateVDevices(20cu.16gb): 11 out of resources"));
-  CHECK(dmi.Create(dcu2, "vir05_1c_16g", -1, std::nullopt).status().code() ==
+  RefusesBusy(*dmi, dcu2, "20cu.16gb", "dcu-2: dmiCreateVDevices(20cu.16gb): 11 out of resources");
+  CHECK(dmi->Create(dcu2, "vir05_1c_16g", -1, std::nullopt).status().code() ==
         StatusCode::kInvalidArgument);
   // A fifth vHCU on one device is refused, even small.
   const PartitionParent dcu0{"dcu-0", "", 0};
-  for (int k = 0; k < 4; ++k) REQUIRE(dmi.Create(dcu0, "10cu.8gb", -1, std::nullopt).ok());
-  CHECK(dmi.Create(dcu0, "10cu.8gb", -1, std::nullopt).status().code() == StatusCode::kUnavailable);
+  for (int k = 0; k < 4; ++k) REQUIRE(dmi->Create(dcu0, "10cu.8gb", -1, std::nullopt).ok());
+  CHECK(dmi->Create(dcu0, "10cu.8gb", -1, std::nullopt).status().code() ==
+        StatusCode::kUnavailable);
   // What was made outlives the library: a second backend (a restarted plugin) sees it.
   auto again = OpenHydmiPartitions({kFakeDir});
   REQUIRE(again.ok());
   CHECK((*again)->List(dcu2).value().size() == 3);
   REQUIRE((*again)->Destroy(dcu2, 3).ok());
-  CHECK(dmi.Destroy(dcu2, 3).code() == StatusCode::kNotFound);
-  REQUIRE(dmi.Destroy(dcu2, 0).ok());  // one the fixture had
+  CHECK(dmi->Destroy(dcu2, 3).code() == StatusCode::kNotFound);
+  REQUIRE(dmi->Destroy(dcu2, 0).ok());  // one the fixture had
   CHECK(ids(dcu2) == std::vector<int64_t>{1});
   unsetenv("XPU_FAKE_HYDMI_STATE");
   unsetenv("XPU_FAKE_HYDMI_JSON");

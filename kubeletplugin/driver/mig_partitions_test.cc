@@ -1,8 +1,8 @@
 // MIG instances created at prepare (docs/partitions.md): the driver on the hgx-h200-mig fixture,
 // its GPU instances made and destroyed through the real NVML backend and dlopen path, answered by
-// the fake NVML, whose changes outlive each driver in a state file. The crash trials and the
-// reboot are those of partitions_test.cc: no orphan GPU instance, none made twice, and the CDI
-// spec naming the MIG device that exists.
+// the fake NVML, whose changes outlive each driver in a state file. The crash trials (prepare and
+// unprepare) and the reboot are those of partitions_test.cc: no orphan GPU instance, none made
+// twice, and the CDI spec naming the MIG device that exists.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
@@ -24,6 +24,7 @@ struct MigNode : testing::PartitionNode {
                       "gpu", &discovery::OpenNvmlPartitions) {
     Rediscover();
   }
+  size_t Held() const { return Slots().size(); }  // for CrashTrials: gpu-0's GPU instances
   // The first slots of gpu-0's GPU instances now.
   std::multiset<int64_t> Slots() const {
     std::multiset<int64_t> out;
@@ -66,18 +67,9 @@ TEST_CASE("driver (MIG): prepare creates the GPU instance at its slot, unprepare
   CHECK(driver->stats().partitions_destroyed == 1);
 }
 
-TEST_CASE("driver (MIG): SIGKILL at each step of prepare, then restart and the kubelet's retry") {
-  for (const char* point : {"partition-intent", "partition-created", "partition-recorded"}) {
-    DYNAMIC_SECTION(point) {
-      MigNode node;
-      const std::string a = node.Claim("a", {"gpu-0-1g-18gb-6"});
-      auto driver =
-          testing::PrepareCrashTrial(node, point, a, [&](Driver& d) { CheckAgreement(node, d); });
-      CHECK(node.Slots() == std::multiset<int64_t>{6});
-      REQUIRE(driver->Unprepare({{"default", "a", a}}).at(a).error.empty());
-      CHECK(node.Slots().empty());
-    }
-  }
+TEST_CASE("driver (MIG): SIGKILL at each step of prepare and unprepare, restart, the retry") {
+  testing::AllCrashTrials<MigNode>({"partition-intent", "partition-created", "partition-recorded"},
+                                   "gpu-0-1g-18gb-6", CheckAgreement);
 }
 
 TEST_CASE("driver (MIG): after a reboot the GPU instance is made again and the spec follows") {

@@ -31,17 +31,10 @@ struct VnpuNode : testing::PartitionNode {
     Rediscover();
   }
 
+  size_t Held() const { return Live(2).size(); }  // for CrashTrials: npu-2's vNPUs
   // The vdev ids on an NPU now, as DCMI lists them.
-  std::vector<int64_t> Live(int64_t npu) const {
-    std::vector<int64_t> ids;
-    for (const auto& l : PartitionNode::Live({"npu-" + std::to_string(npu), "", npu})) {
-      ids.push_back(l.id);
-    }
-    return ids;
-  }
+  std::vector<int64_t> Live(int64_t npu) const { return LiveIds("npu", npu); }
 };
-
-using testing::KilledAt;
 
 TEST_CASE("driver (vNPU): prepare creates the vNPU, the container gets it, unprepare destroys it") {
   VnpuNode node;
@@ -133,57 +126,16 @@ void CheckAgreement(VnpuNode& node, Driver& driver) {
   CHECK(std::multiset<int64_t>(live.begin(), live.end()) == recorded);  // none made twice
 }
 
-TEST_CASE("driver (vNPU): SIGKILL at every step of prepare, then restart and the kubelet's retry") {
-  for (const char* point : {"partition-intent", "partition-created", "partition-recorded",
-                            "prepare-after-cdi", "prepare-after-checkpoint"}) {
-    DYNAMIC_SECTION(point) {
-      VnpuNode node;
-      const std::string a = node.Claim("a", {"npu-2-vir05-1c-16g-0"});
-      auto driver =
-          testing::PrepareCrashTrial(node, point, a, [&](Driver& d) { CheckAgreement(node, d); });
-      CHECK(node.Live(2).size() == 1);
-      REQUIRE(driver->Unprepare({{"default", "a", a}}).at(a).error.empty());
-      CHECK(node.Live(2).empty());
-    }
-  }
-}
-
-TEST_CASE("driver (vNPU): SIGKILL at every step of unprepare, then restart and the retry") {
-  for (const char* point : {"unprepare-after-cdi", "partition-destroying", "partition-destroyed",
-                            "unprepare-after-checkpoint"}) {
-    DYNAMIC_SECTION(point) {
-      VnpuNode node;
-      const std::string a = node.Claim("a", {"npu-2-vir05-1c-16g-0"});
-      {
-        auto driver = node.Started();
-        REQUIRE(driver->Prepare({{"default", "a", a}}).at(a).error.empty());
-      }
-      node.Rediscover();
-      CHECK(KilledAt(point, [&] {
-        auto driver = node.NewDriver();
-        if (driver->Start().ok()) (void)driver->Unprepare({{"default", "a", a}});
-      }));
-      auto driver = node.Started();
-      CheckAgreement(node, *driver);
-      REQUIRE(driver->Unprepare({{"default", "a", a}}).at(a).error.empty());
-      CHECK(node.Live(2).empty());
-      CHECK(driver->Snapshot().partitions.empty());
-    }
-  }
+TEST_CASE("driver (vNPU): SIGKILL at each step of prepare and unprepare, restart, the retry") {
+  testing::AllCrashTrials<VnpuNode>(testing::kPreparePoints, "npu-2-vir05-1c-16g-0",
+                                    CheckAgreement);
 }
 
 TEST_CASE("driver (vNPU): after a reboot the prepared claim's vNPU is made again, same id") {
   VnpuNode node;
-  std::string spec;
-  const std::string a = PreparedThenRebooted(
-      node, "npu-2-vir10-3c-32g-1",
-      [&](Driver& /*driver*/, const std::string& uid) { spec = node.Spec(uid); });
-  CHECK(node.Live(2).empty());
-  auto driver = node.Started();
+  const std::string spec = testing::RebootTrial(node, "npu-2-vir10-3c-32g-1", CheckAgreement);
+  CHECK_THAT(spec, Catch::Contains("ASCEND_VISIBLE_DEVICES=132"));
   CHECK(node.Live(2) == std::vector<int64_t>{132});
-  CHECK(node.Spec(a) == spec);
-  CheckAgreement(node, *driver);
-  CHECK(driver->stats().partitions_created == 1);
 }
 
 }  // namespace

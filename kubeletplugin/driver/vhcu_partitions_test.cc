@@ -32,14 +32,9 @@ struct VhcuNode : testing::PartitionNode {
   VhcuNode(const VhcuNode&) = delete;
   VhcuNode& operator=(const VhcuNode&) = delete;
 
+  size_t Held() const { return Live(0).size(); }  // for CrashTrials: dcu-0's vHCUs
   // The vdev ids on a DCU now, as DMI lists them.
-  std::vector<int64_t> Live(int64_t dcu) const {
-    std::vector<int64_t> ids;
-    for (const auto& l : PartitionNode::Live({"dcu-" + std::to_string(dcu), "", dcu})) {
-      ids.push_back(l.id);
-    }
-    return ids;
-  }
+  std::vector<int64_t> Live(int64_t dcu) const { return LiveIds("dcu", dcu); }
 };
 
 std::string ConfMount(int64_t id) { return "/etc/vdev/vdev" + std::to_string(id) + ".conf"; }
@@ -102,43 +97,8 @@ TEST_CASE("driver (vHCU): a vHCU that exists is handed over as it is and never d
   CHECK(driver->stats().partitions_created == 0);
 }
 
-TEST_CASE("driver (vHCU): SIGKILL at every step of prepare, then restart and the kubelet's retry") {
-  for (const char* point : {"partition-intent", "partition-created", "partition-recorded",
-                            "prepare-after-cdi", "prepare-after-checkpoint"}) {
-    DYNAMIC_SECTION(point) {
-      VhcuNode node;
-      const std::string a = node.Claim("a", {"dcu-0-20cu-16gb-0"});
-      auto driver =
-          testing::PrepareCrashTrial(node, point, a, [&](Driver& d) { CheckAgreement(node, d); });
-      CHECK(node.Live(0).size() == 1);
-      REQUIRE(driver->Unprepare({{"default", "a", a}}).at(a).error.empty());
-      CHECK(node.Live(0).empty());
-    }
-  }
-}
-
-TEST_CASE("driver (vHCU): SIGKILL at every step of unprepare, then restart and the retry") {
-  for (const char* point : {"unprepare-after-cdi", "partition-destroying", "partition-destroyed",
-                            "unprepare-after-checkpoint"}) {
-    DYNAMIC_SECTION(point) {
-      VhcuNode node;
-      const std::string a = node.Claim("a", {"dcu-0-20cu-16gb-0"});
-      {
-        auto driver = node.Started();
-        REQUIRE(driver->Prepare({{"default", "a", a}}).at(a).error.empty());
-      }
-      node.Rediscover();
-      CHECK(testing::KilledAt(point, [&] {
-        auto driver = node.NewDriver();
-        if (driver->Start().ok()) (void)driver->Unprepare({{"default", "a", a}});
-      }));
-      auto driver = node.Started();
-      CheckAgreement(node, *driver);
-      REQUIRE(driver->Unprepare({{"default", "a", a}}).at(a).error.empty());
-      CHECK(node.Live(0).empty());
-      CHECK(driver->Snapshot().partitions.empty());
-    }
-  }
+TEST_CASE("driver (vHCU): SIGKILL at each step of prepare and unprepare, restart, the retry") {
+  testing::AllCrashTrials<VhcuNode>(testing::kPreparePoints, "dcu-0-20cu-16gb-0", CheckAgreement);
 }
 
 TEST_CASE("driver (vHCU): a crashed create is told apart from a vHCU an operator made") {
@@ -160,17 +120,9 @@ TEST_CASE("driver (vHCU): a crashed create is told apart from a vHCU an operator
 
 TEST_CASE("driver (vHCU): after a reboot the prepared claim's vHCU is made again") {
   VhcuNode node;
-  std::string spec;
-  const std::string a = testing::PreparedThenRebooted(
-      node, "dcu-0-20cu-16gb-1",
-      [&](Driver& /*driver*/, const std::string& uid) { spec = node.Spec(uid); });
+  const std::string spec = testing::RebootTrial(node, "dcu-0-20cu-16gb-1", CheckAgreement);
   CHECK_THAT(spec, Catch::Contains(ConfMount(3)));
-  CHECK(node.Live(0).empty());
-  auto driver = node.Started();
   CHECK(node.Live(0) == std::vector<int64_t>{3});
-  CHECK(node.Spec(a) == spec);
-  CheckAgreement(node, *driver);
-  CHECK(driver->stats().partitions_created == 1);
 }
 
 TEST_CASE("driver (vHCU): a recreated vHCU with another id rewrites the claim's spec") {

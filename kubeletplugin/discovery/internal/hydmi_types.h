@@ -47,7 +47,6 @@ using GetDeviceRemainingInfoFn = int (*)(int device_id, size_t* cus, size_t* mem
 // vdev_mem_size in MiB; the new vdevices' ids are not returned.
 using CreateVDevicesFn = int (*)(int device_id, int vdev_count, int* vdev_cus, int* vdev_mem_size);
 using DestroySingleVDeviceFn = int (*)(int vdevice_id);
-using GetStatusStringFn = int (*)(int status, const char** text);
 
 }  // namespace xpu::discovery::hydmi
 

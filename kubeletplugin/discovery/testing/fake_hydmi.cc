@@ -55,13 +55,17 @@ std::optional<nlohmann::json> Load(State& s) REQUIRES(s.mu) {
   try {
     // No fixture (a host without Hygon's DMI, or a test that did not set one): a library that
     // sees no device and no virtualisation, so hosts of other vendors are not disturbed.
-    if (path.empty()) return nlohmann::json{{"devices", nlohmann::json::array()}};
+    if (path.empty()) {
+      return nlohmann::json{{"devices", nlohmann::json::array()},
+                            {"vdevices", nlohmann::json::array()}};
+    }
     std::ifstream in(path);
     if (!in) {
       std::fprintf(stderr, "fake hydmi: cannot read %s\n", path.c_str());
       return std::nullopt;
     }
     nlohmann::json doc = nlohmann::json::parse(in);
+    if (!doc.contains("devices")) doc["devices"] = nlohmann::json::array();
     if (!doc.contains("vdevices")) doc["vdevices"] = nlohmann::json::array();
     if (const char* state = std::getenv("XPU_FAKE_HYDMI_STATE"); state != nullptr && *state) {
       if (std::ifstream saved(state); saved)
@@ -105,185 +109,155 @@ bool Contains(const nlohmann::json& doc, const char* fault, int value) {
   return values.contains(value);
 }
 
+// Answers a call: `fn(doc, vdevices)` on the fixture as it is now, with DMI's status; what it
+// changed in `vdevices` is kept.
+template <typename Fn>
+int Answer(Fn fn) {
+  State& s = S();
+  xpu::MutexLock lock(s.mu);
+  const std::optional<nlohmann::json> doc = Load(s);
+  if (!doc) return hd::kOpenMkfdFailed;
+  nlohmann::json vdevices = doc->at("vdevices");
+  const int rc = fn(*doc, vdevices);
+  if (rc != hd::kSuccess || vdevices == doc->at("vdevices")) return rc;
+  return Save(s, vdevices);
+}
+
+// Physical device `id` of the fixture, or nullptr.
+const nlohmann::json* DeviceOf(const nlohmann::json& doc, int id) {
+  const nlohmann::json& devices = doc.at("devices");
+  if (id < 0 || id >= static_cast<int>(devices.size())) return nullptr;
+  return &devices[static_cast<size_t>(id)];
+}
+
+// What device `id` has left, and how many vHCUs it holds.
+struct Left {
+  int64_t cus = 0;
+  int64_t mib = 0;
+  int vdevices = 0;
+};
+Left LeftOn(const nlohmann::json& device, const nlohmann::json& vdevices, int id) {
+  Left left{device.at("computeUnits").get<int64_t>(), device.at("memoryMiB").get<int64_t>(), 0};
+  for (const nlohmann::json& v : vdevices) {
+    if (v.at("device").get<int>() != id) continue;
+    left.cus -= v.at("computeUnits").get<int64_t>();
+    left.mib -= v.at("memoryMiB").get<int64_t>();
+    ++left.vdevices;
+  }
+  return left;
+}
+
 }  // namespace
 
 #define XPU_FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
 XPU_FAKE_EXPORT int dmiGetDeviceCount(int* count) {
-  State& s = S();
-  xpu::MutexLock lock(s.mu);
-  const std::optional<nlohmann::json> doc = Load(s);
-  if (!doc) return hd::kOpenMkfdFailed;
-  if (count == nullptr) return hd::kInvalidArguments;
-  *count = static_cast<int>(doc->value("devices", nlohmann::json::array()).size());
-  return hd::kSuccess;
+  return Answer([&](const nlohmann::json& doc, nlohmann::json&) {
+    if (count == nullptr) return hd::kInvalidArguments;
+    *count = static_cast<int>(doc.at("devices").size());
+    return hd::kSuccess;
+  });
 }
 
 XPU_FAKE_EXPORT int dmiGetDeviceInfo(int device_id, hd::DeviceInfo* info) {
-  State& s = S();
-  xpu::MutexLock lock(s.mu);
-  const std::optional<nlohmann::json> doc = Load(s);
-  if (!doc) return hd::kOpenMkfdFailed;
-  const nlohmann::json devices = doc->value("devices", nlohmann::json::array());
-  if (info == nullptr || device_id < 0 || device_id >= static_cast<int>(devices.size())) {
-    return hd::kInvalidArguments;
-  }
-  const nlohmann::json& d = devices[static_cast<size_t>(device_id)];
-  Fill(info, d.value("name", "DCU"), d.at("computeUnits").get<int>(),
-       d.at("memoryMiB").get<int64_t>(), device_id);
-  return hd::kSuccess;
+  return Answer([&](const nlohmann::json& doc, nlohmann::json&) {
+    const nlohmann::json* d = DeviceOf(doc, device_id);
+    if (info == nullptr || d == nullptr) return hd::kInvalidArguments;
+    Fill(info, d->value("name", "DCU"), d->at("computeUnits").get<int>(),
+         d->at("memoryMiB").get<int64_t>(), device_id);
+    return hd::kSuccess;
+  });
 }
 
 XPU_FAKE_EXPORT int dmiGetMaxVDeviceCount(int* count) {
-  State& s = S();
-  xpu::MutexLock lock(s.mu);
-  const std::optional<nlohmann::json> doc = Load(s);
-  if (!doc) return hd::kOpenMkfdFailed;
-  const int max = doc->value("maxVDevices", 0);
-  if (max <= 0) return hd::kNotSupported;
-  if (count == nullptr) return hd::kInvalidArguments;
-  *count = max;
-  return hd::kSuccess;
+  return Answer([&](const nlohmann::json& doc, nlohmann::json&) {
+    const int max = doc.value("maxVDevices", 0);
+    if (max <= 0) return hd::kNotSupported;
+    if (count == nullptr) return hd::kInvalidArguments;
+    *count = max;
+    return hd::kSuccess;
+  });
 }
 
 XPU_FAKE_EXPORT int dmiGetVDeviceCount(int* count) {
-  State& s = S();
-  xpu::MutexLock lock(s.mu);
-  const std::optional<nlohmann::json> doc = Load(s);
-  if (!doc) return hd::kOpenMkfdFailed;
-  if (count == nullptr) return hd::kInvalidArguments;
-  *count = static_cast<int>(doc->at("vdevices").size());
-  return hd::kSuccess;
+  return Answer([&](const nlohmann::json&, nlohmann::json& vdevices) {
+    if (count == nullptr) return hd::kInvalidArguments;
+    *count = static_cast<int>(vdevices.size());
+    return hd::kSuccess;
+  });
 }
 
 XPU_FAKE_EXPORT int dmiGetVDeviceInfo(int vdevice_id, hd::DeviceInfo* info) {
-  State& s = S();
-  xpu::MutexLock lock(s.mu);
-  const std::optional<nlohmann::json> doc = Load(s);
-  if (!doc) return hd::kOpenMkfdFailed;
-  if (info == nullptr) return hd::kInvalidArguments;
-  for (const nlohmann::json& v : doc->at("vdevices")) {
-    if (v.at("id").get<int>() != vdevice_id) continue;
-    Fill(info, "vdev" + std::to_string(vdevice_id), v.at("computeUnits").get<int>(),
-         v.at("memoryMiB").get<int64_t>(), v.at("device").get<int>());
-    return hd::kSuccess;
-  }
-  return hd::kVdevNotExist;
+  return Answer([&](const nlohmann::json&, nlohmann::json& vdevices) {
+    if (info == nullptr) return hd::kInvalidArguments;
+    for (const nlohmann::json& v : vdevices) {
+      if (v.at("id").get<int>() != vdevice_id) continue;
+      Fill(info, "vdev" + std::to_string(vdevice_id), v.at("computeUnits").get<int>(),
+           v.at("memoryMiB").get<int64_t>(), v.at("device").get<int>());
+      return hd::kSuccess;
+    }
+    return hd::kVdevNotExist;
+  });
 }
 
 XPU_FAKE_EXPORT int dmiGetDeviceRemainingInfo(int device_id, size_t* cus, size_t* memory_bytes) {
-  State& s = S();
-  xpu::MutexLock lock(s.mu);
-  const std::optional<nlohmann::json> doc = Load(s);
-  if (!doc) return hd::kOpenMkfdFailed;
-  const nlohmann::json devices = doc->value("devices", nlohmann::json::array());
-  if (cus == nullptr || memory_bytes == nullptr || device_id < 0 ||
-      device_id >= static_cast<int>(devices.size())) {
-    return hd::kInvalidArguments;
-  }
-  int64_t free_cus = devices[static_cast<size_t>(device_id)].at("computeUnits").get<int64_t>();
-  int64_t free_mib = devices[static_cast<size_t>(device_id)].at("memoryMiB").get<int64_t>();
-  for (const nlohmann::json& v : doc->at("vdevices")) {
-    if (v.at("device").get<int>() != device_id) continue;
-    free_cus -= v.at("computeUnits").get<int64_t>();
-    free_mib -= v.at("memoryMiB").get<int64_t>();
-  }
-  *cus = static_cast<size_t>(std::max<int64_t>(free_cus, 0));
-  *memory_bytes = static_cast<size_t>(std::max<int64_t>(free_mib, 0)) * kMiB;
-  return hd::kSuccess;
+  return Answer([&](const nlohmann::json& doc, nlohmann::json& vdevices) {
+    const nlohmann::json* d = DeviceOf(doc, device_id);
+    if (cus == nullptr || memory_bytes == nullptr || d == nullptr) return hd::kInvalidArguments;
+    const Left left = LeftOn(*d, vdevices, device_id);
+    *cus = static_cast<size_t>(std::max<int64_t>(left.cus, 0));
+    *memory_bytes = static_cast<size_t>(std::max<int64_t>(left.mib, 0)) * kMiB;
+    return hd::kSuccess;
+  });
 }
 
 XPU_FAKE_EXPORT int dmiCreateVDevices(int device_id, int vdev_count, int* vdev_cus,
                                       int* vdev_mem_size) {
-  State& s = S();
-  xpu::MutexLock lock(s.mu);
-  std::optional<nlohmann::json> doc = Load(s);
-  if (!doc) return hd::kOpenMkfdFailed;
-  const nlohmann::json devices = doc->value("devices", nlohmann::json::array());
-  const int max = doc->value("maxVDevices", 0);
-  if (max <= 0) return hd::kNotSupported;
-  if (device_id < 0 || device_id >= static_cast<int>(devices.size()) || vdev_count < 1 ||
-      vdev_cus == nullptr || vdev_mem_size == nullptr) {
-    return hd::kInvalidArguments;
-  }
-  if (const int delay = doc->value("faults", nlohmann::json::object()).value("createDelayMs", 0);
-      delay > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(delay));
-  }
-  if (Contains(*doc, "createBusy", device_id)) return hd::kDeviceBusy;
-  nlohmann::json vdevices = doc->at("vdevices");
-  int on_device = 0;
-  int64_t free_cus = devices[static_cast<size_t>(device_id)].at("computeUnits").get<int64_t>();
-  int64_t free_mib = devices[static_cast<size_t>(device_id)].at("memoryMiB").get<int64_t>();
-  std::set<int> ids;
-  for (const nlohmann::json& v : vdevices) {
-    ids.insert(v.at("id").get<int>());
-    if (v.at("device").get<int>() != device_id) continue;
-    ++on_device;
-    free_cus -= v.at("computeUnits").get<int64_t>();
-    free_mib -= v.at("memoryMiB").get<int64_t>();
-  }
-  for (int k = 0; k < vdev_count; ++k) {
-    if (vdev_cus[k] < 1 || vdev_mem_size[k] < 1) return hd::kInvalidArguments;
-    free_cus -= vdev_cus[k];
-    free_mib -= vdev_mem_size[k];
-  }
-  if (on_device + vdev_count > max || free_cus < 0 || free_mib < 0) return hd::kOutOfResources;
-  for (int k = 0; k < vdev_count; ++k) {
-    int id = 0;
-    while (ids.contains(id)) ++id;
-    ids.insert(id);
-    vdevices.push_back({{"id", id},
-                        {"device", device_id},
-                        {"computeUnits", vdev_cus[k]},
-                        {"memoryMiB", vdev_mem_size[k]}});
-  }
-  return Save(s, vdevices);
+  return Answer([&](const nlohmann::json& doc, nlohmann::json& vdevices) {
+    const int max = doc.value("maxVDevices", 0);
+    if (max <= 0) return hd::kNotSupported;
+    const nlohmann::json* d = DeviceOf(doc, device_id);
+    if (d == nullptr || vdev_count < 1 || vdev_cus == nullptr || vdev_mem_size == nullptr) {
+      return hd::kInvalidArguments;
+    }
+    if (const int delay = doc.value("faults", nlohmann::json::object()).value("createDelayMs", 0);
+        delay > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay));
+    }
+    if (Contains(doc, "createBusy", device_id)) return hd::kDeviceBusy;
+    Left left = LeftOn(*d, vdevices, device_id);
+    for (int k = 0; k < vdev_count; ++k) {
+      if (vdev_cus[k] < 1 || vdev_mem_size[k] < 1) return hd::kInvalidArguments;
+      left.cus -= vdev_cus[k];
+      left.mib -= vdev_mem_size[k];
+    }
+    if (left.vdevices + vdev_count > max || left.cus < 0 || left.mib < 0) {
+      return hd::kOutOfResources;
+    }
+    std::set<int> ids;
+    for (const nlohmann::json& v : vdevices) ids.insert(v.at("id").get<int>());
+    for (int k = 0; k < vdev_count; ++k) {
+      int id = 0;
+      while (ids.contains(id)) ++id;
+      ids.insert(id);
+      vdevices.push_back({{"id", id},
+                          {"device", device_id},
+                          {"computeUnits", vdev_cus[k]},
+                          {"memoryMiB", vdev_mem_size[k]}});
+    }
+    return hd::kSuccess;
+  });
 }
 
 XPU_FAKE_EXPORT int dmiDestroySingleVDevice(int vdevice_id) {
-  State& s = S();
-  xpu::MutexLock lock(s.mu);
-  std::optional<nlohmann::json> doc = Load(s);
-  if (!doc) return hd::kOpenMkfdFailed;
-  if (Contains(*doc, "destroyBusy", vdevice_id)) return hd::kDeviceBusy;
-  nlohmann::json vdevices = nlohmann::json::array();
-  bool found = false;
-  for (const nlohmann::json& v : doc->at("vdevices")) {
-    if (v.at("id").get<int>() == vdevice_id) {
-      found = true;
-    } else {
-      vdevices.push_back(v);
-    }
-  }
-  if (!found) return hd::kVdevNotExist;
-  return Save(s, vdevices);
-}
-
-XPU_FAKE_EXPORT int dmiGetStatusString(int status, const char** text) {
-  if (text == nullptr) return hd::kError;
-  switch (status) {
-    case hd::kSuccess:
-      *text = "success";
-      break;
-    case hd::kNotSupported:
-      *text = "not supported";
-      break;
-    case hd::kInvalidArguments:
-      *text = "invalid arguments";
-      break;
-    case hd::kOutOfResources:
-      *text = "out of resources";
-      break;
-    case hd::kVdevNotExist:
-      *text = "virtual device does not exist";
-      break;
-    case hd::kDeviceBusy:
-      *text = "device busy";
-      break;
-    default:
-      *text = "error";
-      break;
-  }
-  return hd::kSuccess;
+  return Answer([&](const nlohmann::json& doc, nlohmann::json& vdevices) {
+    if (Contains(doc, "destroyBusy", vdevice_id)) return hd::kDeviceBusy;
+    const size_t before = vdevices.size();
+    vdevices.erase(std::remove_if(vdevices.begin(), vdevices.end(),
+                                  [&](const nlohmann::json& v) {
+                                    return v.at("id").get<int>() == vdevice_id;
+                                  }),
+                   vdevices.end());
+    return vdevices.size() == before ? hd::kVdevNotExist : hd::kSuccess;
+  });
 }

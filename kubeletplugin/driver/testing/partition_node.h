@@ -135,6 +135,13 @@ struct PartitionNode {
     return *std::move(live);
   }
 
+  // The vendor ids on device `<kind>-<index>` now.
+  std::vector<int64_t> LiveIds(const std::string& kind, int64_t index) const {
+    std::vector<int64_t> ids;
+    for (const auto& l : Live({kind + "-" + std::to_string(index), "", index})) ids.push_back(l.id);
+    return ids;
+  }
+
   std::string Spec(const std::string& uid) const {
     std::ifstream in(dir.path() + "/cdi/k8s.xpu.dra.dev-device_" + uid + ".json");
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -207,6 +214,85 @@ std::unique_ptr<Driver> PrepareCrashTrial(PartitionNode& node, const char* point
   REQUIRE(retry.at(uid).error.empty());
   check(*driver);
   return driver;
+}
+
+// A crash trial of unprepare: claim `uid` prepared, then unprepared by a driver SIGKILLed at
+// `point`, then a restart on the same disk, `check(driver)`, and the kubelet's retry, which must
+// succeed; the settled driver.
+template <typename Check>
+std::unique_ptr<Driver> UnprepareCrashTrial(PartitionNode& node, const char* point,
+                                            const std::string& uid, Check check) {
+  {
+    auto driver = node.Started();
+    REQUIRE(driver->Prepare({{"default", "a", uid}}).at(uid).error.empty());
+  }
+  node.Rediscover();
+  CHECK(KilledAt(point, [&] {
+    auto driver = node.NewDriver();
+    if (driver->Start().ok()) (void)driver->Unprepare({{"default", "a", uid}});
+  }));
+  auto driver = node.Started();
+  check(*driver);
+  REQUIRE(driver->Unprepare({{"default", "a", uid}}).at(uid).error.empty());
+  CHECK(driver->Snapshot().partitions.empty());
+  return driver;
+}
+
+inline const std::vector<const char*> kPreparePoints = {"partition-intent", "partition-created",
+                                                        "partition-recorded", "prepare-after-cdi",
+                                                        "prepare-after-checkpoint"};
+inline const std::vector<const char*> kUnpreparePoints = {
+    "unprepare-after-cdi", "partition-destroying", "partition-destroyed",
+    "unprepare-after-checkpoint"};
+
+// Crash trials at each of `points`, each in a section of its own on a new `NodeT` with claim "a"
+// of `device`: PrepareCrashTrial (`prepare` true) or UnprepareCrashTrial, `check(node, driver)`
+// after the restart and after the retry. At the end the trial's parent holds one partition after
+// a prepare (node.Held(), then unprepared: none) and none after an unprepare.
+template <typename NodeT, typename Check>
+void CrashTrials(bool prepare, const std::vector<const char*>& points, const std::string& device,
+                 Check check) {
+  for (const char* point : points) {
+    DYNAMIC_SECTION(point) {
+      NodeT node;
+      const std::string a = node.Claim("a", {device});
+      auto checked = [&](Driver& d) { check(node, d); };
+      if (prepare) {
+        std::unique_ptr<Driver> driver = PrepareCrashTrial(node, point, a, checked);
+        CHECK(node.Held() == 1);
+        REQUIRE(driver->Unprepare({{"default", "a", a}}).at(a).error.empty());
+      } else {
+        UnprepareCrashTrial(node, point, a, checked);
+      }
+      CHECK(node.Held() == 0);
+    }
+  }
+}
+
+// A reboot trial: claim "a" of `device` prepared, the node rebooted, a new driver started. The
+// partition is made again (one create, node.Held() 1) with the same CDI spec, and
+// `check(node, driver)` holds. Returns the spec.
+template <typename NodeT, typename Check>
+std::string RebootTrial(NodeT& node, const std::string& device, Check check) {
+  std::string spec;
+  const std::string a = PreparedThenRebooted(
+      node, device, [&](Driver& /*driver*/, const std::string& uid) { spec = node.Spec(uid); });
+  CHECK(node.Held() == 0);
+  auto driver = node.Started();
+  CHECK(node.Held() == 1);
+  CHECK(node.Spec(a) == spec);
+  check(node, *driver);
+  CHECK(driver->stats().partitions_created == 1);
+  return spec;
+}
+
+// The crash trials of prepare at `prepare_points` and of unprepare at every step, on claims of
+// `device` (CrashTrials).
+template <typename NodeT, typename Check>
+void AllCrashTrials(const std::vector<const char*>& prepare_points, const std::string& device,
+                    Check check) {
+  CrashTrials<NodeT>(true, prepare_points, device, check);
+  CrashTrials<NodeT>(false, kUnpreparePoints, device, check);
 }
 
 }  // namespace xpu::plugin::testing
