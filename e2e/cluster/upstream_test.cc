@@ -1371,8 +1371,9 @@ TEST_CASE(
                         [](const json& doc) {
                           std::vector<std::string> ids;
                           for (const json& v : doc.value("vdevices", json::array())) {
-                            if (v.value("device", -1) == 0)
+                            if (v.value("device", -1) == 0) {
                               ids.push_back(std::to_string(v.value("id", -1)));
+                            }
                           }
                           return ids;
                         },

@@ -217,8 +217,9 @@ StatusOr<std::unique_ptr<PartitionBackend>> OpenHydmiPartitions(
 
 std::string VhcuProfileName(int compute_units, uint64_t memory_mib) {
   std::string name = std::to_string(compute_units) + "cu.";
-  if (memory_mib > 0 && memory_mib % 1024 == 0)
+  if (memory_mib > 0 && memory_mib % 1024 == 0) {
     return name + std::to_string(memory_mib / 1024) + "gb";
+  }
   return name + std::to_string(memory_mib) + "mb";
 }
 

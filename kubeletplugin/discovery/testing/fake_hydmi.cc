@@ -68,8 +68,9 @@ std::optional<nlohmann::json> Load(State& s) REQUIRES(s.mu) {
     if (!doc.contains("devices")) doc["devices"] = nlohmann::json::array();
     if (!doc.contains("vdevices")) doc["vdevices"] = nlohmann::json::array();
     if (const char* state = std::getenv("XPU_FAKE_HYDMI_STATE"); state != nullptr && *state) {
-      if (std::ifstream saved(state); saved)
+      if (std::ifstream saved(state); saved) {
         doc["vdevices"] = nlohmann::json::parse(saved).at("vdevices");
+      }
     } else if (s.memory_vdevices) {
       doc["vdevices"] = *s.memory_vdevices;
     }
