@@ -449,6 +449,29 @@ TEST_CASE("chart: the renderings of each mode hold what the binaries and the clu
     CHECK(read_only.count(path) == 1);
     CHECK(read_only[path]);
   }
+  CHECK(read_only.count("/etc/vdev") == 0);  // vHCU conf files: only when asked
+  CHECK(Has(plugin_args, "--partition-fallback=whole"));
+  {
+    const std::vector<json> vhcu_docs = Documents(
+        Render("vhcu", {"plugin.vhcuConfDir=/etc/vdev", "plugin.partitionFallback=existing"}));
+    const json& vds = Find(vhcu_docs, "DaemonSet", "xpu-dra-plugin");
+    const json& vplugin = vds.at("/spec/template/spec/containers/0"_json_pointer);
+    CHECK(Has(Strings(vplugin.at("args")), "--partition-fallback=existing"));
+    bool mounted_rw = false;
+    for (const auto& m : vplugin.at("volumeMounts")) {
+      if (m.value("name", "") == "vhcu-conf") {
+        mounted_rw = m.value("mountPath", "") == "/etc/vdev" && !m.value("readOnly", false);
+      }
+    }
+    CHECK(mounted_rw);
+    bool volume = false;
+    for (const auto& v : vds.at("/spec/template/spec/volumes"_json_pointer)) {
+      if (v.value("name", "") == "vhcu-conf") {
+        volume = v.value("/hostPath/path"_json_pointer, "") == "/etc/vdev";
+      }
+    }
+    CHECK(volume);
+  }
   std::set<std::string> tolerated;
   for (const auto& t : ds.at("/spec/template/spec/tolerations"_json_pointer)) {
     tolerated.insert(t.value("key", ""));
