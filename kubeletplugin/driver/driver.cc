@@ -267,16 +267,21 @@ StatusOr<std::map<std::string, PartitionDevice>> Driver::EnsurePartitionsLocked(
       return UnavailableError(device + ": its partition is " + recorded->state + "; retry");
     }
     discovery::PartitionBackend* backend = BackendFor(kind);
+    // What the parent holds now, asked once per result.
+    std::optional<StatusOr<std::vector<discovery::LivePartition>>> live;
+    auto ask = [&]() -> const StatusOr<std::vector<discovery::LivePartition>>& {
+      if (!live) live = backend->List(ParentOf(parent));
+      return *live;
+    };
     bool exists = t->existing != nullptr;
     if (exists && backend != nullptr) {
       // The inventory may be older than the device (a restart just undid a create): asked.
-      StatusOr<std::vector<discovery::LivePartition>> live = backend->List(ParentOf(parent));
-      if (!live.ok()) return live.status().WithContext(device);
+      if (!ask().ok()) return ask().status().WithContext(device);
       checkpoint::Partition probe;
       probe.id = t->existing->id;
       probe.placement = t->existing->placement.value_or(-1);
       probe.profile = t->existing->profile;
-      exists = Held(*live, probe) != nullptr;
+      exists = Held(*ask(), probe) != nullptr;
     }
     if (exists) {
       // One that exists and no record names: handed over as it is, never destroyed.
@@ -318,9 +323,8 @@ StatusOr<std::map<std::string, PartitionDevice>> Driver::EnsurePartitionsLocked(
     int64_t id = -1;
     std::vector<int64_t> ids_before;
     if (kind == "vnpu" || (kind == "vhcu" && !t->placement)) {
-      StatusOr<std::vector<discovery::LivePartition>> live = backend->List(ParentOf(parent));
-      if (!live.ok()) return live.status().WithContext(device);
-      for (const discovery::LivePartition& l : *live) ids_before.push_back(l.id);
+      if (!ask().ok()) return ask().status().WithContext(device);
+      for (const discovery::LivePartition& l : *ask()) ids_before.push_back(l.id);
     }
     if (kind == "vnpu") {
       std::set<int64_t> used(ids_before.begin(), ids_before.end());
@@ -490,6 +494,18 @@ Status Driver::ReconcilePartitionsLocked() {
   return OkStatus();
 }
 
+void Driver::ReleaseLeftoverPartitionsLocked() {
+  std::set<std::string> leftover;
+  for (const checkpoint::Partition& p : checkpoint_.partitions) {
+    if (!checkpoint_.claims.contains(p.claim_uid)) leftover.insert(p.claim_uid);
+  }
+  for (const std::string& uid : leftover) {
+    if (Status s = ReleasePartitionsLocked(uid); !s.ok()) {
+      log_("partitions of unprepared claim " + uid + ": " + s.message() + "; tried again later");
+    }
+  }
+}
+
 void Driver::ReplaceInSpecLocked(const std::string& uid, const std::string& from,
                                  const std::string& to) {
   auto claim = checkpoint_.claims.find(uid);
@@ -505,6 +521,7 @@ Status Driver::CollectDeletedClaims() {
   std::vector<ClaimRef> refs;
   {
     MutexLock lock(mu_);
+    ReleaseLeftoverPartitionsLocked();
     for (const auto& [uid, c] : checkpoint_.claims) refs.push_back({c.ns, c.name, c.uid});
   }
   std::vector<ClaimRef> gone;

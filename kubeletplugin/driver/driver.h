@@ -118,7 +118,8 @@ class Driver : public NodeService {
   // Reconciles disk, checkpoint and API (see above). Must succeed before Prepare/Unprepare.
   Status Start() EXCLUDES(mu_);
   // Unprepares entries whose claim was deleted from the API or replaced (uid differs); API errors
-  // leave the entries for the next pass. Called by Start and periodically.
+  // leave the entries for the next pass. First releases partitions left by failed prepares
+  // (ReleaseLeftoverPartitionsLocked). Called by Start and periodically.
   Status CollectDeletedClaims() EXCLUDES(mu_);
 
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
@@ -151,6 +152,9 @@ class Driver : public NodeService {
   // Destroys (or forgets, if static) the partitions recorded for `uid`; the first error.
   Status ReleasePartitionsLocked(const std::string& uid) REQUIRES(mu_);
   Status ReconcilePartitionsLocked() REQUIRES(mu_);
+  // Partitions recorded for claims that are not prepared (a prepare that failed and whose
+  // rollback could not destroy them) released again: the periodic collection's first step.
+  void ReleaseLeftoverPartitionsLocked() REQUIRES(mu_);
   // A recreated partition's new identity (a MIG uuid, a vHCU's conf file): `from` replaced by
   // `to` in claim `uid`'s recorded CDI spec (written out by Start, as every recorded spec is).
   void ReplaceInSpecLocked(const std::string& uid, const std::string& from, const std::string& to)

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -115,6 +116,32 @@ TEST_CASE("driver (vHCU): a crashed create is told apart from a vHCU an operator
   node.Rediscover();
   auto driver = node.Started();
   CHECK(node.Live(0) == std::vector<int64_t>{3});  // the crashed create undone, the operator's kept
+  CHECK(driver->Snapshot().partitions.empty());
+}
+
+TEST_CASE("driver (vHCU): a vHCU whose rollback failed is destroyed by the periodic collection") {
+  VhcuNode node;
+  // vHCU 3 (the first made on dcu-0) cannot be destroyed for now.
+  std::ifstream in(node.host + "/fake-vendor/hydmi.json");
+  const std::string fixture(std::istreambuf_iterator<char>(in), {});
+  const std::string busy_path = node.dir.path() + "/hydmi.json";
+  std::string busy = fixture;
+  busy.replace(busy.find("\"destroyBusy\": []"), 17, "\"destroyBusy\": [3]");
+  std::ofstream(busy_path) << busy;
+  ::setenv("XPU_FAKE_HYDMI_JSON", busy_path.c_str(), 1);
+  auto driver = node.Started();
+  // A half fits dcu-0, the three quarters after it do not: the claim fails, and the half made
+  // for it cannot be taken back.
+  const std::string b = node.Claim("b", {"dcu-0-40cu-32gb-0", "dcu-0-60cu-48gb-0"});
+  CHECK_THAT(driver->Prepare({{"default", "b", b}}).at(b).error,
+             Catch::Contains("out of resources"));
+  CHECK(node.Live(0) == std::vector<int64_t>{3});
+  REQUIRE(driver->Snapshot().partitions.size() == 1);
+  CHECK(driver->Snapshot().partitions[0].state == checkpoint::kPartitionDestroying);
+  // The device lets go; the next collection destroys it, without a restart or the kubelet.
+  std::ofstream(busy_path) << fixture;
+  REQUIRE(driver->CollectDeletedClaims().ok());
+  CHECK(node.Live(0).empty());
   CHECK(driver->Snapshot().partitions.empty());
 }
 
