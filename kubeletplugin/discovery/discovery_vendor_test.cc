@@ -4,11 +4,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "base/testing/temp_dir.h"
 #include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/discovery/partitioning.h"
 
 namespace xpu::discovery {
 namespace {
@@ -385,6 +387,28 @@ TEST_CASE("Hygon DMI: vHCUs taking more than the device has are left out with a 
   REQUIRE(c != nullptr);
   CHECK_THAT(c->message,
              Catch::Contains("hydmi: dcu-5: vHCU left out: ") && Catch::Contains("compute-units"));
+}
+
+TEST_CASE("the fake DCMI creates vNPUs from the same templates discovery knows",
+          "[discovery][vendor]") {
+  // Two tables must agree: discovery's (partitioning.cc) and the fixture generator's, which the
+  // fake DCMI creates from.
+  std::ifstream in(kHosts + "atlas800t-a2-vnpu/fake-vendor/dcmi.json");
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  for (const nlohmann::json& chip : doc.at("chips")) {
+    const std::string name = chip.at("chipName").get<std::string>();
+    INFO(name);
+    const nlohmann::json& fake = chip.at("vnpu").at("templates");
+    const std::span<const VnpuTemplate> known = VnpuTemplatesOf(name);
+    REQUIRE(fake.size() == known.size());
+    for (const VnpuTemplate& t : known) {
+      INFO(t.name);
+      const nlohmann::json& f = fake.at(std::string(t.name));
+      CHECK(f.at("aicore").get<int>() == t.aicore);
+      CHECK(f.at("aicpu").get<int>() == t.aicpu);
+      CHECK(f.at("memoryMB").get<int>() == t.memory_mib);
+    }
+  }
 }
 
 }  // namespace
