@@ -135,6 +135,7 @@ void VisitFields(V& v, S& self) {
   v.Optional("perDeviceNodeSelection", self.per_device_node_selection);
   v.Optional("devices", self.devices);  // see Write(ResourceSliceSpec)
   v.Optional("sharedCounters", self.shared_counters);
+  v.Optional("partitionTypeAttribute", self.partition_type_attribute);
 }
 
 template <typename V, codec::FieldsOf<ResourceSlice> S>

@@ -128,6 +128,9 @@ struct ResourceSliceSpec {
   std::optional<bool> per_device_node_selection;
   std::vector<Device> devices;  // always written, `[]` when empty
   std::vector<CounterSet> shared_counters;
+  // 1.37 alpha (DRAPartitionableDevicesType): the string attribute naming each counter-consuming
+  // device's partition type; dropped by a server with the gate off.
+  std::optional<std::string> partition_type_attribute;
   Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const ResourceSliceSpec&, const ResourceSliceSpec&) = default;
 };

@@ -593,6 +593,44 @@ void CheckDevice(const Device& device, const Device* old_device, bool per_device
                          field, errs);
 }
 
+// partitionTypeAttribute (1.37 alpha), as the API server checks it: only on a slice with devices
+// that consume counters, each of which carries the named attribute (fully qualified, or bare in
+// the driver's domain) as a string.
+void CheckPartitionTypeAttribute(const resource::ResourceSliceSpec& spec, Errors& errs) {
+  const std::string& name = *spec.partition_type_attribute;
+  const std::string field = "spec.partitionTypeAttribute";
+  if (std::none_of(spec.devices.begin(), spec.devices.end(),
+                   [](const Device& d) { return !d.consumes_counters.empty(); })) {
+    errs.Invalid(field, "Invalid value: \"" + name +
+                            "\": may only be set on a slice which declares devices that consume "
+                            "counters");
+    return;
+  }
+  const size_t slash = name.find('/');
+  if (slash == std::string::npos || slash == 0 || slash + 1 == name.size()) {
+    errs.Invalid(field, "Invalid value: \"" + name + "\": must be a fully qualified name");
+    return;
+  }
+  const std::string bare =
+      name.compare(0, slash, spec.driver) == 0 ? name.substr(slash + 1) : std::string();
+  for (size_t i = 0; i < spec.devices.size(); ++i) {
+    const Device& d = spec.devices[i];
+    if (d.consumes_counters.empty()) continue;
+    auto it = d.attributes.find(name);
+    if (it == d.attributes.end() && !bare.empty()) it = d.attributes.find(bare);
+    const std::string at = Index("spec.devices", i) + ".attributes[" + name + "]";
+    if (it == d.attributes.end()) {
+      errs.Required(at,
+                    "device consumes counters and `partitionTypeAttribute` names this "
+                    "attribute, so it must be set");
+    } else if (!it->second.string_value) {
+      errs.Invalid(at,
+                   "Invalid value: must be a string value because `partitionTypeAttribute` "
+                   "names this attribute");
+    }
+  }
+}
+
 void CheckSharedCounters(const std::vector<resource::CounterSet>& sets, const Limits& limits,
                          Errors& errs) {
   const std::string field = "spec.sharedCounters";
@@ -746,6 +784,7 @@ void CheckSliceSpec(const resource::ResourceSliceSpec& spec,
   }
   CheckSharedCounters(spec.shared_counters, limits, errs);
   if (!limits.counter_sets_pool_wide) CheckCounterReferences(spec, errs);
+  if (spec.partition_type_attribute) CheckPartitionTypeAttribute(spec, errs);
 }
 
 void CheckMetaUpdate(const ObjectMeta& meta, const ObjectMeta& old, Errors& errs) {

@@ -585,6 +585,31 @@ TEST_CASE("ResourceSliceErrors: 1.34 resolves consumed counter sets in the slice
   CHECK(ResourceSliceErrors(slice, KubeVersion::k1_35).empty());
 }
 
+TEST_CASE("ResourceSliceErrors: partitionTypeAttribute as the 1.37 API server checks it") {
+  ResourceSlice slice = ValidSlice();
+  slice.spec.partition_type_attribute = "gpu.example.com/partitionType";
+  // No device consumes counters.
+  CHECK(Has(ResourceSliceErrors(slice, KubeVersion::k1_35), "spec.partitionTypeAttribute",
+            FieldErrorType::kInvalid));
+  slice.spec.devices[0].consumes_counters = {Consumption("memory", "8Gi")};
+  CHECK(Has(ResourceSliceErrors(slice, KubeVersion::k1_35),
+            "spec.devices[0].attributes[gpu.example.com/partitionType]",
+            FieldErrorType::kRequired));
+  // Bare in the driver's domain counts; gpu-1 consumes nothing and needs none.
+  slice.spec.devices[0].attributes["partitionType"].int_value = 1;
+  CHECK(Has(ResourceSliceErrors(slice, KubeVersion::k1_35),
+            "spec.devices[0].attributes[gpu.example.com/partitionType]", FieldErrorType::kInvalid));
+  slice.spec.devices[0].attributes["partitionType"] = resource::DeviceAttribute::String("half");
+  CHECK(ResourceSliceErrors(slice, KubeVersion::k1_35).empty());
+  slice.spec.partition_type_attribute = "partitionType";
+  CHECK(Has(ResourceSliceErrors(slice, KubeVersion::k1_35), "spec.partitionTypeAttribute",
+            FieldErrorType::kInvalid));
+  // It travels through the codec.
+  slice.spec.partition_type_attribute = "gpu.example.com/partitionType";
+  const nlohmann::json written = resource::ToJson(slice);
+  CHECK(written["spec"]["partitionTypeAttribute"] == "gpu.example.com/partitionType");
+}
+
 TEST_CASE("ResourceSliceUpdateErrors: driver, pool name, nodeName and name are immutable") {
   const ResourceSlice old_slice = ValidSlice();
   CHECK(ResourceSliceUpdateErrors(old_slice, old_slice, KubeVersion::k1_35).empty());

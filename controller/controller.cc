@@ -103,7 +103,9 @@ Controller::Controller(kc::Client* client, CoreOptions options, Config config,
       claim_objects_(std::make_shared<kc::ApiObjects<ResourceClaim>>(client, kc::ResourceClaims())),
       template_objects_(std::make_shared<kc::ApiObjects<api::resource::ResourceClaimTemplate>>(
           client, kc::ResourceClaimTemplates())),
-      config_(std::make_shared<const Config>(std::move(config))) {}
+      config_(std::make_shared<const Config>(std::move(config))) {
+  partition_type_ok_ = options_.partition_type;
+}
 
 Controller::~Controller() { Stop(); }
 
@@ -409,7 +411,8 @@ Status Controller::SyncPoolKey(const std::string& node) {
     inputs = std::string(live ? "live" : "down") + "|" +
              (inventory ? inventory->resource_version : "") + "|" +
              (node_obj ? node_obj->uid : "") + "|" + std::to_string(config_generation_) + "|" +
-             (taints_ok_ ? "t" : "-") + (counters_ok_ ? "c" : "-") + "|";
+             (taints_ok_ ? "t" : "-") + (counters_ok_ ? "c" : "-") +
+             (partition_type_ok_ ? "p" : "-") + "|";
     if (node_obj) {
       for (const auto& [k, v] : node_obj->labels) inputs.append(k).append("=").append(v) += ",";
     }
@@ -478,6 +481,7 @@ Status Controller::SyncPoolKey(const std::string& node) {
     publish.version = options_.version;
     publish.taints = taints_ok_;
     publish.counters = counters_ok_;
+    publish.partition_type = partition_type_ok_;
     auto built = BuildPool(*decoded_inventory, facts, *cfg, publish, allocated);
     if (!built.ok()) {
       // A bad inventory keeps what is published; the plugin's next write re-queues the pool.
@@ -569,6 +573,13 @@ Status Controller::SyncPoolKey(const std::string& node) {
   }
   if (result.dropped_counters) {
     fall_back(counters_ok_, "counters", "publishing in attributes mode from now on");
+  }
+  // An alpha field most servers drop: expected, so said once at info level, without an Event.
+  if (result.dropped_partition_type && partition_type_ok_.exchange(false)) {
+    log_->Info("the API server dropped partitionTypeAttribute from the slices of node " + node +
+               " (DRAPartitionableDevicesType off): not published from now on");
+    metrics_->fallbacks.Inc({"partitionType"});
+    ResyncAll();
   }
   return result.status;
 }

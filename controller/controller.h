@@ -57,6 +57,9 @@ struct CoreOptions {
   std::string driver = "xpu.dra.dev";
   std::string ns = "xpu-dra";  // plugin Leases and the controller's Events
   api::KubeVersion version = api::KubeVersion::k1_35;
+  // The server is 1.37 or later: name each counter-consuming device's partition type
+  // (partitionTypeAttribute), until the server is seen dropping it (its alpha gate off).
+  bool partition_type = false;
   int workers = 4;
   std::chrono::milliseconds claim_debounce{1000};
   std::chrono::seconds default_lease_duration{15};  // for a plugin Lease without one
@@ -216,6 +219,7 @@ class Controller {
 
   std::atomic<bool> taints_ok_{true};
   std::atomic<bool> counters_ok_{true};
+  std::atomic<bool> partition_type_ok_{false};  // set from CoreOptions::partition_type
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 

@@ -233,6 +233,43 @@ TEST_CASE("vHCUs: sizes up to four per DCU, the existing ones taken out, the who
   CHECK(target->existing == nullptr);
 }
 
+TEST_CASE("1.37: every device that consumes counters names its partition type") {
+  const api::NodeInventory inventory = H200WithMig();
+  PublishOptions options;
+  options.partition_type = true;
+  auto pool = BuildPool(inventory, {"n1", "uid-1", {}}, Config{}, options, {});
+  REQUIRE(pool.ok());
+  int typed_slices = 0;
+  for (const auto& slice : pool->slices) {
+    const bool consuming =
+        std::any_of(slice.devices.begin(), slice.devices.end(),
+                    [](const PartDevice& d) { return !d.consumes_counters.empty(); });
+    CHECK(slice.partition_type_attribute.has_value() == consuming);
+    if (consuming) {
+      ++typed_slices;
+      CHECK(*slice.partition_type_attribute == "xpu.dra.dev/partitionType");
+    }
+    api::resource::ResourceSlice object;
+    object.metadata.name = "n1-slice";
+    object.spec = slice;
+    object.spec.pool.generation = 1;
+    object.spec.pool.resource_slice_count = static_cast<int64_t>(pool->slices.size());
+    const Status valid = api::ValidateResourceSlice(object, api::KubeVersion::k1_35);
+    INFO(valid.ToString());
+    CHECK(valid.ok());
+  }
+  CHECK(typed_slices > 0);
+  const auto devices = DevicesOf(*pool);
+  CHECK(devices.at("gpu-0").attributes.at("partitionType").string_value == "whole");
+  CHECK(devices.at("gpu-0-1g-18gb-6").attributes.at("partitionType").string_value == "1g.18gb");
+  CHECK_FALSE(devices.at("gpu-2").attributes.contains("partitionType"));  // MIG off: no counters
+  // Without the option (before 1.37, or the server dropped it): neither.
+  for (const auto& slice : Publish(inventory).slices) {
+    CHECK_FALSE(slice.partition_type_attribute.has_value());
+  }
+  CHECK_FALSE(DevicesOf(Publish(inventory)).at("gpu-0").attributes.contains("partitionType"));
+}
+
 TEST_CASE("partitions are not published where the shapes cannot carry their counters") {
   const api::NodeInventory inventory = H200WithMig();
   const DesiredPool old = Publish(inventory, api::KubeVersion::k1_34);

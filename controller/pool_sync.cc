@@ -215,6 +215,9 @@ PoolSyncResult ApplyPoolSync(const PoolSyncPlan& plan, SliceWriter& writer,
     }
     if (HasTaints(sent) && !HasTaints(obj->spec)) result.dropped_taints = true;
     if (HasCounters(sent) && !HasCounters(obj->spec)) result.dropped_counters = true;
+    if (sent.partition_type_attribute && !obj->spec.partition_type_attribute) {
+      result.dropped_partition_type = true;
+    }
     result.written.push_back(std::make_shared<const ResourceSlice>(std::move(obj).value()));
     return true;
   };

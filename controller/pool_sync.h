@@ -51,9 +51,10 @@ struct PoolSyncResult {
   int created = 0;
   int updated = 0;
   int deleted = 0;
-  bool dropped_taints = false;    // the server dropped device taints
-  bool dropped_counters = false;  // the server dropped sharedCounters / consumesCounters
-  std::vector<SlicePtr> written;  // created and updated slices, as the server returned them
+  bool dropped_taints = false;          // the server dropped device taints
+  bool dropped_counters = false;        // the server dropped sharedCounters / consumesCounters
+  bool dropped_partition_type = false;  // the server dropped partitionTypeAttribute (1.37 alpha)
+  std::vector<SlicePtr> written;        // created and updated slices, as the server returned them
   std::vector<std::string> deleted_names;
   int64_t generation = 0;  // of the pool after the sync
   bool Changed() const { return created + updated + deleted > 0; }

@@ -186,7 +186,9 @@ TEST_CASE("pool sync keeps taint timestamps the server set", "[pool_sync]") {
 }
 
 TEST_CASE("pool sync reports fields the server dropped", "[pool_sync]") {
-  NodeN1 n1({"--feature-gates", "DRADeviceTaints=false,DRAPartitionableDevices=false"});
+  NodeN1 n1(
+      {"--feature-gates",
+       "DRADeviceTaints=false,DRAPartitionableDevices=false,DRAPartitionableDevicesType=false"});
   auto& client = n1.cluster.client;
   const NodeFacts& node = n1.node;
   DesiredPool pool = TaintedPool(0);
@@ -199,11 +201,15 @@ TEST_CASE("pool sync reports fields the server dropped", "[pool_sync]") {
   uses.counter_set = "gpu-members";
   uses.counters["gpu-1"].value = "1";
   pool.slices[0].devices[1].consumes_counters.push_back(uses);
+  pool.slices[0].devices[1].attributes.emplace("partitionType",
+                                               api::resource::DeviceAttribute::String("whole"));
+  pool.slices[0].partition_type_attribute = std::string(kDriver) + "/partitionType";
   PoolSyncResult r =
       SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node, {});
   REQUIRE(r.status.ok());
   CHECK(r.dropped_taints);
   CHECK(r.dropped_counters);
+  CHECK(r.dropped_partition_type);
 }
 
 }  // namespace

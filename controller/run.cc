@@ -32,12 +32,18 @@ std::string DefaultIdentity() {
   return std::string(host[0] != '\0' ? host : "controller") + "_" + std::to_string(getpid());
 }
 
-// The slice shapes to publish: the flag, else the server's /version (1.35 and later share one).
-StatusOr<api::KubeVersion> DetectVersion(kc::Client& client, const std::string& flag) {
+// The server's minor version, and the slice shapes to publish for it (1.35 and later share one).
+struct ServerVersion {
+  api::KubeVersion shapes = api::KubeVersion::k1_35;
+  int minor = 35;
+};
+
+// The flag, else the server's /version.
+StatusOr<ServerVersion> DetectVersion(kc::Client& client, const std::string& flag) {
   if (!flag.empty()) {
     auto v = api::ParseKubeVersion(flag);
     if (!v) return InvalidArgumentError("--kubernetes-version: want 1.34 or 1.35, got " + flag);
-    return *v;
+    return ServerVersion{*v, *v == api::KubeVersion::k1_34 ? 34 : 35};
   }
   ASSIGN_OR_RETURN(nlohmann::json version, client.GetPath("/version"));
   std::string minor = version.value("minor", "");
@@ -47,7 +53,7 @@ StatusOr<api::KubeVersion> DetectVersion(kc::Client& client, const std::string& 
     if (c < '0' || c > '9') return InvalidArgumentError("read /version: minor \"" + minor + "\"");
     n = n * 10 + (c - '0');
   }
-  return n >= 35 ? api::KubeVersion::k1_35 : api::KubeVersion::k1_34;
+  return ServerVersion{n >= 35 ? api::KubeVersion::k1_35 : api::KubeVersion::k1_34, n};
 }
 
 // The leader election part of the options.
@@ -209,12 +215,15 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
     version = DetectVersion(**client, options.kubernetes_version);
   }
   if (stop) return 0;
-  log.Info("publishing slices for Kubernetes " + std::string(api::KubeVersionName(*version)));
+  log.Info("publishing slices for Kubernetes " +
+           std::string(api::KubeVersionName(version->shapes)) + " (server minor " +
+           std::to_string(version->minor) + ")");
 
   CoreOptions core;
   core.driver = options.driver_name;
   core.ns = options.ns;
-  core.version = *version;
+  core.version = version->shapes;
+  core.partition_type = version->minor >= 37;
   core.workers = options.workers;
   core.claim_debounce = options.claim_debounce;
   core.identity = options.identity;

@@ -151,6 +151,19 @@ std::map<std::string, std::string> FabricValues(const api::NodeInventory& invent
 
 // Drops attributes over the per-device limit: vendor-specific ones first, then names outside
 // the vocabulary, then vocabulary names, each from the end of the name order.
+// A slice whose counter-consuming devices all carry partitionType names it (1.37).
+void NamePartitionType(ResourceSliceSpec& spec, const std::string& driver) {
+  bool consuming = false;
+  for (const Device& d : spec.devices) {
+    if (d.consumes_counters.empty()) continue;
+    consuming = true;
+    if (!d.attributes.contains(std::string(kPartitionTypeAttribute))) return;
+  }
+  if (consuming) {
+    spec.partition_type_attribute = driver + "/" + std::string(kPartitionTypeAttribute);
+  }
+}
+
 void LimitAttributes(Device& device, int limit, std::vector<std::string>& notes) {
   auto total = [&device] {
     return static_cast<int>(device.attributes.size() + device.capacity.size());
@@ -572,9 +585,17 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
     } else if (partitionable) {
       parts = BuildPartitions(inventory, allocated, devices, pool.notes);
     }
-    for (Device& d : parts.devices) {
+    for (Device& d : parts.devices) devices.push_back(std::move(d));
+    for (Device& d : devices) {
+      if (options.partition_type && !d.consumes_counters.empty()) {
+        auto profile = d.attributes.find("profile");
+        d.attributes.insert_or_assign(
+            std::string(kPartitionTypeAttribute),
+            DeviceAttribute::String(profile != d.attributes.end()
+                                        ? profile->second.string_value.value_or("whole")
+                                        : "whole"));
+      }
       LimitAttributes(d, limits.max_attributes_and_capacities_per_device, pool.notes);
-      devices.push_back(std::move(d));
     }
     pool.devices = static_cast<int>(devices.size());
     // Counter sets in slices of their own (1.35+), at most the limit per slice.
@@ -589,6 +610,7 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
     const int limit = SliceDeviceLimit(devices, limits);
     for (ResourceSliceSpec& spec : Split(std::move(devices), limit, node, options)) {
       if (spec.devices.empty() && !pool.slices.empty()) continue;
+      if (options.partition_type) NamePartitionType(spec, options.driver);
       pool.slices.push_back(std::move(spec));
     }
   }

@@ -61,11 +61,18 @@ struct NodeFacts {
   std::string gang = {};  // uid of the AcceleratorGang holding the node: attribute `gang`
 };
 
+// The device attribute naming a counter-consuming device's partition type (PublishOptions).
+inline constexpr std::string_view kPartitionTypeAttribute = "partitionType";
+
 struct PublishOptions {
   std::string driver = "xpu.dra.dev";
   api::KubeVersion version = api::KubeVersion::k1_35;  // shapes and limits
   bool taints = true;                                  // false: the server drops device taints
   bool counters = true;  // false: the server drops counters; groups mode falls back
+  // 1.37 and later: every device that consumes counters gets the string attribute
+  // `partitionType` (its profile, or "whole"), and its slice names it in partitionTypeAttribute.
+  // False where the server drops the field (the alpha gate DRAPartitionableDevicesType is off).
+  bool partition_type = false;
 };
 
 struct DesiredPool {

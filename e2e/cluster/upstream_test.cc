@@ -1155,6 +1155,96 @@ TEST_CASE("upstream: with DRAPartitionableDevices off, groups mode falls back to
   CheckFallback(**harness, "counters", node, 8, "consumesCounters");
 }
 
+// The MIG host's node, its plugin loading the fake NVML, under a controller of `harness`; the
+// published gpu-0-1g-18gb-6 (empty, failing, when it never is).
+json PublishMigNode(DriverHarness& harness, const std::string& node) {
+  const std::string host = SourceDir() + "/e2e/fixtures/hosts/hgx-h200-mig";
+  ::setenv("XPU_FAKE_NVML_JSON", (host + "/fake-vendor/nvml.json").c_str(), 1);
+  const Status added =
+      harness.AddNode(node, "hgx-h200-mig", {}, {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR});
+  ::unsetenv("XPU_FAKE_NVML_JSON");
+  REQUIRE_OK(added);
+  json device;
+  CHECK(WaitFor(
+      [&] {
+        auto got = harness.PublishedDevice(node, "gpu-0-1g-18gb-6");
+        if (got.ok()) device = *got;
+        return got.ok();
+      },
+      std::chrono::seconds(90)));
+  return device;
+}
+
+// The partitionTypeAttribute of node's slices that have devices consuming counters.
+std::set<std::string> PartitionTypeAttributes(kc::Client& client, const std::string& node) {
+  std::set<std::string> out;
+  kc::ListOptions options;
+  options.field_selector = "spec.nodeName=" + node;
+  auto page = client.ListAll(kc::ResourceSlices(), "", options);
+  REQUIRE_OK(page);
+  for (const json& slice : page->items) {
+    const json spec = slice.value("spec", json::object());
+    bool consuming = false;
+    for (const json& d : spec.value("devices", json::array())) {
+      consuming = consuming || d.contains("consumesCounters");
+    }
+    if (consuming) out.insert(spec.value("partitionTypeAttribute", "(none)"));
+  }
+  return out;
+}
+
+TEST_CASE(
+    "upstream: 1.37 keeps partitionTypeAttribute where its gate is on, and the controller stops "
+    "naming it where the server drops it",
+    "[fallback]") {
+  if (RequestedMinor() != 0 && RequestedMinor() < 37) {
+    WARN("partitionTypeAttribute is 1.37's; not checked on " << Upstream().version());
+    return;
+  }
+  SECTION("gate on: the server keeps it, and each counter-consuming device names its type") {
+    ClusterOptions options;
+    options.kind = ClusterKind::kUpstream;
+    // The gate needs DRAResourcePoolStatus, whose ResourcePoolStatusRequest is v1alpha3.
+    options.feature_gates = "DRAResourcePoolStatus=true,DRAPartitionableDevicesType=true";
+    options.runtime_config = "resource.k8s.io/v1alpha3=true";
+    auto cluster = Cluster::Start(options);
+    REQUIRE_OK(cluster);
+    auto harness = DriverHarness::Create(**cluster, (*cluster)->dir() + "/work");
+    REQUIRE_OK(harness);
+    REQUIRE_OK((*harness)->StartController());
+    const std::string node = "pt-hgx-h200-mig";
+    const json device = PublishMigNode(**harness, node);
+    INFO((*harness)->controller()->Log());
+    CHECK(device.value("/attributes/partitionType/string"_json_pointer, "") == "1g.18gb");
+    auto whole = (*harness)->PublishedDevice(node, "gpu-0");
+    REQUIRE_OK(whole);
+    CHECK(whole->value("/attributes/partitionType/string"_json_pointer, "") == "whole");
+    CHECK(PartitionTypeAttributes((*harness)->client(), node) ==
+          std::set<std::string>{"xpu.dra.dev/partitionType"});
+    const int port = MetricsPort(*(*harness)->controller());
+    // Never dropped: the series is absent (-1) or 0.
+    CHECK(Metric(port, "xpu_dra_controller_fallbacks_total{field=\"partitionType\"}") <= 0);
+  }
+  SECTION("gate off (1.37's default): dropped once, then neither the field nor the attribute") {
+    auto harness = DriverHarness::Create(Upstream(), WorkDir("partition-type"));
+    REQUIRE_OK(harness);
+    REQUIRE_OK((*harness)->StartController());
+    const std::string node = "ptoff-hgx-h200-mig";
+    PublishMigNode(**harness, node);
+    INFO((*harness)->controller()->Log());
+    int port = 0;
+    REQUIRE(WaitFor([&] { return (port = MetricsPort(*(*harness)->controller())) > 0; }));
+    CHECK(WaitFor([&] {
+      return Metric(port, "xpu_dra_controller_fallbacks_total{field=\"partitionType\"}") >= 1;
+    }));
+    CHECK(WaitFor([&] {
+      auto d = (*harness)->PublishedDevice(node, "gpu-0-1g-18gb-6");
+      return d.ok() && !d->contains("/attributes/partitionType"_json_pointer) &&
+             PartitionTypeAttributes((*harness)->client(), node) == std::set<std::string>{"(none)"};
+    }));
+  }
+}
+
 // ---- End to end: pods through node agents --------------------------------------------------
 
 TEST_CASE("upstream: pods reach Running through the node agent, and deletion unprepares", "[e2e]") {

@@ -546,12 +546,35 @@ TEST_CASE("a disabled DRAPartitionableDevices gate drops sharedCounters and cons
   }
 }
 
+TEST_CASE("partitionTypeAttribute: validated as the API server does, dropped with its gate off") {
+  Fixture f;
+  const std::string path = "/apis/resource.k8s.io/v1/resourceslices";
+  const json uses =
+      json::array({{{"counterSet", "set"}, {"counters", {{"memory", {{"value", "4Gi"}}}}}}});
+  const json typed = {{"partitionTypeAttribute", "xpu.dra.dev/partitionType"}};
+  // A consuming device without the attribute, or a slice with no consuming device: invalid.
+  CHECK(f.Call("POST", path, GatedSlice("a", {{"consumesCounters", uses}}, typed)).code == 422);
+  CHECK(f.Call("POST", path, GatedSlice("b", {}, typed)).code == 422);
+  const json with_type = {{"consumesCounters", uses},
+                          {"attributes", {{"partitionType", {{"string", "1g.18gb"}}}}}};
+  auto kept = f.Call("POST", path, GatedSlice("c", with_type, typed));
+  REQUIRE(kept.code == 201);
+  CHECK(Body(kept)["spec"]["partitionTypeAttribute"] == "xpu.dra.dev/partitionType");
+  REQUIRE(
+      f.Call("POST", "/kube-sim/feature-gates", R"({"DRAPartitionableDevicesType": false})").code ==
+      200);
+  auto dropped = f.Call("POST", path, GatedSlice("d", with_type, typed));
+  REQUIRE(dropped.code == 201);
+  CHECK_FALSE(Body(dropped)["spec"].contains("partitionTypeAttribute"));
+}
+
 TEST_CASE("the feature-gates admin endpoint shows and switches the gates") {
   Fixture f;
   const json all_on = {{"DRADeviceTaints", true},
                        {"DRAPartitionableDevices", true},
                        {"DRAConsumableCapacity", true},
-                       {"DRADeviceBindingConditions", true}};
+                       {"DRADeviceBindingConditions", true},
+                       {"DRAPartitionableDevicesType", true}};
   CHECK(Body(f.Call("GET", "/kube-sim/feature-gates")) == all_on);
   auto set = f.Call("POST", "/kube-sim/feature-gates",
                     R"({"DRAConsumableCapacity": false, "DRADeviceBindingConditions": false})");

@@ -19,6 +19,7 @@ constexpr Gate kGates[] = {
     {"DRAPartitionableDevices", &FeatureGates::dra_partitionable_devices},
     {"DRAConsumableCapacity", &FeatureGates::dra_consumable_capacity},
     {"DRADeviceBindingConditions", &FeatureGates::dra_device_binding_conditions},
+    {"DRAPartitionableDevicesType", &FeatureGates::dra_partitionable_devices_type},
 };
 
 // Go's strconv.ParseBool.
@@ -156,11 +157,20 @@ void DropBindingConditions(json* slice) {
   });
 }
 
+bool PartitionTypeInUse(const json& slice) { return IsSet(Spec(slice), "partitionTypeAttribute"); }
+
+void DropPartitionType(json* slice) {
+  if (auto spec = slice->find("spec"); spec != slice->end() && spec->is_object()) {
+    spec->erase("partitionTypeAttribute");
+  }
+}
+
 constexpr GatedFields kSliceFields[] = {
     {&FeatureGates::dra_device_taints, TaintsInUse, DropTaints},
     {&FeatureGates::dra_partitionable_devices, PartitionableInUse, DropPartitionable},
     {&FeatureGates::dra_consumable_capacity, ConsumableCapacityInUse, DropConsumableCapacity},
     {&FeatureGates::dra_device_binding_conditions, BindingConditionsInUse, DropBindingConditions},
+    {&FeatureGates::dra_partitionable_devices_type, PartitionTypeInUse, DropPartitionType},
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 //                              spec.devices[].capacity[*].requestPolicy
 //   DRADeviceBindingConditions spec.devices[].bindsToNode / bindingConditions /
 //                              bindingFailureConditions
+//   DRAPartitionableDevicesType spec.partitionTypeAttribute (1.37 alpha: off on a real 1.37)
 // kube-sim enables all of them by default; a real 1.34 or 1.35 cluster has every one of them off
 // (alpha), 1.36 turns them on (beta).
 #ifndef XPU_E2E_KUBESIM_FEATURE_GATES_H_
@@ -32,6 +33,7 @@ struct FeatureGates {
   bool dra_partitionable_devices = true;
   bool dra_consumable_capacity = true;
   bool dra_device_binding_conditions = true;
+  bool dra_partitionable_devices_type = true;
 
   bool operator==(const FeatureGates&) const = default;
 };

@@ -141,10 +141,10 @@ std::vector<Flag> KubeSimFlags(Options* o) {
        StringFlag(&o->client_kubeconfig_out)},
       {"--feature-gates", "LIST",
        "API server feature gates, Gate=bool,... (default: all true):\n"
-       "DRADeviceTaints, DRAPartitionableDevices,\n"
+       "DRADeviceTaints, DRAPartitionableDevices, DRAPartitionableDevicesType,\n"
        "DRAConsumableCapacity, DRADeviceBindingConditions; writes\n"
        "drop the ResourceSlice fields of disabled gates, as a real\n"
-       "1.34/1.35 cluster (all four alpha, off) does. At run time:\n"
+       "1.34/1.35 cluster (all alpha, off) does. At run time:\n"
        "POST /kube-sim/feature-gates {\"DRADeviceTaints\": false}",
        ValueFlag([o](const std::string& v) -> Status {
          if (Status s = ParseFeatureGates(v, &o->feature_gates); !s.ok()) {
