@@ -157,7 +157,7 @@ TEST_CASE("unknown members survive a read and write, at every level") {
   json slice = json::parse(kPublishedSlice);
   slice["futureTopLevel"] = 1;
   slice["metadata"]["managedFields"] = json::array({{{"manager", "kube-apiserver"}}});
-  slice["spec"]["partitionTypeAttribute"] = "gpu.example.com/kind";
+  slice["spec"]["skipNodeOperations"] = json::array({"*"});
   slice["spec"]["pool"]["futurePoolField"] = true;
   slice["spec"]["devices"][0]["nodeAllocatableResources"] = {
       {"mapping", {{"capacityKey", "memory"}}}};
@@ -168,7 +168,7 @@ TEST_CASE("unknown members survive a read and write, at every level") {
   StatusOr<ResourceSlice> parsed = FromJson<ResourceSlice>(slice);
   REQUIRE(parsed.ok());
   CHECK(parsed->spec.devices[0].unknown.contains("nodeAllocatableResources"));
-  CHECK(parsed->spec.unknown == json{{"partitionTypeAttribute", "gpu.example.com/kind"}});
+  CHECK(parsed->spec.unknown == json{{"skipNodeOperations", json::array({"*"})}});
 
   // An update keeps them: change a known field, write back.
   parsed->spec.devices[0].capacity["memory"].value = "40Gi";
