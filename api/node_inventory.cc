@@ -130,9 +130,14 @@ void VisitFields(V& v, S& self) {
              codec::MaxItems(32));
   v.Optional("partitions", self.partitions, "the partitions that exist now", codec::MaxItems(64));
   v.Optional("fallback", self.fallback,
-             "where the server cannot carry partitions: whole (the device, the default) or "
-             "existing (the partitions that exist, as plain devices)",
+             "where the server cannot carry partitions: whole (the device, the default), "
+             "existing (the partitions that exist, as plain devices) or layout (as existing, "
+             "after the plugin made the configured layout at start)",
              codec::Enum(PartitionFallbacks()));
+  v.Optional("layout", self.layout,
+             "fallback layout: the partitions made at start on this device, profile*count, "
+             "comma-separated",
+             codec::MaxLength(256));
 }
 
 template <typename V, codec::FieldsOf<InventoryDevice> S>
@@ -296,7 +301,7 @@ const std::vector<std::string>& InventorySources() {
 }
 
 const std::vector<std::string>& PartitionFallbacks() {
-  static const std::vector<std::string> kFallbacks = {"whole", "existing"};
+  static const std::vector<std::string> kFallbacks = {"whole", "existing", "layout"};
   return kFallbacks;
 }
 

@@ -80,9 +80,11 @@ struct InventoryPartitioning {
   std::vector<PartitionProfile> profiles;
   std::vector<InventoryPartition> partitions;  // those that exist now
   // Where the server cannot carry partitions (no counters, 1.34): "whole" (the default: the device
-  // is served whole) or "existing" (the partitions that exist are served as plain devices, and
-  // the device is not served whole while any exists). The node's config sets it.
+  // is served whole), "existing" (the partitions that exist are served as plain devices, and
+  // the device is not served whole while any exists), or "layout" (as existing, after the plugin
+  // made the partitions of `layout` at start). The node's config sets it.
   std::string fallback;
+  std::string layout;  // fallback "layout": the entries of this device, "vir05_1c_16g*4"
   nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
   friend bool operator==(const InventoryPartitioning&, const InventoryPartitioning&) = default;
 };

@@ -272,7 +272,8 @@ std::vector<Device> ExistingPartitionsAsDevices(const api::NodeInventory& invent
     auto it = by_name.find(whole->name);
     const api::InventoryDevice* in = it == by_name.end() ? nullptr : it->second;
     if (in == nullptr || !in->partitioning || !in->partitioning->enabled ||
-        in->partitioning->fallback != "existing" || in->partitioning->partitions.empty()) {
+        (in->partitioning->fallback != "existing" && in->partitioning->fallback != "layout") ||
+        in->partitioning->partitions.empty()) {
       ++whole;
       continue;
     }
@@ -289,7 +290,8 @@ std::vector<Device> ExistingPartitionsAsDevices(const api::NodeInventory& invent
       }
     }
     notes.push_back("device " + whole->name + ": its " + std::to_string(p.partitions.size()) +
-                    " partitions served as plain devices, not the device (fallback existing)");
+                    " partitions served as plain devices, not the device (fallback " + p.fallback +
+                    ")");
     whole = devices.erase(whole);
   }
   return out;

@@ -341,8 +341,20 @@ TEST_CASE("without counters, fallback existing serves a device's partitions as p
   CHECK(std::find(pool.notes.begin(), pool.notes.end(),
                   "device gpu-1: its 1 partitions served as plain devices, not the device "
                   "(fallback existing)") != pool.notes.end());
+  // Fallback layout (the plugin made its partitions at start) is served the same way.
+  for (auto& d : inventory.status.devices) {
+    if (d.partitioning) d.partitioning->fallback = "layout";
+  }
+  inventory.status.devices[1].partitioning->layout = "3g.71gb*1";
+  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  const DesiredPool laid = Publish(inventory, api::KubeVersion::k1_34);
+  CHECK(DevicesOf(laid).contains("gpu-1-3g-71gb-4"));
+  CHECK_FALSE(DevicesOf(laid).contains("gpu-1"));
+  CHECK(std::find(laid.notes.begin(), laid.notes.end(),
+                  "device gpu-1: its 1 partitions served as plain devices, not the device "
+                  "(fallback layout)") != laid.notes.end());
   // An unknown fallback is refused by the inventory.
-  inventory.status.devices[0].partitioning->fallback = "layout";
+  inventory.status.devices[0].partitioning->fallback = "fixed";
   CHECK_FALSE(api::ValidateNodeInventory(inventory).ok());
 }
 

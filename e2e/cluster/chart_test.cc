@@ -452,11 +452,14 @@ TEST_CASE("chart: the renderings of each mode hold what the binaries and the clu
   CHECK(read_only.count("/etc/vdev") == 0);  // vHCU conf files: only when asked
   CHECK(Has(plugin_args, "--partition-fallback=whole"));
   {
-    const std::vector<json> vhcu_docs = Documents(
-        Render("vhcu", {"plugin.vhcuConfDir=/etc/vdev", "plugin.partitionFallback=existing"}));
+    const std::vector<json> vhcu_docs =
+        Documents(Render("vhcu", {"plugin.vhcuConfDir=/etc/vdev", "plugin.partitionFallback=layout",
+                                  "plugin.partitionLayout=20cu.16gb*4"}));
     const json& vds = Find(vhcu_docs, "DaemonSet", "xpu-dra-plugin");
     const json& vplugin = vds.at("/spec/template/spec/containers/0"_json_pointer);
-    CHECK(Has(Strings(vplugin.at("args")), "--partition-fallback=existing"));
+    CHECK(Has(Strings(vplugin.at("args")), "--partition-fallback=layout"));
+    CHECK(Has(Strings(vplugin.at("args")), "--partition-layout=20cu.16gb*4"));
+    CheckFlagsReal(vplugin, XPU_PLUGIN_BINARY);
     bool mounted_rw = false;
     for (const auto& m : vplugin.at("volumeMounts")) {
       if (m.value("name", "") == "vhcu-conf") {

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -221,6 +222,104 @@ Status Driver::SaveLocked() {
   stats_.prepared_devices = 0;
   for (const auto& [uid, c] : checkpoint_.claims) stats_.prepared_devices += c.devices.size();
   return s;
+}
+
+StatusOr<std::vector<PartitionLayoutEntry>> ParsePartitionLayout(std::string_view text,
+                                                                 std::string_view flag) {
+  std::vector<PartitionLayoutEntry> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    const size_t star = item.find('*');
+    PartitionLayoutEntry e;
+    e.profile = std::string(item.substr(0, star));
+    e.count = 1;
+    bool ok = !e.profile.empty() && e.profile.size() <= 32 &&
+              e.profile.find_first_of(" =") == std::string::npos;
+    if (ok && star != std::string_view::npos) {
+      const std::string_view n = item.substr(star + 1);
+      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), e.count);
+      ok = ec == std::errc{} && end == n.data() + n.size() && e.count >= 1 && e.count <= 64;
+    }
+    if (!ok) {
+      return InvalidArgumentError(std::string(flag) + ": entry \"" + std::string(item) +
+                                  "\" is not PROFILE or PROFILE*COUNT (1 to 64)");
+    }
+    out.push_back(std::move(e));
+  }
+  if (out.empty()) return InvalidArgumentError(std::string(flag) + ": empty");
+  return out;
+}
+
+int Driver::ApplyPartitionLayout(const std::vector<PartitionLayoutEntry>& layout) {
+  MutexLock lock(mu_);
+  const std::shared_ptr<const api::NodeInventory> inventory = inventory_();
+  if (inventory == nullptr) return 0;
+  std::set<int64_t> used_ids;  // vNPU ids in use anywhere on the node
+  for (const api::InventoryDevice& d : inventory->status.devices) {
+    if (!d.partitioning) continue;
+    for (const api::InventoryPartition& p : d.partitioning->partitions) used_ids.insert(p.id);
+  }
+  for (const checkpoint::Partition& p : checkpoint_.partitions) used_ids.insert(p.id);
+  int made = 0;
+  for (const api::InventoryDevice& d : inventory->status.devices) {
+    if (!d.partitioning || !d.partitioning->enabled) continue;
+    const api::InventoryPartitioning& p = *d.partitioning;
+    discovery::PartitionBackend* backend = BackendFor(p.kind);
+    if (backend == nullptr) continue;
+    StatusOr<std::vector<discovery::LivePartition>> live = backend->List(ParentOf(d));
+    if (!live.ok()) {
+      log_("partition layout on " + d.name + ": " + live.status().message());
+      continue;
+    }
+    auto profile_of = [&p](const std::string& name) -> const api::PartitionProfile* {
+      auto it = std::find_if(p.profiles.begin(), p.profiles.end(),
+                             [&name](const api::PartitionProfile& x) { return x.name == name; });
+      return it == p.profiles.end() ? nullptr : &*it;
+    };
+    // The first legal placement whose slots no live partition holds.
+    auto free_placement = [&](const api::PartitionProfile& want) -> std::optional<int64_t> {
+      for (int64_t at : want.placements) {
+        const bool taken = std::any_of(live->begin(), live->end(), [&](const auto& l) {
+          const api::PartitionProfile* lp = profile_of(l.profile);
+          if (!l.placement || lp == nullptr) return false;
+          return at < *l.placement + lp->slots && *l.placement < at + want.slots;
+        });
+        if (!taken) return at;
+      }
+      return std::nullopt;
+    };
+    for (const PartitionLayoutEntry& e : layout) {
+      const api::PartitionProfile* want = profile_of(e.profile);
+      if (want == nullptr) continue;
+      auto have = std::count_if(live->begin(), live->end(),
+                                [&e](const auto& l) { return l.profile == e.profile; });
+      for (; have < e.count; ++have) {
+        std::optional<int64_t> placement;
+        if (!want->placements.empty() && !(placement = free_placement(*want))) {
+          log_("partition layout on " + d.name + ": no free placement for " + e.profile);
+          break;
+        }
+        const int64_t id = p.kind == "vnpu" ? ChooseVnpuId(d.index, used_ids) : -1;
+        StatusOr<discovery::LivePartition> part =
+            backend->Create(ParentOf(d), e.profile, id, placement);
+        if (!part.ok()) {
+          ++stats_.partition_errors;
+          log_("partition layout on " + d.name + ": create " + e.profile + ": " +
+               part.status().message());
+          break;
+        }
+        ++stats_.partitions_created;
+        ++made;
+        used_ids.insert(part->id);
+        live->push_back(*std::move(part));
+        log_("partition layout: made " + p.kind + " " + e.profile + " (id " +
+             std::to_string(live->back().id) + ") on " + d.name);
+      }
+    }
+  }
+  return made;
 }
 
 void Driver::AddPartitionBackend(std::shared_ptr<discovery::PartitionBackend> backend) {

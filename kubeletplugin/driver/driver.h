@@ -48,6 +48,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/accelerator_gang.h"
@@ -63,6 +64,18 @@
 #include "kubeletplugin/driver/service.h"
 
 namespace xpu::plugin {
+
+// One entry of a fallback layout: `count` partitions of `profile` per device.
+struct PartitionLayoutEntry {
+  std::string profile;
+  int count = 0;
+  friend bool operator==(const PartitionLayoutEntry&, const PartitionLayoutEntry&) = default;
+};
+
+// "vir05_1c_16g*4,1g.18gb" (a missing count is 1): the entries, or an error naming `flag` and
+// the entry.
+StatusOr<std::vector<PartitionLayoutEntry>> ParsePartitionLayout(std::string_view text,
+                                                                 std::string_view flag);
 
 struct DriverOptions {
   std::string driver_name = "xpu.dra.dev";
@@ -111,6 +124,13 @@ class Driver : public NodeService {
 
   // The backend that creates partitions of its kind; before Start.
   void AddPartitionBackend(std::shared_ptr<discovery::PartitionBackend> backend) EXCLUDES(mu_);
+  // The fallback layout (--partition-layout): on every partitionable device whose profiles
+  // include an entry's, the partitions missing for `count` of that profile are made, as node
+  // configuration: no claim owns them, they are handed out as static ones and never destroyed
+  // here. Idempotent (what exists counts), so a crash midway is finished at the next start. MIG
+  // instances go to the first free legal placement. Returns how many were made; what a device
+  // refuses is logged and the rest goes on. After Start.
+  int ApplyPartitionLayout(const std::vector<PartitionLayoutEntry>& layout) EXCLUDES(mu_);
   // The partition records as last saved (for pinning instance numbers in the published
   // inventory). Takes only a leaf lock, so it may be called under any other.
   std::vector<checkpoint::Partition> PartitionRecords() const EXCLUDES(records_mu_);

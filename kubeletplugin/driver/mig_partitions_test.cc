@@ -72,6 +72,16 @@ TEST_CASE("driver (MIG): SIGKILL at each step of prepare and unprepare, restart,
                                    "gpu-0-1g-18gb-6", CheckAgreement);
 }
 
+TEST_CASE("driver (MIG): the fallback layout goes to the free placements") {
+  MigNode node;
+  auto driver = node.Started();
+  const auto layout = ParsePartitionLayout("1g.18gb*7", "--partition-layout");
+  REQUIRE(layout.ok());
+  REQUIRE(driver->ApplyPartitionLayout(*layout) > 0);
+  CHECK(node.Slots() == std::multiset<int64_t>{0, 1, 2, 3, 4, 5, 6});  // gpu-0 had none
+  CHECK(driver->ApplyPartitionLayout(*layout) == 0);
+}
+
 TEST_CASE("driver (MIG): after a reboot the GPU instance is made again and the spec follows") {
   MigNode node;
   std::string before;

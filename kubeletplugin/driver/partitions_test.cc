@@ -131,6 +131,36 @@ TEST_CASE("driver (vNPU): SIGKILL at each step of prepare and unprepare, restart
                                     CheckAgreement);
 }
 
+TEST_CASE("driver (vNPU): the fallback layout is made at start, once, and handed out as static") {
+  VnpuNode node;
+  auto driver = node.Started();
+  const auto layout = ParsePartitionLayout("vir05_1c_16g*2,vir99*1", "--partition-layout");
+  REQUIRE(layout.ok());
+  // npu-1 has its two already; npu-3 holds a vir10_3c_32g and still fits two; vir99 is no
+  // template of the 910B3 and is skipped.
+  CHECK(driver->ApplyPartitionLayout(*layout) == 14);
+  for (int64_t npu = 0; npu < 8; ++npu) {
+    INFO(npu);
+    CHECK(node.Live(npu).size() == (npu == 3 ? 3U : 2U));
+  }
+  CHECK(driver->ApplyPartitionLayout(*layout) == 0);  // what exists counts
+  CHECK(driver->Snapshot().partitions.empty());       // no claim owns them
+  // Rediscovered, they are existing partitions: a claim gets one as it is, and its unprepare
+  // leaves it.
+  node.Rediscover();
+  auto again = node.Started();
+  const std::string a = node.Prepared(*again, "a", {"npu-0-vir05-1c-16g-1"});
+  CHECK(again->Snapshot().partitions.at(0).state == checkpoint::kPartitionStatic);
+  REQUIRE(again->Unprepare({{"default", "a", a}}).at(a).error.empty());
+  CHECK(node.Live(0).size() == 2);
+  CHECK(ParsePartitionLayout("", "--partition-layout").status().message() ==
+        "--partition-layout: empty");
+  CHECK_FALSE(ParsePartitionLayout("a*65", "--partition-layout").ok());
+  CHECK_FALSE(ParsePartitionLayout("a*2x", "--partition-layout").ok());
+  CHECK(ParsePartitionLayout("a,b*3", "--partition-layout").value() ==
+        std::vector<PartitionLayoutEntry>{{"a", 1}, {"b", 3}});
+}
+
 TEST_CASE("driver (vNPU): after a reboot the prepared claim's vNPU is made again, same id") {
   VnpuNode node;
   const std::string spec = testing::RebootTrial(node, "npu-2-vir10-3c-32g-1", CheckAgreement);

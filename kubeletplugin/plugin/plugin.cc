@@ -73,6 +73,23 @@ class DevWatcher {
   std::atomic<bool>* wake_;
 };
 
+// The entries of `layout` whose profile `p` has, as written ("vir05_1c_16g*4").
+std::string LayoutOf(const std::string& layout, const api::InventoryPartitioning& p) {
+  std::string out;
+  if (layout.empty()) return out;
+  const auto entries = ParsePartitionLayout(layout, "--partition-layout");
+  if (!entries.ok()) return out;
+  for (const PartitionLayoutEntry& e : *entries) {
+    if (std::none_of(p.profiles.begin(), p.profiles.end(),
+                     [&e](const api::PartitionProfile& x) { return x.name == e.profile; })) {
+      continue;
+    }
+    if (!out.empty()) out += ",";
+    out += e.profile + "*" + std::to_string(e.count);
+  }
+  return out.size() <= 256 ? out : out.substr(0, out.rfind(',', 256));
+}
+
 }  // namespace
 
 Status PluginOptions::Validate() const {
@@ -82,9 +99,17 @@ Status PluginOptions::Validate() const {
   RETURN_IF_ERROR(api::ValidateDnsSubdomain(node_name, "--node-name"));
   RETURN_IF_ERROR(api::ValidateDnsSubdomain(driver_name, "--driver-name"));
   RETURN_IF_ERROR(api::ValidateDnsLabel(ns, "--namespace"));
-  if (partition_fallback != "whole" && partition_fallback != "existing") {
+  if (partition_fallback != "whole" && partition_fallback != "existing" &&
+      partition_fallback != "layout") {
     return InvalidArgumentError("--partition-fallback: \"" + partition_fallback +
-                                "\" is neither whole nor existing");
+                                "\" is not whole, existing or layout");
+  }
+  if ((partition_fallback == "layout") != !partition_layout.empty()) {
+    return InvalidArgumentError(
+        "--partition-layout is given with --partition-fallback layout, and only then");
+  }
+  if (!partition_layout.empty()) {
+    RETURN_IF_ERROR(ParsePartitionLayout(partition_layout, "--partition-layout").status());
   }
   if (host_root.empty()) return InvalidArgumentError("--host-root: must not be empty");
   if (std::chrono::duration_cast<std::chrono::milliseconds>(lease_duration) <= lease_renew) {
@@ -182,11 +207,17 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        "run the node checklist (xpuctl doctor) at start and publish\n"
        "it as the NodeChecklist condition (default true)",
        BoolFlag(&o->node_checklist)},
-      {"--partition-fallback", "whole|existing",
+      {"--partition-fallback", "whole|existing|layout",
        "where the API server cannot carry partitions: serve a\n"
        "partitionable device whole, or the partitions that exist on\n"
-       "it as plain devices (default whole)",
+       "it as plain devices, or those after making --partition-layout\n"
+       "at start (default whole)",
        StringFlag(&o->partition_fallback)},
+      {"--partition-layout", "LIST",
+       "with --partition-fallback layout: PROFILE*COUNT,... made at\n"
+       "start on every partitionable device with that profile\n"
+       "(vir05_1c_16g*4,1g.18gb*7); never destroyed by the plugin",
+       StringFlag(&o->partition_layout)},
       LogLevelFlag(&o->log_level),
   };
 }
@@ -337,7 +368,9 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   InventoryHolder inventory([&xid_health, &checklist, &pins, &options](api::NodeInventory* inv) {
     if (const Driver* d = pins.load()) PinPartitions(d->PartitionRecords(), inv);
     for (api::InventoryDevice& d : inv->status.devices) {
-      if (d.partitioning) d.partitioning->fallback = options.partition_fallback;
+      if (!d.partitioning) continue;
+      d.partitioning->fallback = options.partition_fallback;
+      d.partitioning->layout = LayoutOf(options.partition_layout, *d.partitioning);
     }
     if (std::optional<api::Condition> condition = checklist.Get()) {
       std::erase_if(inv->status.conditions,
@@ -423,6 +456,15 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
     return 3;
   }
   pins = &driver;
+  if (options.partition_fallback == "layout") {
+    // Checked by Validate.
+    const auto layout = ParsePartitionLayout(options.partition_layout, "--partition-layout");
+    if (layout.ok() && driver.ApplyPartitionLayout(*layout) > 0) {
+      if (StatusOr<api::NodeInventory> again = discover_now(); !again.ok()) {
+        log.Error("discover after the partition layout: " + again.status().message());
+      }
+    }
+  }
   if (std::optional<api::NodeInventory> pinned = inventory.Reapply()) update_health(*pinned);
   m.Collect(driver.stats());
   InstrumentedService service(&driver, &m);

@@ -54,9 +54,11 @@ struct PluginOptions {
   // inventory's NodeChecklist condition.
   bool node_checklist = true;
   // Where the server cannot carry partitions (no counters): "whole" serves a partitionable device
-  // whole, "existing" serves the partitions that exist on it as plain devices instead. Written
-  // into the inventory (partitioning.fallback).
+  // whole, "existing" serves the partitions that exist on it as plain devices instead, "layout"
+  // does so after making `partition_layout` at start. Written into the inventory
+  // (partitioning.fallback, partitioning.layout).
   std::string partition_fallback = "whole";
+  std::string partition_layout;  // "vir05_1c_16g*4,1g.18gb*7": with fallback "layout" only
 
   Status Validate() const;
 };

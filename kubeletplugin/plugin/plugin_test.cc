@@ -78,6 +78,24 @@ TEST_CASE("plugin flags", "[plugin]") {
   CHECK_FALSE(set->node_checklist);
   CHECK(Usage().find("--health-recovery-settle") != std::string::npos);
   CHECK(Usage().find("--node-checklist") != std::string::npos);
+  // The fallback layout: only together with --partition-fallback layout, and well formed.
+  auto layout =
+      ParseFlags({"--partition-fallback", "layout", "--partition-layout", "vir05_1c_16g*4,1g.18gb"},
+                 "n", &help);
+  REQUIRE(layout.ok());
+  CHECK(layout->Validate().ok());
+  auto alone = ParseFlags({"--partition-layout", "vir05_1c_16g*4"}, "n", &help);
+  CHECK(alone->Validate().message() ==
+        "--partition-layout is given with --partition-fallback layout, and only then");
+  auto without = ParseFlags({"--partition-fallback", "layout"}, "n", &help);
+  CHECK(without->Validate().code() == StatusCode::kInvalidArgument);
+  auto bad =
+      ParseFlags({"--partition-fallback", "layout", "--partition-layout", "1g.18gb*0"}, "n", &help);
+  CHECK(bad->Validate().message() ==
+        "--partition-layout: entry \"1g.18gb*0\" is not PROFILE or PROFILE*COUNT (1 to 64)");
+  auto nope = ParseFlags({"--partition-fallback", "some"}, "n", &help);
+  CHECK(nope->Validate().message() ==
+        "--partition-fallback: \"some\" is not whole, existing or layout");
 }
 
 using e2e::Eventually;
