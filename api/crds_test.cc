@@ -103,7 +103,8 @@ NodeInventory PartitionedExample() {
   instance.profile = "vir10_3c_32g";
   instance.instance = 1;
   vnpu.partitions.push_back(instance);
-  vnpu.fallback = "existing";
+  vnpu.fallback = "layout";
+  vnpu.layout = "vir10_3c_32g*1";
   inventory.status.devices[1].partitioning = vnpu;
   const Status valid = ValidateNodeInventory(inventory);
   INFO(valid.ToString());
