@@ -27,6 +27,14 @@ std::string PartitionDeviceName(std::string_view parent, std::string_view profil
   return name.append(std::to_string(n));
 }
 
+const PartitionProfile* FindProfile(const InventoryPartitioning& partitioning,
+                                    std::string_view name) {
+  for (const PartitionProfile& p : partitioning.profiles) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
 int64_t InstancesThatFit(const PartitionProfile& profile,
                          const std::map<std::string, int64_t>& capacity) {
   int64_t fit = profile.max_instances > 0 ? profile.max_instances : 64;

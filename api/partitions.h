@@ -23,6 +23,10 @@ std::string ProfileLabel(std::string_view profile);
 // "<parent>-<profile label>-<n>".
 std::string PartitionDeviceName(std::string_view parent, std::string_view profile, int64_t n);
 
+// The profile of `partitioning` named `name`, or nullptr.
+const PartitionProfile* FindProfile(const InventoryPartitioning& partitioning,
+                                    std::string_view name);
+
 // How many instances of a placement-less profile fit the parent's capacity (at most
 // max_instances where set, else at most 64).
 int64_t InstancesThatFit(const PartitionProfile& profile,

@@ -320,10 +320,8 @@ Partitioned BuildPartitions(const api::NodeInventory& inventory,
     std::map<std::string, int64_t> left = p.capacity;
     uint64_t held_slots = 0;
     for (const api::InventoryPartition& part : p.partitions) {
-      auto profile =
-          std::find_if(p.profiles.begin(), p.profiles.end(),
-                       [&part](const api::PartitionProfile& x) { return x.name == part.profile; });
-      if (profile == p.profiles.end()) continue;
+      const api::PartitionProfile* profile = api::FindProfile(p, part.profile);
+      if (profile == nullptr) continue;
       for (const auto& [counter, units] : profile->counters) {
         left[counter] = std::max<int64_t>(0, left[counter] - units);
       }

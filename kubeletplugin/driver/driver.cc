@@ -79,6 +79,18 @@ int64_t ChooseVnpuId(int64_t index, const std::set<int64_t>& used) {
   return -1;  // all sixteen taken: let the library pick
 }
 
+// The vendor ids the node's partitions hold: in the inventory and in the records.
+std::set<int64_t> UsedPartitionIds(const api::NodeInventory& inventory,
+                                   const std::vector<checkpoint::Partition>& records) {
+  std::set<int64_t> used;
+  for (const api::InventoryDevice& d : inventory.status.devices) {
+    if (!d.partitioning) continue;
+    for (const api::InventoryPartition& p : d.partitioning->partitions) used.insert(p.id);
+  }
+  for (const checkpoint::Partition& p : records) used.insert(p.id);
+  return used;
+}
+
 // A vHCU's file, which Hygon's runtime reads in the container from /etc/vdev/docker/.
 std::string VhcuConf(int64_t id) { return "/etc/vdev/vdev" + std::to_string(id) + ".conf"; }
 
@@ -256,12 +268,7 @@ int Driver::ApplyPartitionLayout(const std::vector<PartitionLayoutEntry>& layout
   MutexLock lock(mu_);
   const std::shared_ptr<const api::NodeInventory> inventory = inventory_();
   if (inventory == nullptr) return 0;
-  std::set<int64_t> used_ids;  // vNPU ids in use anywhere on the node
-  for (const api::InventoryDevice& d : inventory->status.devices) {
-    if (!d.partitioning) continue;
-    for (const api::InventoryPartition& p : d.partitioning->partitions) used_ids.insert(p.id);
-  }
-  for (const checkpoint::Partition& p : checkpoint_.partitions) used_ids.insert(p.id);
+  std::set<int64_t> used_ids = UsedPartitionIds(*inventory, checkpoint_.partitions);
   int made = 0;
   for (const api::InventoryDevice& d : inventory->status.devices) {
     if (!d.partitioning || !d.partitioning->enabled) continue;
@@ -273,16 +280,11 @@ int Driver::ApplyPartitionLayout(const std::vector<PartitionLayoutEntry>& layout
       log_("partition layout on " + d.name + ": " + live.status().message());
       continue;
     }
-    auto profile_of = [&p](const std::string& name) -> const api::PartitionProfile* {
-      auto it = std::find_if(p.profiles.begin(), p.profiles.end(),
-                             [&name](const api::PartitionProfile& x) { return x.name == name; });
-      return it == p.profiles.end() ? nullptr : &*it;
-    };
     // The first legal placement whose slots no live partition holds.
     auto free_placement = [&](const api::PartitionProfile& want) -> std::optional<int64_t> {
       for (int64_t at : want.placements) {
         const bool taken = std::any_of(live->begin(), live->end(), [&](const auto& l) {
-          const api::PartitionProfile* lp = profile_of(l.profile);
+          const api::PartitionProfile* lp = api::FindProfile(p, l.profile);
           if (!l.placement || lp == nullptr) return false;
           return at < *l.placement + lp->slots && *l.placement < at + want.slots;
         });
@@ -291,7 +293,7 @@ int Driver::ApplyPartitionLayout(const std::vector<PartitionLayoutEntry>& layout
       return std::nullopt;
     };
     for (const PartitionLayoutEntry& e : layout) {
-      const api::PartitionProfile* want = profile_of(e.profile);
+      const api::PartitionProfile* want = api::FindProfile(p, e.profile);
       if (want == nullptr) continue;
       auto have = std::count_if(live->begin(), live->end(),
                                 [&e](const auto& l) { return l.profile == e.profile; });
@@ -426,12 +428,8 @@ StatusOr<std::map<std::string, PartitionDevice>> Driver::EnsurePartitionsLocked(
       for (const discovery::LivePartition& l : *ask()) ids_before.push_back(l.id);
     }
     if (kind == "vnpu") {
-      std::set<int64_t> used(ids_before.begin(), ids_before.end());
-      for (const api::InventoryDevice& d : inventory.status.devices) {
-        if (!d.partitioning) continue;
-        for (const api::InventoryPartition& p : d.partitioning->partitions) used.insert(p.id);
-      }
-      for (const checkpoint::Partition& p : records) used.insert(p.id);
+      std::set<int64_t> used = UsedPartitionIds(inventory, records);
+      used.insert(ids_before.begin(), ids_before.end());
       id = ChooseVnpuId(parent.index, used);
     }
     if (id >= 0) ids_before.clear();  // the id says which it is

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "api/client/client.h"
+#include "api/partitions.h"
 #include "api/validation.h"
 #include "base/clock.h"
 #include "base/flags.h"
@@ -74,16 +75,11 @@ class DevWatcher {
 };
 
 // The entries of `layout` whose profile `p` has, as written ("vir05_1c_16g*4").
-std::string LayoutOf(const std::string& layout, const api::InventoryPartitioning& p) {
+std::string LayoutOf(const std::vector<PartitionLayoutEntry>& layout,
+                     const api::InventoryPartitioning& p) {
   std::string out;
-  if (layout.empty()) return out;
-  const auto entries = ParsePartitionLayout(layout, "--partition-layout");
-  if (!entries.ok()) return out;
-  for (const PartitionLayoutEntry& e : *entries) {
-    if (std::none_of(p.profiles.begin(), p.profiles.end(),
-                     [&e](const api::PartitionProfile& x) { return x.name == e.profile; })) {
-      continue;
-    }
+  for (const PartitionLayoutEntry& e : layout) {
+    if (api::FindProfile(p, e.profile) == nullptr) continue;
     if (!out.empty()) out += ",";
     out += e.profile + "*" + std::to_string(e.count);
   }
@@ -365,21 +361,33 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   XidHealth xid_health(RealClock(), options.health_recovery_settle);
   // The driver, once made, pins the instance numbers of the partitions it recorded.
   std::atomic<const Driver*> pins{nullptr};
-  InventoryHolder inventory([&xid_health, &checklist, &pins, &options](api::NodeInventory* inv) {
-    if (const Driver* d = pins.load()) PinPartitions(d->PartitionRecords(), inv);
-    for (api::InventoryDevice& d : inv->status.devices) {
-      if (!d.partitioning) continue;
-      d.partitioning->fallback = options.partition_fallback;
-      d.partitioning->layout = LayoutOf(options.partition_layout, *d.partitioning);
+  // The fallback layout, read once: made at start, named in every published inventory.
+  std::vector<PartitionLayoutEntry> layout;
+  if (!options.partition_layout.empty()) {
+    StatusOr<std::vector<PartitionLayoutEntry>> parsed =
+        ParsePartitionLayout(options.partition_layout, "--partition-layout");
+    if (!parsed.ok()) {
+      log.Error(parsed.status().message());
+      return 2;
     }
-    if (std::optional<api::Condition> condition = checklist.Get()) {
-      std::erase_if(inv->status.conditions,
-                    [](const api::Condition& c) { return c.type == "NodeChecklist"; });
-      inv->status.conditions.push_back(*std::move(condition));
-    }
-    ApplyXidFaults(xid_health.Faults(), xid_health.settle(), FormatTime(RealClock().WallNow()),
-                   inv);
-  });
+    layout = *std::move(parsed);
+  }
+  InventoryHolder inventory(
+      [&xid_health, &checklist, &pins, &options, &layout](api::NodeInventory* inv) {
+        if (const Driver* d = pins.load()) PinPartitions(d->PartitionRecords(), inv);
+        for (api::InventoryDevice& d : inv->status.devices) {
+          if (!d.partitioning) continue;
+          d.partitioning->fallback = options.partition_fallback;
+          d.partitioning->layout = LayoutOf(layout, *d.partitioning);
+        }
+        if (std::optional<api::Condition> condition = checklist.Get()) {
+          std::erase_if(inv->status.conditions,
+                        [](const api::Condition& c) { return c.type == "NodeChecklist"; });
+          inv->status.conditions.push_back(*std::move(condition));
+        }
+        ApplyXidFaults(xid_health.Faults(), xid_health.settle(), FormatTime(RealClock().WallNow()),
+                       inv);
+      });
   HealthMonitor health(options.node_name);
   std::atomic<bool> wake{false};
   auto update_health = [&](const api::NodeInventory& published) {
@@ -456,13 +464,9 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
     return 3;
   }
   pins = &driver;
-  if (options.partition_fallback == "layout") {
-    // Checked by Validate.
-    const auto layout = ParsePartitionLayout(options.partition_layout, "--partition-layout");
-    if (layout.ok() && driver.ApplyPartitionLayout(*layout) > 0) {
-      if (StatusOr<api::NodeInventory> again = discover_now(); !again.ok()) {
-        log.Error("discover after the partition layout: " + again.status().message());
-      }
+  if (!layout.empty() && driver.ApplyPartitionLayout(layout) > 0) {
+    if (StatusOr<api::NodeInventory> again = discover_now(); !again.ok()) {
+      log.Error("discover after the partition layout: " + again.status().message());
     }
   }
   if (std::optional<api::NodeInventory> pinned = inventory.Reapply()) update_health(*pinned);
