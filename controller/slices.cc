@@ -149,8 +149,6 @@ std::map<std::string, std::string> FabricValues(const api::NodeInventory& invent
   return values;
 }
 
-// Drops attributes over the per-device limit: vendor-specific ones first, then names outside
-// the vocabulary, then vocabulary names, each from the end of the name order.
 // A slice whose counter-consuming devices all carry partitionType names it (1.37).
 void NamePartitionType(ResourceSliceSpec& spec, const std::string& driver) {
   bool consuming = false;
@@ -164,6 +162,8 @@ void NamePartitionType(ResourceSliceSpec& spec, const std::string& driver) {
   }
 }
 
+// Drops attributes over the per-device limit: vendor-specific ones first, then names outside
+// the vocabulary, then vocabulary names, each from the end of the name order.
 void LimitAttributes(Device& device, int limit, std::vector<std::string>& notes) {
   auto total = [&device] {
     return static_cast<int>(device.attributes.size() + device.capacity.size());
