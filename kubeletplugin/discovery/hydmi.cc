@@ -127,7 +127,6 @@ bool ListVdevices(const HydmiApi& api, std::vector<HydmiVdevice>* out, std::stri
   return true;
 }
 
-// vHCUs through DMI. A parent is DMI's device of the same index (DMI reports no PCI address).
 // A failed DMI call as a status: unavailable (retryable) when the device was short of resources
 // or busy.
 Status VhcuCallStatus(const PartitionParent& parent, const std::string& call, int rc) {
@@ -136,6 +135,7 @@ Status VhcuCallStatus(const PartitionParent& parent, const std::string& call, in
       rc == hd::kOutOfResources || rc == hd::kDeviceBusy || rc == hd::kSmiBusy);
 }
 
+// vHCUs through DMI. A parent is DMI's device of the same index (DMI reports no PCI address).
 class HydmiPartitions final : public PartitionBackend {
   HydmiApi api_;
   DlLibrary lib_;
