@@ -148,7 +148,6 @@ struct PartitionNode {
   }
 };
 
-// Runs `step` in a child that is SIGKILLed at `point`; true when it was.
 // The records once the node has settled: each is a prepared claim's Created one whose CDI spec
 // contains what `names_it` says of it; the key `key_of` gives each, for the caller to compare
 // with what the device holds.
@@ -183,6 +182,7 @@ std::string PreparedThenRebooted(PartitionNode& node, const std::string& device,
   return uid;
 }
 
+// Runs `step` in a child that is SIGKILLed at `point`; true when it was.
 template <typename Step>
 bool KilledAt(const char* point, Step step) {
   const pid_t pid = ::fork();
