@@ -90,4 +90,26 @@ std::optional<PartitionTarget> ResolvePartitionDevice(const NodeInventory& inven
   return std::nullopt;
 }
 
+topology::PartitionableDevice PartitionModel(const InventoryPartitioning& partitioning) {
+  topology::PartitionableDevice device;
+  device.slots = partitioning.slots;
+  device.capacity = partitioning.capacity;
+  for (const PartitionProfile& profile : partitioning.profiles) {
+    device.profiles.push_back(
+        {profile.name, profile.slots, profile.placements, profile.counters, profile.max_instances});
+  }
+  return device;
+}
+
+topology::PartitionUse ExistingUse(const InventoryPartitioning& partitioning) {
+  const topology::PartitionableDevice device = PartitionModel(partitioning);
+  topology::PartitionUse use;
+  for (const InventoryPartition& part : partitioning.partitions) {
+    const topology::PartitionShape* shape = topology::FindShape(device, part.profile);
+    if (shape != nullptr)
+      use.Take(*shape, shape->placements.empty() ? std::nullopt : part.placement);
+  }
+  return use;
+}
+
 }  // namespace xpu::api

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "api/node_inventory.h"
+#include "topology/partitions.h"
 
 namespace xpu::api {
 
@@ -46,6 +47,13 @@ struct PartitionTarget {
 // profile, or an instance number below what fits. Nullopt for any other name.
 std::optional<PartitionTarget> ResolvePartitionDevice(const NodeInventory& inventory,
                                                       std::string_view name);
+
+// The partitioning in the placement solver's terms (topology/partitions.h).
+topology::PartitionableDevice PartitionModel(const InventoryPartitioning& partitioning);
+
+// What the partitions that exist now take of the device, in the solver's terms. Partitions of
+// unknown profiles take nothing.
+topology::PartitionUse ExistingUse(const InventoryPartitioning& partitioning);
 
 }  // namespace xpu::api
 

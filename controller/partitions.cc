@@ -11,6 +11,7 @@
 
 #include "api/partitions.h"
 #include "api/validation.h"
+#include "topology/partitions.h"
 
 namespace xpu::controller {
 namespace {
@@ -34,13 +35,6 @@ Counter CounterOf(int64_t value) {
 }
 
 std::string SlotCounter(int64_t slot) { return "slot-" + std::to_string(slot); }
-
-// Slots [first, first + span) as a mask.
-uint64_t SlotMask(int64_t first, int64_t span) {
-  if (span <= 0) return 0;
-  const uint64_t ones = span >= 64 ? ~uint64_t{0} : (uint64_t{1} << span) - 1;
-  return ones << first;
-}
 
 // One partition device of `parent`.
 Device PartitionDevice(const Device& parent, const api::InventoryDevice& in,
@@ -92,7 +86,7 @@ std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevic
     auto profile = profiles.find(part.profile);
     if (profile == profiles.end()) continue;
     if (part.placement.has_value()) {
-      occupied |= SlotMask(*part.placement, profile->second->slots);
+      occupied |= topology::SlotSpan(*part.placement, profile->second->slots);
       existing_at[{part.profile, *part.placement}] = &part;
     } else {
       existing_of[part.profile].push_back(&part);
@@ -111,7 +105,7 @@ std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevic
       std::vector<int64_t> placements = profile.placements;
       std::sort(placements.rbegin(), placements.rend());
       for (int64_t first : placements) {
-        const uint64_t mask = SlotMask(first, profile.slots);
+        const uint64_t mask = topology::SlotSpan(first, profile.slots);
         auto exists = existing_at.find({profile.name, first});
         if (exists == existing_at.end() && (occupied & mask) != 0) continue;
         Device d = PartitionDevice(parent, in, p, profile, prefix + std::to_string(first), set);
@@ -139,118 +133,51 @@ std::vector<Device> PartitionsOf(const Device& parent, const api::InventoryDevic
   return out;
 }
 
-// What a device's free slots still allow: for each profile with placements, largest first, how
-// many of its placements `occupied` leaves free. Compared lexicographically, more is better.
-std::vector<int> StillPossible(const api::InventoryPartitioning& p, uint64_t occupied) {
-  std::vector<const api::PartitionProfile*> profiles;
-  for (const api::PartitionProfile& profile : p.profiles) {
-    if (!profile.placements.empty()) profiles.push_back(&profile);
-  }
-  std::stable_sort(profiles.begin(), profiles.end(),
-                   [](const api::PartitionProfile* a, const api::PartitionProfile* b) {
-                     return a->slots > b->slots;
-                   });
-  std::vector<int> out;
-  for (const api::PartitionProfile* profile : profiles) {
-    int free = 0;
-    for (int64_t first : profile->placements) {
-      free += (SlotMask(first, profile->slots) & occupied) == 0 ? 1 : 0;
-    }
-    out.push_back(free);
-  }
-  return out;
-}
-
-// How much of a parent is taken (existing partitions, and the partition devices or the whole
-// device that claims hold).
-struct Taken {
-  uint64_t slots = 0;
-  std::map<std::string, int64_t> units;
-  bool whole = false;
-};
-
-std::map<std::string, Taken> TakenOf(const api::NodeInventory& inventory,
-                                     const std::set<std::string>& allocated) {
-  std::map<std::string, Taken> taken;
-  auto take = [&taken](const std::string& parent, const api::PartitionProfile& profile,
-                       std::optional<int64_t> placement) {
-    Taken& t = taken[parent];
-    if (placement) t.slots |= SlotMask(*placement, profile.slots);
-    for (const auto& [counter, units] : profile.counters) t.units[counter] += units;
+// The publishing order of the partition devices, which a first-fit allocator follows: the
+// solver's order (topology/partitions.h) over what the parents have given out (existing
+// partitions, and the partition devices or the whole device that claims hold): the cheapest
+// place first, then parents in inventory order, then the highest placement or instance. A
+// device that does not fit now sorts last.
+void OrderPartitions(const api::NodeInventory& inventory, const std::set<std::string>& allocated,
+                     std::vector<Device>& parts) {
+  struct Parent {
+    size_t index = 0;
+    topology::PartitionableDevice model;
+    topology::PartitionUse use;
   };
+  std::map<std::string, Parent> parents;
   for (const api::InventoryDevice& d : inventory.status.devices) {
     if (!d.partitioning || !d.partitioning->enabled) continue;
-    taken[d.name].whole = allocated.contains(d.name);
-    for (const api::InventoryPartition& part : d.partitioning->partitions) {
-      for (const api::PartitionProfile& profile : d.partitioning->profiles) {
-        if (profile.name == part.profile) take(d.name, profile, part.placement);
-      }
-    }
+    Parent& p = parents[d.name];
+    p.index = parents.size();
+    p.model = api::PartitionModel(*d.partitioning);
+    p.use = api::ExistingUse(*d.partitioning);
+    p.use.whole = allocated.contains(d.name);
   }
   for (const std::string& name : allocated) {
     const std::optional<api::PartitionTarget> t = api::ResolvePartitionDevice(inventory, name);
-    if (t && t->existing == nullptr) take(t->parent->name, *t->profile, t->placement);
+    if (!t || t->existing != nullptr) continue;
+    Parent& p = parents.at(t->parent->name);
+    const topology::PartitionShape* shape = topology::FindShape(p.model, t->profile->name);
+    if (shape != nullptr) p.use.Take(*shape, t->placement);
   }
-  return taken;
-}
-
-// The share of a parent still free: of its slots, or of its scarcest capacity counter.
-double FreeShare(const api::InventoryPartitioning& p, const Taken& t) {
-  if (t.whole) return 0;
-  if (p.slots > 0) {
-    int free = 0;
-    for (int64_t slot = 0; slot < p.slots && slot < 64; ++slot) free += (t.slots >> slot & 1) == 0;
-    return static_cast<double>(free) / static_cast<double>(p.slots);
-  }
-  double share = 1;
-  for (const auto& [counter, total] : p.capacity) {
-    auto used = t.units.find(counter);
-    const int64_t left = total - (used == t.units.end() ? 0 : used->second);
-    share = std::min(share, static_cast<double>(left) / static_cast<double>(total));
-  }
-  return share;
-}
-
-// The publishing order of the partition devices, which a first-fit allocator follows: first the
-// parent and placement that lose the least of what the larger profiles could still take there
-// (placements lost, largest profiles first); then parents already in part use, the fullest first,
-// so that untouched devices stay whole; then the highest placement.
-void OrderPartitions(const api::NodeInventory& inventory, const std::set<std::string>& allocated,
-                     std::vector<Device>& parts) {
-  const std::map<std::string, Taken> taken = TakenOf(inventory, allocated);
-  std::map<std::string, std::tuple<bool, double, std::string>> parent_key;
-  std::map<std::string, const api::InventoryDevice*> by_name;
-  for (const api::InventoryDevice& d : inventory.status.devices) {
-    auto t = taken.find(d.name);
-    if (t == taken.end()) continue;
-    by_name[d.name] = &d;
-    const double free = FreeShare(*d.partitioning, t->second);
-    parent_key[d.name] = {free >= 1.0, free, d.name};
-  }
-  using Key = std::tuple<std::vector<int>, std::tuple<bool, double, std::string>, int64_t>;
+  using Key = std::tuple<bool, topology::PartitionCost, size_t, int64_t>;
   std::vector<std::pair<Key, size_t>> keys;
   for (size_t i = 0; i < parts.size(); ++i) {
     const Device& d = parts[i];
-    const std::string parent = d.attributes.at("parent").string_value.value_or("");
-    std::vector<int> lost;
+    const Parent& p = parents.at(d.attributes.at("parent").string_value.value_or(""));
+    std::optional<int64_t> placement;
     int64_t n = 0;
     if (auto at = d.attributes.find("placement"); at != d.attributes.end()) {
-      n = at->second.int_value.value_or(0);
-      const api::InventoryPartitioning& p = *by_name.at(parent)->partitioning;
-      const std::string& profile = d.attributes.at("profile").string_value.value_or("");
-      const uint64_t occupied = taken.at(parent).slots;
-      const std::vector<int> before = StillPossible(p, occupied);
-      for (const api::PartitionProfile& pr : p.profiles) {
-        if (pr.name != profile) continue;
-        const uint64_t span = SlotMask(n, pr.slots);
-        const std::vector<int> after = StillPossible(p, occupied | span);
-        for (size_t k = 0; k < before.size(); ++k) {
-          // A placement in use now cannot be taken: it sorts last.
-          lost.push_back((occupied & span) != 0 ? 64 : before[k] - after[k]);
-        }
-      }
+      placement = n = at->second.int_value.value_or(0);
+    } else if (auto in = d.attributes.find("instance"); in != d.attributes.end()) {
+      n = in->second.int_value.value_or(0);
     }
-    keys.push_back({{std::move(lost), parent_key.at(parent), -n}, i});
+    const topology::PartitionShape* shape =
+        topology::FindShape(p.model, d.attributes.at("profile").string_value.value_or(""));
+    std::optional<topology::PartitionCost> cost;
+    if (shape != nullptr) cost = topology::CostOf(p.model, p.use, *shape, placement);
+    keys.push_back({{!cost.has_value(), cost.value_or(topology::PartitionCost{}), p.index, -n}, i});
   }
   std::stable_sort(keys.begin(), keys.end(),
                    [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -325,7 +252,8 @@ Partitioned BuildPartitions(const api::NodeInventory& inventory,
       for (const auto& [counter, units] : profile->counters) {
         left[counter] = std::max<int64_t>(0, left[counter] - units);
       }
-      if (part.placement.has_value()) held_slots |= SlotMask(*part.placement, profile->slots);
+      if (part.placement.has_value())
+        held_slots |= topology::SlotSpan(*part.placement, profile->slots);
     }
     api::resource::CounterSet counters;
     counters.name = set;
