@@ -106,8 +106,9 @@ topology::PartitionUse ExistingUse(const InventoryPartitioning& partitioning) {
   topology::PartitionUse use;
   for (const InventoryPartition& part : partitioning.partitions) {
     const topology::PartitionShape* shape = topology::FindShape(device, part.profile);
-    if (shape != nullptr)
+    if (shape != nullptr) {
       use.Take(*shape, shape->placements.empty() ? std::nullopt : part.placement);
+    }
   }
   return use;
 }

@@ -252,8 +252,9 @@ Partitioned BuildPartitions(const api::NodeInventory& inventory,
       for (const auto& [counter, units] : profile->counters) {
         left[counter] = std::max<int64_t>(0, left[counter] - units);
       }
-      if (part.placement.has_value())
+      if (part.placement.has_value()) {
         held_slots |= topology::SlotSpan(*part.placement, profile->slots);
+      }
     }
     api::resource::CounterSet counters;
     counters.name = set;

@@ -1,5 +1,7 @@
 #include "lab/fleet.h"
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -8,6 +10,7 @@
 #include <utility>
 
 #include "api/fabric_description.h"
+#include "api/partitions.h"
 #include "base/text.h"
 #include "controller/node_groups.h"
 #include "controller/yaml_json.h"
@@ -62,6 +65,14 @@ StatusOr<FleetModel> BuildModel(api::NodeInventory inventory, std::string name,
       model.vendor = "mixed";
     }
   }
+  for (api::InventoryDevice& device : inventory.status.devices) {
+    if (!device.partitioning.has_value() || !device.partitioning->enabled) continue;
+    device.partitioning->partitions.clear();
+    const std::optional<int> id = model.node->FindDevice(device.name);
+    if (!id.has_value()) continue;
+    model.partitionable.push_back(
+        {*id, device.name, device.partitioning->kind, api::PartitionModel(*device.partitioning)});
+  }
   model.inventory = std::move(inventory);
   return model;
 }
@@ -104,6 +115,71 @@ StatusOr<topology::FabricSpec> FabricFromFile(const std::string& file,
 }
 
 }  // namespace
+
+double DeviceShare(const topology::PartitionableDevice& device,
+                   const topology::PartitionShape& shape) {
+  double share =
+      device.slots > 0 ? static_cast<double>(shape.slots) / static_cast<double>(device.slots) : 0.0;
+  for (const auto& [counter, units] : shape.units) {
+    auto total = device.capacity.find(counter);
+    if (total != device.capacity.end() && total->second > 0) {
+      share = std::max(share, static_cast<double>(units) / static_cast<double>(total->second));
+    }
+  }
+  return std::min(share, 1.0);
+}
+
+std::vector<PartitionOffer> PartitionOffers(const Fleet& fleet) {
+  std::map<int, uint64_t> nodes_of;
+  for (const FleetNode& n : fleet.nodes) ++nodes_of[n.model];
+  std::map<std::string, PartitionOffer> offers;
+  for (size_t mi = 0; mi < fleet.models.size(); ++mi) {
+    for (const FleetPartitionable& p : fleet.models[mi].partitionable) {
+      std::vector<std::pair<double, std::string>> shares;
+      for (const topology::PartitionShape& shape : p.model.profiles) {
+        const double share = DeviceShare(p.model, shape);
+        if (share > 0) shares.emplace_back(share, shape.name);
+      }
+      std::sort(shares.begin(), shares.end());
+      const size_t n = std::min<size_t>(shares.size(), 40);
+      for (size_t k = 0; k < n; ++k) {
+        PartitionOffer& o =
+            offers.try_emplace(shares[k].second, PartitionOffer{shares[k].second, 0, 0})
+                .first->second;
+        o.device_share = std::max(o.device_share, shares[k].first);
+        // Each device draws the same in all: 2^(n-1-k) of 2^n - 1.
+        o.weight += static_cast<double>(nodes_of[static_cast<int>(mi)]) *
+                    std::ldexp(1.0, static_cast<int>(n - 1 - k)) /
+                    (std::ldexp(1.0, static_cast<int>(n)) - 1);
+      }
+    }
+  }
+  std::vector<PartitionOffer> out;
+  for (auto& [profile, o] : offers) out.push_back(std::move(o));
+  std::stable_sort(out.begin(), out.end(), [](const PartitionOffer& a, const PartitionOffer& b) {
+    return a.device_share < b.device_share;
+  });
+  return out;
+}
+
+SyntheticOptions SyntheticForFleet(const Fleet& fleet, SyntheticOptions options) {
+  options.fleet_devices = fleet.devices;
+  options.nodes = static_cast<int>(fleet.nodes.size());
+  options.max_devices_per_node = 0;
+  for (const FleetModel& m : fleet.models) {
+    options.max_devices_per_node = std::max(options.max_devices_per_node, m.devices);
+  }
+  options.partitions.clear();
+  options.partitionable_devices = 0;
+  if (options.partition_share > 0) {
+    options.partitions = PartitionOffers(fleet);
+    for (const FleetNode& n : fleet.nodes) {
+      options.partitionable_devices +=
+          static_cast<int>(fleet.models[static_cast<size_t>(n.model)].partitionable.size());
+    }
+  }
+  return options;
+}
 
 StatusOr<Fleet> ParseFleet(std::string_view text, const std::string& base_dir) {
   ASSIGN_OR_RETURN(const ordered_json doc, controller::ParseYamlDocument(text));

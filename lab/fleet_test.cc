@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "lab/testing/hand_cases.h"
+
 namespace xpu::lab {
 namespace {
 
@@ -70,6 +72,31 @@ TEST_CASE("fleet reads an inventory file relative to the fleet file") {
   REQUIRE(fleet.ok());
   CHECK(fleet->models[0].vendor == "metax");
   CHECK(fleet->nodes[1].name == fleet->models[0].name + "-1");
+}
+
+}  // namespace
+}  // namespace xpu::lab
+
+namespace xpu::lab {
+namespace {
+
+TEST_CASE("a fleet's partition offers: each partitionable device draws the same, small first") {
+  const xpu::testing::TempDir dir;
+  const Fleet fleet = testing::MigFleet(dir, 4, 2);
+  REQUIRE(fleet.models.size() == 1);
+  CHECK(fleet.models[0].partitionable.size() == 4);
+  CHECK(fleet.models[0].partitionable[0].name == "gpu-0");
+  CHECK(fleet.models[0].partitionable[0].kind == "mig");
+  const std::vector<PartitionOffer> offers = PartitionOffers(fleet);
+  REQUIRE(offers.size() == 6);
+  CHECK(offers.front().profile == "1g.18gb");
+  CHECK(offers.front().device_share == Approx(1.0 / 7));  // one of 7 compute slices
+  CHECK(offers.back().profile == "7g.141gb");
+  CHECK(offers.back().device_share == 1);
+  double total = 0;
+  for (const PartitionOffer& o : offers) total += o.weight;
+  CHECK(total == Approx(8));  // 2 nodes x 4 partitionable GPUs
+  CHECK(offers.front().weight == Approx(8 * 32.0 / 63));
 }
 
 }  // namespace

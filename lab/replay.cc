@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -14,9 +15,11 @@
 #include <optional>
 #include <queue>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 #include <utility>
 
+#include "api/partitions.h"
 #include "api/resource.h"
 #include "base/enum_names.h"
 #include "controller/device_classes.h"
@@ -24,6 +27,7 @@
 #include "controller/render.h"
 #include "controller/slices.h"
 #include "lab/stock_allocator.h"
+#include "topology/partitions.h"
 #include "topology/solver.h"
 
 namespace xpu::lab {
@@ -47,8 +51,11 @@ constexpr std::string_view kDefaultClass = "replay";
 constexpr size_t kMaxSeriesPoints = 400;
 constexpr size_t kMaxDelaySample = 500;
 constexpr int kMaxFreeCount = DeviceSet::kCapacity;
-// Slice sets the stock allocator keeps at once (a node's slices differ per allocated set).
+// Slice sets the stock allocator keeps at once (a node's slices differ per allocated set); of
+// them, sets with partition devices (a hundred or more devices each, rarely asked twice: the
+// policy's answers are memoised), at most kMaxKeptPartitionSlices.
 constexpr size_t kMaxKeptSlices = 1024;
+constexpr size_t kMaxKeptPartitionSlices = 32;
 
 // What a policy is asked: (model, free devices, count).
 struct Question {
@@ -87,10 +94,50 @@ class SolverMemo {
   int64_t solves_ = 0;
 };
 
+// Where a partition goes on one node: which of the model's partitionable devices, where on it,
+// and the partition device's name.
+struct PartitionChoice {
+  size_t slot = 0;  // index into FleetModel::partitionable
+  std::optional<int64_t> placement;
+  std::string device;
+};
+
+// A node as a partition question sees it: what each partitionable device has given out (whole
+// set where a whole-device job holds it), and the partition devices held.
+struct NodePartitions {
+  std::vector<topology::PartitionUse> uses;  // per FleetModel::partitionable
+  std::set<std::string> held;
+};
+
+// The name for one more partition of `profile` on `parent`: the placement's, or the lowest
+// instance number not held.
+std::string PartitionName(const FleetPartitionable& parent, const topology::PartitionShape& shape,
+                          std::optional<int64_t> placement, const std::set<std::string>& held) {
+  if (placement.has_value()) return api::PartitionDeviceName(parent.name, shape.name, *placement);
+  for (int64_t n = 0;; ++n) {
+    std::string name = api::PartitionDeviceName(parent.name, shape.name, n);
+    if (!held.contains(name)) return name;
+  }
+}
+
 // A policy's device choice on one node.
 class Chooser {
  public:
   virtual ~Chooser() = default;
+
+  // One partition of `profile` on a node of `model` with `free` whole devices free; memoised.
+  StatusOr<std::optional<PartitionChoice>> ChoosePartition(int model, DeviceSet free,
+                                                           const NodePartitions& node,
+                                                           const std::string& profile) {
+    std::string key = std::to_string(model) + "/" + std::to_string(free.mask()) + "/" + profile;
+    for (const std::string& name : node.held) key += "," + name;
+    if (auto it = partition_memo_.find(key); it != partition_memo_.end()) return it->second;
+    ++calls_;
+    ASSIGN_OR_RETURN(std::optional<PartitionChoice> choice,
+                     AskPartition(model, free, node, profile));
+    partition_memo_.emplace(std::move(key), choice);
+    return choice;
+  }
   StatusOr<std::optional<DeviceSet>> Choose(int model, DeviceSet free, int count) {
     const Question q{model, free.mask(), count};
     if (auto it = memo_.find(q); it != memo_.end()) return it->second;
@@ -107,17 +154,64 @@ class Chooser {
 
  protected:
   virtual StatusOr<std::optional<DeviceSet>> Ask(int model, DeviceSet free, int count) = 0;
+  virtual StatusOr<std::optional<PartitionChoice>> AskPartition(int model, DeviceSet free,
+                                                                const NodePartitions& node,
+                                                                const std::string& profile) = 0;
 
  private:
   std::unordered_map<Question, std::optional<DeviceSet>, QuestionHash> memo_;
+  std::unordered_map<std::string, std::optional<PartitionChoice>> partition_memo_;
   int64_t calls_ = 0;
 };
 
+// The solver's place for a partition (topology::PlacePartition) on one node.
+std::optional<topology::PartitionPlace> SolverPartition(const FleetModel& m,
+                                                        const NodePartitions& node,
+                                                        const std::string& profile) {
+  std::vector<const topology::PartitionableDevice*> devices;
+  for (const FleetPartitionable& p : m.partitionable) devices.push_back(&p.model);
+  return topology::PlacePartition(devices, node.uses, profile);
+}
+
+PartitionChoice ChoiceOf(const FleetModel& m, const topology::PartitionPlace& place,
+                         const NodePartitions& node, const std::string& profile) {
+  const FleetPartitionable& parent = m.partitionable[place.device];
+  return {place.device, place.placement,
+          PartitionName(parent, *topology::FindShape(parent.model, profile), place.placement,
+                        node.held)};
+}
+
+// The devices a node holds, by name: whole devices that jobs hold (partitionable ones only while
+// they hold no partition) and the partition devices.
+std::set<std::string> HeldDevices(const FleetModel& m, DeviceSet free, const NodePartitions& node) {
+  std::set<std::string> held = node.held;
+  for (size_t k = 0; k < m.partitionable.size(); ++k) {
+    if (node.uses[k].whole) held.insert(m.partitionable[k].name);
+  }
+  for (int id : (m.node->All() - free).Ids()) {
+    const std::string& name = m.node->device(id).name;
+    if (std::none_of(m.partitionable.begin(), m.partitionable.end(),
+                     [&name](const FleetPartitionable& p) { return p.name == name; })) {
+      held.insert(name);
+    }
+  }
+  return held;
+}
+
 class SolverChooser : public Chooser {
  public:
-  explicit SolverChooser(SolverMemo& memo) : memo_(memo) {}
+  SolverChooser(const Fleet& fleet, SolverMemo& memo) : fleet_(fleet), memo_(memo) {}
 
  protected:
+  StatusOr<std::optional<PartitionChoice>> AskPartition(int model, DeviceSet /*free*/,
+                                                        const NodePartitions& node,
+                                                        const std::string& profile) override {
+    const FleetModel& m = fleet_.models[static_cast<size_t>(model)];
+    const std::optional<topology::PartitionPlace> place = SolverPartition(m, node, profile);
+    if (!place.has_value()) return std::optional<PartitionChoice>();
+    return std::optional<PartitionChoice>(ChoiceOf(m, *place, node, profile));
+  }
+
   StatusOr<std::optional<DeviceSet>> Ask(int model, DeviceSet free, int count) override {
     const topology::SolveResult& r = memo_.Best(model, free, count);
     if (!r.feasible) return std::optional<DeviceSet>();
@@ -125,6 +219,7 @@ class SolverChooser : public Chooser {
   }
 
  private:
+  const Fleet& fleet_;
   SolverMemo& memo_;
 };
 
@@ -173,22 +268,99 @@ class StockChooser : public Chooser {
     return std::optional<DeviceSet>(set);
   }
 
+  // The slices for a partition question on a node of `model`, and the key they are kept under.
+  virtual StatusOr<std::string> PartitionSlices(int model, DeviceSet free,
+                                                const NodePartitions& node) = 0;
+
+  StatusOr<std::optional<PartitionChoice>> AskPartition(int model, DeviceSet free,
+                                                        const NodePartitions& node,
+                                                        const std::string& profile) override {
+    const FleetModel& m = fleet_.models[static_cast<size_t>(model)];
+    std::string kind;
+    for (const FleetPartitionable& p : m.partitionable) {
+      if (kind.empty() && topology::FindShape(p.model, profile) != nullptr) kind = p.kind;
+    }
+    if (kind.empty()) return std::optional<PartitionChoice>();
+    ASSIGN_OR_RETURN(const std::string key, PartitionSlices(model, free, node));
+    std::vector<std::string> allocated;
+    for (const std::string& name : HeldDevices(m, free, node)) {
+      allocated.push_back(driver_ + "/" + std::string(kReplayNode) + "/" + name);
+    }
+    const json claim = ClaimObject(
+        {{"devices",
+          {{"requests",
+            json::array(
+                {{{"name", "partition"},
+                  {"exactly",
+                   {{"deviceClassName", controller::PartitionClassName(kind, driver_)},
+                    {"allocationMode", "ExactCount"},
+                    {"count", 1},
+                    {"selectors",
+                     json::array(
+                         {{{"cel",
+                            {{"expression", "device.attributes[" + controller::CelLiteral(driver_) +
+                                                "].profile == " +
+                                                controller::CelLiteral(profile)}}}}})}}}}})}}}});
+    ASSIGN_OR_RETURN(auto names,
+                     allocator_.Allocate(key, std::string(kReplayNode), allocated, claim));
+    if (!names.has_value()) return std::optional<PartitionChoice>();
+    if (names->size() != 1) {
+      return InternalError("the stock allocator gave " + std::to_string(names->size()) +
+                           " devices for one partition");
+    }
+    const std::optional<api::PartitionTarget> t =
+        api::ResolvePartitionDevice(m.inventory, names->front());
+    for (size_t k = 0; t.has_value() && k < m.partitionable.size(); ++k) {
+      if (m.partitionable[k].name == t->parent->name && t->profile->name == profile) {
+        return std::optional<PartitionChoice>(PartitionChoice{k, t->placement, names->front()});
+      }
+    }
+    return InternalError("the stock allocator chose " + names->front() + ", which is not a " +
+                         profile + " partition of " + m.name);
+  }
+
+  // The partition-serving pool of `model`: BuildPool's, with `allocated` held.
+  StatusOr<controller::DesiredPool> PartitionPool(int model, const std::set<std::string>& allocated,
+                                                  const controller::Config& config) const {
+    const controller::NodeFacts facts{std::string(kReplayNode), "replay-node-uid", {}};
+    controller::PublishOptions options;
+    options.driver = driver_;
+    return controller::BuildPool(fleet_.models[static_cast<size_t>(model)].inventory, facts, config,
+                                 options, allocated);
+  }
+
+  // The pool's slice objects, named in order.
+  json SliceArray(const controller::DesiredPool& pool) const {
+    const controller::NodeFacts facts{std::string(kReplayNode), "replay-node-uid", {}};
+    json slices = json::array();
+    for (const api::resource::ResourceSlice& slice :
+         controller::SliceObjects(pool, facts, driver_, 1)) {
+      json object = api::resource::ToJson(slice);
+      object["metadata"]["name"] = std::string(kReplayNode) + "-" + std::to_string(slices.size());
+      slices.push_back(std::move(object));
+    }
+    return slices;
+  }
+
   // The node's devices a published device stands for: itself, or a group's members.
   virtual std::vector<std::string> Members(int /*model*/, const std::string& device) {
     return {device};
   }
 
-  // Puts `slices` under `key` once; the allocator keeps the kMaxKeptSlices sent last.
-  Status Put(const std::string& key, const std::function<StatusOr<json>()>& build) {
+  // Puts `slices` under `key` once; the allocator keeps the kMaxKeptSlices sent last (of the
+  // `partitions` ones, the kMaxKeptPartitionSlices sent last).
+  Status Put(const std::string& key, const std::function<StatusOr<json>()>& build,
+             bool partitions = false) {
     if (sent_.contains(key)) return OkStatus();
     ASSIGN_OR_RETURN(const json slices, build());
     RETURN_IF_ERROR(allocator_.PutSlices(key, slices));
     sent_.insert(key);
-    sent_order_.push_back(key);
-    if (sent_order_.size() > kMaxKeptSlices) {
-      RETURN_IF_ERROR(allocator_.ForgetSlices(sent_order_.front()));
-      sent_.erase(sent_order_.front());
-      sent_order_.pop_front();
+    std::deque<std::string>& order = partitions ? sent_partitions_ : sent_order_;
+    order.push_back(key);
+    if (order.size() > (partitions ? kMaxKeptPartitionSlices : kMaxKeptSlices)) {
+      RETURN_IF_ERROR(allocator_.ForgetSlices(order.front()));
+      sent_.erase(order.front());
+      order.pop_front();
     }
     return OkStatus();
   }
@@ -200,6 +372,7 @@ class StockChooser : public Chooser {
  private:
   std::set<std::string, std::less<>> sent_;
   std::deque<std::string> sent_order_;
+  std::deque<std::string> sent_partitions_;
 };
 
 // Slices as other drivers publish them (devices in index order, index, uuid and model), and the
@@ -245,6 +418,41 @@ class UnorderedChooser : public StockChooser {
                {{"name", std::string(kReplayNode)}, {"generation", 1}, {"resourceSliceCount", 1}}},
               {"nodeName", std::string(kReplayNode)},
               {"devices", std::move(devices)}}}}});
+    }));
+    return key;
+  }
+
+  // The controller's partition devices and counters, in the order a driver that does not order
+  // them publishes: parent, then profile, then placement or instance, each ascending.
+  StatusOr<std::string> PartitionSlices(int model, DeviceSet /*free*/,
+                                        const NodePartitions& /*node*/) override {
+    std::string key = "plain-partitions/" + std::to_string(model);
+    RETURN_IF_ERROR(Put(key, [&]() -> StatusOr<json> {
+      ASSIGN_OR_RETURN(controller::DesiredPool pool,
+                       PartitionPool(model, {}, controller::Config{}));
+      const FleetModel& m = fleet_.models[static_cast<size_t>(model)];
+      auto rank = [&m](const api::resource::Device& d) {
+        const std::optional<api::PartitionTarget> t =
+            api::ResolvePartitionDevice(m.inventory, d.name);
+        if (!t.has_value()) return std::make_tuple(size_t{0}, size_t{0}, int64_t{0});
+        const auto& profiles = t->parent->partitioning->profiles;
+        return std::make_tuple(static_cast<size_t>(t->parent - m.inventory.status.devices.data()),
+                               static_cast<size_t>(t->profile - profiles.data()),
+                               t->placement.value_or(t->instance));
+      };
+      std::vector<api::resource::Device*> at;
+      std::vector<api::resource::Device> parts;
+      for (api::resource::ResourceSliceSpec& slice : pool.slices) {
+        for (api::resource::Device& d : slice.devices) {
+          if (!d.attributes.contains(std::string(controller::kPartitionKindAttribute))) continue;
+          at.push_back(&d);
+          parts.push_back(d);
+        }
+      }
+      std::stable_sort(parts.begin(), parts.end(),
+                       [&rank](const auto& a, const auto& b) { return rank(a) < rank(b); });
+      for (size_t i = 0; i < at.size(); ++i) *at[i] = std::move(parts[i]);
+      return SliceArray(pool);
     }));
     return key;
   }
@@ -314,8 +522,29 @@ class XpuChooser : public StockChooser {
     return key;
   }
 
-  // Groups mode: a group device consumes one counter per member device, named after it.
+  // The controller's slices with what the node holds (whole devices and partitions), as it
+  // republishes them.
+  StatusOr<std::string> PartitionSlices(int model, DeviceSet free,
+                                        const NodePartitions& node) override {
+    const FleetModel& m = fleet_.models[static_cast<size_t>(model)];
+    const std::set<std::string> allocated = HeldDevices(m, free, node);
+    std::string key = "xpu-partitions/" + std::to_string(model);
+    for (const std::string& name : allocated) key += "/" + name;
+    RETURN_IF_ERROR(Put(
+        key,
+        [&]() -> StatusOr<json> {
+          ASSIGN_OR_RETURN(const controller::DesiredPool pool,
+                           PartitionPool(model, allocated, config_));
+          return SliceArray(pool);
+        },
+        /*partitions=*/true));
+    return key;
+  }
+
+  // Groups mode: a group device consumes one counter per member device, named after it (a
+  // partitionable device's counters name slots and capacities, not devices).
   void RecordMembers(int model, const json& slice) {
+    const topology::Node& node = *fleet_.models[static_cast<size_t>(model)].node;
     std::map<std::string, std::vector<std::string>>& members = members_[model];
     const json devices = slice["spec"].value("devices", json::array());
     for (const json& device : devices) {
@@ -324,7 +553,9 @@ class XpuChooser : public StockChooser {
       std::vector<std::string>& list = members[name];
       for (const json& consumption : device["consumesCounters"]) {
         const json counters = consumption.value("counters", json::object());
-        for (const auto& [counter, value] : counters.items()) list.push_back(counter);
+        for (const auto& [counter, value] : counters.items()) {
+          if (node.FindDevice(counter).has_value()) list.push_back(counter);
+        }
       }
     }
   }
@@ -384,13 +615,21 @@ class XpuChooser : public StockChooser {
   std::map<int, std::map<std::string, std::vector<std::string>>> members_;
 };
 
+// What a job asks for: nodes x devices per node, or one partition of `profile` (per_node 0).
 struct Shape {
   int nodes = 1;
   int per_node = 1;
+  std::string profile;
   friend bool operator<(const Shape& a, const Shape& b) {
-    return a.nodes != b.nodes ? a.nodes < b.nodes : a.per_node < b.per_node;
+    return std::tie(a.nodes, a.per_node, a.profile) < std::tie(b.nodes, b.per_node, b.profile);
   }
 };
+
+// Whether the device's largest profile still fits somewhere on it.
+bool LargestFits(const topology::PartitionableDevice& device, const topology::PartitionUse& use) {
+  const std::vector<int> left = topology::StillPossible(device, use);
+  return !left.empty() && left.front() > 0;
+}
 
 // A step function recorded at every event, averaged into at most kMaxSeriesPoints buckets.
 class Series {
@@ -450,6 +689,13 @@ class Simulation {
     }
     for (const DeviceSet& f : free_) ++histogram_[static_cast<size_t>(f.size())];
     for (const FleetNode& n : fleet.nodes) ++nodes_of_model_[n.model];
+    for (const FleetNode& n : fleet.nodes) {
+      const FleetModel& m = model(n.model);
+      partitions_.push_back({std::vector<topology::PartitionUse>(m.partitionable.size()), {}});
+      largest_.emplace_back(m.partitionable.size(), 0);
+      partitionable_devices_ += static_cast<int>(m.partitionable.size());
+    }
+    for (int n = 0; n < static_cast<int>(fleet.nodes.size()); ++n) UpdateLargest(n);
   }
 
   StatusOr<PolicyMetrics> Run(std::string policy) {
@@ -479,7 +725,7 @@ class Simulation {
       }
       RETURN_IF_ERROR(Pass(now));
       stranded_ = Stranded();
-      utilisation_.Record(now, static_cast<double>(busy_) / fleet_.devices);
+      utilisation_.Record(now, busy_ / fleet_.devices);
       stranded_series_.Record(now, static_cast<double>(stranded_));
     }
     for (const auto& [shape, waiting] : queues_) {
@@ -508,6 +754,10 @@ class Simulation {
           bottleneck_sum_ / static_cast<double>(bottleneck_count_) / 1000.0;
     }
     metrics_.allocator_calls = chooser_.calls();
+    metrics_.fragmented_waits = static_cast<int64_t>(fragmented_.size());
+    if (partitionable_devices_ > 0 && window > 0) {
+      metrics_.largest_profile_fits = largest_seconds_ / (partitionable_devices_ * window);
+    }
     metrics_.utilisation_series = utilisation_.Downsampled(now);
     metrics_.stranded_series = stranded_series_.Downsampled(now);
     return metrics_;
@@ -536,7 +786,10 @@ class Simulation {
     // Utilisation over the arrival window: the drain after the last arrival is not the fleet's
     // steady state.
     const double busy_to = std::min(to, last_arrival_);
-    if (busy_to > from) busy_seconds_ += static_cast<double>(busy_) * (busy_to - from);
+    if (busy_to > from) {
+      busy_seconds_ += busy_ * (busy_to - from);
+      largest_seconds_ += static_cast<double>(largest_fits_) * (busy_to - from);
+    }
     metrics_.stranded_device_seconds += static_cast<double>(stranded_) * (to - from);
   }
 
@@ -545,9 +798,63 @@ class Simulation {
     --histogram_[static_cast<size_t>(f.size())];
     f = set;
     ++histogram_[static_cast<size_t>(f.size())];
+    UpdateLargest(node);
+  }
+
+  // The node's partition state as a question sees it: a partitionable device that is not free
+  // and has given out no partition is held whole.
+  NodePartitions PartitionsOf(int node) const {
+    NodePartitions out = partitions_[static_cast<size_t>(node)];
+    const FleetModel& m = model_of(node);
+    const DeviceSet free = free_[static_cast<size_t>(node)];
+    for (size_t k = 0; k < m.partitionable.size(); ++k) {
+      out.uses[k].whole = !free.Contains(m.partitionable[k].device) && out.uses[k].empty();
+    }
+    return out;
+  }
+
+  // Recounts the node's devices on which their largest profile still fits.
+  void UpdateLargest(int node) {
+    const FleetModel& m = model_of(node);
+    if (m.partitionable.empty()) return;
+    const NodePartitions now = PartitionsOf(node);
+    std::vector<int>& fits = largest_[static_cast<size_t>(node)];
+    for (size_t k = 0; k < m.partitionable.size(); ++k) {
+      const int f = LargestFits(m.partitionable[k].model, now.uses[k]) ? 1 : 0;
+      largest_fits_ += f - fits[k];
+      fits[k] = f;
+    }
+  }
+
+  struct PartitionPlaced {
+    int node = 0;
+    PartitionChoice choice;
+    const topology::PartitionShape* shape = nullptr;
+    double share = 0;
+  };
+
+  void FinishPartition(const PartitionPlaced& p) {
+    const FleetModel& m = model_of(p.node);
+    const FleetPartitionable& parent = m.partitionable[p.choice.slot];
+    NodePartitions& state = partitions_[static_cast<size_t>(p.node)];
+    topology::PartitionUse& use = state.uses[p.choice.slot];
+    use.Give(*p.shape, p.choice.placement);
+    state.held.erase(p.choice.device);
+    busy_ -= p.share;
+    dirty_.insert(p.node);
+    if (use.empty()) {
+      SetFree(p.node, free_[static_cast<size_t>(p.node)] | DeviceSet::Of({parent.device}));
+    } else {
+      UpdateLargest(p.node);
+    }
   }
 
   void Finish(size_t job) {
+    if (auto it = partition_placed_.find(job); it != partition_placed_.end()) {
+      FinishPartition(it->second);
+      partition_placed_.erase(it);
+      return;
+    }
     for (const auto& [node, set] : placed_[job]) {
       SetFree(node, free_[static_cast<size_t>(node)] | set);
       busy_ -= set.size();
@@ -556,9 +863,30 @@ class Simulation {
     placed_.erase(job);
   }
 
+  // Whether a model of the fleet has a device that could host the profile when empty.
+  bool Offered(const std::string& profile) const {
+    for (const FleetModel& m : fleet_.models) {
+      for (const FleetPartitionable& p : m.partitionable) {
+        if (topology::PlacePartition({&p.model}, {topology::PartitionUse{}}, profile)) return true;
+      }
+    }
+    return false;
+  }
+
   void Arrive(size_t job) {
     const Job& j = jobs_[job];
-    const Shape shape{j.nodes(), j.per_node()};
+    if (j.partition()) {
+      if (!Offered(j.profile)) {
+        ++metrics_.rejected;
+        return;
+      }
+      const Shape shape{1, 0, j.profile};
+      std::deque<size_t>& waiting = queues_[shape];
+      if (waiting.empty()) state_[shape] = ShapeState{};
+      waiting.push_back(job);
+      return;
+    }
+    const Shape shape{j.nodes(), j.per_node(), ""};
     // Larger than every node, or than the fleet's nodes of any one model: never fits.
     bool fits = false;
     for (const auto& [m, nodes] : nodes_of_model_) {
@@ -629,6 +957,91 @@ class Simulation {
       if (set.has_value()) return Result(std::make_pair(n, *set));
     }
     return Result();
+  }
+
+  // A place for one partition of `profile`: the node order's first node where the policy finds
+  // one (solver-node: the solver's cheapest over all nodes, then the node order).
+  StatusOr<std::optional<PartitionPlaced>> PlacePartitionJob(const std::string& profile,
+                                                             bool only_dirty) {
+    std::optional<PartitionPlaced> best;
+    std::optional<topology::PartitionCost> best_cost;
+    for (int n : Candidates(0, only_dirty)) {
+      const FleetModel& m = model_of(n);
+      if (m.partitionable.empty()) continue;
+      const NodePartitions state = PartitionsOf(n);
+      std::optional<PartitionChoice> choice;
+      if (solver_node_) {
+        const std::optional<topology::PartitionPlace> place = SolverPartition(m, state, profile);
+        if (!place.has_value() || (best_cost.has_value() && !(place->cost < *best_cost))) continue;
+        best_cost = place->cost;
+        choice = ChoiceOf(m, *place, state, profile);
+      } else {
+        ASSIGN_OR_RETURN(choice,
+                         chooser_.ChoosePartition(fleet_.nodes[static_cast<size_t>(n)].model,
+                                                  free_[static_cast<size_t>(n)], state, profile));
+        if (!choice.has_value()) continue;
+      }
+      const topology::PartitionableDevice& device = m.partitionable[choice->slot].model;
+      const topology::PartitionShape* shape = topology::FindShape(device, profile);
+      if (shape == nullptr ||
+          !topology::PartitionFits(device, state.uses[choice->slot], *shape, choice->placement)) {
+        return InternalError("the policy chose partition " + choice->device +
+                             ", which does not fit");
+      }
+      best = PartitionPlaced{n, *std::move(choice), shape, DeviceShare(device, *shape)};
+      if (!solver_node_) break;
+    }
+    return best;
+  }
+
+  // A waiting partition job is held up by fragmentation when a device that offers its profile
+  // has the free slots and units for it, but no legal placement free.
+  bool Fragmented(const std::string& profile) const {
+    for (int n = 0; n < static_cast<int>(fleet_.nodes.size()); ++n) {
+      const FleetModel& m = model_of(n);
+      if (m.partitionable.empty()) continue;
+      const NodePartitions state = PartitionsOf(n);
+      for (size_t k = 0; k < m.partitionable.size(); ++k) {
+        const topology::PartitionableDevice& device = m.partitionable[k].model;
+        const topology::PartitionShape* shape = topology::FindShape(device, profile);
+        if (shape == nullptr || shape->placements.empty() || state.uses[k].whole) continue;
+        topology::PartitionUse units = state.uses[k];
+        units.slots = 0;
+        const int free_slots = static_cast<int>(device.slots) - std::popcount(state.uses[k].slots);
+        if (free_slots >= shape->slots &&
+            topology::PartitionFits(device, units, *shape, shape->placements.front())) {
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
+  void StartPartition(size_t job, const PartitionPlaced& p, double now) {
+    const FleetModel& m = model_of(p.node);
+    const FleetPartitionable& parent = m.partitionable[p.choice.slot];
+    NodePartitions& state = partitions_[static_cast<size_t>(p.node)];
+    const bool was_free = state.uses[p.choice.slot].empty();
+    state.uses[p.choice.slot].Take(*p.shape, p.choice.placement);
+    state.held.insert(p.choice.device);
+    busy_ += p.share;
+    if (was_free) {
+      SetFree(p.node, free_[static_cast<size_t>(p.node)] - DeviceSet::Of({parent.device}));
+    } else {
+      UpdateLargest(p.node);
+    }
+    ++metrics_.placements;
+    ++metrics_.partition_placements;
+    delays_.push_back(now - jobs_[job].arrival);
+    if (record_) {
+      char start[32];
+      std::snprintf(start, sizeof start, "%g", now);
+      metrics_.placement_log.push_back(jobs_[job].id + " @" + start + " " +
+                                       fleet_.nodes[static_cast<size_t>(p.node)].name + ":" +
+                                       p.choice.device);
+    }
+    partition_placed_[job] = p;
+    running_.push({now + jobs_[job].duration, job});
   }
 
   int NodesWithFree(int count) const {
@@ -769,6 +1182,22 @@ class Simulation {
       const Shape shape = *pick;
       ShapeState& state = state_[shape];
       const bool only_dirty = state.failed_everywhere;
+      if (!shape.profile.empty()) {
+        ASSIGN_OR_RETURN(std::optional<PartitionPlaced> placed,
+                         PlacePartitionJob(shape.profile, only_dirty));
+        if (!placed.has_value()) {
+          failed.insert(shape);
+          if (Fragmented(shape.profile)) {
+            for (size_t job : queues_[shape]) fragmented_.insert(job);
+          }
+          continue;
+        }
+        std::deque<size_t>& waiting = queues_[shape];
+        const size_t job = waiting.front();
+        waiting.pop_front();
+        StartPartition(job, *placed, now);
+        continue;
+      }
       std::vector<std::pair<int, DeviceSet>> parts;
       if (shape.nodes == 1) {
         ASSIGN_OR_RETURN(auto placed, PlaceSingle(shape.per_node, only_dirty));
@@ -796,7 +1225,7 @@ class Simulation {
   int Stranded() const {
     int smallest = kMaxFreeCount + 1;
     for (const auto& [shape, waiting] : queues_) {
-      if (waiting.empty() || shape.per_node >= smallest) continue;
+      if (waiting.empty() || !shape.profile.empty() || shape.per_node >= smallest) continue;
       if (NodesWithFree(shape.per_node) >= shape.nodes) smallest = shape.per_node;
     }
     int stranded = 0;
@@ -822,9 +1251,16 @@ class Simulation {
   std::map<Shape, ShapeState> state_;
   std::priority_queue<Running> running_;
   std::unordered_map<size_t, std::vector<std::pair<int, DeviceSet>>> placed_;
-  int busy_ = 0;
+  double busy_ = 0;  // devices, a partition counting its share
   int stranded_ = 0;
-  double busy_seconds_ = 0;  // up to the last arrival
+  std::vector<NodePartitions> partitions_;  // per node
+  std::vector<std::vector<int>> largest_;   // per node and partitionable device: 1 fits
+  int largest_fits_ = 0;                    // devices whose largest profile fits
+  int partitionable_devices_ = 0;
+  double largest_seconds_ = 0;  // largest_fits_ x time, up to last arrival
+  std::unordered_map<size_t, PartitionPlaced> partition_placed_;
+  std::set<size_t> fragmented_;  // partition jobs held up by fragmentation
+  double busy_seconds_ = 0;      // up to the last arrival
   double last_arrival_ = 0;
   double shortfall_sum_ = 0;
   double bottleneck_sum_ = 0;  // MB/s, single-node sets of 2 or more
@@ -931,7 +1367,7 @@ StatusOr<ReplayResult> Replay(const Fleet& fleet, const std::vector<Job>& jobs,
       chooser = std::make_unique<XpuChooser>(fleet, *allocator, options.driver, config,
                                              configured.second);
     } else {
-      chooser = std::make_unique<SolverChooser>(solver);
+      chooser = std::make_unique<SolverChooser>(fleet, solver);
     }
     Simulation simulation(fleet, jobs, *chooser, solver, options.node_order, policy == kSolverNode,
                           options.record_placements);

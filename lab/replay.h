@@ -22,6 +22,19 @@
 //  - solver: topology::Solve's set, taken directly: the upper bound on device choice;
 //  - solver-node: as solver, and the node too is the solver's: the best set over all nodes
 //    (Score::BetterThan), then the least fragmentation left, then fleet order.
+// Partition jobs (shape "partition:<profile>", lab/trace.h) go to one partitionable device of a
+// node whose model offers the profile (lab/fleet.h), in the same node order; a job no device
+// offers is rejected. The policies choose the device and the placement:
+//  - stock-unordered: the stock allocator over the controller's partition devices and counters
+//    published in index order (parent, profile, placement or instance, ascending), with the claim
+//    a user writes: one device of the kind's class (`mig.<driver>`...) whose profile is it;
+//  - stock-xpu: the same claim over the controller's slices as it publishes them, in the
+//    solver's order for what the node holds;
+//  - solver: topology::PlacePartition's place on the node;
+//  - solver-node: the cheapest place over all nodes, then the node order.
+// A partitionable device is free for whole-device jobs only while it holds no partition, and
+// hosts partitions only while no whole-device job holds it. A partition counts as its share of
+// a device in utilisation (the largest of its slots and units over the device's).
 // The stock policies run the real allocator (lab/stock_allocator.h). Every policy answer is a
 // function of (model, free devices, count), so answers are memoised; `allocatorCalls` counts the
 // questions actually asked.

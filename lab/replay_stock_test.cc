@@ -99,3 +99,46 @@ TEST_CASE("stock policies replay deterministically on a mixed fleet and keep wha
 
 }  // namespace
 }  // namespace xpu::lab
+
+namespace xpu::lab {
+namespace {
+
+TEST_CASE("MIG partitions: the stock allocator follows the published order, as the solver places") {
+  const testing::MigCase c;
+  const ReplayResult r = testing::ReplayTwiceAlike([&] {
+    return RunStock(c.fleet, c.jobs, {"stock-unordered", "stock-xpu", "solver"});
+  });
+  {
+    INFO("stock-xpu: the controller's order");
+    testing::CheckMigTracePacked(r.policies[1]);
+    CHECK(r.policies[1].placement_log == r.policies[2].placement_log);
+  }
+  // In index order the 1g.18gb takes slot 0 of gpu-0, which pushes the 4g.71gb onto gpu-1: six
+  // GPUs are left whole for seven 7g.141gb, and the last waits until the first of them ends.
+  const PolicyMetrics& plain = r.policies[0];
+  CHECK(plain.placements == 9);
+  REQUIRE(plain.placement_log.size() == 9);
+  CHECK(plain.placement_log[0] == "s @0 h200-mig-0:gpu-0-1g-18gb-0");
+  CHECK(plain.placement_log[1] == "m @0 h200-mig-0:gpu-1-4g-71gb-0");
+  CHECK(plain.placement_log[7] == "w6 @1 h200-mig-0:gpu-7-7g-141gb-0");
+  CHECK(plain.placement_log[8] == "w7 @51 h200-mig-0:gpu-2-7g-141gb-0");
+  CHECK(plain.queue_delay_p95 == Approx(50));
+  CHECK(plain.largest_profile_fits == Approx(6.0 / 8));
+}
+
+TEST_CASE("partitions and whole devices under the stock policies: a synthetic mix") {
+  const xpu::testing::TempDir dir;
+  const Fleet fleet = testing::MigFleet(dir, 4, 2);
+  const auto jobs =
+      testing::SyntheticJobs(fleet, {.jobs = 300, .load = 0.9, .partition_share = 0.8});
+  const ReplayResult r = RunStock(fleet, jobs, {"stock-unordered", "stock-xpu", "solver"});
+  for (const PolicyMetrics& m : r.policies) {
+    INFO(m.policy);
+    CHECK(m.placements + m.unplaced + m.rejected == 300);
+    CHECK(m.partition_placements > 150);
+    CHECK(m.rule_violations == 0);
+  }
+}
+
+}  // namespace
+}  // namespace xpu::lab

@@ -141,3 +141,88 @@ TEST_CASE("replay refuses an unknown policy and a stock policy without the alloc
 
 }  // namespace
 }  // namespace xpu::lab
+
+namespace xpu::lab {
+namespace {
+
+TEST_CASE("replay partitions: the solver keeps the large MIG profiles possible") {
+  const testing::MigCase c;
+  const ReplayResult r = testing::ReplayTwiceAlike([&] {
+    return Run(c.fleet, c.jobs, {"solver", "solver-node"});
+  });
+  for (const PolicyMetrics& m : r.policies) {
+    INFO(m.policy);
+    testing::CheckMigTracePacked(m);
+    // Over the window [0, 1]: 8 GPUs each able to take a 7g.141gb before s and m start at 0,
+    // then 7 of 8 until the 7g.141gb start at 1 (the window ends there).
+    CHECK(m.largest_profile_fits == Approx(7.0 / 8));
+    // Busy: gpu-0 holds 1/7 + 4/7 of its compute from 0 to 1, of 8 devices.
+    CHECK(m.utilisation == Approx((5.0 / 7) / 8));
+  }
+}
+
+TEST_CASE("replay partitions: a whole-device job and partitions exclude each other") {
+  const xpu::testing::TempDir dir;
+  const Fleet fleet = testing::MigFleet(dir, 1, 1);  // MIG on gpu-0 only
+  const auto jobs = HandTrace(
+      "p,0,partition:3g.71gb,100\nx,1,8,10\n"
+      "q,200,8,100\nr,201,partition:1g.18gb,10\n"
+      "u,400,partition:nope,10\n");
+  const ReplayResult r = Run(fleet, jobs, {"solver"});
+  const PolicyMetrics& m = r.policies[0];
+  CHECK(m.rejected == 1);  // no device offers "nope"
+  CHECK(m.placements == 4);
+  CHECK(m.partition_placements == 2);
+  REQUIRE(m.placement_log.size() == 4);
+  CHECK(m.placement_log[0] == "p @0 h200-mig-0:gpu-0-3g-71gb-4");
+  // x needs all eight GPUs: it waits until the partition ends.
+  CHECK(m.placement_log[1].starts_with("x @100 "));
+  CHECK(m.placement_log[2].starts_with("q @200 "));
+  // r waits until q gives gpu-0 back.
+  CHECK(m.placement_log[3] == "r @300 h200-mig-0:gpu-0-1g-18gb-6");
+}
+
+TEST_CASE("replay partitions: a wait with the slots free but no legal placement is fragmentation") {
+  const xpu::testing::TempDir dir;
+  const Fleet fleet = testing::MigFleet(dir, 1, 1);
+  // a, b, c at slots 6, 5, 4; b ends at 10; d takes the 3g.71gb at 0; e, a 2g.35gb, then finds
+  // slots 5 and 7 and two compute slices free, but no placement (0, 2 and 4 are taken).
+  const auto jobs = HandTrace(
+      "a,0,partition:1g.18gb,100\nb,0,partition:1g.18gb,10\nc,0,partition:1g.18gb,100\n"
+      "d,20,partition:3g.71gb,100\ne,30,partition:2g.35gb,10\n");
+  const ReplayResult r = Run(fleet, jobs, {"solver"});
+  const PolicyMetrics& m = r.policies[0];
+  REQUIRE(m.placement_log.size() == 5);
+  CHECK(m.placement_log[0] == "a @0 h200-mig-0:gpu-0-1g-18gb-6");
+  CHECK(m.placement_log[1] == "b @0 h200-mig-0:gpu-0-1g-18gb-5");
+  CHECK(m.placement_log[2] == "c @0 h200-mig-0:gpu-0-1g-18gb-4");
+  CHECK(m.placement_log[3] == "d @20 h200-mig-0:gpu-0-3g-71gb-0");
+  CHECK(m.placement_log[4].starts_with("e @100 "));
+  CHECK(m.fragmented_waits == 1);
+}
+
+TEST_CASE("replay partitions: a synthetic inference mix on MIG and whole GPUs") {
+  const xpu::testing::TempDir dir;
+  const Fleet fleet = testing::MigFleet(dir, 4, 4);
+  const auto jobs =
+      testing::SyntheticJobs(fleet, {.jobs = 1500, .load = 0.8, .partition_share = 0.8});
+  const ReplayResult r = testing::ReplayTwiceAlike([&] {
+    return Run(fleet, jobs, {"solver", "solver-node"});
+  });
+  for (const PolicyMetrics& m : r.policies) {
+    INFO(m.policy);
+    CHECK(m.placements + m.unplaced + m.rejected == 1500);
+    CHECK(m.rejected == 0);
+    CHECK(m.rule_violations == 0);
+    CHECK(m.partition_placements > 1000);
+    CHECK(m.largest_profile_fits > 0);
+    CHECK(m.largest_profile_fits < 1);
+  }
+  // The text and the JSON say it.
+  CHECK(TextTable(r).find("solver-node  partitions: ") != std::string::npos);
+  CHECK(ToJson(r)["policies"]["solver"]["partitionPlacements"] ==
+        r.policies[0].partition_placements);
+}
+
+}  // namespace
+}  // namespace xpu::lab

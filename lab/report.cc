@@ -310,6 +310,17 @@ std::string ReportHtml(const ReplayResult& result) {
        "device-hours free on a node where a waiting job fitted by count but was not placed; "
        "delay: seconds from arrival to start; util: busy device-seconds over fleet devices "
        "times the arrival window (first to last arrival).</p>\n";
+  if (AnyPartitions(result)) {
+    s += "<p>Partition jobs:</p>\n<ul>\n";
+    for (const auto& m : result.policies) {
+      report_cc::Put(s,
+                     {"<li>", HtmlEscape(m.policy), ": ", HtmlEscape(PartitionLine(m)), "</li>\n"});
+    }
+    s += "</ul>\n<p class=\"note\">waited on fragmentation: partition jobs that waited while "
+         "a device offering their profile had the free slots and units for them but no legal "
+         "placement; largest profile fits: the share of partitionable device-time during which "
+         "each device's largest profile still fitted on it.</p>\n";
+  }
   for (const auto& m : result.policies) {
     for (const std::string& note : m.notes) {
       report_cc::Put(

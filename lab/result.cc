@@ -88,6 +88,9 @@ nlohmann::json ToJson(const ReplayResult& result) {
                           {"gangs", m.gangs},
                           {"gangTiers", tiers},
                           {"allocatorCalls", m.allocator_calls},
+                          {"partitionPlacements", m.partition_placements},
+                          {"fragmentedWaits", m.fragmented_waits},
+                          {"largestProfileFits", Rounded(m.largest_profile_fits, 1e6)},
                           {"notes", m.notes}};
   }
   return {{"trace", result.trace}, {"fleet", result.fleet},     {"nodeOrder", result.node_order},
@@ -148,10 +151,29 @@ std::string TextTable(const ReplayResult& result) {
       out += '\n';
     }
   }
+  if (AnyPartitions(result)) {
+    out += "\n";
+    for (const auto& m : result.policies) {
+      const std::string pad(widths[0] - Width(m.policy), ' ');
+      out += "  " + m.policy + pad + "  partitions: " + PartitionLine(m) + "\n";
+    }
+  }
   for (const auto& m : result.policies) {
     for (const std::string& note : m.notes) out += "  " + m.policy + "  note: " + note + "\n";
   }
   return out;
+}
+
+bool AnyPartitions(const ReplayResult& result) {
+  return std::any_of(result.policies.begin(), result.policies.end(), [](const PolicyMetrics& m) {
+    return m.partition_placements > 0 || m.fragmented_waits > 0;
+  });
+}
+
+std::string PartitionLine(const PolicyMetrics& m) {
+  return std::to_string(m.partition_placements) + " placed, " + std::to_string(m.fragmented_waits) +
+         " waited on fragmentation, largest profile fits " +
+         result_cc::Fixed(m.largest_profile_fits * 100, 1) + "% of device-time";
 }
 
 }  // namespace xpu::lab

@@ -49,6 +49,13 @@ struct PolicyMetrics {
   int64_t gangs = 0;                          // gang jobs placed
   std::map<std::string, int64_t> gang_tiers;  // fabric tier name -> gangs placed in it
   int64_t allocator_calls = 0;                // device choices asked of the policy
+  // Partition jobs (lab/trace.h): how many started; how many waited while a device offering
+  // their profile had the free slots and units but no legal placement (fragmentation); and the
+  // share of partitionable device-time, over the arrival window, during which each device's
+  // largest profile still fitted on it (what a small partition's placement keeps possible).
+  int64_t partition_placements = 0;
+  int64_t fragmented_waits = 0;
+  double largest_profile_fits = 0;
   // What the policy could not do and why (stock-xpu: counts `xpuctl render` writes no claim for,
   // vendors it leaves out).
   std::vector<std::string> notes;
@@ -75,7 +82,8 @@ struct ReplayResult {
 //  {"placements", "unplaced", "rejected", "ruleViolations", "belowBestBandwidth",
 //   "meanBandwidthShortfall", "belowFleetBestBandwidth", "meanBottleneckGBps",
 //   "strandedDeviceSeconds", "queueDelayP50", "queueDelayP95", "queueDelayMean", "utilisation",
-//   "makespan", "gangs", "gangTiers", "allocatorCalls", "notes"}}}.
+//   "makespan", "gangs", "gangTiers", "allocatorCalls", "partitionPlacements",
+//   "fragmentedWaits", "largestProfileFits", "notes"}}}.
 // Doubles are rounded to 3 decimals (6 for utilisation and shortfall) so the bytes are stable.
 nlohmann::json ToJson(const ReplayResult& result);
 
@@ -88,6 +96,11 @@ std::vector<std::string> TableCells(const PolicyMetrics& m);
 // The table a person reads: one row per policy, one column per metric (TableCells; the gangs on
 // a line of their own below it).
 std::string TextTable(const ReplayResult& result);
+
+// Whether any policy placed a partition job (or saw one wait on fragmentation).
+bool AnyPartitions(const ReplayResult& result);
+// "12 placed, 3 waited on fragmentation, largest profile fits 71.2% of device-time".
+std::string PartitionLine(const PolicyMetrics& m);
 
 // A self-contained HTML page: the table, then three plots as inline SVG (utilisation over time,
 // the CDF of queueing delay, stranded devices over time), one line per policy, with a legend. No

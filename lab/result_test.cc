@@ -27,6 +27,8 @@ constexpr SampleCount kSampleCounts[] = {
     {&PolicyMetrics::below_best_bandwidth, "belowBestBandwidth", 5},
     {&PolicyMetrics::gangs, "gangs", 4},
     {&PolicyMetrics::allocator_calls, "allocatorCalls", 1234},
+    {&PolicyMetrics::partition_placements, "partitionPlacements", 61},
+    {&PolicyMetrics::fragmented_waits, "fragmentedWaits", 6},
 };
 
 // The sample's figures and the JSON member each is printed as, rounded.
@@ -43,6 +45,7 @@ constexpr SampleFigure kSampleFigures[] = {
     {&PolicyMetrics::queue_delay_mean, "queueDelayMean", 10.0006, 10.001},
     {&PolicyMetrics::utilisation, "utilisation", 0.87654321, 0.876543},
     {&PolicyMetrics::makespan, "makespan", 36000.0004, 36000.0},
+    {&PolicyMetrics::largest_profile_fits, "largestProfileFits", 0.71234567, 0.712346},
 };
 
 // kSampleCounts and kSampleFigures, with the stranded devices and the plots' data scaled by
@@ -83,7 +86,7 @@ TEST_CASE("the replay JSON has every documented member, rounded") {
   REQUIRE(j.at("policies").size() == 2);
   for (const char* name : {"stock-unordered", "solver"}) {
     const auto& p = j.at("policies").at(name);
-    CHECK(p.size() == 18);
+    CHECK(p.size() == 21);
     CHECK(p.contains("belowFleetBestBandwidth"));
     CHECK(p.contains("meanBottleneckGBps"));
     CHECK(p.at("notes").is_array());
@@ -122,6 +125,15 @@ TEST_CASE("the text table has the facts and a row per policy") {
     m.gang_tiers.clear();
   }
   CHECK(TextTable(no_gangs).find("gangs:") == std::string::npos);
+
+  CHECK(t.find("  solver           partitions: 61 placed, 6 waited on fragmentation, largest "
+               "profile fits 71.2% of device-time\n") != std::string::npos);
+  ReplayResult no_partitions = SampleResult();
+  for (auto& m : no_partitions.policies) m.partition_placements = m.fragmented_waits = 0;
+  CHECK(TextTable(no_partitions).find("partitions:") == std::string::npos);
+  CHECK(ReportHtml(no_partitions).find("Partition jobs") == std::string::npos);
+  CHECK(ReportHtml(SampleResult()).find("<li>solver: 61 placed, 6 waited on fragmentation") !=
+        std::string::npos);
 }
 
 TEST_CASE("the HTML report is self-contained, escaped and byte-stable") {

@@ -24,6 +24,12 @@
 //      the mean taken over the jobs just drawn (so the trace offers `load` of the fleet's
 //      devices), the first job at 0 and each next one -ln(u) / lambda seconds later; arrivals are
 //      rounded to milliseconds (the running sum is kept unrounded).
+// With partition_share > 0 and offers, step 1 first draws u for each job: u < partition_share
+// makes it a partition job, whose profile is drawn (u x the sum of the offers' weights, against
+// the cumulative weights in the offers' order); the duration is drawn as for any job. Only
+// the partitionable devices serve partition jobs, so a partition job counts in the mean below as
+// device share x duration x fleet_devices / partitionable_devices: the trace offers `load` of
+// the partitionable devices to partition jobs as it offers `load` of the fleet to the others.
 // u = ((next() >> 11) + 0.5) / 2^53, never 0 nor 1. No std:: distribution is used, so the trace
 // depends only on the seed and the options (and on std::log and std::pow, which are correctly
 // rounded or within an ulp on the usual libm; a differing last bit could only show where a value
@@ -106,6 +112,14 @@ StatusOr<double> ParseSeconds(std::string_view field) {
 }
 
 StatusOr<std::vector<int>> ParseShape(std::string_view field) {
+  if (field.starts_with(kPartitionShapePrefix)) {
+    const std::string_view profile = Trim(field.substr(kPartitionShapePrefix.size()));
+    if (profile.empty() || profile.find_first_of(" \t") != std::string_view::npos) {
+      return InvalidArgumentError(QuoteText(field) +
+                                  " names no profile (partition:<profile>, \"partition:1g.18gb\")");
+    }
+    return std::vector<int>();
+  }
   std::vector<int> parts;
   for (const auto part : SplitAt(field, '+')) {
     const auto count = ParseCount(Trim(part));
@@ -209,6 +223,9 @@ StatusOr<std::vector<Job>> ParseTrace(std::string_view text, std::string_view so
           LineError(source, line_number, "shape", parts.status().message()));
     }
     job.parts = std::move(parts).value();
+    if (job.parts.empty()) {
+      job.profile = std::string(Trim(Trim(fields[2]).substr(kPartitionShapePrefix.size())));
+    }
     const auto duration = trace_cc::ParseSeconds(Trim(fields[3]));
     if (!duration.ok()) {
       return InvalidArgumentError(
@@ -245,17 +262,37 @@ std::vector<Job> SyntheticTrace(const SyntheticOptions& options) {
     total_weight += static_cast<uint64_t>(shape.weight);
   }
 
+  double partition_weight = 0;
+  for (const PartitionOffer& offer : options.partitions) {
+    partition_weight += std::max(offer.weight, 0.0);
+  }
+  const bool partitions = options.partition_share > 0 && partition_weight > 0;
+  const double partition_scale =
+      static_cast<double>(fleet_devices) / std::max(options.partitionable_devices, 1);
+
   trace_cc::SplitMix64 rng(options.seed);
   jobs.reserve(static_cast<size_t>(options.jobs));
-  int64_t device_seconds = 0;  // whole seconds, so the sum is exact
+  int64_t device_seconds = 0;  // whole devices and whole seconds, so the sum is exact
+  double partition_seconds = 0;
   for (int i = 0; i < options.jobs; ++i) {
     Job job;
     char id[32];
     std::snprintf(id, sizeof id, "job-%06d", i + 1);
     job.id = id;
-    uint64_t pick = rng.Next() % total_weight;
+    const PartitionOffer* offer = nullptr;
+    if (partitions && rng.Unit() < options.partition_share) {
+      double p = rng.Unit() * partition_weight;
+      for (const PartitionOffer& o : options.partitions) {
+        offer = &o;  // the last, should rounding leave p above every weight
+        if (p < o.weight) break;
+        p -= std::max(o.weight, 0.0);
+      }
+      job.profile = offer->profile;
+    }
+    uint64_t pick = offer == nullptr ? rng.Next() % total_weight : 0;
     for (const auto& shape : mix) {
       const auto weight = static_cast<uint64_t>(shape.weight);
+      if (offer != nullptr) break;
       if (pick < weight) {
         job.parts.assign(static_cast<size_t>(shape.nodes), shape.per_node);
         break;
@@ -265,12 +302,16 @@ std::vector<Job> SyntheticTrace(const SyntheticOptions& options) {
     const double pareto =
         trace_cc::kParetoMinSeconds * std::pow(rng.Unit(), -1.0 / trace_cc::kParetoAlpha);
     job.duration = std::max(1.0, std::round(std::min(pareto, trace_cc::kMaxDurationSeconds)));
-    device_seconds += static_cast<int64_t>(job.devices()) * static_cast<int64_t>(job.duration);
+    if (offer != nullptr) {
+      partition_seconds += offer->device_share * job.duration * partition_scale;
+    } else {
+      device_seconds += static_cast<int64_t>(job.devices()) * static_cast<int64_t>(job.duration);
+    }
     jobs.push_back(std::move(job));
   }
 
   const double mean_device_seconds =
-      static_cast<double>(device_seconds) / static_cast<double>(jobs.size());
+      (static_cast<double>(device_seconds) + partition_seconds) / static_cast<double>(jobs.size());
   const double rate = load * static_cast<double>(fleet_devices) / mean_device_seconds;
   double t = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
@@ -288,6 +329,7 @@ std::string TraceCsv(const std::vector<Job>& jobs) {
     out += ',';
     out += trace_cc::SecondsText(job.arrival);
     out += ',';
+    if (job.partition()) out += std::string(kPartitionShapePrefix) + job.profile;
     for (size_t p = 0; p < job.parts.size(); ++p) {
       if (p > 0) out += '+';
       out += std::to_string(job.parts[p]);

@@ -205,3 +205,50 @@ TEST_CASE("the synthetic mix keeps to the fleet") {
 
 }  // namespace
 }  // namespace xpu::lab
+
+namespace xpu::lab {
+namespace {
+
+TEST_CASE("a trace's partition jobs: parsed, written back, and a bad one named") {
+  const auto jobs =
+      ParseTrace("#id,arrival,shape,duration\ni1,0, partition:1g.18gb ,30\n", "p.csv");
+  REQUIRE(jobs.ok());
+  REQUIRE(jobs->size() == 1);
+  CHECK(jobs->front().partition());
+  CHECK(jobs->front().profile == "1g.18gb");
+  CHECK(jobs->front().parts.empty());
+  CHECK(TraceCsv(*jobs) == "#id,arrival,shape,duration\ni1,0,partition:1g.18gb,30\n");
+  const auto bad = ParseTrace("a,0,1,1\nb,0,partition:,1\n", "p.csv");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("p.csv: line 2, column shape") != std::string::npos);
+  CHECK(bad.status().message().find("names no profile") != std::string::npos);
+}
+
+TEST_CASE("the synthetic trace with partitions: the share asked, by weight, deterministic") {
+  SyntheticOptions options{.jobs = 20000, .fleet_devices = 64, .nodes = 8, .partition_share = 0.7};
+  options.partitions = {{"small", 0.125, 3}, {"large", 0.5, 1}};
+  options.partitionable_devices = 32;
+  const auto jobs = SyntheticTrace(options);
+  CHECK(jobs == SyntheticTrace(options));
+  int small = 0;
+  int large = 0;
+  double offered = 0;
+  for (const Job& j : jobs) {
+    if (j.profile == "small") ++small;
+    if (j.profile == "large") ++large;
+    // Partition jobs load only the 32 partitionable devices: they count twice over the 64.
+    offered += j.partition() ? (j.profile == "small" ? 0.125 : 0.5) * j.duration * 2
+                             : j.devices() * j.duration;
+  }
+  CHECK(small + large == Approx(14000).epsilon(0.03));
+  CHECK(static_cast<double>(small) / (small + large) == Approx(0.75).epsilon(0.03));
+  // The mean is what the rate was set from: load 0.9 of 64 devices over the arrival window.
+  CHECK(offered / (64 * jobs.back().arrival) == Approx(0.9).epsilon(0.1));
+  // Without offers, no partition job, and the trace is the one without partitions.
+  options.partitions.clear();
+  SyntheticOptions plain{.jobs = 20000, .fleet_devices = 64, .nodes = 8};
+  CHECK(SyntheticTrace(options) == SyntheticTrace(plain));
+}
+
+}  // namespace
+}  // namespace xpu::lab

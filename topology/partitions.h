@@ -16,12 +16,12 @@
 #ifndef XPU_TOPOLOGY_PARTITIONS_H_
 #define XPU_TOPOLOGY_PARTITIONS_H_
 
-#include <compare>
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace xpu::topology {
@@ -77,7 +77,10 @@ struct PartitionCost {
   std::vector<int> lost;   // per profile, as StillPossible orders them: partitions lost
   bool untouched = false;  // the device had nothing given out
   double free_share = 0;   // before placing; fuller first
-  friend auto operator<=>(const PartitionCost&, const PartitionCost&) = default;
+  friend bool operator<(const PartitionCost& a, const PartitionCost& b) {
+    return std::tie(a.lost, a.untouched, a.free_share) <
+           std::tie(b.lost, b.untouched, b.free_share);
+  }
   friend bool operator==(const PartitionCost&, const PartitionCost&) = default;
 };
 

@@ -49,8 +49,7 @@ TEST_CASE("partitions: what a MIG device still allows, largest profile first", "
   CHECK(FreeShare(d, use) == 0);
 }
 
-TEST_CASE("partitions: the compute slices bound MIG as well as the memory slots",
-          "[partitions]") {
+TEST_CASE("partitions: the compute slices bound MIG as well as the memory slots", "[partitions]") {
   const PartitionableDevice d = H200Mig();
   PartitionUse use;
   for (int64_t at : {0, 1, 2, 3, 4, 5}) use.Take(*FindShape(d, "1g.18gb"), at);

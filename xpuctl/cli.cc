@@ -148,12 +148,16 @@ const std::vector<Command>& Commands() {
       {"replay",
        "replay a job trace on a fleet under each placement policy and compare (placement lab)",
        {{"trace", '\0', "JOBS.csv", false,
-         "job trace: id,arrival,shape,duration (shape 8 or 8+8+8+8); give this or --synthetic"},
+         "job trace: id,arrival,shape,duration (shape 8, 8+8+8+8 or partition:1g.18gb); give "
+         "this or --synthetic"},
         {"synthetic", '\0', "N", false, "generate N jobs with the documented mix instead"},
         {"seed", '\0', "S", false, "seed of --synthetic (default 1)"},
         {"load", '\0', "L", false,
          "--synthetic: offered load, device-seconds per second over the fleet's devices "
          "(default 0.9)"},
+        {"partitions", '\0', "SHARE", false,
+         "--synthetic: the share of jobs, 0..1, that ask for one partition of a profile the "
+         "fleet's partitionable devices offer, smaller profiles more often (default 0)"},
         {"fleet", '\0', "FLEET.yaml", true,
          "nodes: [{model: NAME | inventory: FILE, count: N}], optional fabric: {leafSize: N}"},
         {"policy", '\0', "P", false,

@@ -843,5 +843,39 @@ TEST_CASE("replay names the trace line, and says what the stock policies need") 
   CHECK_THAT(missing.err, Contains("read fleet"));
 }
 
+TEST_CASE("replay --partitions: partition jobs on a fleet discovered in MIG mode") {
+  TempDir dir;
+  const Result inventory =
+      Run({"discover", "--host-root",
+           std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/hgx-h200-mig", "-o", "json"});
+  REQUIRE(inventory.code == kExitOk);
+  dir.Write("mig.json", inventory.out);
+  const std::string fleet = dir.Write(
+      "fleet.yaml", "nodes: [{inventory: mig.json, count: 2}, {model: hgx-h200, count: 1}]\n");
+  const Result r = Run({"replay", "--synthetic", "300", "--partitions", "0.7", "--fleet", fleet,
+                        "--policy", "solver", "--policy", "solver-node", "-o", "json"});
+  REQUIRE(r.code == kExitOk);
+  const json doc = json::parse(r.out);
+  CHECK(doc["trace"] == "synthetic 300 (seed 1, load 0.9, partitions 0.7)");
+  CHECK(doc["policies"]["solver"]["partitionPlacements"].get<int>() > 150);
+  CHECK(doc["policies"]["solver"]["rejected"] == 0);
+  const Result text =
+      Run({"replay", "--synthetic", "300", "--partitions", "0.7", "--fleet", fleet});
+  CHECK_THAT(text.out, Contains("solver  partitions: "));
+
+  const std::string plain = dir.Write("plain.yaml", "nodes: [{model: hgx-h200, count: 1}]\n");
+  const Result none = Run({"replay", "--synthetic", "10", "--partitions", "0.5", "--fleet", plain});
+  CHECK(none.code == kExitUsage);
+  CHECK_THAT(none.err, Contains("--partitions: the fleet has no partitionable device"));
+  CHECK(Run({"replay", "--synthetic", "10", "--partitions", "1.5", "--fleet", fleet}).code ==
+        kExitUsage);
+  const std::string trace = dir.Write("t.csv", "a,0,partition:1g.18gb,10\n");
+  CHECK(Run({"replay", "--trace", trace, "--partitions", "0.5", "--fleet", fleet}).code ==
+        kExitUsage);
+  const Result file = Run({"replay", "--trace", trace, "--fleet", fleet, "-o", "json"});
+  REQUIRE(file.code == kExitOk);
+  CHECK(json::parse(file.out)["policies"]["solver"]["partitionPlacements"] == 1);
+}
+
 }  // namespace
 }  // namespace xpu::cli

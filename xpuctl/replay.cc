@@ -20,17 +20,30 @@
 namespace xpu::cli::internal {
 namespace {
 
-StatusOr<double> LoadFlag(const Flags& flags) {
-  auto it = flags.find("load");
-  if (it == flags.end()) return 0.9;
+// The number flag `name`, `fallback` when absent; `range` says what it must be, and `ok` checks.
+StatusOr<double> NumberFlag(const Flags& flags, const std::string& name, double fallback,
+                            std::string_view range, bool (*ok)(double)) {
+  auto it = flags.find(name);
+  if (it == flags.end()) return fallback;
   double value = 0;
   const std::string& text = it->second;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) ||
-      value <= 0 || value > 10) {
-    return InvalidArgumentError("--load: expected a number in (0, 10], got \"" + text + "\"");
+      !ok(value)) {
+    return InvalidArgumentError("--" + name + ": expected " + std::string(range) + ", got \"" +
+                                text + "\"");
   }
   return value;
+}
+
+StatusOr<double> LoadFlag(const Flags& flags) {
+  return NumberFlag(flags, "load", 0.9, "a number in (0, 10]",
+                    [](double v) { return v > 0 && v <= 10; });
+}
+
+StatusOr<double> PartitionShareFlag(const Flags& flags) {
+  return NumberFlag(flags, "partitions", 0, "a share in [0, 1]",
+                    [](double v) { return v >= 0 && v <= 1; });
 }
 
 StatusOr<uint64_t> SeedFlag(const Flags& flags) {
@@ -53,6 +66,9 @@ StatusOr<std::pair<std::vector<lab::Job>, std::string>> LoadTrace(const Flags& f
     return InvalidArgumentError("give exactly one of --trace FILE and --synthetic N");
   }
   if (file) {
+    if (flags.contains("partitions")) {
+      return InvalidArgumentError("--partitions goes with --synthetic; a trace file says its own");
+    }
     const std::string& path = flags.at("trace");
     std::ifstream in(path);
     if (!in) return NotFoundError("read trace " + path + ": cannot open the file");
@@ -66,15 +82,18 @@ StatusOr<std::pair<std::vector<lab::Job>, std::string>> LoadTrace(const Flags& f
   options.jobs = count;
   ASSIGN_OR_RETURN(options.seed, SeedFlag(flags));
   ASSIGN_OR_RETURN(options.load, LoadFlag(flags));
-  options.fleet_devices = fleet.devices;
-  options.nodes = static_cast<int>(fleet.nodes.size());
-  options.max_devices_per_node = 0;
-  for (const lab::FleetModel& m : fleet.models) {
-    options.max_devices_per_node = std::max(options.max_devices_per_node, m.devices);
+  ASSIGN_OR_RETURN(options.partition_share, PartitionShareFlag(flags));
+  options = lab::SyntheticForFleet(fleet, options);
+  if (options.partition_share > 0 && options.partitions.empty()) {
+    return InvalidArgumentError(
+        "--partitions: the fleet has no partitionable device (an inventory whose devices have "
+        "partitioning enabled, such as one of a node in MIG mode)");
   }
-  const std::string name = "synthetic " + std::to_string(count) + " (seed " +
-                           std::to_string(options.seed) + ", load " +
-                           (flags.contains("load") ? flags.at("load") : std::string("0.9")) + ")";
+  const std::string name =
+      "synthetic " + std::to_string(count) + " (seed " + std::to_string(options.seed) + ", load " +
+      (flags.contains("load") ? flags.at("load") : std::string("0.9")) +
+      (options.partition_share > 0 ? ", partitions " + flags.at("partitions") : std::string()) +
+      ")";
   return std::make_pair(lab::SyntheticTrace(options), name);
 }
 

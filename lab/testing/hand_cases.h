@@ -6,11 +6,16 @@
 #include <catch2/catch.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "api/node_inventory.h"
+#include "api/testing/inventory_examples.h"
+#include "base/testing/temp_dir.h"
+#include "controller/reference_servers.h"
 #include "lab/fleet.h"
 #include "lab/result.h"
 #include "lab/trace.h"
@@ -29,10 +34,12 @@ inline std::vector<Job> HandTrace(std::string_view csv) {
   return *std::move(jobs);
 }
 
-// A synthetic trace as `options` asks, sized to `fleet` (its devices and nodes).
+// A synthetic trace as `options` asks, sized to `fleet` (its devices and nodes; with
+// partition_share, its partition offers).
 inline std::vector<Job> SyntheticJobs(const Fleet& fleet, SyntheticOptions options) {
-  options.fleet_devices = fleet.devices;
-  options.nodes = static_cast<int>(fleet.nodes.size());
+  const int max_devices_per_node = options.max_devices_per_node;
+  options = SyntheticForFleet(fleet, std::move(options));
+  options.max_devices_per_node = max_devices_per_node;
   return SyntheticTrace(options);
 }
 
@@ -97,6 +104,55 @@ inline void CheckRingTrace(const PolicyMetrics& m, const RingTraceFigures& want)
 // lowest devices (NVSwitch: every set of a count is as good as any other).
 inline constexpr std::string_view kAmpleTrace =
     "a,0,1,10\nb,20,2,10\nc,40,4,10\nd,60,8,10\ne,80,3,10\nf,100,8+8,10\ng,120,6,10\n";
+
+// `nodes` HGX H200 whose first `mig_gpus` GPUs are in MIG mode (the H200's profiles:
+// 1g.18gb, 1g.35gb, 2g.35gb, 3g.71gb, 4g.71gb, 7g.141gb), as a NodeInventory file in `dir`.
+inline Fleet MigFleet(const xpu::testing::TempDir& dir, int mig_gpus, int nodes) {
+  const controller::ReferenceServer* server = controller::FindReferenceServer("hgx-h200");
+  REQUIRE(server != nullptr);
+  api::NodeInventory inventory = server->inventory;
+  inventory.metadata.name = "h200-mig";
+  for (int i = 0; i < mig_gpus; ++i) {
+    inventory.status.devices.at(static_cast<size_t>(i)).partitioning =
+        api::testing::H200MigPartitioning();
+  }
+  std::ofstream(dir.path() + "/h200-mig.json") << api::ToJson(inventory).dump();
+  auto fleet = ParseFleet(
+      "nodes: [{inventory: h200-mig.json, count: " + std::to_string(nodes) + "}]\n", dir.path());
+  REQUIRE(fleet.ok());
+  return *std::move(fleet);
+}
+
+// One H200 with MIG on every GPU: a 1g.18gb and a 4g.71gb, then seven 7g.141gb. Kept together
+// on gpu-0 (the 1g.18gb at slot 6, the 4g.71gb at 0), they leave seven GPUs whole: every job
+// starts at once. A 1g.18gb at slot 0 forces the 4g.71gb onto gpu-1: one 7g.141gb waits until
+// the first of the others ends, at 51.
+inline constexpr std::string_view kMigTrace =
+    "s,0,partition:1g.18gb,100\nm,0,partition:4g.71gb,100\n"
+    "w1,1,partition:7g.141gb,50\nw2,1,partition:7g.141gb,50\nw3,1,partition:7g.141gb,50\n"
+    "w4,1,partition:7g.141gb,50\nw5,1,partition:7g.141gb,50\nw6,1,partition:7g.141gb,50\n"
+    "w7,1,partition:7g.141gb,50\n";
+
+// kMigTrace on its fleet (one H200, MIG on every GPU).
+struct MigCase {
+  xpu::testing::TempDir dir;
+  Fleet fleet = MigFleet(dir, 8, 1);
+  std::vector<Job> jobs = HandTrace(kMigTrace);
+};
+
+// What a packing policy makes of kMigTrace.
+inline void CheckMigTracePacked(const PolicyMetrics& m) {
+  CHECK(m.placements == 9);
+  CHECK(m.partition_placements == 9);
+  CHECK(m.unplaced == 0);
+  CHECK(m.queue_delay_p95 == 0);
+  REQUIRE(m.placement_log.size() == 9);
+  CHECK(m.placement_log[0] == "s @0 h200-mig-0:gpu-0-1g-18gb-6");
+  CHECK(m.placement_log[1] == "m @0 h200-mig-0:gpu-0-4g-71gb-0");
+  CHECK(m.placement_log[2] == "w1 @1 h200-mig-0:gpu-1-7g-141gb-0");
+  CHECK(m.placement_log[8] == "w7 @1 h200-mig-0:gpu-7-7g-141gb-0");
+  CHECK(m.fragmented_waits == 0);
+}
 
 }  // namespace xpu::lab::testing
 
