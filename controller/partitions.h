@@ -38,9 +38,10 @@ struct Partitioned {
 // The counter sets and partition devices of the `devices` about to be published (whole devices
 // by inventory name); each partitioned whole device gains its consumption of its set. The
 // partition devices come in the order a first-fit allocator should try them (the stock allocator
-// takes the first that fits): parents already in part use first, fullest first, so untouched
-// devices stay whole; on a parent, the placement that keeps the most of the largest profiles
-// possible, then the highest. `allocated`: the devices claims hold now (whole or partitions).
+// takes the first that fits): the topology solver's (topology/partitions.h) for what the parents
+// hold now: the place that loses the least of the largest profiles, then a parent in part use,
+// the fullest first, so untouched devices stay whole, then the highest placement. `allocated`:
+// the devices claims hold now (whole or partitions).
 Partitioned BuildPartitions(const api::NodeInventory& inventory,
                             const std::set<std::string>& allocated,
                             std::vector<api::resource::Device>& devices,
