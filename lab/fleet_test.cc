@@ -74,12 +74,6 @@ TEST_CASE("fleet reads an inventory file relative to the fleet file") {
   CHECK(fleet->nodes[1].name == fleet->models[0].name + "-1");
 }
 
-}  // namespace
-}  // namespace xpu::lab
-
-namespace xpu::lab {
-namespace {
-
 TEST_CASE("a fleet's partition offers: each partitionable device draws the same, small first") {
   const xpu::testing::TempDir dir;
   const Fleet fleet = testing::MigFleet(dir, 4, 2);

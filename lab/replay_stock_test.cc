@@ -97,12 +97,6 @@ TEST_CASE("stock policies replay deterministically on a mixed fleet and keep wha
   CHECK(groups.policies[0].rule_violations == 0);
 }
 
-}  // namespace
-}  // namespace xpu::lab
-
-namespace xpu::lab {
-namespace {
-
 TEST_CASE("MIG partitions: the stock allocator follows the published order, as the solver places") {
   const testing::MigCase c;
   const ReplayResult r = testing::ReplayTwiceAlike([&] {
@@ -115,15 +109,13 @@ TEST_CASE("MIG partitions: the stock allocator follows the published order, as t
   }
   // In index order the 1g.18gb takes slot 0 of gpu-0, which pushes the 4g.71gb onto gpu-1: six
   // GPUs are left whole for seven 7g.141gb, and the last waits until the first of them ends.
-  const PolicyMetrics& plain = r.policies[0];
-  CHECK(plain.placements == 9);
-  REQUIRE(plain.placement_log.size() == 9);
-  CHECK(plain.placement_log[0] == "s @0 h200-mig-0:gpu-0-1g-18gb-0");
-  CHECK(plain.placement_log[1] == "m @0 h200-mig-0:gpu-1-4g-71gb-0");
-  CHECK(plain.placement_log[7] == "w6 @1 h200-mig-0:gpu-7-7g-141gb-0");
-  CHECK(plain.placement_log[8] == "w7 @51 h200-mig-0:gpu-2-7g-141gb-0");
-  CHECK(plain.queue_delay_p95 == Approx(50));
-  CHECK(plain.largest_profile_fits == Approx(6.0 / 8));
+  testing::CheckMigTrace(r.policies[0],
+                         {{0, "s @0 h200-mig-0:gpu-0-1g-18gb-0"},
+                          {1, "m @0 h200-mig-0:gpu-1-4g-71gb-0"},
+                          {7, "w6 @1 h200-mig-0:gpu-7-7g-141gb-0"},
+                          {8, "w7 @51 h200-mig-0:gpu-2-7g-141gb-0"}},
+                         50);
+  CHECK(r.policies[0].largest_profile_fits == Approx(6.0 / 8));
 }
 
 TEST_CASE("partitions and whole devices under the stock policies: a synthetic mix") {

@@ -139,12 +139,6 @@ TEST_CASE("replay refuses an unknown policy and a stock policy without the alloc
   CHECK(r.status().message().find("stock allocator") != std::string::npos);
 }
 
-}  // namespace
-}  // namespace xpu::lab
-
-namespace xpu::lab {
-namespace {
-
 TEST_CASE("replay partitions: the solver keeps the large MIG profiles possible") {
   const testing::MigCase c;
   const ReplayResult r = testing::ReplayTwiceAlike([&] {

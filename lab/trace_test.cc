@@ -203,12 +203,6 @@ TEST_CASE("the synthetic mix keeps to the fleet") {
   }
 }
 
-}  // namespace
-}  // namespace xpu::lab
-
-namespace xpu::lab {
-namespace {
-
 TEST_CASE("a trace's partition jobs: parsed, written back, and a bad one named") {
   const auto jobs =
       ParseTrace("#id,arrival,shape,duration\ni1,0, partition:1g.18gb ,30\n", "p.csv");
