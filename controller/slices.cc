@@ -585,9 +585,14 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
     } else if (partitionable) {
       parts = BuildPartitions(inventory, allocated, devices, pool.notes);
     }
+    // The whole devices were held to the attribute limit above; partition devices, and whole
+    // devices that gain partitionType, are held to it here.
+    const size_t limited = devices.size();
     for (Device& d : parts.devices) devices.push_back(std::move(d));
-    for (Device& d : devices) {
-      if (options.partition_type && !d.consumes_counters.empty()) {
+    for (size_t i = 0; i < devices.size(); ++i) {
+      Device& d = devices[i];
+      const bool typed = options.partition_type && !d.consumes_counters.empty();
+      if (typed) {
         auto profile = d.attributes.find("profile");
         d.attributes.insert_or_assign(
             std::string(kPartitionTypeAttribute),
@@ -595,7 +600,9 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
                                         ? profile->second.string_value.value_or("whole")
                                         : "whole"));
       }
-      LimitAttributes(d, limits.max_attributes_and_capacities_per_device, pool.notes);
+      if (typed || i >= limited) {
+        LimitAttributes(d, limits.max_attributes_and_capacities_per_device, pool.notes);
+      }
     }
     pool.devices = static_cast<int>(devices.size());
     // Counter sets in slices of their own (1.35+), at most the limit per slice.

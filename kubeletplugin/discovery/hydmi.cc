@@ -254,8 +254,13 @@ HydmiFacts ProbeHydmi(const std::vector<std::string>& lib_dirs) {
   HydmiApi api;
   OpenHydmi(lib_dirs, &lib, &api, &facts.library);
   if (!facts.library.loaded) return facts;
+  // Counted once more after the open's check: the count is what this probe works from, so its
+  // own answer is checked too.
   int count = 0;
-  api.get_device_count(&count);
+  if (const int rc = api.get_device_count(&count); rc != hd::kSuccess) {
+    facts.library.error = HydmiCallError("dmiGetDeviceCount", rc);
+    return facts;
+  }
   for (int i = 0; i < std::min(count, kMaxDmiDevices); ++i) {
     hd::DeviceInfo info{};
     if (const int rc = api.get_device_info(i, &info); rc != hd::kSuccess) {

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -66,6 +68,45 @@ Status CheckPartitioningAlone(const api::InventoryPartitioning& partitioning) {
   return api::ValidateNodeInventory(check);
 }
 
+namespace {
+
+// Adds the partitions that exist (vNPU vdevices, vHCUs: each has an `id`): each under the profile
+// `match` finds (an iterator into p.profiles, or end()), else under a profile of its own that
+// `make_own` appends, allowing as many instances as exist. Instances are numbered per profile,
+// in the order given.
+template <typename Existing, typename Match, typename MakeOwn>
+void AddExistingPartitions(api::InventoryPartitioning& p, std::span<const Existing> existing,
+                           Match match, MakeOwn make_own) {
+  std::map<std::string, int64_t> next_instance;
+  std::set<std::string> own_profiles;
+  for (const Existing& v : existing) {
+    auto it = match(v);
+    if (it == p.profiles.end()) {
+      make_own(v);
+      it = p.profiles.end() - 1;
+      own_profiles.insert(it->name);
+    }
+    if (own_profiles.contains(it->name)) ++it->max_instances;  // as many as exist
+    api::InventoryPartition part;
+    part.profile = it->name;
+    part.instance = next_instance[it->name]++;
+    part.id = v.id;
+    p.partitions.push_back(std::move(part));
+  }
+}
+
+// `p` when it is valid on its own; nullopt and the reason in `error` otherwise.
+std::optional<api::InventoryPartitioning> Checked(api::InventoryPartitioning p,
+                                                  std::string* error) {
+  if (const Status valid = CheckPartitioningAlone(p); !valid.ok()) {
+    *error = valid.message();
+    return std::nullopt;
+  }
+  return p;
+}
+
+}  // namespace
+
 std::optional<api::InventoryPartitioning> VnpuPartitioning(const DcmiVnpu& vnpu,
                                                            std::string_view chip_name,
                                                            std::string* error) {
@@ -85,39 +126,28 @@ std::optional<api::InventoryPartitioning> VnpuPartitioning(const DcmiVnpu& vnpu,
     p.profiles.push_back(
         ProfileOf(p.capacity, std::string(t.name), t.aicore, t.aicpu, t.memory_mib));
   }
-  std::map<std::string, int64_t> next_instance;
-  std::set<std::string> own_profiles;  // made for vdevices of no known template
-  for (const DcmiVdevice& v : vnpu.vdevices) {
-    const auto v_aicore = static_cast<int64_t>(std::llround(v.aicore));
-    auto by_name = std::find_if(p.profiles.begin(), p.profiles.end(),
-                                [&](const api::PartitionProfile& x) { return x.name == v.name; });
-    if (by_name == p.profiles.end()) {
-      const std::map<std::string, int64_t> counters =
-          CountersOf(p.capacity, v_aicore, v.aicpu, static_cast<int64_t>(v.memory_mb));
-      by_name =
-          std::find_if(p.profiles.begin(), p.profiles.end(),
-                       [&](const api::PartitionProfile& x) { return x.counters == counters; });
-    }
-    if (by_name == p.profiles.end()) {
-      // A template this table lacks: a profile of its own, for the ones that exist.
-      const std::string name = v.name.empty() ? "vdev-" + std::to_string(v.id) : v.name;
-      p.profiles.push_back(
-          ProfileOf(p.capacity, name, v_aicore, v.aicpu, static_cast<int64_t>(v.memory_mb)));
-      by_name = p.profiles.end() - 1;
-      own_profiles.insert(name);
-    }
-    if (own_profiles.contains(by_name->name)) ++by_name->max_instances;  // as many as exist
-    api::InventoryPartition part;
-    part.profile = by_name->name;
-    part.instance = next_instance[by_name->name]++;
-    part.id = v.id;
-    p.partitions.push_back(std::move(part));
-  }
-  if (const Status valid = CheckPartitioningAlone(p); !valid.ok()) {
-    *error = valid.message();
-    return std::nullopt;
-  }
-  return p;
+  // An existing vdevice: under its template by name, else by size; a template this table lacks
+  // gets a profile of its own.
+  AddExistingPartitions(
+      p, std::span<const DcmiVdevice>(vnpu.vdevices),
+      [&p](const DcmiVdevice& v) {
+        auto by_name =
+            std::find_if(p.profiles.begin(), p.profiles.end(),
+                         [&](const api::PartitionProfile& x) { return x.name == v.name; });
+        if (by_name != p.profiles.end()) return by_name;
+        const std::map<std::string, int64_t> counters =
+            CountersOf(p.capacity, static_cast<int64_t>(std::llround(v.aicore)), v.aicpu,
+                       static_cast<int64_t>(v.memory_mb));
+        return std::find_if(p.profiles.begin(), p.profiles.end(),
+                            [&](const api::PartitionProfile& x) { return x.counters == counters; });
+      },
+      [&p](const DcmiVdevice& v) {
+        p.profiles.push_back(ProfileOf(p.capacity,
+                                       v.name.empty() ? "vdev-" + std::to_string(v.id) : v.name,
+                                       static_cast<int64_t>(std::llround(v.aicore)), v.aicpu,
+                                       static_cast<int64_t>(v.memory_mb)));
+      });
+  return Checked(std::move(p), error);
 }
 
 std::optional<api::InventoryPartitioning> VhcuPartitioning(const HydmiDevice& device,
@@ -144,29 +174,17 @@ std::optional<api::InventoryPartitioning> VhcuPartitioning(const HydmiDevice& de
     const uint64_t memory_mib = device.memory_mib * quarters / 4;
     if (units > 0 && memory_mib > 0) profile_of(units, memory_mib);
   }
-  std::map<std::string, int64_t> next_instance;
-  std::set<std::string> own_profiles;  // sizes none of the offered ones has
-  for (const HydmiVdevice& v : vdevices) {
-    const std::string name = VhcuProfileName(v.compute_units, v.memory_mib);
-    auto it = std::find_if(p.profiles.begin(), p.profiles.end(),
-                           [&name](const api::PartitionProfile& x) { return x.name == name; });
-    if (it == p.profiles.end()) {
-      profile_of(v.compute_units, v.memory_mib);
-      it = p.profiles.end() - 1;
-      own_profiles.insert(name);
-    }
-    if (own_profiles.contains(name)) ++it->max_instances;  // as many as exist
-    api::InventoryPartition part;
-    part.profile = name;
-    part.instance = next_instance[name]++;
-    part.id = v.id;
-    p.partitions.push_back(std::move(part));
-  }
-  if (const Status valid = CheckPartitioningAlone(p); !valid.ok()) {
-    *error = valid.message();
-    return std::nullopt;
-  }
-  return p;
+  // An existing vHCU: under the profile of its size, else (a size none of the offered ones has)
+  // under a profile of its own.
+  AddExistingPartitions(
+      p, vdevices,
+      [&p](const HydmiVdevice& v) {
+        const std::string name = VhcuProfileName(v.compute_units, v.memory_mib);
+        return std::find_if(p.profiles.begin(), p.profiles.end(),
+                            [&name](const api::PartitionProfile& x) { return x.name == name; });
+      },
+      [&profile_of](const HydmiVdevice& v) { profile_of(v.compute_units, v.memory_mib); });
+  return Checked(std::move(p), error);
 }
 
 }  // namespace xpu::discovery
