@@ -101,7 +101,9 @@ PLUGIN=$!
 PIDS+=($!)
 CONTROLLER=$!
 port() { sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$1" | head -1; }
-registered() { curl -s "http://127.0.0.1:$(port "$WORK/plugin.log")/metrics" | grep -q '^xpu_dra_plugin_registered 1'; }
+# Outputs are read whole and then matched: under pipefail, `cmd | grep -q` fails whenever grep's
+# early exit gives cmd a SIGPIPE, which would read a match as a miss.
+registered() { grep -q '^xpu_dra_plugin_registered 1' <<<"$(curl -s "http://127.0.0.1:$(port "$WORK/plugin.log")/metrics")"; }
 wait_for 30 registered && ok "the kubelet registered our plugin (NotifyRegistrationStatus: registered)" \
   || fail "plugin registration (see $WORK/plugin.log, $WORK/kubelet.log)"
 slices() { K get resourceslices -o name | wc -l; }
@@ -149,8 +151,8 @@ for line in open(sys.argv[1]):
 print(" ".join(sorted(ids)) + " ")' "$WORK/cri.jsonl" 2>/dev/null)
 [ -n "$DEVS" ] && [ "$got" = "$want" ] && ok "CreateContainer got the CDI ids our plugin answered: $got" \
   || fail "CDI ids at CreateContainer: got '$got', want '$want'"
-ls "$WORK/cdi" | grep -q "$UID_" && ok "the claim's CDI spec is on disk" || fail "no CDI spec for $UID_"
-health() { K get pod train -o jsonpath='{.status.containerStatuses[0].allocatedResourcesStatus}' | grep -q Healthy; }
+grep -q "$UID_" <<<"$(ls "$WORK/cdi")" && ok "the claim's CDI spec is on disk" || fail "no CDI spec for $UID_"
+health() { grep -q Healthy <<<"$(K get pod train -o jsonpath='{.status.containerStatuses[0].allocatedResourcesStatus}')"; }
 minor=$("$UP/kubelet" --version | sed -n 's/.*v1\.\([0-9]*\)\..*/\1/p')
 if wait_for 30 health; then
   ok "the health stream reached pod status: $(K get pod train -o jsonpath='{.status.containerStatuses[0].allocatedResourcesStatus}')"
@@ -163,7 +165,7 @@ fi
 
 # Deletion: the kubelet unprepares, the spec goes, the claim is deallocated.
 K delete pod train --wait=true --timeout=60s >/dev/null
-gone() { ! ls "$WORK/cdi" | grep -q "$UID_"; }
+gone() { ! grep -q "$UID_" <<<"$(ls "$WORK/cdi")"; }
 wait_for 30 gone && ok "deleting the pod unprepared the claim (CDI spec removed)" || fail "CDI spec left after delete"
 free() { [ -z "$(K get resourceclaim train -o jsonpath='{.status.allocation}')" ]; }
 wait_for 30 free && ok "the claim was deallocated" || fail "claim still allocated"
