@@ -18,6 +18,13 @@ StatusOr<int> RunDoctor(const Flags& flags, std::ostream& out) {
     options.kubelet_version = it->second;
   }
   if (auto it = flags.find("node-name"); it != flags.end()) options.node_name = it->second;
+  if (auto it = flags.find("cdi-driver-files"); it != flags.end()) {
+    ASSIGN_OR_RETURN(options.driver_files,
+                     driverfiles::ParsePolicy(it->second, "--cdi-driver-files"));
+  }
+  if (auto it = flags.find("cdi-hook-path"); it != flags.end()) {
+    options.cdi_hook_path = it->second;
+  }
   // The controller's matrix, injected: the checks live on the plugin side, which never includes
   // the controller.
   controller::Config config = controller::DefaultConfig();

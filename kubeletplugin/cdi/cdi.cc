@@ -19,8 +19,8 @@ namespace xpu::cdi {
 namespace codec = api::codec;
 
 // What a spec file may hold (the writer below spells the same members in the CDI order). Strict:
-// a member the model lacks (annotations, hooks, device node major/minor, ...) is an unknown
-// field; a null member reads as absent, as in the CDI library.
+// a member the model lacks (annotations, device node major/minor, ...) is an unknown field; a
+// null member reads as absent, as in the CDI library.
 template <typename V, codec::FieldsOf<DeviceNode> S>
 void VisitFields(V& v, S& node) {
   v.Required("path", node.path);
@@ -36,11 +36,21 @@ void VisitFields(V& v, S& mount) {
   v.Optional("type", mount.type);
 }
 
+template <typename V, codec::FieldsOf<Hook> S>
+void VisitFields(V& v, S& hook) {
+  v.Required("hookName", hook.hook_name);
+  v.Required("path", hook.path);
+  v.Optional("args", hook.args);
+  v.Optional("env", hook.env);
+  v.Optional("timeout", hook.timeout);
+}
+
 template <typename V, codec::FieldsOf<ContainerEdits> S>
 void VisitFields(V& v, S& edits) {
   v.Optional("env", edits.env);
   v.Optional("deviceNodes", edits.device_nodes);
   v.Optional("mounts", edits.mounts);
+  v.Optional("hooks", edits.hooks);
 }
 
 template <typename V, codec::FieldsOf<Device> S>
@@ -149,14 +159,44 @@ Status CheckPermissions(const std::string& permissions) {
   return OkStatus();
 }
 
-// `field` is the JSON path of the edits, e.g. "devices[0].containerEdits".
-Status CheckEdits(const ContainerEdits& edits, const std::string& field) {
-  for (size_t i = 0; i < edits.env.size(); ++i) {
-    const size_t eq = edits.env[i].find('=');
+// `field` is the JSON path of the list, e.g. "devices[0].containerEdits.env".
+Status CheckEnv(const std::vector<std::string>& env, const std::string& field) {
+  for (size_t i = 0; i < env.size(); ++i) {
+    const size_t eq = env[i].find('=');
     if (eq == std::string::npos || eq == 0) {
-      return InvalidArgumentError(field + ".env[" + std::to_string(i) + "]: \"" + edits.env[i] +
+      return InvalidArgumentError(field + "[" + std::to_string(i) + "]: \"" + env[i] +
                                   "\" is not NAME=VALUE");
     }
+  }
+  return OkStatus();
+}
+
+// The OCI hook points a CDI hook may name.
+bool IsHookName(std::string_view name) {
+  static constexpr std::array<std::string_view, 6> kNames = {
+      "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop"};
+  return std::find(kNames.begin(), kNames.end(), name) != kNames.end();
+}
+
+Status CheckHook(const Hook& hook, const std::string& at) {
+  if (!IsHookName(hook.hook_name)) {
+    return InvalidArgumentError(at + ".hookName: \"" + hook.hook_name +
+                                "\" is not an OCI hook point");
+  }
+  RETURN_IF_ERROR(CheckAbsolute(hook.path).WithContext(at + ".path"));
+  RETURN_IF_ERROR(CheckEnv(hook.env, at + ".env"));
+  if (hook.timeout && *hook.timeout <= 0) {
+    return InvalidArgumentError(at + ".timeout: " + std::to_string(*hook.timeout) +
+                                " is not a positive number of seconds");
+  }
+  return OkStatus();
+}
+
+// `field` is the JSON path of the edits, e.g. "devices[0].containerEdits".
+Status CheckEdits(const ContainerEdits& edits, const std::string& field) {
+  RETURN_IF_ERROR(CheckEnv(edits.env, field + ".env"));
+  for (size_t i = 0; i < edits.hooks.size(); ++i) {
+    RETURN_IF_ERROR(CheckHook(edits.hooks[i], field + ".hooks[" + std::to_string(i) + "]"));
   }
   for (size_t i = 0; i < edits.device_nodes.size(); ++i) {
     const DeviceNode& n = edits.device_nodes[i];
@@ -208,6 +248,19 @@ OrderedJson EditsToJson(const ContainerEdits& edits) {
       mounts.push_back(std::move(mount));
     }
     out["mounts"] = std::move(mounts);
+  }
+  if (!edits.hooks.empty()) {
+    OrderedJson hooks = OrderedJson::array();
+    for (const Hook& h : edits.hooks) {
+      OrderedJson hook = OrderedJson::object();
+      hook["hookName"] = h.hook_name;
+      hook["path"] = h.path;
+      if (!h.args.empty()) hook["args"] = h.args;
+      if (!h.env.empty()) hook["env"] = h.env;
+      if (h.timeout) hook["timeout"] = *h.timeout;
+      hooks.push_back(std::move(hook));
+    }
+    out["hooks"] = std::move(hooks);
   }
   return out;
 }

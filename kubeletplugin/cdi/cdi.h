@@ -30,12 +30,27 @@ struct Mount {
   friend bool operator==(const Mount&, const Mount&) = default;
 };
 
+// An OCI hook the runtime runs for the container (xpu-cdi-hook: the loader's cache and soname
+// links for the mounted driver libraries; docs/kubelet-plugin.md).
+struct Hook {
+  static constexpr bool kNullIsUnset = true;  // a null member in a spec file is absent
+  std::string hook_name;                      // "createContainer", "prestart", ...
+  std::string path;                           // absolute, in the runtime's namespace
+  std::vector<std::string> args;              // args[0] is the program's name
+  std::vector<std::string> env;               // "NAME=VALUE"; never empty for ours
+  std::optional<int64_t> timeout;             // seconds, > 0
+  friend bool operator==(const Hook&, const Hook&) = default;
+};
+
 struct ContainerEdits {
   static constexpr bool kNullIsUnset = true;  // a null member in a spec file is absent
   std::vector<std::string> env;               // "NAME=VALUE"
   std::vector<DeviceNode> device_nodes;
   std::vector<Mount> mounts;
-  bool empty() const { return env.empty() && device_nodes.empty() && mounts.empty(); }
+  std::vector<Hook> hooks;
+  bool empty() const {
+    return env.empty() && device_nodes.empty() && mounts.empty() && hooks.empty();
+  }
   friend bool operator==(const ContainerEdits&, const ContainerEdits&) = default;
 };
 

@@ -212,10 +212,35 @@ TEST_CASE("ToJson orders every member as the CDI spec lists it") {
   CHECK(nlohmann::json::parse(json)["cdiVersion"] == "0.5.0");
 }
 
+TEST_CASE("Validate: hooks name an OCI hook point, an absolute path and a positive timeout") {
+  const auto with = [](Hook h) {
+    Spec s = GoodSpec();
+    s.edits.hooks.push_back(std::move(h));
+    return Validate(s);
+  };
+  CHECK(with(Hook{"createContainer", "/bin/hook", {}, {"A=1"}, 5}).ok());
+  CHECK(with(Hook{"onStart", "/bin/hook", {}, {}, {}}).message() ==
+        "containerEdits.hooks[0].hookName: \"onStart\" is not an OCI hook point");
+  CHECK(with(Hook{"prestart", "bin/hook", {}, {}, {}})
+            .message()
+            .find("containerEdits.hooks[0].path") != std::string::npos);
+  CHECK(with(Hook{"prestart", "/bin/hook", {}, {"NOVALUE"}, {}})
+            .message()
+            .find("containerEdits.hooks[0].env[0]") != std::string::npos);
+  CHECK(with(Hook{"prestart", "/bin/hook", {}, {}, 0})
+            .message()
+            .find("containerEdits.hooks[0].timeout") != std::string::npos);
+}
+
 TEST_CASE("ToJson and FromJson round trip") {
   Spec spec = GoodSpec();
-  spec.devices.push_back({"b-1", {{"A=1", "B=x=y"}, {{"/dev/x", "/dev/y", "r"}}, {}}});
+  spec.devices.push_back({"b-1", {{"A=1", "B=x=y"}, {{"/dev/x", "/dev/y", "r"}}, {}, {}}});
   spec.edits.mounts[0].type = "bind";
+  spec.edits.hooks.push_back(Hook{"createContainer",
+                                  "/opt/xpu-dra/bin/xpu-cdi-hook",
+                                  {"xpu-cdi-hook", "ldcache", "--folder", "/usr/lib64"},
+                                  {"PATH=/usr/bin"},
+                                  30});
   StatusOr<Spec> back = FromJson(ToJson(spec));
   INFO(back.status().ToString());
   REQUIRE(back.ok());

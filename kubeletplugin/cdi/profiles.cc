@@ -35,11 +35,6 @@ struct Profile {
   // Per-device extra nodes, printf-like "%d" replaced by the device index, added when present.
   std::vector<std::string_view> per_device_nodes;
   std::vector<VisibilityVar> visibility;
-  // Host directories or files bind-mounted read-only at the same path when present.
-  std::vector<std::string_view> mounts;
-  // Host files under a directory whose names start with a prefix, mounted like `mounts`:
-  // {directory, prefix}.
-  std::vector<std::pair<std::string_view, std::string_view>> mount_globs;
   bool prefer_uuid = false;  // kPhysical values are uuids when every device has one
 };
 
@@ -52,8 +47,6 @@ const std::map<std::string_view, Profile>& Profiles() {
        {{"/dev/davinci_manager", "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/dvpp_cmdlist"},
         {},
         {{"ASCEND_VISIBLE_DEVICES", Numbering::kPhysical}},
-        {},
-        {},
         false}},
       // hw §0 NVIDIA: nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset; the MIG capability
       // and IMEX channel nodes belong to partitions and channels, not to whole GPUs.
@@ -63,17 +56,11 @@ const std::map<std::string_view, Profile>& Profiles() {
        {{"/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools", "/dev/nvidia-modeset"},
         {},
         {{"NVIDIA_VISIBLE_DEVICES", Numbering::kPhysical}},
-        {},
-        {},
         true}},
-      // hw §0 / §3.1 Hygon DCU: /dev/kfd, /dev/mkfd; HIP_VISIBLE_DEVICES; -v /opt/hyhal.
+      // hw §0 / §3.1 Hygon DCU: /dev/kfd, /dev/mkfd; HIP_VISIBLE_DEVICES. /opt/hyhal is a driver
+      // file (kubeletplugin/driverfiles/).
       {"hygon",
-       {{"/dev/kfd", "/dev/mkfd"},
-        {},
-        {{"HIP_VISIBLE_DEVICES", Numbering::kOrdinal}},
-        {"/opt/hyhal"},
-        {},
-        false}},
+       {{"/dev/kfd", "/dev/mkfd"}, {}, {{"HIP_VISIBLE_DEVICES", Numbering::kOrdinal}}, false}},
       // hw §0 Cambricon: cambricon_ctl, cambricon_ipcm<N> per device, and the optional shared
       // nodes. CAMBRICON_VISIBLE_DEVICES (set by the vendor's plugin, host ids);
       // MLU_VISIBLE_DEVICES (framework ordinals) is left unset as it would filter twice.
@@ -81,33 +68,24 @@ const std::map<std::string_view, Profile>& Profiles() {
        {{"/dev/cambricon_ctl", "/dev/cambricon_gdr", "/dev/cmsg_ctrl", "/dev/commu"},
         {"/dev/cambricon_ipcm%d"},
         {{"CAMBRICON_VISIBLE_DEVICES", Numbering::kPhysical}},
-        {},
-        {},
         false}},
       // hw §0 MetaX: /dev/mxcd (+ /dev/mxnd, /dev/mxgd on some plugins); CUDA_VISIBLE_DEVICES.
       {"metax",
        {{"/dev/mxcd", "/dev/mxnd", "/dev/mxgd"},
         {},
         {{"CUDA_VISIBLE_DEVICES", Numbering::kOrdinal}},
-        {},
-        {},
         false}},
-      // hw §0 / §3.3 Biren: no shared node; SUPA_VISIBLE_DEVICES; brsmi and libbiren-ml.so*.
-      {"biren",
-       {{},
-        {},
-        {{"SUPA_VISIBLE_DEVICES", Numbering::kOrdinal}},
-        {"/usr/bin/brsmi"},
-        {{"/usr/lib", "libbiren-ml.so"}},
-        false}},
+      // hw §0 / §3.3 Biren: no shared node; SUPA_VISIBLE_DEVICES. brsmi and libbiren-ml.so are
+      // driver files (kubeletplugin/driverfiles/).
+      {"biren", {{}, {}, {{"SUPA_VISIBLE_DEVICES", Numbering::kOrdinal}}, false}},
       // hw §0 / §3.5 Enflame: /dev/gcuctl; ENFLAME_VISIBLE_DEVICES (device plugin, host ids).
       {"enflame",
-       {{"/dev/gcuctl"}, {}, {{"ENFLAME_VISIBLE_DEVICES", Numbering::kPhysical}}, {}, {}, false}},
+       {{"/dev/gcuctl"}, {}, {{"ENFLAME_VISIBLE_DEVICES", Numbering::kPhysical}}, false}},
       // hw §0 Moore Threads: MTHREADS_VISIBLE_DEVICES (container runtime, host ids).
-      {"mthreads", {{}, {}, {{"MTHREADS_VISIBLE_DEVICES", Numbering::kPhysical}}, {}, {}, false}},
+      {"mthreads", {{}, {}, {{"MTHREADS_VISIBLE_DEVICES", Numbering::kPhysical}}, false}},
       // hw §0 AMD: /dev/kfd; HIP_VISIBLE_DEVICES only: ROCR_VISIBLE_DEVICES as well would filter
       // the already filtered list a second time.
-      {"amd", {{"/dev/kfd"}, {}, {{"HIP_VISIBLE_DEVICES", Numbering::kOrdinal}}, {}, {}, false}},
+      {"amd", {{"/dev/kfd"}, {}, {{"HIP_VISIBLE_DEVICES", Numbering::kOrdinal}}, false}},
   };
   return profiles;
 }
@@ -135,12 +113,6 @@ void AddNode(ContainerEdits& edits, const std::string& path) {
   const bool present = std::any_of(edits.device_nodes.begin(), edits.device_nodes.end(),
                                    [&](const DeviceNode& n) { return n.path == path; });
   if (!present) edits.device_nodes.push_back(DeviceNode{path, "", "rw"});
-}
-
-void AddMount(ContainerEdits& edits, const std::string& path) {
-  const bool present = std::any_of(edits.mounts.begin(), edits.mounts.end(),
-                                   [&](const Mount& m) { return m.container_path == path; });
-  if (!present) edits.mounts.push_back(Mount{path, path, {"ro", "nosuid", "nodev", "bind"}, ""});
 }
 
 // Sorted names in a host directory that start with `prefix`.
@@ -235,14 +207,6 @@ ClaimEdits EditsForClaim(const std::vector<DeviceFacts>& devices, const HostFile
     const Profile& p = profile->second;
     for (const std::string_view node : p.control_nodes) {
       if (host.exists(node)) AddNode(out.common, std::string(node));
-    }
-    for (const std::string_view mount : p.mounts) {
-      if (host.exists(mount)) AddMount(out.common, std::string(mount));
-    }
-    for (const auto& [dir, prefix] : p.mount_globs) {
-      for (const std::string& name : host.names(dir, prefix)) {
-        AddMount(out.common, std::string(dir) + "/" + name);
-      }
     }
     const bool uuids = p.prefer_uuid && std::all_of(members.begin(), members.end(), [&](size_t i) {
                          return !devices[i].uuid.empty();

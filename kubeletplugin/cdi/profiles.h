@@ -1,5 +1,6 @@
 // Vendor profiles: what a container needs to use a set of devices of one vendor (device files,
-// control nodes, visibility environment variables, driver mounts). Pure: the caller resolves each
+// control nodes, visibility environment variables). The vendor's user-space driver is added by
+// kubeletplugin/driverfiles/. Pure: the caller resolves each
 // device's node from discovery, and says through HostFiles which optional host paths exist; the
 // profile adds the vendor's shared nodes and variables.
 #ifndef XPU_KUBELETPLUGIN_CDI_PROFILES_H_

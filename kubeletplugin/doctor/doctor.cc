@@ -15,6 +15,7 @@
 #include "kubeletplugin/cdi/profiles.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/discovery/versions.h"
+#include "kubeletplugin/doctor/driver_files_check.h"
 
 namespace xpu::doctor {
 namespace {
@@ -842,21 +843,23 @@ StatusOr<DoctorReport> RunChecks(const HostRoot& host, const DoctorOptions& opti
 
   DoctorReport report;
   report.node = facts.inventory.metadata.name;
-  report.checks = {CheckKernel(host),
-                   CheckIommu(host),
-                   CheckDevices(facts),
-                   CheckDriver(host, facts),
-                   CheckVendorLibrary(facts),
-                   CheckFirmware(facts),
-                   CheckToolkit(host, facts),
-                   CheckDeviceNodes(host, facts),
-                   CheckHealth(facts),
-                   CheckContainerRuntime(host, dpkg),
-                   CheckCdiSpecDirs(host),
-                   CheckKubelet(options, dpkg),
-                   CheckSupportMatrix(options, facts),
-                   CheckCollectiveNetwork(host, facts),
-                   CheckNicPairing(facts)};
+  report.checks = {
+      CheckKernel(host),
+      CheckIommu(host),
+      CheckDevices(facts),
+      CheckDriver(host, facts),
+      CheckVendorLibrary(facts),
+      CheckFirmware(facts),
+      CheckToolkit(host, facts),
+      CheckDeviceNodes(host, facts),
+      CheckDriverFiles(host.root(), facts.vendors, options.driver_files, options.cdi_hook_path),
+      CheckHealth(facts),
+      CheckContainerRuntime(host, dpkg),
+      CheckCdiSpecDirs(host),
+      CheckKubelet(options, dpkg),
+      CheckSupportMatrix(options, facts),
+      CheckCollectiveNetwork(host, facts),
+      CheckNicPairing(facts)};
   return report;
 }
 

@@ -25,6 +25,7 @@
 #include "base/status.h"
 #include "kubeletplugin/discovery/host_root.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
+#include "kubeletplugin/driverfiles/driver_files.h"
 
 namespace xpu::doctor {
 
@@ -61,6 +62,9 @@ struct DoctorOptions {
   std::string support_source;
   // The host's node name; empty: etc/hostname under the host root, else "localhost".
   std::string node_name;
+  // The plugin's --cdi-driver-files and --cdi-hook-path, for the driver-files check.
+  driverfiles::Policy driver_files;
+  std::string cdi_hook_path = std::string(driverfiles::kDefaultHookPath);
 };
 
 struct DoctorReport {
@@ -69,9 +73,9 @@ struct DoctorReport {
 };
 
 // Every check, in checklist order (hardware first): kernel, iommu, devices, driver,
-// vendor-library, firmware, toolkit, device-nodes, health, container-runtime, cdi-spec-dirs,
-// kubelet, support-matrix, collective-network, nic-pairing. Fails only on bad options (a host
-// root that is not a directory, a bad node name).
+// vendor-library, firmware, toolkit, device-nodes, driver-files, health, container-runtime,
+// cdi-spec-dirs, kubelet, support-matrix, collective-network, nic-pairing. Fails only on bad
+// options (a host root that is not a directory, a bad node name).
 StatusOr<DoctorReport> RunChecks(const discovery::HostRoot& host, const DoctorOptions& options);
 
 // Whether any check failed.

@@ -56,7 +56,7 @@ void Write(const std::string& root, const std::string& rel, const std::string& t
 TEST_CASE("doctor on atlas800t-a2 with DCMI: every check, none failing", "[doctor]") {
   const DoctorReport r = DoctorFixture("atlas800t-a2");
   CHECK(r.node == "atlas800t-a2");
-  REQUIRE(r.checks.size() == 15);
+  REQUIRE(r.checks.size() == 16);
   CHECK_FALSE(HasFailure(r));
   CHECK(StatusOf(r, "kernel") == CheckStatus::kPass);
   CHECK(Find(r, "kernel").evidence == "/proc/version: 5.15.0-119-generic");
@@ -73,6 +73,9 @@ TEST_CASE("doctor on atlas800t-a2 with DCMI: every check, none failing", "[docto
   // Fixture device nodes are regular files: honest warn, not a pass.
   CHECK(StatusOf(r, "device-nodes") == CheckStatus::kWarn);
   CHECK(Find(r, "device-nodes").evidence.find("8 device nodes") != std::string::npos);
+  // The fixture has the driver's files but not xpu-cdi-hook, which the DaemonSet installs.
+  CHECK(StatusOf(r, "driver-files") == CheckStatus::kWarn);
+  CHECK(Find(r, "driver-files").evidence.find("xpu-cdi-hook") != std::string::npos);
   CHECK(StatusOf(r, "health") == CheckStatus::kPass);
   CHECK(Find(r, "health").evidence == "8 of 8 healthy (DCMI)");
   CHECK(StatusOf(r, "container-runtime") == CheckStatus::kPass);
@@ -123,8 +126,8 @@ TEST_CASE("the checklist as the plugin's NodeChecklist condition", "[doctor]") {
   CHECK(broken.last_transition_time == "2026-01-01T00:00:00Z");
   INFO(broken.message);
   CHECK(broken.message.starts_with(
-      "5 fail (device-nodes, health, container-runtime, kubelet, collective-network), 2 warn "
-      "(iommu, cdi-spec-dirs) of 15 checks (xpuctl doctor); device-nodes: fail, "));
+      "5 fail (device-nodes, health, container-runtime, kubelet, collective-network), 3 warn "
+      "(iommu, driver-files, cdi-spec-dirs) of 16 checks (xpuctl doctor); device-nodes: fail, "));
   CHECK(broken.message.find("; device-nodes: fail, ") != std::string::npos);
   CHECK(broken.message.find("; iommu: warn, ") != std::string::npos);
   // Each part starts with a check's name (the health stream reads "<device>: ..." parts): the

@@ -156,8 +156,27 @@ Status DriverOptions::Validate() const {
     return InvalidArgumentError("--state-dir: must be an absolute path, got \"" + state_dir + "\"");
   }
   if (fetch_parallelism < 1) return InvalidArgumentError("fetch parallelism must be positive");
+  if (cdi_hook_path.empty() || cdi_hook_path[0] != '/') {
+    return InvalidArgumentError("--cdi-hook-path: must be an absolute path, got \"" +
+                                cdi_hook_path + "\"");
+  }
   return OkStatus();
 }
+
+namespace {
+
+// The host as HostViewUnder reads it, with the driver files of `cache`.
+HostView HostWithDriverFiles(const std::string& host_root,
+                             std::shared_ptr<driverfiles::DriverFilesCache> cache) {
+  HostView host = HostViewUnder(host_root);
+  host.driver_files = [cache](const std::string& vendor) -> StatusOr<cdi::ContainerEdits> {
+    ASSIGN_OR_RETURN(std::shared_ptr<const driverfiles::DriverFiles> files, cache->Get(vendor));
+    return files == nullptr ? cdi::ContainerEdits{} : files->edits;
+  };
+  return host;
+}
+
+}  // namespace
 
 struct Driver::Fetched {
   Status status;  // of the GET and the checks that need only the claim
@@ -181,7 +200,9 @@ Driver::Driver(DriverOptions options, std::shared_ptr<ClaimReader> claims, Inven
       inventory_(std::move(inventory)),
       log_(std::move(log)),
       specs_(options_.cdi_dir, cdi::KindForDriver(options_.driver_name)),
-      host_(HostViewUnder(options_.host_root)),
+      driver_files_(std::make_shared<driverfiles::DriverFilesCache>(
+          options_.host_root, options_.cdi_hook_path, options_.driver_files)),
+      host_(HostWithDriverFiles(options_.host_root, driver_files_)),
       store_(options_.state_dir + "/checkpoint.json") {}
 
 Status Driver::Start() {

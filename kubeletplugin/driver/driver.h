@@ -62,6 +62,8 @@
 #include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/driver/prepare.h"
 #include "kubeletplugin/driver/service.h"
+#include "kubeletplugin/driverfiles/driver_files.h"
+#include "kubeletplugin/driverfiles/driver_files_cache.h"
 
 namespace xpu::plugin {
 
@@ -87,6 +89,10 @@ struct DriverOptions {
   // KEP-5304 device metadata files, under <plugin_dir>/dra-device-metadata/ (prepare.h).
   bool device_metadata = false;
   std::string plugin_dir = "/var/lib/kubelet/plugins/xpu.dra.dev";
+  // Which vendors' specs carry their user-space driver (--cdi-driver-files), and the host path
+  // of xpu-cdi-hook their specs name (--cdi-hook-path). docs/kubelet-plugin.md, "Driver files".
+  driverfiles::Policy driver_files;
+  std::string cdi_hook_path = std::string(driverfiles::kDefaultHookPath);
 
   Status Validate() const;
 };
@@ -192,6 +198,8 @@ class Driver : public NodeService {
   const InventoryFn inventory_;
   const LogFn log_;
   cdi::SpecStore specs_;
+  // Each vendor's driver files, located once per driver version (shared with host_).
+  const std::shared_ptr<driverfiles::DriverFilesCache> driver_files_;
   const HostView host_;
   checkpoint::CheckpointStore store_;
 

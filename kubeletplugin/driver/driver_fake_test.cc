@@ -33,6 +33,8 @@ struct FakeNode {
     o.host_root = dir.path() + "/host";
     o.cdi_dir = dir.path() + "/cdi";
     o.state_dir = dir.path() + "/state";
+    // The host root is an empty folder: no driver files (driver_test.cc tests them).
+    o.driver_files = driverfiles::Policy{driverfiles::Mode::kOff, {}};
     std::filesystem::create_directories(o.host_root);
     return std::make_unique<Driver>(
         o, claims, [this] { return inventory; },

@@ -520,5 +520,109 @@ TEST_CASE("health follows the inventory and a recovered device becomes healthy a
   for (const DeviceHealth& h : health.Snapshot(nullptr)) CHECK(h.health == HealthState::kHealthy);
 }
 
+// ---- Driver files (driverfiles/): the vendor's user space in the spec ----
+
+bool Mounts(const cdi::Spec& spec, const std::string& path) {
+  return std::any_of(spec.edits.mounts.begin(), spec.edits.mounts.end(),
+                     [&](const cdi::Mount& m) { return m.container_path == path; });
+}
+
+// The NVIDIA kernel driver's version, and the libraries of that version, on the copied host.
+void InstallNvidia(const Node& node, const std::string& version) {
+  const std::string lib = node.host + "/usr/lib/x86_64-linux-gnu/";
+  std::ofstream(node.host + "/proc/driver/nvidia/version")
+      << "NVRM version: NVIDIA UNIX x86_64 Kernel Module  " << version << "  Release Build\n";
+  std::ofstream(node.host + "/sys/module/nvidia/version") << version << "\n";
+  for (const std::string name : {"libcuda", "libnvidia-ml"}) {
+    std::ofstream(lib + name + ".so." + version) << "stand-in\n";
+    fs::remove(lib + name + ".so.1");
+    fs::create_symlink(name + ".so." + version, lib + name + ".so.1");
+  }
+}
+
+TEST_CASE("driver files: the spec carries the host driver's libraries, tools and the hook") {
+  Node node("hgx-h200");
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const std::string uid = node.Claim("g1", {"gpu-0", "gpu-1"});
+  const PrepareResult r = driver->Prepare({{"default", "g1", uid}}).at(uid);
+  INFO(r.error);
+  REQUIRE(r.error.empty());
+  StatusOr<cdi::Spec> spec = cdi::FromJson(ReadFile(node.CdiPath(uid)));
+  REQUIRE(spec.ok());
+  const std::string lib = "/usr/lib/x86_64-linux-gnu/";
+  CHECK(Mounts(*spec, lib + "libcuda.so.570.158.01"));
+  CHECK(Mounts(*spec, lib + "libnvidia-ml.so.570.158.01"));
+  CHECK_FALSE(Mounts(*spec, lib + "libcuda.so.535.104.05"));
+  CHECK(Mounts(*spec, "/usr/bin/nvidia-smi"));
+  CHECK(Mounts(*spec, "/lib/firmware/nvidia/570.158.01/gsp_ga10x.bin"));
+  REQUIRE(spec->edits.hooks.size() == 1);
+  CHECK(spec->edits.hooks[0].path == std::string(driverfiles::kDefaultHookPath));
+  // The visibility variable stays, for nodes that run NVIDIA's own hook too.
+  CHECK(std::any_of(spec->edits.env.begin(), spec->edits.env.end(),
+                    [](const std::string& e) { return e.starts_with("NVIDIA_VISIBLE_DEVICES="); }));
+
+  // Off: the spec has no driver file and no hook.
+  Node off("hgx-h200");
+  DriverOptions o = off.Options();
+  o.driver_files =
+      driverfiles::Policy{driverfiles::Mode::kAuto, {{"nvidia", driverfiles::Mode::kOff}}};
+  fs::create_directories(off.dir.path() + "/cdi");
+  Driver plain(
+      o, off.client.get(), [&off] { return off.inventory; }, [](const std::string&) {});
+  REQUIRE(plain.Start().ok());
+  const std::string u2 = off.Claim("g2", {"gpu-0"});
+  REQUIRE(plain.Prepare({{"default", "g2", u2}}).at(u2).error.empty());
+  StatusOr<cdi::Spec> bare = cdi::FromJson(ReadFile(off.CdiPath(u2)));
+  REQUIRE(bare.ok());
+  CHECK(bare->edits.mounts.empty());
+  CHECK(bare->edits.hooks.empty());
+}
+
+TEST_CASE("driver files: a partial install fails the claim naming the file; nothing is left") {
+  Node node("hgx-h200");
+  fs::remove(node.host + "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01");
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const std::string uid = node.Claim("g1", {"gpu-0"});
+  const PrepareResult r = driver->Prepare({{"default", "g1", uid}}).at(uid);
+  CHECK(r.error.find("ResourceClaim default/g1: nvidia driver 570.158.01: libcuda.so.570.158.01 "
+                     "is missing") == 0);
+  CHECK_FALSE(fs::exists(node.CdiPath(uid)));
+  CHECK_FALSE(driver->Snapshot().claims.contains(uid));
+  CHECK(node.CdiFiles() == 0);
+}
+
+TEST_CASE("driver files: a driver upgraded under the plugin; earlier claims keep their files") {
+  Node node("hgx-h200");
+  auto driver = node.NewDriver();
+  REQUIRE(driver->Start().ok());
+  const std::string before = node.Claim("before", {"gpu-0"});
+  REQUIRE(driver->Prepare({{"default", "before", before}}).at(before).error.empty());
+
+  InstallNvidia(node, "575.51.03");
+  const std::string after = node.Claim("after", {"gpu-1"});
+  const PrepareResult r = driver->Prepare({{"default", "after", after}}).at(after);
+  INFO(r.error);
+  REQUIRE(r.error.empty());
+  StatusOr<cdi::Spec> fresh = cdi::FromJson(ReadFile(node.CdiPath(after)));
+  REQUIRE(fresh.ok());
+  CHECK(Mounts(*fresh, "/usr/lib/x86_64-linux-gnu/libcuda.so.575.51.03"));
+  CHECK_FALSE(Mounts(*fresh, "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01"));
+
+  // The claim prepared before keeps its spec, also when a restart rewrites it (a new boot).
+  StatusOr<cdi::Spec> old = cdi::FromJson(ReadFile(node.CdiPath(before)));
+  REQUIRE(old.ok());
+  CHECK(Mounts(*old, "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01"));
+  driver.reset();
+  fs::remove(node.CdiPath(before));
+  node.SetBootId("5d0e3a2b-1c4f-4e6d-8a9b-0c1d2e3f4a5b");
+  auto restarted = node.NewDriver();
+  REQUIRE(restarted->Start().ok());
+  StatusOr<cdi::Spec> rewritten = cdi::FromJson(ReadFile(node.CdiPath(before)));
+  REQUIRE(rewritten.ok());
+  CHECK(Mounts(*rewritten, "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01"));
+}
+
 }  // namespace
 }  // namespace xpu::plugin

@@ -109,6 +109,28 @@ cdi::DeviceFacts FactsOf(const PrepareInput& in, const api::InventoryDevice& d,
 std::string VariableName(const std::string& entry) { return entry.substr(0, entry.find('=')); }
 
 // The local devices' edits and records, appended to `spec` and `record`.
+// Each vendor's user-space driver among the claim's devices, into the spec's common edits. A
+// host without the files (a partial install) fails the claim before anything is written.
+Status AddDriverFiles(const HostView& host, const std::vector<cdi::DeviceFacts>& facts,
+                      const std::string& what, cdi::ContainerEdits& common) {
+  if (!host.driver_files) return OkStatus();
+  std::set<std::string> vendors;
+  for (const cdi::DeviceFacts& f : facts) vendors.insert(f.vendor);
+  for (const std::string& vendor : vendors) {
+    StatusOr<cdi::ContainerEdits> files = host.driver_files(vendor);
+    if (!files.ok()) return files.status().WithContext(what);
+    for (cdi::Mount& m : files->mounts) {
+      const bool present =
+          std::any_of(common.mounts.begin(), common.mounts.end(),
+                      [&](const cdi::Mount& c) { return c.container_path == m.container_path; });
+      if (!present) common.mounts.push_back(std::move(m));
+    }
+    common.env.insert(common.env.end(), files->env.begin(), files->env.end());
+    common.hooks.insert(common.hooks.end(), files->hooks.begin(), files->hooks.end());
+  }
+  return OkStatus();
+}
+
 Status AddLocalDevices(const PrepareInput& in, const HostView& host,
                        const std::map<std::string, DeviceConfig>& config,
                        const std::vector<Resolved>& resolved, cdi::Spec& spec,
@@ -120,8 +142,9 @@ Status AddLocalDevices(const PrepareInput& in, const HostView& host,
   }
   const cdi::ClaimEdits edits = cdi::EditsForClaim(facts, host.files);
   spec.edits = edits.common;
+  RETURN_IF_ERROR(AddDriverFiles(host, facts, what, spec.edits));
   std::set<std::string> driver_env;
-  for (const std::string& e : edits.common.env) driver_env.insert(VariableName(e));
+  for (const std::string& e : spec.edits.env) driver_env.insert(VariableName(e));
   size_t next_fact = 0;
   for (const Resolved& r : resolved) {
     cdi::Device device;
@@ -307,7 +330,8 @@ HostView HostViewUnder(const std::string& host_root) {
   return {[host_root](const api::InventoryDevice& d) {
             return discovery::DeviceNodePath(host_root, d);
           },
-          cdi::HostFilesUnder(host_root)};
+          cdi::HostFilesUnder(host_root),
+          {}};
 }
 
 const api::InventoryDevice* FindInventoryDevice(const api::NodeInventory& inventory,

@@ -29,8 +29,11 @@ struct HostView {
   // The host path of a device's own node ("/dev/davinci3"); empty when none is known.
   std::function<std::string(const api::InventoryDevice&)> device_node;
   cdi::HostFiles files;
+  // The edits that carry a vendor's user-space driver (driverfiles/driver_files.h): empty edits
+  // when they are off for the vendor; an error (a partial install) fails the claim. Unset: none.
+  std::function<StatusOr<cdi::ContainerEdits>(const std::string& vendor)> driver_files;
 };
-// The host as the plugin sees it under `host_root`, read when asked.
+// The host as the plugin sees it under `host_root`, read when asked; no driver files.
 HostView HostViewUnder(const std::string& host_root);
 
 // A partition device of the claim as it exists on the node (created, or there before), which the

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "api/testing/inventory_examples.h"
+#include "base/testing/require_ok.h"
 
 namespace xpu::plugin {
 namespace {
@@ -42,7 +43,8 @@ struct Fixture {
   res::AllocationResult allocation;
   HostView host{
       [](const api::InventoryDevice& d) { return "/dev/davinci" + std::to_string(d.index); },
-      cdi::FixedHostFiles({"/dev/davinci_manager", "/dev/hisi_hdc"})};
+      cdi::FixedHostFiles({"/dev/davinci_manager", "/dev/hisi_hdc"}),
+      {}};
 
   PrepareInput Input() const {
     PrepareInput in;
@@ -109,6 +111,51 @@ TEST_CASE("prepare: our results on this node become one spec and one checkpoint 
   StatusOr<PreparedClaim> again = ComputePreparedClaim(f.Input(), f.host);
   REQUIRE(again.ok());
   CHECK(*again->spec == spec);
+}
+
+TEST_CASE("prepare: the vendor's driver files join the spec's common edits, once per vendor") {
+  Fixture f;
+  int asked = 0;
+  f.host.driver_files = [&asked](const std::string& vendor) -> StatusOr<cdi::ContainerEdits> {
+    ++asked;
+    CHECK(vendor == "huawei");
+    cdi::ContainerEdits e;
+    e.mounts.push_back(cdi::Mount{"/usr/local/dcmi", "/usr/local/dcmi", {"ro", "bind"}, ""});
+    e.hooks.push_back(cdi::Hook{"createContainer",
+                                "/opt/xpu-dra/bin/xpu-cdi-hook",
+                                {"xpu-cdi-hook", "ldcache", "--folder", "/usr/local/dcmi"},
+                                {"PATH=/usr/bin"},
+                                30});
+    e.env.push_back("ASCEND_DRIVER_FILES=1");
+    return e;
+  };
+  f.allocation.devices.results = {Result("npus", "npu-1"), Result("npus", "npu-0")};
+  StatusOr<PreparedClaim> p = ComputePreparedClaim(f.Input(), f.host);
+  REQUIRE_OK(p);
+  CHECK(asked == 1);
+  const cdi::ContainerEdits& common = p->spec->edits;
+  REQUIRE(common.mounts.size() == 1);
+  CHECK(common.mounts[0].container_path == "/usr/local/dcmi");
+  REQUIRE(common.hooks.size() == 1);
+  CHECK(common.hooks[0].args[1] == "ldcache");
+  CHECK(cdi::Validate(*p->spec).ok());
+
+  // What the driver files set, opaque config cannot override either.
+  f.allocation.devices.config = {Env("ASCEND_DRIVER_FILES", "0")};
+  CHECK(ComputePreparedClaim(f.Input(), f.host)
+            .status()
+            .message()
+            .find("env.ASCEND_DRIVER_FILES: set by the driver") != std::string::npos);
+
+  // A partial install fails the claim, naming it and the missing file; nothing to write.
+  f.allocation.devices.config.clear();
+  f.host.driver_files = [](const std::string&) -> StatusOr<cdi::ContainerEdits> {
+    return FailedPreconditionError("nvidia driver 570.158.01: libcuda.so.570.158.01 is missing");
+  };
+  StatusOr<PreparedClaim> partial = ComputePreparedClaim(f.Input(), f.host);
+  CHECK(partial.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(partial.status().message() ==
+        "ResourceClaim team-a/train: nvidia driver 570.158.01: libcuda.so.570.158.01 is missing");
 }
 
 TEST_CASE("prepare: a claim with nothing of ours on this node is recorded with no spec") {

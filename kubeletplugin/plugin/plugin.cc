@@ -33,6 +33,7 @@
 #include "kubeletplugin/discovery/xid_events.h"
 #include "kubeletplugin/doctor/doctor.h"
 #include "kubeletplugin/driver/driver.h"
+#include "kubeletplugin/driverfiles/driver_files.h"
 #include "kubeletplugin/grpc/kubelet_server.h"
 #include "kubeletplugin/plugin/device_metrics.h"
 #include "kubeletplugin/plugin/metrics.h"
@@ -106,6 +107,11 @@ Status PluginOptions::Validate() const {
   }
   if (!partition_layout.empty()) {
     RETURN_IF_ERROR(ParsePartitionLayout(partition_layout, "--partition-layout").status());
+  }
+  RETURN_IF_ERROR(driverfiles::ParsePolicy(cdi_driver_files, "--cdi-driver-files").status());
+  if (cdi_hook_path.empty() || cdi_hook_path[0] != '/') {
+    return InvalidArgumentError("--cdi-hook-path: must be an absolute path, got \"" +
+                                cdi_hook_path + "\"");
   }
   if (host_root.empty()) return InvalidArgumentError("--host-root: must not be empty");
   if (std::chrono::duration_cast<std::chrono::milliseconds>(lease_duration) <= lease_renew) {
@@ -195,6 +201,15 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        DurationFlag(&o->telemetry_interval)},
       {"--claim-gc", "DURATION", "unprepare claims deleted from the API (default 60s)",
        DurationFlag(&o->claim_gc)},
+      {"--cdi-driver-files", "auto|off|VENDOR=auto|off,...",
+       "whether a claim's CDI spec carries the vendor's user-space\n"
+       "driver (libraries, tools, firmware); off: the vendor's\n"
+       "runtime hook must provide it (default auto)",
+       StringFlag(&o->cdi_driver_files)},
+      {"--cdi-hook-path", "PATH",
+       "the host path of xpu-cdi-hook, named by the specs\n"
+       "(default /opt/xpu-dra/bin/xpu-cdi-hook)",
+       StringFlag(&o->cdi_hook_path)},
       {"--device-metadata", "BOOL",
        "write device metadata files for the containers (KEP-5304,\n"
        "Kubernetes 1.36+; default false)",
@@ -423,6 +438,9 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   driver_options.cdi_dir = options.cdi_dir;
   driver_options.state_dir = options.state_dir;
   driver_options.device_metadata = options.device_metadata;
+  driver_options.driver_files =
+      driverfiles::ParsePolicy(options.cdi_driver_files, "--cdi-driver-files").value();
+  driver_options.cdi_hook_path = options.cdi_hook_path;
   driver_options.plugin_dir = options.plugin_dir.empty()
                                   ? "/var/lib/kubelet/plugins/" + options.driver_name
                                   : options.plugin_dir;
@@ -658,6 +676,8 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
     doctor::DoctorOptions checks;
     checks.vendor_lib_dirs = vendor_lib_dirs;
     checks.node_name = options.node_name;
+    checks.driver_files = driver_options.driver_files;
+    checks.cdi_hook_path = options.cdi_hook_path;
     StatusOr<doctor::DoctorReport> report =
         doctor::RunChecks(discovery::HostRoot(options.host_root), checks);
     if (!report.ok()) {

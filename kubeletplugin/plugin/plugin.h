@@ -59,6 +59,12 @@ struct PluginOptions {
   // (partitioning.fallback, partitioning.layout).
   std::string partition_fallback = "whole";
   std::string partition_layout;  // "vir05_1c_16g*4,1g.18gb*7": with fallback "layout" only
+  // Which vendors' CDI specs carry their user-space driver: "auto", "off", or per vendor
+  // ("nvidia=off,huawei=auto"); driverfiles::ParsePolicy. Off: the vendor's runtime hook must be
+  // installed (docs/kubelet-plugin.md, "Driver files").
+  std::string cdi_driver_files = "auto";
+  // The host path of xpu-cdi-hook, which the DaemonSet installs (plugin.cdi.hookDir).
+  std::string cdi_hook_path = "/opt/xpu-dra/bin/xpu-cdi-hook";
 
   Status Validate() const;
 };

@@ -635,8 +635,9 @@ TEST_CASE("the plugin publishes the node checklist's failures as a NodeInventory
   CHECK(checklist->reason == "ChecksFailed");
   // Without the host's DCMI (none in this fixture's library folders) four checks fail.
   CHECK(checklist->message.starts_with(
-      "4 fail (device-nodes, health, container-runtime, kubelet), 4 warn (iommu, vendor-library, "
-      "cdi-spec-dirs, collective-network) of 15 checks (xpuctl doctor); device-nodes: fail, "));
+      "4 fail (device-nodes, health, container-runtime, kubelet), 5 warn (iommu, vendor-library, "
+      "driver-files, cdi-spec-dirs, collective-network) of 16 checks (xpuctl doctor); "
+      "device-nodes: fail, "));
   CHECK(checklist->message.find("/dev/davinci6 missing") != std::string::npos);
   CHECK(checklist->message.find("; kubelet: fail, ") != std::string::npos);
   CHECK(rig.StopPlugin() == 0);

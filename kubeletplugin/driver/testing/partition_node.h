@@ -97,6 +97,8 @@ struct PartitionNode {
     o.host_root = dir.path() + "/host";
     o.cdi_dir = dir.path() + "/cdi";
     o.state_dir = dir.path() + "/state";
+    // The host root is an empty folder: no driver files (driver_test.cc tests them).
+    o.driver_files = driverfiles::Policy{driverfiles::Mode::kOff, {}};
     auto driver = std::make_unique<Driver>(
         o, claims, [this] { return inventory; },
         [this](const std::string& line) { log.push_back(line); });
