@@ -10,6 +10,7 @@
 #include "base/name_list.h"
 #include "base/text.h"
 #include "controller/device_classes.h"
+#include "controller/runtime_class.h"
 #include "controller/slices.h"
 #include "controller/yaml_json.h"
 #include "topology/solver.h"
@@ -615,6 +616,11 @@ StatusOr<Rendered> Render(const CapabilityRequest& request, const RenderOptions&
                                   " (capabilityClasses[].images), or leave the vendor out with "
                                   "--vendor");
     }
+  }
+  for (VendorRender& v : out.vendors) {
+    if (!options.driver_files_off.contains(v.vendor)) continue;
+    v.runtime_class = std::string(VendorRuntimeClass(v.vendor));
+    out.notes.push_back(RuntimeClassNote(v.vendor));
   }
   if (images.empty()) {
     out.notes.emplace_back(

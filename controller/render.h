@@ -24,7 +24,9 @@
 //    label, `feature.node.kubernetes.io/pci-<vendor id>.present`), and DeviceClasses with
 //    `extendedResourceName` for each vendor's legacy device-plugin name (nvidia.com/gpu,
 //    huawei.com/Ascend910, ...), so that pods that still ask for those are served by DRA in the
-//    same mixed-fleet install. No RuntimeClass: with CDI no vendor needs one.
+//    same mixed-fleet install. No RuntimeClass: the plugin's CDI specs carry each vendor's
+//    user-space driver (docs/kubelet-plugin.md, "Driver files"); for a vendor whose driver files
+//    are off (RenderOptions::driver_files_off) a note names the RuntimeClass its pods need.
 // Images per vendor go into annotations `xpu.dra.dev/image.<vendor>` (a pod has one image, so
 // the image must follow the vendor the scheduler chose; `--vendor` renders for one vendor).
 // Errors name the field: an unknown class, a count no allowed vendor's rules allow on any
@@ -36,6 +38,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -67,6 +70,9 @@ struct RenderOptions {
   std::vector<std::string> vendors = {};  // only these (--vendor); empty: the class' own
   // The servers the rules are judged on; empty: ReferenceServers().
   std::vector<ReferenceServer> servers = {};
+  // Vendors whose CDI specs carry no driver files (the plugin's --cdi-driver-files): their pods
+  // need the vendor's runtime (controller/runtime_class.h).
+  std::set<std::string> driver_files_off = {};
 };
 
 // How one vendor's part was rendered, for the summary and the tests.
@@ -79,6 +85,7 @@ struct VendorRender {
   std::vector<std::string> excluded_models;  // models the count breaks the rules on
   std::vector<std::string> servers;          // reference servers that can host the set
   std::string image;                         // empty when no image is configured at all
+  std::string runtime_class;                 // set when the vendor's driver files are off
 };
 
 struct Rendered {

@@ -125,6 +125,9 @@ const std::vector<Command>& Commands() {
          "precision})"},
         kConfigFlag,
         {"vendor", '\0', "V,...", false, "render for these of the class' vendors only"},
+        {"cdi-driver-files", '\0', "auto|off|VENDOR=MODE,...", false,
+         "the plugins' --cdi-driver-files: vendors whose files are off need their runtime's "
+         "RuntimeClass (default auto)"},
         {"output", 'o', "yaml|json", false, "output format (default yaml)"}},
        internal::RunRender},
       {"autoscaler-template",

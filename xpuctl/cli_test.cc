@@ -773,6 +773,19 @@ TEST_CASE("render turns a request into a template, flavors and legacy classes") 
   Result missing = Run({"render", "--request", "/nonexistent/req.yaml"});
   CHECK(missing.code == kExitUsage);
   CHECK_THAT(missing.err, Contains("/nonexistent/req.yaml"));
+
+  // Driver files on (the default): no RuntimeClass anywhere; off for NVIDIA: the note names it.
+  CHECK_THAT(yaml.out, !Contains("RuntimeClass"));
+  Result off = Run({"render", "--request", req, "--cdi-driver-files", "nvidia=off"});
+  REQUIRE(off.code == kExitOk);
+  CHECK_THAT(off.out, Contains("#   nvidia: training-large-memory.nvidia") &&
+                          Contains("RuntimeClass nvidia"));
+  CHECK_THAT(off.out, Contains("# note: nvidia: driver files are off") &&
+                          Contains("runtimeClassName: nvidia"));
+  CHECK_THAT(off.out, !Contains("huawei: driver files are off"));
+  Result bad_policy = Run({"render", "--request", req, "--cdi-driver-files", "acme=off"});
+  CHECK(bad_policy.code == kExitUsage);
+  CHECK_THAT(bad_policy.err, Contains("--cdi-driver-files") && Contains("acme"));
 }
 
 TEST_CASE("autoscaler-template prints slices, Cluster API annotations and the bindings") {

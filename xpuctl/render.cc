@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "base/name_list.h"
+#include "kubeletplugin/driverfiles/driver_files.h"
 #include "xpuctl/cli.h"
 #include "xpuctl/internal/commands.h"
 
@@ -26,6 +27,15 @@ StatusOr<int> RunRender(const Flags& flags, std::ostream& out) {
   if (auto it = flags.find("vendor"); it != flags.end()) {
     ASSIGN_OR_RETURN(options.vendors, SplitNameList(it->second));
   }
+  if (auto it = flags.find("cdi-driver-files"); it != flags.end()) {
+    ASSIGN_OR_RETURN(const driverfiles::Policy policy,
+                     driverfiles::ParsePolicy(it->second, "--cdi-driver-files"));
+    for (const std::string_view vendor : driverfiles::Vendors()) {
+      if (policy.For(vendor) == driverfiles::Mode::kOff) {
+        options.driver_files_off.emplace(vendor);
+      }
+    }
+  }
   StatusOr<controller::Rendered> rendered = controller::Render(*request, options);
   if (!rendered.ok()) return rendered.status().WithContext("request " + path);
   if (format == "json") {
@@ -41,6 +51,7 @@ StatusOr<int> RunRender(const Flags& flags, std::ostream& out) {
     if (v.group_size > 0) out << ", one group of " << v.group_size;
     if (!v.constraint.empty()) out << ", matchAttribute " << v.constraint;
     if (!v.excluded_models.empty()) out << ", not on " << JoinNames(v.excluded_models, ", ");
+    if (!v.runtime_class.empty()) out << ", RuntimeClass " << v.runtime_class;
     out << " (fits " << JoinNames(v.servers, ", ") << ")\n";
   }
   for (const std::string& note : rendered->notes) out << "# note: " << note << "\n";

@@ -475,6 +475,36 @@ TEST_CASE("chart: the renderings of each mode hold what the binaries and the clu
     }
     CHECK(volume);
   }
+  // Driver files: on by default; off for all or per vendor; the hook installed by an init
+  // container into the host folder the specs name.
+  CHECK(Has(plugin_args, "--cdi-driver-files=auto"));
+  CHECK(Has(plugin_args, "--cdi-hook-path=/opt/xpu-dra/bin/xpu-cdi-hook"));
+  for (const char* path : {"/lib", "/run", "/usr", "/opt"}) {
+    INFO(path);
+    CHECK(read_only.count(path) == 1);
+    CHECK(read_only[path]);
+  }
+  {
+    const json& init = ds.at("/spec/template/spec/initContainers/0"_json_pointer);
+    CHECK(init.value("name", "") == "install-cdi-hook");
+    CHECK(Strings(init.at("command")).back().find("/host-hook/xpu-cdi-hook") != std::string::npos);
+    bool hook_dir = false;
+    for (const auto& v : ds.at("/spec/template/spec/volumes"_json_pointer)) {
+      hook_dir = hook_dir || (v.value("name", "") == "cdi-hook" &&
+                              v.value("/hostPath/path"_json_pointer, "") == "/opt/xpu-dra/bin");
+    }
+    CHECK(hook_dir);
+    for (const auto& [set, flag] :
+         {std::pair{"plugin.cdi.driverFiles=off", "--cdi-driver-files=off"},
+          std::pair{"plugin.cdi.driverFiles.nvidia=off", "--cdi-driver-files=nvidia=off"}}) {
+      INFO(set);
+      const std::vector<json> off_docs = Documents(Render("files", {set}));
+      const json& off = Find(off_docs, "DaemonSet", "xpu-dra-plugin");
+      const json& off_plugin = off.at("/spec/template/spec/containers/0"_json_pointer);
+      CHECK(Has(Strings(off_plugin.at("args")), flag));
+      CheckFlagsReal(off_plugin, XPU_PLUGIN_BINARY);
+    }
+  }
   std::set<std::string> tolerated;
   for (const auto& t : ds.at("/spec/template/spec/tolerations"_json_pointer)) {
     tolerated.insert(t.value("key", ""));

@@ -45,3 +45,19 @@ system:serviceaccount:{{ include "xpu-dra.namespace" . }}:{{ include "xpu-dra.co
 {{- define "xpu-dra.plugin.user" -}}
 system:serviceaccount:{{ include "xpu-dra.namespace" . }}:{{ include "xpu-dra.plugin.name" . }}
 {{- end -}}
+
+{{/*
+The plugin's --cdi-driver-files from plugin.cdi.driverFiles: "auto" or "off" as they are, a map
+as "off,nvidia=auto"-style pairs (vendors not named: auto).
+*/}}
+{{- define "xpu-dra.plugin.driverFiles" -}}
+{{- if kindIs "map" . -}}
+{{- $pairs := list -}}
+{{- range $vendor, $mode := . -}}
+{{- $pairs = append $pairs (printf "%s=%s" $vendor $mode) -}}
+{{- end -}}
+{{- join "," $pairs -}}
+{{- else -}}
+{{- . -}}
+{{- end -}}
+{{- end -}}
