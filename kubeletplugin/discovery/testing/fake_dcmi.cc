@@ -15,6 +15,7 @@
 // `createBusy` (logic ids whose creates answer -8020 resource occupied) and `createDelayMs` (the
 // cost of one create).
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -69,6 +70,34 @@ std::string JsonPath() {
                                                   reinterpret_cast<void*>(&JsonPath));
 }
 
+// $XPU_FAKE_DCMI_DEV_DIR (in a container: /dev): only the chips whose <dir>/davinci<phy id>
+// exists, and the cards that keep one, as DCMI answers in a container given some NPUs' nodes.
+void FilterByDeviceNodes(nlohmann::json& doc) {
+  const char* dir = std::getenv("XPU_FAKE_DCMI_DEV_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  nlohmann::json chips = nlohmann::json::array();
+  std::set<std::pair<int, int>> kept;
+  for (const nlohmann::json& c : doc.at("chips")) {
+    const std::string node =
+        std::string(dir) + "/davinci" + std::to_string(c.at("phyId").get<int>());
+    if (::access(node.c_str(), F_OK) != 0) continue;
+    kept.emplace(c.at("cardId").get<int>(), c.at("deviceId").get<int>());
+    chips.push_back(c);
+  }
+  nlohmann::json cards = nlohmann::json::array();
+  for (nlohmann::json c : doc.at("cards")) {
+    nlohmann::json ids = nlohmann::json::array();
+    for (const nlohmann::json& id : c.at("npuDeviceIds")) {
+      if (kept.contains({c.at("cardId").get<int>(), id.get<int>()})) ids.push_back(id);
+    }
+    if (ids.empty()) continue;
+    c["npuDeviceIds"] = ids;
+    cards.push_back(std::move(c));
+  }
+  doc["chips"] = std::move(chips);
+  doc["cards"] = std::move(cards);
+}
+
 int Load(State& s) REQUIRES(s.mu) {
   s.initialized = false;
   const std::string json_path = JsonPath();
@@ -104,6 +133,7 @@ int Load(State& s) REQUIRES(s.mu) {
           e.at("code").get<int>();
     }
     s.doc = std::move(doc);
+    FilterByDeviceNodes(s.doc);
     s.initialized = true;
     return dc::kOk;
   } catch (const std::exception& e) {

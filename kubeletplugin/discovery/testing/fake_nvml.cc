@@ -7,7 +7,9 @@
 // (nvmlInit_v2 fails with that code), `deviceGone` (nvmlDeviceGetHandleByIndex_v2 answers
 // GPU_IS_LOST), `unhealthy` (the device's xidEvents are queued when it registers for XID events),
 // `linkDown` (nvmlDeviceGetNvLinkState answers DISABLED). A missing variable or unreadable file
-// makes nvmlInit_v2 fail with NVML_ERROR_UNKNOWN (999) and a line on stderr. Built with
+// makes nvmlInit_v2 fail with NVML_ERROR_UNKNOWN (999) and a line on stderr. With
+// $XPU_FAKE_NVML_DEV_DIR set (in a container: /dev) it enumerates only the GPUs whose node is
+// there, as the real NVML does in a container. Built with
 // XPU_FAKE_NVML_OLD it lacks the functions newer drivers added (memory v2, NUMA id, fabric info,
 // the versioned MIG profile info and the _v2 placements).
 //
@@ -317,10 +319,20 @@ nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
     if (faults.contains("init") && !faults["init"].is_null()) return faults["init"].get<int>();
     s.doc = std::move(doc);
     s.devices.clear();
+    // $XPU_FAKE_NVML_DEV_DIR: only the GPUs whose <dir>/nvidia<minor> exists, numbered from 0 in
+    // index order, as NVML enumerates in a container that was given some of the GPUs' nodes.
+    const char* dev_dir = std::getenv("XPU_FAKE_NVML_DEV_DIR");
+    unsigned visible = 0;
     for (const nlohmann::json& d : s.doc.at("devices")) {
       auto dev = std::make_unique<nvmlDevice_st>();
       dev->index = d.at("index").get<unsigned>();
       dev->json = d;
+      if (dev_dir != nullptr && *dev_dir != '\0') {
+        const std::string node =
+            std::string(dev_dir) + "/nvidia" + std::to_string(d.value("minorNumber", dev->index));
+        if (::access(node.c_str(), F_OK) != 0) continue;
+        dev->index = visible++;
+      }
       s.devices.push_back(std::move(dev));
     }
     s.gone = faults.value("deviceGone", std::set<unsigned>{});
