@@ -24,6 +24,7 @@
 #include "e2e/client/child_process.h"
 #include "e2e/cluster/cluster.h"
 #include "e2e/cluster/harness.h"
+#include "e2e/demo/container_view.h"
 #include "e2e/demo/report.h"
 #include "topology/dot.h"
 #include "topology/solver.h"
@@ -95,8 +96,10 @@ json PodFromTemplate(const std::string& name, const std::string& templ, const st
 
 class Demo {
  public:
-  Demo(std::string out_dir, std::string lab_report)
-      : out_dir_(std::move(out_dir)), lab_report_(std::move(lab_report)) {}
+  Demo(std::string out_dir, std::string lab_report, std::string containers)
+      : out_dir_(std::move(out_dir)),
+        lab_report_(std::move(lab_report)),
+        containers_(std::move(containers)) {}
   Status Run();
 
  private:
@@ -120,6 +123,7 @@ class Demo {
 
   std::string out_dir_;
   std::string lab_report_;  // --lab-report: the placement lab's page, for the last section
+  std::string containers_;  // --containers: e2e/demo/containers.sh's results
   Clock::time_point start_ = Clock::now();
   std::unique_ptr<e2e::Cluster> cluster_;
   std::unique_ptr<e2e::DriverHarness> harness_;
@@ -506,6 +510,15 @@ Status Demo::WriteReport() {
     page << lab.rdbuf();
     result_.lab_report_html = page.str();
   }
+  if (!containers_.empty()) {
+    std::ifstream in(containers_);
+    if (!in) return NotFoundError("--containers " + containers_ + ": cannot open the file");
+    result_.containers = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (result_.containers.is_discarded()) {
+      return InvalidArgumentError("--containers " + containers_ + ": not JSON");
+    }
+    std::cout << "\nreal containers:\n" << ContainersSummary(result_.containers);
+  }
   std::error_code ec;
   fs::create_directories(out_dir_ + "/nodes", ec);
   if (ec) return InternalError("create " + out_dir_ + "/nodes: " + ec.message());
@@ -593,11 +606,12 @@ Status Demo::Run() {
 int Main(int argc, char** argv) {
   std::string out = "out";
   std::string lab_report;
+  std::string containers;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--help" || arg == "-h") {
       std::cout
-          << "usage: xpu-demo [--out DIR] [--lab-report FILE]\n"
+          << "usage: xpu-demo [--out DIR] [--lab-report FILE] [--containers FILE]\n"
              "Runs the xpu-dra driver on a local upstream control plane (scripts/cluster) with a\n"
              "mixed fleet of fixture hosts, places workloads through the real kube-scheduler,\n"
              "compares each placement with the topology solver, places a multi-node gang on a\n"
@@ -606,6 +620,8 @@ int Main(int argc, char** argv) {
              "  --out DIR           where the results go (default out)\n"
              "  --lab-report FILE   the placement lab's HTML report (xpuctl replay --report),\n"
              "                      shown as the report's last section\n"
+             "  --containers FILE   what pods saw in real containers (e2e/demo/containers.sh),\n"
+             "                      shown as the report's section \"Real containers\"\n"
              "  --help              print this help\n";
       return 0;
     }
@@ -617,10 +633,14 @@ int Main(int argc, char** argv) {
       lab_report = argv[++i];
       continue;
     }
+    if (arg == "--containers" && i + 1 < argc) {
+      containers = argv[++i];
+      continue;
+    }
     std::cerr << "xpu-demo: unknown argument " << arg << " (see --help)\n";
     return 2;
   }
-  Demo demo(out, lab_report);
+  Demo demo(out, lab_report, containers);
   const Status s = demo.Run();
   if (!s.ok()) {
     std::cerr << "xpu-demo: " << s.ToString() << "\n";

@@ -6,6 +6,7 @@
 
 #include "base/name_list.h"
 #include "base/text.h"
+#include "e2e/demo/container_view.h"
 
 namespace xpu::demo {
 namespace {
@@ -71,13 +72,15 @@ nlohmann::json DemoJson(const DemoResult& result) {
                      {"message", g.message},
                      {"members", g.members}});
   }
-  return {{"kubernetesVersion", result.kubernetes_version},
-          {"placements", placements},
-          {"agreement", Agreement(result.placements)},
-          {"nodes", nodes},
-          {"gangs", gangs},
-          {"story", result.story},
-          {"seconds", result.seconds}};
+  nlohmann::json out = {{"kubernetesVersion", result.kubernetes_version},
+                        {"placements", placements},
+                        {"agreement", Agreement(result.placements)},
+                        {"nodes", nodes},
+                        {"gangs", gangs},
+                        {"story", result.story},
+                        {"seconds", result.seconds}};
+  if (!result.containers.is_null()) out["containers"] = result.containers;
+  return out;
 }
 
 std::string SummaryLine(const Placement& p) {
@@ -254,6 +257,7 @@ std::string ReportHtml(const DemoResult& result,
     if (svg != svg_of_node.end()) h << svg->second << "\n";
     h << "</div>\n";
   }
+  if (!result.containers.is_null()) h << ContainersHtml(result.containers);
   if (!result.lab_report_html.empty()) {
     // The lab's own page, kept whole (its styles stay its own) in an inline frame: still one
     // self-contained file, nothing fetched.

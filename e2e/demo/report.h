@@ -63,6 +63,9 @@ struct DemoResult {
   // The placement lab's report on the demo's fleet (`xpuctl replay --report`), a whole HTML page,
   // shown as the report's last section; empty: no section.
   std::string lab_report_html;
+  // What each pod's container saw on the nodes with a container runtime (e2e/demo/containers.sh;
+  // container_view.h); null: the runtime did not run, no section.
+  nlohmann::json containers;
 };
 
 // The share of placements as good as the solver's (1 when there are none).
@@ -70,7 +73,8 @@ double Agreement(const std::vector<Placement>& placements);
 
 // {"kubernetesVersion", "placements": [{"step", "pod", "request", "node", "model", "devices",
 // "solver", "freeBefore", "rulesHold", "asGoodAsSolver", "note"}], "agreement", "nodes": [...],
-// "gangs": [{"name", "phase", "tier", "domain", "message", "members"}], "seconds"}.
+// "gangs": [{"name", "phase", "tier", "domain", "message", "members"}], "seconds",
+// "containers" (when set)}.
 nlohmann::json DemoJson(const DemoResult& result);
 
 // One line for the terminal: pod, node, picked devices, the solver's set and the verdicts.
