@@ -37,8 +37,6 @@
 #include <string_view>
 #include <vector>
 
-extern char** environ;
-
 namespace {
 
 using Json = nlohmann::json;
@@ -62,7 +60,8 @@ void WalkDevices(const std::string& dir, Json& out) {
   ::closedir(d);
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
-    const std::string path = dir + "/" + name;
+    std::string path = dir;
+    path.append("/").append(name);
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) continue;
     if (S_ISDIR(st.st_mode) && path != "/dev/shm" && path != "/dev/mqueue") {

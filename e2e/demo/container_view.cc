@@ -43,8 +43,9 @@ PodView ViewOf(const Json& p) {
   if (!seen.is_object()) return v;
   v.seen = true;
   std::vector<std::string> nodes;
-  for (const Json& n : seen.value("deviceNodes", Json::array()))
+  for (const Json& n : seen.value("deviceNodes", Json::array())) {
     nodes.push_back(n.value("path", ""));
+  }
   v.nodes = Join(nodes);
   std::vector<std::string> libs;
   for (const Json& l : seen.value("libraries", Json::array())) {
@@ -54,8 +55,9 @@ PodView ViewOf(const Json& p) {
   }
   v.library = libs.empty() ? "none loaded" : Join(libs);
   int files = 0;
-  for (const Json& m : seen.value("mounts", Json::array()))
-    files += IsDriverFile(m.value("path", ""));
+  for (const Json& m : seen.value("mounts", Json::array())) {
+    files += IsDriverFile(m.value("path", "")) ? 1 : 0;
+  }
   v.files = std::to_string(files) + (seen.value("ldCache", false) ? ", loader cache written" : "");
   return v;
 }

@@ -19,11 +19,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-wait_for() {
-  local deadline=$(($(date +%s) + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do [ "$(date +%s)" -ge $deadline ] && return 1; sleep 0.5; done
-}
+. "$ROOT/e2e/upstream/lib.sh"
 "$ROOT/scripts/cluster" up "$WORK/cluster" --watch-pid $$ --runtime containerd --build "$BUILD" \
   --node a2=atlas800t-a2 --node h200=hgx-h200 >"$WORK/cluster.log" 2>&1 ||
   { echo "containers: scripts/cluster up --runtime containerd failed:" >&2; tail -5 "$WORK/cluster.log" >&2; exit 1; }

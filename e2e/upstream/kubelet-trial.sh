@@ -15,8 +15,7 @@ BUILD=$(cd "${1:?usage: kubelet-trial.sh BUILD_DIR [VERSION]}" && pwd)
 VERSION=${2:-${XPU_UPSTREAM_VERSION:-}}
 WORK=$(mktemp -d /tmp/xpu-kubelet-trial.XXXXXX)
 PASS=0 FAILS=0 PIDS=()
-ok() { PASS=$((PASS + 1)); echo "ok: $*"; }
-fail() { FAILS=$((FAILS + 1)); echo "FAIL: $*"; }
+. "$ROOT/e2e/upstream/lib.sh"
 finish() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
@@ -30,16 +29,6 @@ finish() {
   return 1
 }
 trap 'finish; exit $?' EXIT
-wait_for() {  # wait_for SECONDS COMMAND...: true once the command succeeds
-  local deadline=$(($(date +%s) + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -ge $deadline ] && return 1
-    sleep 0.5
-  done
-}
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
 UP=$("$ROOT/scripts/build-upstream" ${VERSION:+"$VERSION"} --with-kubelet | tail -1)
 [ -x "$UP/kubelet" ] && [ -x "$UP/fake-cri" ] || { fail "build-upstream --with-kubelet"; exit 1; }
 # ResourceHealthStatus (device health in pod status) is alpha before 1.36: turned on everywhere.
@@ -57,25 +46,7 @@ KD=$WORK/kubelet
 mkdir -p "$KD" "$WORK/cdi" "$WORK/state"
 "$UP/fake-cri" --endpoint "unix://$WORK/cri.sock" --record "$WORK/cri.jsonl" >"$WORK/fake-cri.log" 2>&1 &
 PIDS+=($!)
-cat >"$WORK/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
-authorization: {mode: AlwaysAllow}
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-cgroupDriver: cgroupfs
-failCgroupV1: false
-failSwapOn: false
-containerRuntimeEndpoint: unix://$WORK/cri.sock
-address: 127.0.0.1
-port: $(free_port)
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: $(free_port)
-localStorageCapacityIsolation: false
-featureGates: {ResourceHealthStatus: true}
-EOF
+kubelet_config "$WORK/kubelet.yaml" "unix://$WORK/cri.sock" "featureGates: {ResourceHealthStatus: true}"
 wait_for 10 test -S "$WORK/cri.sock" || fail "fake CRI socket"
 "$UP/kubelet" --kubeconfig "$KUBECONFIG" --config "$WORK/kubelet.yaml" --root-dir "$KD" \
   --hostname-override $NODE --cert-dir "$KD/pki" >"$WORK/kubelet.log" 2>&1 &

@@ -30,8 +30,7 @@ VERSION=${2:-${XPU_UPSTREAM_VERSION:-}}
 WORK=$(mktemp -d /tmp/xpu-runtime-trial.XXXXXX)
 PY=/usr/bin/python3
 PASS=0 FAILS=0 PIDS=()
-ok() { PASS=$((PASS + 1)); echo "ok: $*"; }
-fail() { FAILS=$((FAILS + 1)); echo "FAIL: $*"; }
+. "$ROOT/e2e/upstream/lib.sh"
 finish() {
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
   for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
@@ -49,14 +48,6 @@ finish() {
   return 1
 }
 trap 'finish; exit $?' EXIT
-wait_for() {  # wait_for SECONDS COMMAND...: true once the command succeeds
-  local deadline=$(($(date +%s) + $1))
-  shift
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -ge $deadline ] && return 1
-    sleep 0.5
-  done
-}
 [ "$(id -u)" -eq 0 ] || { fail "the runtime tier needs root (mount namespaces, containerd)"; exit 1; }
 
 UP=$("$ROOT/scripts/build-upstream" ${VERSION:+"$VERSION"} --with-kubelet | tail -1)

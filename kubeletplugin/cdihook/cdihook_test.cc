@@ -104,7 +104,7 @@ TEST_CASE("root dir: the host's / and a missing root are refused") {
 TEST_CASE("root dir: links and files stay inside the tree, whatever its links say") {
   testing::TempDir outside;
   testing::TempDir tree;
-  const std::string root = tree.path();
+  const std::string& root = tree.path();
   fs::create_directories(root + "/usr/lib");
   // An image whose folders point outside: absolutely, and by climbing.
   fs::create_symlink(outside.path(), root + "/evil");

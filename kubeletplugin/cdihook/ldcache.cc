@@ -42,8 +42,9 @@ Status RunLdcache(const HookArgs& args, RootDir& root, const RunFn& run) {
 
 Status RunProgram(const std::vector<std::string>& argv) {
   int err[2];
-  if (::pipe2(err, O_CLOEXEC) != 0)
+  if (::pipe2(err, O_CLOEXEC) != 0) {
     return InternalError(std::string("pipe: ") + std::strerror(errno));
+  }
   const pid_t pid = ::fork();
   if (pid < 0) return InternalError(std::string("fork: ") + std::strerror(errno));
   if (pid == 0) {

@@ -167,7 +167,7 @@ namespace {
 
 // The host as HostViewUnder reads it, with the driver files of `cache`.
 HostView HostWithDriverFiles(const std::string& host_root,
-                             std::shared_ptr<driverfiles::DriverFilesCache> cache) {
+                             const std::shared_ptr<driverfiles::DriverFilesCache>& cache) {
   HostView host = HostViewUnder(host_root);
   host.driver_files = [cache](const std::string& vendor) -> StatusOr<cdi::ContainerEdits> {
     ASSIGN_OR_RETURN(std::shared_ptr<const driverfiles::DriverFiles> files, cache->Get(vendor));

@@ -534,9 +534,12 @@ void InstallNvidia(const Node& node, const std::string& version) {
       << "NVRM version: NVIDIA UNIX x86_64 Kernel Module  " << version << "  Release Build\n";
   std::ofstream(node.host + "/sys/module/nvidia/version") << version << "\n";
   for (const std::string name : {"libcuda", "libnvidia-ml"}) {
-    std::ofstream(lib + name + ".so." + version) << "stand-in\n";
-    fs::remove(lib + name + ".so.1");
-    fs::create_symlink(name + ".so." + version, lib + name + ".so.1");
+    std::string file = name;
+    file.append(".so.").append(version);
+    const std::string soname = name + ".so.1";
+    std::ofstream(lib + file) << "stand-in\n";
+    fs::remove(lib + soname);
+    fs::create_symlink(file, lib + soname);
   }
 }
 

@@ -126,7 +126,7 @@ TEST_CASE("prepare: the vendor's driver files join the spec's common edits, once
                                 {"xpu-cdi-hook", "ldcache", "--folder", "/usr/local/dcmi"},
                                 {"PATH=/usr/bin"},
                                 30});
-    e.env.push_back("ASCEND_DRIVER_FILES=1");
+    e.env.emplace_back("ASCEND_DRIVER_FILES=1");
     return e;
   };
   f.allocation.devices.results = {Result("npus", "npu-1"), Result("npus", "npu-0")};

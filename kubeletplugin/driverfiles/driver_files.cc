@@ -26,6 +26,14 @@ constexpr std::string_view kLdCache = "/etc/ld.so.cache";
 constexpr std::string_view kHookEnv = "PATH=/usr/sbin:/usr/bin:/sbin:/bin";
 constexpr int64_t kHookTimeoutSeconds = 30;
 
+// The pieces one after the other (string, string_view or C string), in one allocation's worth.
+template <typename... Pieces>
+std::string Cat(const Pieces&... pieces) {
+  std::string out;
+  (out.append(pieces), ...);
+  return out;
+}
+
 std::string Trim(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string_view::npos) return "";
@@ -82,9 +90,9 @@ class Host {
 // folder is mounted as it is, and the runtime follows it).
 std::string EndInDir(Host& host, const std::string& dir, std::string name) {
   for (int hop = 0; hop < 8; ++hop) {
-    const std::string target = host.LinkTarget(dir + "/" + name);
+    const std::string target = host.LinkTarget(Cat(dir, "/", name));
     if (target.empty() || target.find('/') != std::string::npos) return name;
-    if (!host.Present(dir + "/" + target)) return name;
+    if (!host.Present(Cat(dir, "/", target))) return name;
     name = target;
   }
   return name;
@@ -118,10 +126,10 @@ void AddLibrary(Host& host, const std::string& dir, const std::string& name, Fou
   const std::string stem = file.substr(0, file.find(".so") + 3);
   for (const std::string& entry : host.List(dir)) {
     if (entry == file || !entry.starts_with(stem)) continue;
-    const std::string target = host.LinkTarget(dir + "/" + entry);
+    const std::string target = host.LinkTarget(Cat(dir, "/", entry));
     if (target.empty() || target.find('/') != std::string::npos) continue;
     if (EndInDir(host, dir, entry) != file) continue;
-    const std::pair<std::string, std::string> link{target, dir + "/" + entry};
+    const std::pair<std::string, std::string> link{target, Cat(dir, "/", entry)};
     if (std::find(found.links.begin(), found.links.end(), link) == found.links.end()) {
       found.links.push_back(link);
     }
@@ -165,9 +173,8 @@ StatusOr<std::string> ReadVersion(const Recipe& recipe, const discovery::HostRoo
       first = std::string(file);
     } else if (v != version) {
       return FailedPreconditionError(
-          std::string(recipe.vendor) + " driver: " + first + " says " + version + " but " +
-          std::string(file) + " says " + v +
-          ": the installed driver is not the one loaded (reload the module or reboot)");
+          Cat(recipe.vendor, " driver: ", first, " says ", version, " but ", file, " says ", v,
+              ": the installed driver is not the one loaded (reload the module or reboot)"));
     }
   }
   return version;
@@ -188,7 +195,7 @@ Status AddVersionedLibraries(const Recipe& recipe, const std::string& version,
       if (std::find(dirs.begin(), dirs.end(), d) == dirs.end()) dirs.emplace_back(d);
     }
     const auto at = std::find_if(dirs.begin(), dirs.end(), [&](const std::string& d) {
-      return host.Present(d + "/" + name);
+      return host.Present(Cat(d, "/", name));
     });
     if (at != dirs.end()) {
       AddLibrary(host, *at, name, found);
@@ -197,10 +204,9 @@ Status AddVersionedLibraries(const Recipe& recipe, const std::string& version,
     const bool required = std::find(recipe.required_libs.begin(), recipe.required_libs.end(),
                                     base) != recipe.required_libs.end();
     if (required) {
-      return FailedPreconditionError(std::string(recipe.vendor) + " driver " + version + ": " +
-                                     name + " is missing: not in the loader cache (" +
-                                     std::string(kLdCache) + ") nor in " +
-                                     JoinDirs(recipe.lib_dirs) + " (a partial driver install?)");
+      return FailedPreconditionError(Cat(
+          recipe.vendor, " driver ", version, ": ", name, " is missing: not in the loader cache (",
+          kLdCache, ") nor in ", JoinDirs(recipe.lib_dirs), " (a partial driver install?)"));
     }
   }
   return OkStatus();
@@ -248,7 +254,7 @@ Status AddPathsAndPrograms(const Recipe& recipe, const std::string& version, Hos
     std::string dir(recipe.firmware);
     dir.replace(dir.find("{version}"), 9, version);
     for (const std::string& entry : host.List(dir)) {
-      if (entry.starts_with("gsp") && entry.ends_with(".bin")) found.ReadOnly(dir + "/" + entry);
+      if (entry.starts_with("gsp") && entry.ends_with(".bin")) found.ReadOnly(Cat(dir, "/", entry));
     }
   }
   for (const std::string_view dir : recipe.ld_folders) {
@@ -266,7 +272,7 @@ cdi::Hook LdCacheHook(const std::string& hook_path, const Found& found) {
     hook.args.insert(hook.args.end(), {"--folder", dir});
   }
   for (const auto& [target, link] : found.links) {
-    hook.args.insert(hook.args.end(), {"--link", target + "::" + link});
+    hook.args.insert(hook.args.end(), {"--link", Cat(target, "::", link)});
   }
   hook.env = {std::string(kHookEnv)};
   hook.timeout = kHookTimeoutSeconds;
@@ -301,8 +307,8 @@ StatusOr<Policy> ParsePolicy(std::string_view text, std::string_view flag) {
     }
     const std::string vendor = Trim(entry.substr(0, eq));
     if (internal::RecipeFor(vendor) == nullptr) {
-      return InvalidArgumentError(std::string(flag) + ": \"" + entry + "\": unknown vendor \"" +
-                                  vendor + "\" (one of " + JoinDirs(Vendors()) + ")");
+      return InvalidArgumentError(Cat(flag, ": \"", entry, "\": unknown vendor \"", vendor,
+                                      "\" (one of ", JoinDirs(Vendors()), ")"));
     }
     ASSIGN_OR_RETURN(policy.by_vendor[vendor], mode_of(Trim(entry.substr(eq + 1)), entry));
   }

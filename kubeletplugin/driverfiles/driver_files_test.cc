@@ -49,9 +49,13 @@ struct Host {
     File("/proc/driver/nvidia/version",
          "NVRM version: NVIDIA UNIX x86_64 Kernel Module  " + version + "  Release Build\n");
     for (const std::string lib : {"libcuda", "libnvidia-ml"}) {
-      File(lib_dir + "/" + lib + ".so." + version);
-      fs::remove(dir.path() + lib_dir + "/" + lib + ".so.1");
-      Link(lib_dir + "/" + lib + ".so.1", lib + ".so." + version);
+      std::string file = lib;  // libcuda.so.570.158.01
+      file.append(".so.").append(version);
+      const std::string soname = lib + ".so.1";
+      const fs::path folder = fs::path(lib_dir);
+      File((folder / file).string());
+      fs::remove(fs::path(dir.path() + lib_dir) / soname);
+      Link((folder / soname).string(), file);
     }
   }
 };
@@ -60,9 +64,9 @@ TEST_CASE("driver files: hgx-h200 gets exactly its driver version's libraries, t
   StatusOr<DriverFiles> f = FindDriverFiles("nvidia", kHosts + "hgx-h200", kHook);
   REQUIRE_OK(f);
   CHECK(f->version == "570.158.01");
-  for (const std::string lib : {"libcuda", "libnvidia-ml", "libnvidia-ptxjitcompiler",
-                                "libnvidia-nvvm", "libnvidia-gpucomp"}) {
-    CHECK(Has(f->mounted, kLib + "/" + lib + ".so.570.158.01"));
+  for (std::string lib : {"libcuda", "libnvidia-ml", "libnvidia-ptxjitcompiler", "libnvidia-nvvm",
+                          "libnvidia-gpucomp"}) {
+    CHECK(Has(f->mounted, kLib + "/" + lib.append(".so.570.158.01")));
   }
   // The stale library of an older driver beside it is not mounted; nor are soname links.
   CHECK_FALSE(Has(f->mounted, kLib + "/libcuda.so.535.104.05"));

@@ -22,9 +22,8 @@ set -euo pipefail
 NODE=${1:?usage: node.sh NODE_DIR NAME KUBECONFIG RUNTIME_BIN UPSTREAM_BIN PLUGIN_BIN IMAGE [FLAG...]}
 NAME=$2 KCFG=$3 RT=$4 UP=$5 PLUGIN=$6 IMAGE=$7
 shift 7
-PY=/usr/bin/python3
 log() { echo "node $NAME: $*"; }
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+. "$(dirname "$0")/../lib.sh"
 
 # --- the node's host: /dev, then the overlays ------------------------------------------------
 mount -t tmpfs -o mode=0755,nosuid tmpfs /dev
@@ -141,29 +140,9 @@ log "containerd $("$RT/containerd" --version | awk '{print $3}') on $C/container
 # --- kubelet -------------------------------------------------------------------------------------
 K=$NODE/kubelet
 mkdir -p "$K"
-cat >"$K/config.yaml" <<YAML
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
-authorization: {mode: AlwaysAllow}
-cgroupsPerQOS: false
-enforceNodeAllocatable: []
-cgroupDriver: cgroupfs
-failCgroupV1: false
-failSwapOn: false
-containerRuntimeEndpoint: unix://$C/containerd.sock
-imageServiceEndpoint: unix://$C/containerd.sock
-address: 127.0.0.1
-port: $(free_port)
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: $(free_port)
-localStorageCapacityIsolation: false
-podLogsDir: $NODE/pod-logs
-serializeImagePulls: false
-imageGCHighThresholdPercent: 100
-evictionHard: {}
-YAML
+kubelet_config "$K/config.yaml" "unix://$C/containerd.sock" \
+  "imageServiceEndpoint: unix://$C/containerd.sock" "podLogsDir: $NODE/pod-logs" \
+  "serializeImagePulls: false" "imageGCHighThresholdPercent: 100" "evictionHard: {}"
 "$UP/kubelet" --kubeconfig "$KCFG" --config "$K/config.yaml" --root-dir "$K/root" \
   --hostname-override "$NAME" --cert-dir "$K/pki" >"$NODE/logs/kubelet.log" 2>&1 &
 KUBELET=$!

@@ -1,0 +1,48 @@
+# What the upstream trials share (kubelet-trial.sh, runtime-trial.sh, runtime/node.sh and
+# e2e/demo/containers.sh): check lines, waiting on a condition, a free port, and the kubelet's
+# configuration for a node without a cgroup hierarchy of its own. Sourced, never run.
+
+# ok/fail MESSAGE: one check's line; PASS and FAILS count them.
+PASS=${PASS:-0} FAILS=${FAILS:-0}
+ok() { PASS=$((PASS + 1)); echo "ok: $*"; }
+fail() { FAILS=$((FAILS + 1)); echo "FAIL: $*"; }
+
+wait_for() {  # wait_for SECONDS COMMAND...: true once the command succeeds
+  local deadline=$(($(date +%s) + $1))
+  shift
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -ge $deadline ] && return 1
+    sleep 0.5
+  done
+}
+
+free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# kubelet_config FILE CRI_ENDPOINT [LINE...]: a KubeletConfiguration with cgroupsPerQOS off and no
+# node-allocatable enforcement (no cgroup hierarchy of its own), failCgroupV1 off for hosts still
+# on cgroup v1, anonymous read-only access on loopback; each LINE is appended as it is.
+kubelet_config() {
+  local file=$1 endpoint=$2
+  shift 2
+  {
+    cat <<YAML
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+cgroupsPerQOS: false
+enforceNodeAllocatable: []
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: $endpoint
+address: 127.0.0.1
+port: $(free_port)
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: $(free_port)
+localStorageCapacityIsolation: false
+YAML
+    printf '%s\n' "$@"
+  } >"$file"
+}
