@@ -4,12 +4,14 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "api/node_inventory.h"
 #include "kubeletplugin/cdi/cdi.h"
 #include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/driverfiles/driver_files.h"
 
 namespace xpu::cdi {
 namespace {
@@ -281,7 +283,18 @@ TEST_CASE("Write the spec of every fixture host", "[.write-specs]") {
     const api::NodeInventory inv = DiscoverFixture(root);
     std::vector<DeviceFacts> facts;
     for (const api::InventoryDevice& d : inv.status.devices) facts.push_back(FactsOf(root, d));
-    const Spec spec = SpecFor(facts, EditsForClaim(facts, root));
+    Spec spec = SpecFor(facts, EditsForClaim(facts, root));
+    // With each vendor's driver files (kubeletplugin/driverfiles/), as the plugin writes them.
+    std::set<std::string> vendors;
+    for (const DeviceFacts& f : facts) vendors.insert(f.vendor);
+    for (const std::string& vendor : vendors) {
+      StatusOr<driverfiles::DriverFiles> files =
+          driverfiles::FindDriverFiles(vendor, root, std::string(driverfiles::kDefaultHookPath));
+      INFO(host << " " << vendor << ": " << files.status().ToString());
+      REQUIRE(files.ok());
+      for (const Mount& m : files->edits.mounts) spec.edits.mounts.push_back(m);
+      for (const Hook& h : files->edits.hooks) spec.edits.hooks.push_back(h);
+    }
     // One claim uid per host, all in one directory as on a node.
     std::string uid = "00000000-0000-4000-8000-000000000000";
     const std::string number = std::to_string(++n);
