@@ -448,6 +448,14 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
     log.Error(s.message());
     return 2;
   }
+  // The specs name the hook on the host; the container runtime fails a container whose hook is
+  // missing, so say so now rather than at the first pod.
+  if (discovery::HostRoot host(options.host_root); !host.Exists(options.cdi_hook_path.substr(1))) {
+    log.Log("warning", "driver files: xpu-cdi-hook is not installed at " + options.cdi_hook_path +
+                           " (host root " + options.host_root +
+                           "); containers given driver files will not start until it is "
+                           "(plugin.cdi.hookDir, --cdi-hook-path)");
+  }
   Driver driver(
       driver_options, client->get(), [&inventory] { return inventory.Get(); },
       [&log](const std::string& line) { log.Info(line); });
