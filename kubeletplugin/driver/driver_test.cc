@@ -582,7 +582,7 @@ TEST_CASE("driver files: the spec carries the host driver's libraries, tools and
   CHECK(bare->edits.hooks.empty());
 }
 
-TEST_CASE("driver files: a partial install fails the claim naming the file; nothing is left") {
+TEST_CASE("driver files: a partial install fails the claim naming the file, and nothing is left") {
   Node node("hgx-h200");
   fs::remove(node.host + "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01");
   auto driver = node.NewDriver();
@@ -596,7 +596,7 @@ TEST_CASE("driver files: a partial install fails the claim naming the file; noth
   CHECK(node.CdiFiles() == 0);
 }
 
-TEST_CASE("driver files: a driver upgraded under the plugin; earlier claims keep their files") {
+TEST_CASE("driver files: a driver upgraded under the plugin, and earlier claims keep their files") {
   Node node("hgx-h200");
   auto driver = node.NewDriver();
   REQUIRE(driver->Start().ok());

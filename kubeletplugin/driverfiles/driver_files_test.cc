@@ -201,7 +201,7 @@ TEST_CASE("driver files: the loader cache points at a folder outside the usual o
         std::string::npos);
 }
 
-TEST_CASE("driver files cache: located once per driver version; an upgrade is seen") {
+TEST_CASE("driver files cache: located once per driver version, and an upgrade is seen") {
   Host h;
   h.Nvidia("570.158.01");
   DriverFilesCache cache(h.dir.path(), kHook, Policy{});
