@@ -3,9 +3,11 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <type_traits>
 
+#include "base/mutex.h"
 #include "proto/dra_v1.grpc.pb.h"
 #include "proto/dra_v1beta1.grpc.pb.h"
 #include "proto/health_v1alpha1.grpc.pb.h"
@@ -57,12 +59,11 @@ KubeletDevice DeviceFromProto(const ProtoDevice& device) {
 // One batch call to the plugin at `socket`: `rpc` with a request naming `claims`, within
 // kCallTimeout.
 template <typename Stub, typename Request, typename Response>
-StatusOr<Response> CallWithClaims(const std::string& socket,
-                                  ::grpc::Status (Stub::*rpc)(::grpc::ClientContext*,
-                                                              const Request&, Response*),
-                                  const std::string& name,
-                                  const std::vector<KubeletClaim>& claims) {
-  Stub stub(Dial(socket));
+StatusOr<Response> CallWithClaims(
+    const std::shared_ptr<::grpc::Channel>& channel, const std::string& socket,
+    ::grpc::Status (Stub::*rpc)(::grpc::ClientContext*, const Request&, Response*),
+    const std::string& name, const std::vector<KubeletClaim>& claims) {
+  Stub stub(channel);
   Request request;
   FillClaims(claims, &request);
   Response response;
@@ -75,9 +76,10 @@ StatusOr<Response> CallWithClaims(const std::string& socket,
 // DRAPlugin: the generated service of one API version.
 template <typename DRAPlugin>
 StatusOr<std::map<std::string, KubeletPrepareResult>> PrepareOver(
-    const std::string& socket, const std::vector<KubeletClaim>& claims) {
+    const std::shared_ptr<::grpc::Channel>& channel, const std::string& socket,
+    const std::vector<KubeletClaim>& claims) {
   ASSIGN_OR_RETURN(const auto response,
-                   CallWithClaims(socket, &DRAPlugin::Stub::NodePrepareResources,
+                   CallWithClaims(channel, socket, &DRAPlugin::Stub::NodePrepareResources,
                                   "NodePrepareResources", claims));
   std::map<std::string, KubeletPrepareResult> out;
   for (const auto& [uid, result] : response.claims()) {
@@ -90,9 +92,10 @@ StatusOr<std::map<std::string, KubeletPrepareResult>> PrepareOver(
 
 template <typename DRAPlugin>
 StatusOr<std::map<std::string, std::string>> UnprepareOver(
-    const std::string& socket, const std::vector<KubeletClaim>& claims) {
+    const std::shared_ptr<::grpc::Channel>& channel, const std::string& socket,
+    const std::vector<KubeletClaim>& claims) {
   ASSIGN_OR_RETURN(const auto response,
-                   CallWithClaims(socket, &DRAPlugin::Stub::NodeUnprepareResources,
+                   CallWithClaims(channel, socket, &DRAPlugin::Stub::NodeUnprepareResources,
                                   "NodeUnprepareResources", claims));
   std::map<std::string, std::string> out;
   for (const auto& [uid, result] : response.claims()) out[uid] = result.error();
@@ -104,6 +107,24 @@ Status UnknownApi(const std::string& api) {
 }
 
 }  // namespace
+
+// The DRA sockets' channels, kept when the stand-in keeps its connections.
+struct KubeletStandIn::Channels {
+  Mutex mu;
+  std::map<std::string, std::shared_ptr<::grpc::Channel>> by_socket GUARDED_BY(mu);
+};
+
+KubeletStandIn::KubeletStandIn(Connections connections) {
+  if (connections == Connections::kKeep) channels_ = std::make_shared<Channels>();
+}
+
+std::shared_ptr<::grpc::Channel> KubeletStandIn::DraChannel(const std::string& socket) {
+  if (channels_ == nullptr) return Dial(socket);
+  MutexLock lock(channels_->mu);
+  std::shared_ptr<::grpc::Channel>& channel = channels_->by_socket[socket];
+  if (channel == nullptr) channel = Dial(socket);
+  return channel;
+}
 
 StatusOr<PluginInfo> KubeletStandIn::GetInfo(const std::string& registration_socket) {
   auto stub = registration::Registration::NewStub(Dial(registration_socket));
@@ -153,16 +174,22 @@ StatusOr<PluginInfo> KubeletStandIn::Register(const std::string& registration_so
 StatusOr<std::map<std::string, KubeletPrepareResult>> KubeletStandIn::Prepare(
     const std::string& dra_socket, const std::string& api,
     const std::vector<KubeletClaim>& claims) {
-  if (api == "v1") return PrepareOver<drav1::DRAPlugin>(dra_socket, claims);
-  if (api == "v1beta1") return PrepareOver<drav1beta1::DRAPlugin>(dra_socket, claims);
+  if (api == "v1") return PrepareOver<drav1::DRAPlugin>(DraChannel(dra_socket), dra_socket, claims);
+  if (api == "v1beta1") {
+    return PrepareOver<drav1beta1::DRAPlugin>(DraChannel(dra_socket), dra_socket, claims);
+  }
   return UnknownApi(api);
 }
 
 StatusOr<std::map<std::string, std::string>> KubeletStandIn::Unprepare(
     const std::string& dra_socket, const std::string& api,
     const std::vector<KubeletClaim>& claims) {
-  if (api == "v1") return UnprepareOver<drav1::DRAPlugin>(dra_socket, claims);
-  if (api == "v1beta1") return UnprepareOver<drav1beta1::DRAPlugin>(dra_socket, claims);
+  if (api == "v1") {
+    return UnprepareOver<drav1::DRAPlugin>(DraChannel(dra_socket), dra_socket, claims);
+  }
+  if (api == "v1beta1") {
+    return UnprepareOver<drav1beta1::DRAPlugin>(DraChannel(dra_socket), dra_socket, claims);
+  }
   return UnknownApi(api);
 }
 

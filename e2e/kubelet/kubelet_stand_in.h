@@ -9,11 +9,16 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+
+namespace grpc {
+class Channel;
+}  // namespace grpc
 
 namespace xpu::e2e {
 
@@ -60,9 +65,14 @@ struct KubeletHealthMessage {
   std::chrono::steady_clock::time_point received;
 };
 
-// Each call dials the socket afresh; the stand-in holds no state and is thread-compatible.
+// By default each call dials the socket afresh and the stand-in holds no state; with
+// Connections::kKeep the DRA calls reuse one connection per socket, as the kubelet does (for
+// measuring a plugin's own latency). Thread-safe.
 class KubeletStandIn {
  public:
+  enum class Connections { kFresh, kKeep };
+  explicit KubeletStandIn(Connections connections = Connections::kFresh);
+
   // The kubelet's deadlines.
   static constexpr std::chrono::milliseconds kGetInfoTimeout{1000};
   static constexpr std::chrono::milliseconds kNotifyTimeout{5000};
@@ -94,6 +104,13 @@ class KubeletStandIn {
       const std::string& dra_socket, std::chrono::milliseconds duration,
       const std::function<bool(const KubeletHealthMessage&)>& on_message = nullptr,
       Status* end = nullptr);
+
+ private:
+  struct Channels;
+  // The channel of a DRA socket: a new one, or the kept one.
+  std::shared_ptr<::grpc::Channel> DraChannel(const std::string& socket);
+
+  std::shared_ptr<Channels> channels_;  // null: Connections::kFresh
 };
 
 }  // namespace xpu::e2e
