@@ -108,7 +108,6 @@ cdi::DeviceFacts FactsOf(const PrepareInput& in, const api::InventoryDevice& d,
 
 std::string VariableName(const std::string& entry) { return entry.substr(0, entry.find('=')); }
 
-// The local devices' edits and records, appended to `spec` and `record`.
 // Each vendor's user-space driver among the claim's devices, into the spec's common edits. A
 // host without the files (a partial install) fails the claim before anything is written.
 Status AddDriverFiles(const HostView& host, const std::vector<cdi::DeviceFacts>& facts,
@@ -131,6 +130,7 @@ Status AddDriverFiles(const HostView& host, const std::vector<cdi::DeviceFacts>&
   return OkStatus();
 }
 
+// The local devices' edits and records, appended to `spec` and `record`.
 Status AddLocalDevices(const PrepareInput& in, const HostView& host,
                        const std::map<std::string, DeviceConfig>& config,
                        const std::vector<Resolved>& resolved, cdi::Spec& spec,

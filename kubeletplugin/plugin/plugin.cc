@@ -450,7 +450,10 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   }
   // The specs name the hook on the host; the container runtime fails a container whose hook is
   // missing, so say so now rather than at the first pod.
-  if (discovery::HostRoot host(options.host_root); !host.Exists(options.cdi_hook_path.substr(1))) {
+  const bool files_on = driver_options.driver_files.fallback == driverfiles::Mode::kAuto ||
+                        !driver_options.driver_files.by_vendor.empty();
+  if (discovery::HostRoot host(options.host_root);
+      files_on && !host.Exists(options.cdi_hook_path.substr(1))) {
     log.Log("warning", "driver files: xpu-cdi-hook is not installed at " + options.cdi_hook_path +
                            " (host root " + options.host_root +
                            "); containers given driver files will not start until it is "
