@@ -18,7 +18,8 @@
 #     their devices, and a new pod starts and completes;
 #   - a pod whose device node vanished from the node after allocation fails with the kubelet's
 #     event naming the node, and once deleted nothing is left prepared;
-#   - a gang member reads its rank table at /etc/xpu-dra/gang/ inside its container.
+#   - a gang member reads its rank table at /etc/xpu-dra/gang/ inside its container;
+#   - the container start overhead of a prepared spec (runtime/start-overhead.sh), reported.
 #
 #   e2e/upstream/runtime-trial.sh BUILD_DIR [VERSION]
 #
@@ -175,6 +176,15 @@ PYEOF
   wait_for 90 is_phase after Succeeded && ok "a new pod starts and completes after the restart" \
     || fail "pod after the restart: $(phase after)"
   report "after (h200, 2 GPUs)" < <(check after h200 nvidia on)
+  # The container start overhead of long1's spec, in h200's namespace (README, Performance).
+  spec=$(grep -ls "$(claim_uid long1)" "$NODES/h200/cdi"/*.json | head -1)
+  devs=$($PY -c 'import json,sys; s=json.load(open(sys.argv[1])); print(" ".join(s["kind"] + "=" + d["name"] for d in s["devices"]))' "$spec" 2>/dev/null)
+  if [ -n "$devs" ] && line=$(nsenter -t "$node_pid" -m "$ROOT/e2e/upstream/runtime/start-overhead.sh" \
+      "$RUNTIME_BIN" "$BUILD/bin/xpu-container-check" "$NODES/h200/cdi" "$WORK/start" 20 $devs 2>&1); then
+    ok "container start with long1's spec against without (runc): $line"
+  else
+    fail "container start overhead: ${line:-no spec for long1 in $NODES/h200/cdi}"
+  fi
 else
   fail "long1 and long2 running at once: $(phase long1), $(phase long2)"
 fi
