@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "controller/testing/config_examples.h"
 
 namespace xpu::controller {
@@ -32,18 +33,11 @@ SupportRule Rule(std::string vendor, std::string family, std::string model, std:
 }
 
 Config MustParse(const std::string& text) {
-  StatusOr<Config> config = ParseConfig(text);
-  INFO(text << "\n-> " << config.status().ToString());
-  REQUIRE(config.ok());
-  return *config;
+  return xpu::testing::ParsedValue(ParseConfig(text), text);
 }
 
 std::string ParseError(const std::string& text) {
-  StatusOr<Config> config = ParseConfig(text);
-  INFO(text);
-  REQUIRE_FALSE(config.ok());
-  CHECK(config.status().code() == StatusCode::kInvalidArgument);
-  return config.status().message();
+  return xpu::testing::ParseErrorMessage(ParseConfig(text), text);
 }
 
 constexpr const char* kFullYaml = R"(apiVersion: xpu.dra.dev/v1alpha1
@@ -152,11 +146,7 @@ TEST_CASE("ParseConfig reads minMemory written as a bare number") {
 }
 
 TEST_CASE("ParseConfig names the field of every error") {
-  struct Case {
-    std::string text;
-    std::string message;  // the start of the error
-  };
-  const std::vector<Case> cases = {
+  const std::vector<xpu::testing::ParseErrorCase> cases = {
       // Shape and unknown members.
       {"capabilityClasses:\n- name: x\n  minMemroy: 64Gi\n",
        "capabilityClasses[0].minMemroy: unknown field"},
@@ -262,9 +252,7 @@ TEST_CASE("ParseConfig names the field of every error") {
       {"capabilityClasses: [{name: x\n", "invalid YAML at line"},
       {"a: &x [*x]\n", "a[0][0]"},  // an alias to its own node
   };
-  for (const auto& c : cases) {
-    CHECK_THAT(ParseError(c.text), StartsWith(c.message));
-  }
+  xpu::testing::CheckParseErrors(ParseError, cases);
 }
 
 TEST_CASE("ParseConfig resolves YAML scalars as YAML 1.2 core does") {

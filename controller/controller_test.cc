@@ -36,14 +36,10 @@ using testing::Eventually;
 
 using testing::kDriver;
 
-struct Cluster {
-  explicit Cluster(const std::vector<std::string>& flags = {}) {
-    auto started = testing::StartCluster(XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"},
-                                         testing::Unthrottled());
-    REQUIRE_OK(started);
-    sim = std::move(started->sim);
-    client = std::move(started->client);
-  }
+struct Cluster : testing::SimCluster {
+  explicit Cluster(const std::vector<std::string>& flags = {})
+      : SimCluster(xpu::testing::RequireValue(testing::StartCluster(
+            XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"}, testing::Unthrottled()))) {}
   // A node whose plugin is live: Node, the fixture host's inventory, a fresh Lease.
   std::string AddNode(const std::string& name, const std::string& host,
                       const std::map<std::string, std::string>& labels = {},
@@ -71,8 +67,6 @@ struct Cluster {
     for (const auto& s : SlicesOf(node)) n += static_cast<int>(s.spec.devices.size());
     return n;
   }
-  std::unique_ptr<e2e::KubeSimProcess> sim;
-  std::unique_ptr<kc::Client> client;
 };
 
 std::unique_ptr<e2e::ChildProcess> StartController(const Cluster& c,

@@ -27,13 +27,10 @@ using std::chrono::milliseconds;
 using testing::Eventually;
 using testing::kDriver;
 
-struct GangCluster {
-  explicit GangCluster(const std::vector<std::string>& flags = {}) {
-    auto started = testing::StartCluster(XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"},
-                                         testing::Unthrottled());
-    REQUIRE_OK(started);
-    sim = std::move(started->sim);
-    client = std::move(started->client);
+struct GangCluster : testing::SimCluster {
+  explicit GangCluster(const std::vector<std::string>& flags = {})
+      : SimCluster(xpu::testing::RequireValue(testing::StartCluster(
+            XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"}, testing::Unthrottled()))) {
     // n1-n3 in leaf-a, n4-n6 in leaf-b; one spine, one super-pod.
     for (int i = 1; i <= 6; ++i) {
       const std::string name = "n" + std::to_string(i);
@@ -119,9 +116,6 @@ struct GangCluster {
   bool Exists(const kc::ResourceRef& ref, const std::string& name) {
     return client->Get(ref, "default", name).ok();
   }
-
-  std::unique_ptr<e2e::KubeSimProcess> sim;
-  std::unique_ptr<kc::Client> client;
 };
 
 std::set<std::string> SelectedNodes(const ResourceSlice& slice) {

@@ -4,26 +4,20 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu::controller {
 namespace {
 
 using Catch::Matchers::Contains;
-using Catch::Matchers::StartsWith;
 using OrderedJson = nlohmann::ordered_json;
 
 OrderedJson MustParseYaml(const std::string& text) {
-  StatusOr<OrderedJson> json = ParseYamlDocument(text);
-  INFO(text << "\n-> " << json.status().ToString());
-  REQUIRE(json.ok());
-  return *json;
+  return xpu::testing::ParsedValue(ParseYamlDocument(text), text);
 }
 
 std::string YamlError(const std::string& text) {
-  StatusOr<OrderedJson> json = ParseYamlDocument(text);
-  INFO(text);
-  REQUIRE_FALSE(json.ok());
-  CHECK(json.status().code() == StatusCode::kInvalidArgument);
-  return json.status().message();
+  return xpu::testing::ParseErrorMessage(ParseYamlDocument(text), text);
 }
 
 TEST_CASE("ParseYamlDocument reads YAML and JSON into JSON, members in file order") {
@@ -43,11 +37,7 @@ TEST_CASE("ParseYamlDocument reads an empty document as an empty object") {
 }
 
 TEST_CASE("ParseYamlDocument names the problem and where it is") {
-  struct Case {
-    std::string text;
-    std::string message;  // the start of the error
-  };
-  const std::vector<Case> cases = {
+  const std::vector<xpu::testing::ParseErrorCase> cases = {
       {"a: 1\na: 2\n", "a: duplicate field"},
       {"a: {b: 1, b: 2}\n", "a.b: duplicate field"},
       {"a: [{b: 1}, {c: 1, c: 2}]\n", "a[1].c: duplicate field"},
@@ -56,9 +46,7 @@ TEST_CASE("ParseYamlDocument names the problem and where it is") {
       {"a: [x\n", "invalid YAML at line"},
       {"a: &x [*x]\n", "a[0][0]"},  // an alias to its own node
   };
-  for (const auto& c : cases) {
-    CHECK_THAT(YamlError(c.text), StartsWith(c.message));
-  }
+  xpu::testing::CheckParseErrors(YamlError, cases);
   std::string many;
   for (int i = 0; i < 70; ++i) many += "---\na: 1\n";
   CHECK(YamlError(many) == "expected one document, got more than 64");

@@ -123,14 +123,15 @@ F Symbol(void* lib, const char* name) {
   return reinterpret_cast<F>(::dlsym(lib, name));
 }
 
-Json Nvml() {
-  Json out = {{"soname", "libnvidia-ml.so.1"}, {"loaded", false}};
-  void* lib = ::dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    out["error"] = ::dlerror();
-    return out;
-  }
-  out["loaded"] = true;
+// True, with the error in `out`, when the library call `fn` returned `rc` other than 0.
+bool CallFailed(const char* fn, int rc, Json& out) {
+  if (rc == 0) return false;
+  out["error"] = std::string(fn) + ": " + std::to_string(rc);
+  return true;
+}
+
+// What `lib` (libnvidia-ml.so.1) reads, added to `out`.
+Json Nvml(void* lib, Json out) {
   auto init = Symbol<int (*)()>(lib, "nvmlInit_v2");
   auto count = Symbol<int (*)(unsigned*)>(lib, "nvmlDeviceGetCount_v2");
   auto handle = Symbol<int (*)(unsigned, void**)>(lib, "nvmlDeviceGetHandleByIndex_v2");
@@ -139,15 +140,9 @@ Json Nvml() {
     out["error"] = "a function is missing from libnvidia-ml.so.1";
     return out;
   }
-  if (const int rc = init(); rc != 0) {
-    out["error"] = "nvmlInit_v2: " + std::to_string(rc);
-    return out;
-  }
+  if (CallFailed("nvmlInit_v2", init(), out)) return out;
   unsigned n = 0;
-  if (const int rc = count(&n); rc != 0) {
-    out["error"] = "nvmlDeviceGetCount_v2: " + std::to_string(rc);
-    return out;
-  }
+  if (CallFailed("nvmlDeviceGetCount_v2", count(&n), out)) return out;
   out["deviceCount"] = n;
   Json devices = Json::array();
   for (unsigned i = 0; i < n; ++i) {
@@ -161,14 +156,8 @@ Json Nvml() {
   return out;
 }
 
-Json Dcmi() {
-  Json out = {{"soname", "libdcmi.so"}, {"loaded", false}};
-  void* lib = ::dlopen("libdcmi.so", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    out["error"] = ::dlerror();
-    return out;
-  }
-  out["loaded"] = true;
+// What `lib` (libdcmi.so) reads, added to `out`.
+Json Dcmi(void* lib, Json out) {
   auto init = Symbol<int (*)()>(lib, "dcmi_init");
   auto cards = Symbol<int (*)(int*, int*, int)>(lib, "dcmi_get_card_list");
   auto per_card = Symbol<int (*)(int, int*)>(lib, "dcmi_get_device_num_in_card");
@@ -179,16 +168,10 @@ Json Dcmi() {
     out["error"] = "a function is missing from libdcmi.so";
     return out;
   }
-  if (const int rc = init(); rc != 0) {
-    out["error"] = "dcmi_init: " + std::to_string(rc);
-    return out;
-  }
+  if (CallFailed("dcmi_init", init(), out)) return out;
   int card_count = 0;
   int card_ids[64] = {};
-  if (const int rc = cards(&card_count, card_ids, 64); rc != 0) {
-    out["error"] = "dcmi_get_card_list: " + std::to_string(rc);
-    return out;
-  }
+  if (CallFailed("dcmi_get_card_list", cards(&card_count, card_ids, 64), out)) return out;
   Json devices = Json::array();
   for (int c = 0; c < card_count; ++c) {
     int n = 0;
@@ -207,6 +190,19 @@ Json Dcmi() {
   out["deviceCount"] = devices.size();
   out["devices"] = std::move(devices);
   return out;
+}
+
+// The report of the library `soname`: whether it loads and, when it does, what `read` finds
+// through it.
+Json Library(const char* soname, Json (*read)(void* lib, Json out)) {
+  Json out = {{"soname", soname}, {"loaded", false}};
+  void* lib = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    out["error"] = ::dlerror();
+    return out;
+  }
+  out["loaded"] = true;
+  return read(lib, std::move(out));
 }
 
 Json Files(const std::vector<std::string>& paths) {
@@ -239,12 +235,13 @@ Json Report(const std::vector<std::string>& files) {
   Json devices = Json::array();
   WalkDevices("/dev", devices);
   struct stat st {};
-  return {{"deviceNodes", std::move(devices)},
-          {"env", Environment()},
-          {"mounts", Mounts()},
-          {"ldCache", ::stat("/etc/ld.so.cache", &st) == 0},
-          {"libraries", Json::array({Nvml(), Dcmi()})},
-          {"files", Files(files)}};
+  return {
+      {"deviceNodes", std::move(devices)},
+      {"env", Environment()},
+      {"mounts", Mounts()},
+      {"ldCache", ::stat("/etc/ld.so.cache", &st) == 0},
+      {"libraries", Json::array({Library("libnvidia-ml.so.1", Nvml), Library("libdcmi.so", Dcmi)})},
+      {"files", Files(files)}};
 }
 
 }  // namespace

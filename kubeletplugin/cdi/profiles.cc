@@ -9,6 +9,7 @@
 #include <set>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 namespace xpu::cdi {
 namespace {
@@ -139,6 +140,16 @@ std::string Join(const std::vector<std::string>& parts) {
 }
 
 }  // namespace
+
+DeviceFacts FactsOf(const api::InventoryDevice& device, std::string device_node) {
+  return DeviceFacts{.name = device.name,
+                     .vendor = device.vendor,
+                     .kind = device.kind,
+                     .index = device.index,
+                     .uuid = device.uuid,
+                     .pci_address = device.pci_address,
+                     .device_node = std::move(device_node)};
+}
 
 HostFiles HostFilesUnder(const std::string& host_root) {
   return {[host_root](std::string_view path) { return ExistsUnder(host_root, path); },

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "api/node_inventory.h"
 #include "kubeletplugin/cdi/cdi.h"
 
 namespace xpu::cdi {
@@ -28,6 +29,9 @@ struct DeviceFacts {
   std::string pci_address;
   std::string device_node;  // host path of its own node: "/dev/davinci3", "/dev/dri/renderD130"
 };
+
+// The facts of an inventory device whose own node is `device_node` (resolved by the caller).
+DeviceFacts FactsOf(const api::InventoryDevice& device, std::string device_node);
 
 // The edits for each device (its own nodes) and for the claim as a whole (control nodes,
 // visibility variables listing the claim's devices in index order). Devices of different vendors

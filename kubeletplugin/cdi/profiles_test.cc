@@ -33,6 +33,17 @@ DeviceFacts Facts(std::string vendor, std::string kind, int64_t index, std::stri
   return f;
 }
 
+// A fresh host root in the temp dir named `name`, holding one-line `files` (relative paths).
+fs::path HostWith(const std::string& name, std::initializer_list<const char*> files) {
+  fs::path root = fs::temp_directory_path() / name;
+  fs::remove_all(root);
+  for (const char* f : files) {
+    fs::create_directories((root / f).parent_path());
+    std::ofstream(root / f).put('\n');
+  }
+  return root;
+}
+
 std::vector<std::string> Paths(const std::vector<DeviceNode>& nodes) {
   std::vector<std::string> out;
   for (const DeviceNode& n : nodes) out.push_back(n.path);
@@ -50,18 +61,6 @@ api::NodeInventory DiscoverFixture(const std::string& root) {
   INFO(root << ": " << inv.status().ToString());
   REQUIRE(inv.ok());
   return *inv;
-}
-
-DeviceFacts FactsOf(const std::string& root, const api::InventoryDevice& d) {
-  DeviceFacts f;
-  f.name = d.name;
-  f.vendor = d.vendor;
-  f.kind = d.kind;
-  f.index = d.index;
-  f.uuid = d.uuid;
-  f.pci_address = d.pci_address;
-  f.device_node = discovery::DeviceNodePath(root, d);
-  return f;
 }
 
 // The spec the plugin writes for a claim of `facts`: one CDI device per claim device.
@@ -103,10 +102,7 @@ TEST_CASE("Ascend profile: davinci nodes, the control nodes present and physical
 }
 
 TEST_CASE("Ascend profile leaves out control nodes the host does not have") {
-  const fs::path root = fs::temp_directory_path() / "profiles_test_ascend_partial";
-  fs::remove_all(root);
-  fs::create_directories(root / "dev");
-  std::ofstream(root / "dev" / "davinci_manager").put('\n');
+  const fs::path root = HostWith("profiles_test_ascend_partial", {"dev/davinci_manager"});
   const ClaimEdits edits =
       EditsForClaim({Facts("huawei", "npu", 0, "/dev/davinci0")}, root.string());
   CHECK(Paths(edits.common.device_nodes) == std::vector<std::string>{"/dev/davinci_manager"});
@@ -147,13 +143,9 @@ TEST_CASE("Hygon profile: render nodes, kfd and mkfd, container ordinals") {
 }
 
 TEST_CASE("Biren, Moore Threads and AMD profiles on a host root of their own") {
-  const fs::path root = fs::temp_directory_path() / "profiles_test_other_vendors";
-  fs::remove_all(root);
-  for (const char* f : {"dev/kfd", "usr/bin/brsmi", "usr/lib/libbiren-ml.so.1",
-                        "usr/lib/libbiren-ml.so", "usr/lib/libother.so"}) {
-    fs::create_directories((root / f).parent_path());
-    std::ofstream(root / f).put('\n');
-  }
+  const fs::path root = HostWith("profiles_test_other_vendors",
+                                 {"dev/kfd", "usr/bin/brsmi", "usr/lib/libbiren-ml.so.1",
+                                  "usr/lib/libbiren-ml.so", "usr/lib/libother.so"});
   const ClaimEdits biren =
       EditsForClaim({Facts("biren", "gpu", 3, "/dev/biren/card_3")}, root.string());
   CHECK(Paths(biren.per_device[0].device_nodes) == std::vector<std::string>{"/dev/biren/card_3"});
@@ -251,7 +243,9 @@ TEST_CASE("Every fixture host gives a valid spec for all its devices") {
     const api::NodeInventory inv = DiscoverFixture(root);
     REQUIRE_FALSE(inv.status.devices.empty());
     std::vector<DeviceFacts> facts;
-    for (const api::InventoryDevice& d : inv.status.devices) facts.push_back(FactsOf(root, d));
+    for (const api::InventoryDevice& d : inv.status.devices) {
+      facts.push_back(FactsOf(d, discovery::DeviceNodePath(root, d)));
+    }
     for (const DeviceFacts& f : facts) {
       INFO(f.name);
       CHECK_FALSE(f.device_node.empty());
@@ -282,7 +276,9 @@ TEST_CASE("Write the spec of every fixture host", "[.write-specs]") {
     const std::string root = std::string(kHosts).append("/").append(host);
     const api::NodeInventory inv = DiscoverFixture(root);
     std::vector<DeviceFacts> facts;
-    for (const api::InventoryDevice& d : inv.status.devices) facts.push_back(FactsOf(root, d));
+    for (const api::InventoryDevice& d : inv.status.devices) {
+      facts.push_back(FactsOf(d, discovery::DeviceNodePath(root, d)));
+    }
     Spec spec = SpecFor(facts, EditsForClaim(facts, root));
     // With each vendor's driver files (kubeletplugin/driverfiles/), as the plugin writes them.
     std::set<std::string> vendors;

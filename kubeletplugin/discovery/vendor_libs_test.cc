@@ -37,6 +37,22 @@ DcmiFacts Dcmi(const std::string& host) {
   return ProbeDcmi({kFakeDir});
 }
 
+// Nvml(host), which must load and find `devices` GPUs.
+NvmlFacts LoadedNvml(const std::string& host, size_t devices) {
+  NvmlFacts f = Nvml(host);
+  REQUIRE(f.library.loaded);
+  REQUIRE(f.devices.size() == devices);
+  return f;
+}
+
+// Dcmi(host), which must load and find `chips` chips.
+DcmiFacts LoadedDcmi(const std::string& host, size_t chips) {
+  DcmiFacts f = Dcmi(host);
+  REQUIRE(f.library.loaded);
+  REQUIRE(f.chips.size() == chips);
+  return f;
+}
+
 using testing::TempDir;
 
 // True, with a warning, when a real `file` is on the loader path: then "no library anywhere"
@@ -140,9 +156,7 @@ TEST_CASE("nvml: hgx-h200 reports 8 H200 with normalised bus ids and NVLinks to 
 }
 
 TEST_CASE("nvml: gb200-tray reports a completed fabric clique") {
-  NvmlFacts f = Nvml("gb200-tray");
-  REQUIRE(f.library.loaded);
-  REQUIRE(f.devices.size() == 4);
+  NvmlFacts f = LoadedNvml("gb200-tray", 4);
   for (const NvmlDevice& d : f.devices) {
     CHECK(d.fabric_state == "completed");
     CHECK(d.cluster_uuid == "bca2fd68-ae96-5d45-9b9b-5fcf936e36e5");
@@ -153,9 +167,7 @@ TEST_CASE("nvml: gb200-tray reports a completed fabric clique") {
 }
 
 TEST_CASE("nvml: pcie-2numa-8gpu has no NVLink and that is no error") {
-  NvmlFacts f = Nvml("pcie-2numa-8gpu");
-  REQUIRE(f.library.loaded);
-  REQUIRE(f.devices.size() == 8);
+  NvmlFacts f = LoadedNvml("pcie-2numa-8gpu", 8);
   for (const NvmlDevice& d : f.devices) {
     CHECK(d.links.empty());
     CHECK(d.error.empty());
@@ -171,9 +183,7 @@ TEST_CASE("nvml: init failure leaves the library unloaded with the code and its 
 }
 
 TEST_CASE("nvml: hgx-h200-unhealthy reports XID 79 on GPU 3 and NVLink 7 of GPU 5 down") {
-  NvmlFacts f = Nvml("hgx-h200-unhealthy");
-  REQUIRE(f.library.loaded);
-  REQUIRE(f.devices.size() == 8);
+  NvmlFacts f = LoadedNvml("hgx-h200-unhealthy", 8);
   for (const NvmlDevice& d : f.devices) {
     INFO("gpu " << d.index);
     CHECK(d.healthy == (d.index != 3));
@@ -575,9 +585,7 @@ TEST_CASE("dcmi: atlas800t-a3 reports 16 dies, two per card, SIO pairs") {
 }
 
 TEST_CASE("dcmi: atlas800-9000 reports two HCCS rings of four") {
-  DcmiFacts f = Dcmi("atlas800-9000");
-  REQUIRE(f.library.loaded);
-  REQUIRE(f.chips.size() == 8);
+  DcmiFacts f = LoadedDcmi("atlas800-9000", 8);
   CHECK(f.chips[0].chip_name == "910A");
   CHECK(f.chips[0].aicore_count == 32);
   CHECK(f.chips[0].hbm_total_mb == 32768);
@@ -589,9 +597,7 @@ TEST_CASE("dcmi: atlas800-9000 reports two HCCS rings of four") {
 }
 
 TEST_CASE("dcmi: atlas800t-a2-dcmi-broken fails one chip's HBM call, the rest is read") {
-  DcmiFacts f = Dcmi("atlas800t-a2-dcmi-broken");
-  REQUIRE(f.library.loaded);
-  REQUIRE(f.chips.size() == 8);
+  DcmiFacts f = LoadedDcmi("atlas800t-a2-dcmi-broken", 8);
   for (const DcmiChip& c : f.chips) {
     INFO("logic " << c.logic_id);
     if (c.logic_id == 5) {
@@ -620,9 +626,7 @@ TEST_CASE("dcmi: atlas800t-a2-dcmi-broken fails one chip's HBM call, the rest is
 }
 
 TEST_CASE("dcmi: atlas800t-a2-vnpu reports each chip's whole resource and the vNPUs on it") {
-  const DcmiFacts f = Dcmi("atlas800t-a2-vnpu");
-  REQUIRE(f.library.loaded);
-  REQUIRE(f.chips.size() == 8);
+  const DcmiFacts f = LoadedDcmi("atlas800t-a2-vnpu", 8);
   for (const DcmiChip& chip : f.chips) {
     INFO(chip.logic_id);
     CHECK(chip.error.empty());

@@ -368,7 +368,7 @@ CheckResult CheckDeviceNodes(const HostRoot& host, const Facts& facts) {
   for (const auto& d : devices) {
     const std::string node = discovery::DeviceNodePath(host.root(), d);
     if (!node.empty()) own.push_back(node);
-    cdi_devices.push_back({d.name, d.vendor, d.kind, d.index, d.uuid, d.pci_address, node});
+    cdi_devices.push_back(cdi::FactsOf(d, node));
   }
   const cdi::HostFiles every_node{
       [](std::string_view) { return true; },

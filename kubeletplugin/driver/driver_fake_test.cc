@@ -41,6 +41,13 @@ struct FakeNode {
         [this](const std::string& line) { log.push_back(line); });
   }
 
+  // NewDriver(), started.
+  std::unique_ptr<Driver> StartedDriver() {
+    std::unique_ptr<Driver> driver = NewDriver();
+    REQUIRE(driver->Start().ok());
+    return driver;
+  }
+
   std::string Claim(const std::string& name, const std::vector<std::string>& devices) {
     return testing::PutAllocatedClaim(*claims, name, "npus", "node-a3-1", devices,
                                       "0b5f1c2e-7d3a-4e6b-9c8d-00000000000", ++uids);
@@ -50,8 +57,7 @@ struct FakeNode {
 
 TEST_CASE("driver (fakes): prepares from the claim it reads, and checks uid and allocation") {
   FakeNode node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string a = node.Claim("a", {"npu-0"});
   auto out = driver->Prepare({{"default", "a", a}});
   INFO(out.at(a).error);
@@ -86,8 +92,7 @@ TEST_CASE("driver (fakes): prepares from the claim it reads, and checks uid and 
 
 TEST_CASE("driver (fakes): a claim deleted from the API is unprepared, an API error keeps it") {
   FakeNode node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string a = node.Claim("a", {"npu-0"});
   const std::string b = node.Claim("b", {"npu-1"});
   REQUIRE(driver->Prepare({{"default", "a", a}, {"default", "b", b}}).at(b).error.empty());

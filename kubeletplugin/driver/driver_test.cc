@@ -83,6 +83,13 @@ struct Node {
         [this](const std::string& line) { log.push_back(line); });
   }
 
+  // NewDriver(), started.
+  std::unique_ptr<Driver> StartedDriver() {
+    std::unique_ptr<Driver> driver = NewDriver();
+    REQUIRE(driver->Start().ok());
+    return driver;
+  }
+
   // Creates a claim and allocates it to `devices` (request "npus", pool n1, our driver unless
   // `driver` says otherwise); returns its uid.
   std::string Claim(const std::string& name, const std::vector<std::string>& devices,
@@ -123,8 +130,7 @@ std::string ReadFile(const std::string& path) {
 
 TEST_CASE("prepare writes a CDI spec and a checkpoint entry, and repeats give the same answer") {
   Node node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string uid = node.Claim("c1", {"npu-0", "npu-1"});
   auto out = driver->Prepare({{"default", "c1", uid}});
   REQUIRE(out.size() == 1);
@@ -164,8 +170,7 @@ TEST_CASE("prepare writes a CDI spec and a checkpoint entry, and repeats give th
 
 TEST_CASE("a batch answers every claim: missing, unallocated, wrong uid, other driver or node") {
   Node node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string ok_uid = node.Claim("good", {"npu-2"});
   const std::string unallocated =
       node.Claim("unalloc", {"npu-3"}, json::array(), "xpu.dra.dev", "n1", /*allocate=*/false);
@@ -201,8 +206,7 @@ TEST_CASE("a batch answers every claim: missing, unallocated, wrong uid, other d
 
 TEST_CASE("a uid given twice in a batch is prepared once, with one answer that matches the disk") {
   Node node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string uid = node.Claim("twice", {"npu-1"});
   auto out = driver->Prepare({{"default", "twice", uid}, {"default", "twice", uid}});
   REQUIRE(out.size() == 1);
@@ -222,8 +226,7 @@ TEST_CASE("a uid given twice in a batch is prepared once, with one answer that m
 
 TEST_CASE("errors do not echo oversized input in full") {
   Node node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string huge_uid(1 << 20, 'u');
   const std::string huge_name(1 << 20, 'n');
   const std::string missing = "00000000-0000-4000-8000-000000000003";
@@ -242,8 +245,7 @@ TEST_CASE("errors do not echo oversized input in full") {
 
 TEST_CASE("a bounded batch answers in time: claims it cannot reach get a retryable error") {
   Node node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string known = node.Claim("known", {"npu-0"});
   const std::string late = node.Claim("late", {"npu-1"});
   REQUIRE(driver->Prepare({{"default", "known", known}}).at(known).error.empty());
@@ -283,8 +285,7 @@ TEST_CASE("a bounded batch answers in time: claims it cannot reach get a retryab
 
 TEST_CASE("a device never goes to two claims") {
   Node node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string a = node.Claim("a", {"npu-0"});
   const std::string b = node.Claim("b", {"npu-0", "npu-1"});
   auto out = driver->Prepare({{"default", "a", a}, {"default", "b", b}});
@@ -297,8 +298,7 @@ TEST_CASE("a device never goes to two claims") {
 
 TEST_CASE("a group device expands to its members and takes them all") {
   Node node("atlas800-9000");
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   auto groups = api::GroupDevices(*node.inventory);
   REQUIRE(groups.ok());
   const auto quad = std::find_if(groups->begin(), groups->end(), [](const api::GroupDevice& g) {
@@ -331,8 +331,7 @@ TEST_CASE("a group device expands to its members and takes them all") {
 
 TEST_CASE("opaque config: env applied per request, bad config fails that claim only") {
   Node node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const json good =
       json::array({{{"source", "FromClass"},
                     {"opaque",
@@ -396,8 +395,7 @@ TEST_CASE("opaque config parsing names the field") {
 
 TEST_CASE("unprepare works from the checkpoint alone and an unknown claim succeeds") {
   Node node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string uid = node.Claim("c", {"npu-7"});
   REQUIRE(driver->Prepare({{"default", "c", uid}}).at(uid).error.empty());
   REQUIRE(node.client->Delete(kc::ResourceClaims(), "default", "c").ok());
@@ -418,8 +416,7 @@ TEST_CASE(
   Node node;
   std::string kept, deleted;
   {
-    auto driver = node.NewDriver();
-    REQUIRE(driver->Start().ok());
+    auto driver = node.StartedDriver();
     kept = node.Claim("kept", {"npu-0"});
     deleted = node.Claim("deleted", {"npu-1"});
     auto out = driver->Prepare({{"default", "kept", kept}, {"default", "deleted", deleted}});
@@ -437,8 +434,7 @@ TEST_CASE(
   node.SetBootId("3a3b3c3d-0000-4000-8000-00000000beef");
   REQUIRE(node.client->Delete(kc::ResourceClaims(), "default", "deleted").ok());
 
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   CHECK_FALSE(fs::exists(node.CdiPath(orphan)));
   CHECK(fs::exists(node.dir.path() + "/cdi/vendor.com-gpu.json"));
   CHECK(fs::exists(node.CdiPath(kept)));
@@ -452,8 +448,7 @@ TEST_CASE(
 TEST_CASE("a corrupt checkpoint stops the driver instead of forgetting claims") {
   Node node;
   {
-    auto driver = node.NewDriver();
-    REQUIRE(driver->Start().ok());
+    auto driver = node.StartedDriver();
     const std::string uid = node.Claim("c", {"npu-0"});
     REQUIRE(driver->Prepare({{"default", "c", uid}}).at(uid).error.empty());
   }
@@ -473,8 +468,7 @@ TEST_CASE("a corrupt checkpoint stops the driver instead of forgetting claims") 
 
 TEST_CASE("concurrent batches never hand a device out twice") {
   Node node;
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   std::vector<std::string> uids;
   for (int i = 0; i < 16; ++i) {
     uids.push_back(node.Claim("c" + std::to_string(i), {"npu-" + std::to_string(i % 8)}));
@@ -545,8 +539,7 @@ void InstallNvidia(const Node& node, const std::string& version) {
 
 TEST_CASE("driver files: the spec carries the host driver's libraries, tools and the hook") {
   Node node("hgx-h200");
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string uid = node.Claim("g1", {"gpu-0", "gpu-1"});
   const PrepareResult r = driver->Prepare({{"default", "g1", uid}}).at(uid);
   INFO(r.error);
@@ -585,8 +578,7 @@ TEST_CASE("driver files: the spec carries the host driver's libraries, tools and
 TEST_CASE("driver files: a partial install fails the claim naming the file, and nothing is left") {
   Node node("hgx-h200");
   fs::remove(node.host + "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01");
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string uid = node.Claim("g1", {"gpu-0"});
   const PrepareResult r = driver->Prepare({{"default", "g1", uid}}).at(uid);
   CHECK(r.error.find("ResourceClaim default/g1: nvidia driver 570.158.01: libcuda.so.570.158.01 "
@@ -598,8 +590,7 @@ TEST_CASE("driver files: a partial install fails the claim naming the file, and 
 
 TEST_CASE("driver files: a driver upgraded under the plugin, and earlier claims keep their files") {
   Node node("hgx-h200");
-  auto driver = node.NewDriver();
-  REQUIRE(driver->Start().ok());
+  auto driver = node.StartedDriver();
   const std::string before = node.Claim("before", {"gpu-0"});
   REQUIRE(driver->Prepare({{"default", "before", before}}).at(before).error.empty());
 
@@ -620,8 +611,7 @@ TEST_CASE("driver files: a driver upgraded under the plugin, and earlier claims 
   driver.reset();
   fs::remove(node.CdiPath(before));
   node.SetBootId("5d0e3a2b-1c4f-4e6d-8a9b-0c1d2e3f4a5b");
-  auto restarted = node.NewDriver();
-  REQUIRE(restarted->Start().ok());
+  auto restarted = node.StartedDriver();
   StatusOr<cdi::Spec> rewritten = cdi::FromJson(ReadFile(node.CdiPath(before)));
   REQUIRE(rewritten.ok());
   CHECK(Mounts(*rewritten, "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01"));

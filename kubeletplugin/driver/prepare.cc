@@ -92,18 +92,10 @@ StatusOr<std::vector<Resolved>> Resolve(
 
 cdi::DeviceFacts FactsOf(const PrepareInput& in, const api::InventoryDevice& d,
                          const HostView& host) {
-  cdi::DeviceFacts f;
-  f.name = d.name;
-  f.vendor = d.vendor;
-  f.kind = d.kind;
-  f.index = d.index;
-  f.uuid = d.uuid;
-  f.pci_address = d.pci_address;
   auto part = in.partitions.find(d.name);
-  f.device_node = part != in.partitions.end() && !part->second.device_node.empty()
-                      ? part->second.device_node
-                      : host.device_node(d);
-  return f;
+  return cdi::FactsOf(d, part != in.partitions.end() && !part->second.device_node.empty()
+                             ? part->second.device_node
+                             : host.device_node(d));
 }
 
 std::string VariableName(const std::string& entry) { return entry.substr(0, entry.find('=')); }

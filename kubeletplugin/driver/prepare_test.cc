@@ -75,8 +75,7 @@ TEST_CASE("prepare: our results on this node become one spec and one checkpoint 
                                   Result("npus", "npu-0", "xpu.dra.dev", "another-node")};
   f.allocation.devices.config = {Env("HCCL_CONNECT_TIMEOUT", "600")};
   StatusOr<PreparedClaim> p = ComputePreparedClaim(f.Input(), f.host);
-  INFO(p.status().ToString());
-  REQUIRE(p.ok());
+  REQUIRE_OK(p);
   REQUIRE(p->spec.has_value());
   const cdi::Spec& spec = *p->spec;
   CHECK(spec.kind == "k8s.xpu.dra.dev/device");
@@ -233,8 +232,7 @@ TEST_CASE("prepare: shared results and the claim's own devices are not taken") {
   PrepareInput in = f.Input();
   in.taken = {{"npu-0", kOtherUid}, {"npu-1", kOtherUid}};
   StatusOr<PreparedClaim> p = ComputePreparedClaim(in, f.host);
-  INFO(p.status().ToString());
-  REQUIRE(p.ok());
+  REQUIRE_OK(p);
   CHECK(p->record.devices[0].share_id == "5c0a9f7e-1d2b-4c3a-8e9f-0a1b2c3d4e5f");
 
   // Its own earlier record (a retry of the same claim) does not block it.
@@ -251,8 +249,7 @@ TEST_CASE("prepare: a group device stands for its members and takes them all") {
   const api::GroupDevice& group = groups->front();
   f.allocation.devices.results = {Result("pair", group.name)};
   StatusOr<PreparedClaim> p = ComputePreparedClaim(f.Input(), f.host);
-  INFO(p.status().ToString());
-  REQUIRE(p.ok());
+  REQUIRE_OK(p);
   REQUIRE(p->spec->devices.size() == 1);
   CHECK(p->spec->devices[0].name == std::string(kUid) + "-" + group.name);
   CHECK(NodePaths(p->spec->devices[0].edits).size() == group.members.size());
@@ -287,17 +284,27 @@ TEST_CASE("prepare: the fixed host lists directory entries by prefix, sorted") {
 namespace xpu::plugin {
 namespace {
 
-TEST_CASE("prepare: a gang device hands the rank table, host file and ranks to the container") {
-  Fixture f;
-  const api::AcceleratorGang gang = api::testing::ExampleAcceleratorGang();  // team-a/train-llm
-  f.allocation.devices.results = {Result("npus", "npu-0"), Result("npus", "npu-1"),
+// Two NPUs and the example gang's device (team-a/train-llm), with the gang at hand.
+struct GangFixture : Fixture {
+  GangFixture() {
+    allocation.devices.results = {Result("npus", "npu-0"), Result("npus", "npu-1"),
                                   Result("gang", "gang-train-llm", "xpu.dra.dev", "gangs")};
-  PrepareInput in = f.Input();
-  in.gang = &gang;
+  }
+  PrepareInput Input() const {
+    PrepareInput in = Fixture::Input();
+    in.gang = &gang;
+    return in;
+  }
+  const api::AcceleratorGang gang = api::testing::ExampleAcceleratorGang();
+};
+
+TEST_CASE_METHOD(
+    GangFixture,
+    "prepare: a gang device hands the rank table, host file and ranks to the container") {
+  PrepareInput in = Input();
   in.gang_dir = "/var/lib/xpu-dra/gangs";
-  StatusOr<PreparedClaim> p = ComputePreparedClaim(in, f.host);
-  INFO(p.status().ToString());
-  REQUIRE(p.ok());
+  StatusOr<PreparedClaim> p = ComputePreparedClaim(in, host);
+  REQUIRE_OK(p);
   REQUIRE(p->spec.has_value());
   REQUIRE(p->spec->devices.size() == 3);
   const cdi::Device& g = p->spec->devices[2];
@@ -330,17 +337,12 @@ TEST_CASE("prepare: a gang device hands the rank table, host file and ranks to t
   CHECK(p->record.devices[2].device == "gang-train-llm");
 }
 
-TEST_CASE("prepare: device metadata files per request, mounted where KEP-5304 says") {
-  Fixture f;
-  const api::AcceleratorGang gang = api::testing::ExampleAcceleratorGang();
-  f.allocation.devices.results = {Result("npus", "npu-0"), Result("npus", "npu-1"),
-                                  Result("gang", "gang-train-llm", "xpu.dra.dev", "gangs")};
-  PrepareInput in = f.Input();
-  in.gang = &gang;
+TEST_CASE_METHOD(GangFixture,
+                 "prepare: device metadata files per request, mounted where KEP-5304 says") {
+  PrepareInput in = Input();
   in.metadata_dir = "/var/lib/kubelet/plugins/xpu.dra.dev/dra-device-metadata";
-  StatusOr<PreparedClaim> p = ComputePreparedClaim(in, f.host);
-  INFO(p.status().ToString());
-  REQUIRE(p.ok());
+  StatusOr<PreparedClaim> p = ComputePreparedClaim(in, host);
+  REQUIRE_OK(p);
   const std::string dir = "/var/lib/kubelet/plugins/xpu.dra.dev/dra-device-metadata/team-a_train";
   REQUIRE(p->files.contains(dir + "/npus/metadata.json"));
   REQUIRE(p->files.contains(dir + "/gang/metadata.json"));
@@ -379,7 +381,7 @@ TEST_CASE("prepare: device metadata files per request, mounted where KEP-5304 sa
   }
   // Off by default: no files but the gang's.
   in.metadata_dir.clear();
-  CHECK(ComputePreparedClaim(in, f.host)->files.size() == 2);
+  CHECK(ComputePreparedClaim(in, host)->files.size() == 2);
 }
 
 TEST_CASE("prepare: a gang device without its gang, or not placed here, fails the claim") {

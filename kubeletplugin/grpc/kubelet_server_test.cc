@@ -152,16 +152,13 @@ class FakeService : public NodeService {
 class FakeHealth : public HealthSource {
  public:
   FakeHealth() {
-    devices_ = {{.pool = "node-1",
-                 .device = "gpu-0",
-                 .health = HealthState::kHealthy,
-                 .last_updated_unix = 1000,
-                 .message = ""},
-                {.pool = "node-1",
-                 .device = "gpu-1",
-                 .health = HealthState::kHealthy,
-                 .last_updated_unix = 1000,
-                 .message = ""}};
+    for (const char* device : {"gpu-0", "gpu-1"}) {
+      devices_.push_back({.pool = "node-1",
+                          .device = device,
+                          .health = HealthState::kHealthy,
+                          .last_updated_unix = 1000,
+                          .message = ""});
+    }
   }
   std::vector<DeviceHealth> Snapshot(uint64_t* generation) override {
     MutexLock lock(mu_);
@@ -202,6 +199,27 @@ KubeletServerOptions Options(const TempDir& dir, LogLines* log = nullptr) {
   return options;
 }
 
+// Options(dir) with the plugin and registry directories made, as a running kubelet has them.
+KubeletServerOptions OptionsWithDirs(const TempDir& dir) {
+  KubeletServerOptions options = Options(dir);
+  REQUIRE(fs::create_directories(options.PluginDir()));
+  REQUIRE(fs::create_directories(options.registry_dir));
+  return options;
+}
+
+// A temp dir for the plugin and registry directories, and a fake driver service.
+struct ServerTest {
+  TempDir dir;
+  FakeService service;
+};
+
+// A server on a temp dir, started with a fake service and a fake health source.
+struct ServingWithHealth : ServerTest {
+  ServingWithHealth() { REQUIRE(server.Start(&service, &health).ok()); }
+  FakeHealth health;
+  KubeletServer server{Options(dir)};
+};
+
 mode_t Mode(const std::string& path) {
   struct stat st {};
   REQUIRE(::lstat(path.c_str(), &st) == 0);
@@ -232,13 +250,9 @@ std::vector<e2e::KubeletClaim> Claims(std::initializer_list<std::string> uids) {
   return claims;
 }
 
-TEST_CASE(
+TEST_CASE_METHOD(
+    ServingWithHealth,
     "kubelet server: GetInfo answers within a second with type, name, endpoint and versions") {
-  TempDir dir;
-  FakeService service;
-  FakeHealth health;
-  KubeletServer server(Options(dir));
-  REQUIRE(server.Start(&service, &health).ok());
   CHECK(server.dra_socket() == dir.path() + "/plugins/xpu.dra.dev/dra.sock");
   CHECK(server.registration_socket() == dir.path() + "/plugins_registry/xpu.dra.dev-reg.sock");
 
@@ -258,9 +272,8 @@ TEST_CASE(
   CHECK(server.registered());
 }
 
-TEST_CASE("kubelet server: without a health source no health service is advertised") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(ServerTest,
+                 "kubelet server: without a health source no health service is advertised") {
   KubeletServer server(Options(dir));
   REQUIRE(server.Start(&service, nullptr).ok());
   StatusOr<e2e::PluginInfo> info = e2e::KubeletStandIn().GetInfo(server.registration_socket());
@@ -271,9 +284,8 @@ TEST_CASE("kubelet server: without a health source no health service is advertis
   CHECK(end.code() == StatusCode::kUnimplemented);
 }
 
-TEST_CASE("kubelet server: sockets are mode 0600 and the directories it creates 0750") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(ServerTest,
+                 "kubelet server: sockets are mode 0600 and the directories it creates 0750") {
   KubeletServer server(Options(dir));
   REQUIRE(server.Start(&service, nullptr).ok());
   CHECK(S_ISSOCK(Mode(server.dra_socket())));
@@ -285,12 +297,10 @@ TEST_CASE("kubelet server: sockets are mode 0600 and the directories it creates 
   CHECK((Mode(dir.path() + "/plugins_registry") & 07777) == 0750);
 }
 
-TEST_CASE("kubelet server: a stale socket is replaced, anything else at the path stops start-up") {
-  TempDir dir;
-  FakeService service;
-  KubeletServerOptions options = Options(dir);
-  REQUIRE(fs::create_directories(options.PluginDir()));
-  REQUIRE(fs::create_directories(options.registry_dir));
+TEST_CASE_METHOD(
+    ServerTest,
+    "kubelet server: a stale socket is replaced, anything else at the path stops start-up") {
+  KubeletServerOptions options = OptionsWithDirs(dir);
 
   SECTION("stale sockets") {
     MakeDeadSocket(options.DraSocket());
@@ -313,12 +323,9 @@ TEST_CASE("kubelet server: a stale socket is replaced, anything else at the path
   }
 }
 
-TEST_CASE("kubelet server: the DRA socket is created before the registration socket") {
-  TempDir dir;
-  FakeService service;
-  KubeletServerOptions options = Options(dir);
-  REQUIRE(fs::create_directories(options.PluginDir()));
-  REQUIRE(fs::create_directories(options.registry_dir));
+TEST_CASE_METHOD(ServerTest,
+                 "kubelet server: the DRA socket is created before the registration socket") {
+  KubeletServerOptions options = OptionsWithDirs(dir);
   int fd = ::inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
   REQUIRE(fd >= 0);
   // One inotify instance keeps the order of events across its watches.
@@ -350,9 +357,9 @@ TEST_CASE("kubelet server: the DRA socket is created before the registration soc
   CHECK(created == std::vector<std::string>{"plugin/dra.sock", "registry/xpu.dra.dev-reg.sock"});
 }
 
-TEST_CASE("kubelet server: registration status is recorded and a rejection logged as an error") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(
+    ServerTest,
+    "kubelet server: registration status is recorded and a rejection logged as an error") {
   LogLines log;
   KubeletServer server(Options(dir, &log));
   REQUIRE(server.Start(&service, nullptr).ok());
@@ -367,9 +374,7 @@ TEST_CASE("kubelet server: registration status is recorded and a rejection logge
   CHECK(log.Contains("ERROR registration rejected by kubelet: endpoint already registered"));
 }
 
-TEST_CASE("kubelet server: prepare and unprepare over v1 carry share_id") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(ServerTest, "kubelet server: prepare and unprepare over v1 carry share_id") {
   service.share_id = "share-1";
   service.fail_uid = "uid-2";
   KubeletServer server(Options(dir));
@@ -409,9 +414,7 @@ TEST_CASE("kubelet server: prepare and unprepare over v1 carry share_id") {
   }
 }
 
-TEST_CASE("kubelet server: prepare and unprepare over v1beta1") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(ServerTest, "kubelet server: prepare and unprepare over v1beta1") {
   service.share_id = "share-1";  // v1beta1 has no field for it
   KubeletServer server(Options(dir));
   REQUIRE(server.Start(&service, nullptr).ok());
@@ -432,9 +435,8 @@ TEST_CASE("kubelet server: prepare and unprepare over v1beta1") {
   CHECK(*unprepared == std::map<std::string, std::string>{{"uid-1", ""}, {"uid-2", ""}});
 }
 
-TEST_CASE("kubelet server: a claim the driver left out of its answer gets an error entry") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(ServerTest,
+                 "kubelet server: a claim the driver left out of its answer gets an error entry") {
   service.forget_uid = "uid-2";
   LogLines log;
   KubeletServer server(Options(dir, &log));
@@ -455,9 +457,8 @@ TEST_CASE("kubelet server: a claim the driver left out of its answer gets an err
   CHECK_THAT(unprepared->at("uid-2"), Catch::Contains("no result"));
 }
 
-TEST_CASE("kubelet server: a driver that throws fails the call, not the plugin") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(ServerTest,
+                 "kubelet server: a driver that throws fails the call, not the plugin") {
   service.throw_in_prepare = true;
   LogLines log;
   KubeletServer server(Options(dir, &log));
@@ -470,9 +471,9 @@ TEST_CASE("kubelet server: a driver that throws fails the call, not the plugin")
   CHECK(e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1", Claims({"uid-1"})).ok());
 }
 
-TEST_CASE("kubelet server: a call whose caller gave up stops, and the next call is answered") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(
+    ServerTest,
+    "kubelet server: a call whose caller gave up stops, and the next call is answered") {
   service.hang_uid = "uid-hang";
   KubeletServer server(Options(dir));
   REQUIRE(server.Start(&service, nullptr).ok());
@@ -500,9 +501,9 @@ TEST_CASE("kubelet server: a call whose caller gave up stops, and the next call 
   CHECK(service.saw_caller_leave);
 }
 
-TEST_CASE("kubelet server: the health stream sends the snapshot at once and a change promptly") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(
+    ServerTest,
+    "kubelet server: the health stream sends the snapshot at once and a change promptly") {
   FakeHealth health;
   KubeletServerOptions options = Options(dir);
   options.health_resend = std::chrono::minutes(5);  // only the change can cause a second message
@@ -539,9 +540,8 @@ TEST_CASE("kubelet server: the health stream sends the snapshot at once and a ch
   CHECK(WaitFor([&] { return Clock::now() - health.last_wait() > milliseconds(500); }));
 }
 
-TEST_CASE("kubelet server: the health stream resends the full list periodically") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(ServerTest,
+                 "kubelet server: the health stream resends the full list periodically") {
   FakeHealth health;
   KubeletServerOptions options = Options(dir);
   options.health_resend = milliseconds(200);
@@ -559,12 +559,9 @@ TEST_CASE("kubelet server: the health stream resends the full list periodically"
   }
 }
 
-TEST_CASE("kubelet server: stop ends health streams at once and removes only its own sockets") {
-  TempDir dir;
-  FakeService service;
-  FakeHealth health;
-  KubeletServer server(Options(dir));
-  REQUIRE(server.Start(&service, &health).ok());
+TEST_CASE_METHOD(
+    ServingWithHealth,
+    "kubelet server: stop ends health streams at once and removes only its own sockets") {
   std::string dra_socket = server.dra_socket();
   std::string registration_socket = server.registration_socket();
 
@@ -602,12 +599,8 @@ TEST_CASE("kubelet server: stop ends health streams at once and removes only its
   }
 }
 
-TEST_CASE("kubelet server: start twice is refused, start after stop serves again") {
-  TempDir dir;
-  FakeService service;
-  FakeHealth health;
-  KubeletServer server(Options(dir));
-  REQUIRE(server.Start(&service, &health).ok());
+TEST_CASE_METHOD(ServingWithHealth,
+                 "kubelet server: start twice is refused, start after stop serves again") {
   CHECK(server.Start(&service, &health).code() == StatusCode::kFailedPrecondition);
   server.Stop();
   CHECK_FALSE(Exists(server.dra_socket()));
@@ -621,9 +614,7 @@ TEST_CASE("kubelet server: start twice is refused, start after stop serves again
             .size() == 1);
 }
 
-TEST_CASE("kubelet server: rolling-update mode names the sockets by uid") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(ServerTest, "kubelet server: rolling-update mode names the sockets by uid") {
   KubeletServerOptions options = Options(dir);
   options.rolling_update_uid = "pod-uid-1";
   KubeletServer server(options);
@@ -726,9 +717,8 @@ TEST_CASE("kubelet server options: defaults and validation") {
   }
 }
 
-TEST_CASE("kubelet server: start refuses invalid options and leaves nothing behind") {
-  TempDir dir;
-  FakeService service;
+TEST_CASE_METHOD(ServerTest,
+                 "kubelet server: start refuses invalid options and leaves nothing behind") {
   KubeletServerOptions options = Options(dir);
   options.driver_name = "";
   KubeletServer server(options);

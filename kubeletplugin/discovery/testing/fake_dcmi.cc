@@ -32,9 +32,11 @@
 
 #include "base/mutex.h"
 #include "kubeletplugin/discovery/internal/dcmi_types.h"
+#include "kubeletplugin/discovery/testing/call_locked.h"
 #include "kubeletplugin/discovery/testing/fixture_json.h"
 
 namespace dc = ::xpu::discovery::dcmi;
+using ::xpu::discovery::testing::CallLocked;
 
 namespace {
 
@@ -157,13 +159,6 @@ int FindChip(State& s, int card, int device, const char* fn, const nlohmann::jso
     return dc::kOk;
   }
   return dc::kErrInvalidDeviceId;
-}
-
-// Calls `fn(s, args...)`, s.mu held. NO_THREAD_SAFETY_ANALYSIS: the analysis cannot match the
-// callback's REQUIRES(s.mu), written on its own parameter, to this `s`; its body is still checked.
-template <typename Fn, typename... Args>
-auto CallLocked(State& s, Fn& fn, Args&... args) REQUIRES(s.mu) NO_THREAD_SAFETY_ANALYSIS {
-  return fn(s, args...);
 }
 
 // What every function but dcmi_init does first: under the lock, kErrInvalidParameter unless

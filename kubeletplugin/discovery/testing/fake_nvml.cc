@@ -68,6 +68,7 @@
 
 #include "base/mutex.h"
 #include "kubeletplugin/discovery/internal/nvml_types.h"
+#include "kubeletplugin/discovery/testing/call_locked.h"
 #include "kubeletplugin/discovery/testing/fixture_json.h"
 
 namespace xpu::discovery::nvml {
@@ -97,6 +98,8 @@ struct nvmlEventSet_st {
   std::deque<nvmlEventData_t> queue;
   std::set<unsigned> xid_devices;  // indexes registered for critical XIDs
 };
+
+using testing::CallLocked;
 
 namespace {
 
@@ -490,13 +493,6 @@ void FillPci(const std::string& bus_id, const nlohmann::json& dev, nvmlPciInfo_t
   pci->device = slot;
   pci->pciDeviceId = ParseHex(dev.value("pciDeviceId", "0"));
   pci->pciSubSystemId = ParseHex(dev.value("pciSubSystemId", "0"));
-}
-
-// Calls `fn(s, args...)`, s.mu held. NO_THREAD_SAFETY_ANALYSIS: the analysis cannot match the
-// callback's REQUIRES(s.mu), written on its own parameter, to this `s`; its body is still checked.
-template <typename Fn, typename... Args>
-auto CallLocked(State& s, Fn& fn, Args&... args) REQUIRES(s.mu) NO_THREAD_SAFETY_ANALYSIS {
-  return fn(s, args...);
 }
 
 // Runs `fn(state, device json)` for a valid handle of an initialised library.

@@ -8,31 +8,32 @@
 
 namespace xpu::driverfiles::internal {
 
+// Written as designated initializers: every field but the vendor may be left out.
 struct Recipe {
   std::string_view vendor;
   // Host files stating the driver's version, in order: the first that exists gives it, and every
   // other that exists must state the same.
-  std::vector<std::string_view> version_files;
+  std::vector<std::string_view> version_files{};
   // Libraries named "<name>.so.<version>" (the name without ".so"): looked up in the host's
   // loader cache, then in lib_dirs. The required ones missing is a partial install.
-  std::vector<std::string_view> versioned_libs;
-  std::vector<std::string_view> required_libs;
+  std::vector<std::string_view> versioned_libs{};
+  std::vector<std::string_view> required_libs{};
   // Libraries by exact file name ("libcndev.so"), looked up in lib_dirs; the file their links end
   // at is mounted.
-  std::vector<std::string_view> libs;
-  std::vector<std::string_view> lib_dirs;
+  std::vector<std::string_view> libs{};
+  std::vector<std::string_view> lib_dirs{};
   // Programs looked up in the usual bin and sbin folders.
-  std::vector<std::string_view> binaries;
+  std::vector<std::string_view> binaries{};
   // Files or folders mounted as they are when present; the required ones must be.
-  std::vector<std::string_view> paths;
-  std::vector<std::string_view> required_paths;
+  std::vector<std::string_view> paths{};
+  std::vector<std::string_view> required_paths{};
   // Unix sockets under /run (also looked for under /var/run), mounted writable.
-  std::vector<std::string_view> sockets;
+  std::vector<std::string_view> sockets{};
   // A firmware folder with "{version}" in it: its gsp*.bin files are mounted.
-  std::string_view firmware;
+  std::string_view firmware{};
   // Folders (in the container, as on the host) the hook adds to the loader cache when present;
   // the folders of the libraries found are added too.
-  std::vector<std::string_view> ld_folders;
+  std::vector<std::string_view> ld_folders{};
 };
 
 // The recipe of `vendor`, or null.
