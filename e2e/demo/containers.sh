@@ -22,7 +22,8 @@ trap cleanup EXIT
 . "$ROOT/e2e/upstream/lib.sh"
 "$ROOT/scripts/cluster" up "$WORK/cluster" --watch-pid $$ --runtime containerd --build "$BUILD" \
   --node a2=atlas800t-a2 --node h200=hgx-h200 >"$WORK/cluster.log" 2>&1 ||
-  { echo "containers: scripts/cluster up --runtime containerd failed:" >&2; tail -5 "$WORK/cluster.log" >&2; exit 1; }
+  { echo "containers: scripts/cluster up --runtime containerd failed:" >&2
+    grep -v '^cluster: stopped' "$WORK/cluster.log" | tail -25 >&2; exit 1; }
 . "$WORK/cluster/cluster.env"
 export KUBECONFIG=$WORK/cluster/kubeconfig
 K() { "$BIN/kubectl" --request-timeout=20s "$@"; }

@@ -56,7 +56,7 @@ start=$(date +%s)
 "$ROOT/scripts/cluster" up "$WORK/cluster" ${VERSION:+--version "$VERSION"} --watch-pid $$ \
   --runtime containerd --build "$BUILD" --node a2=atlas800t-a2 --node h200=hgx-h200 \
   --node off=hgx-h200,--cdi-driver-files=off >"$WORK/cluster.log" 2>&1 ||
-  { fail "scripts/cluster up --runtime containerd (see $WORK/cluster.log)"; tail -5 "$WORK/cluster.log"; exit 1; }
+  { fail "scripts/cluster up --runtime containerd (see $WORK/cluster.log)"; grep -v "^cluster: stopped" "$WORK/cluster.log" | tail -25; exit 1; }
 . "$WORK/cluster/cluster.env"
 ok "3 nodes Ready in $(( $(date +%s) - start )) s: the real kubelet ($VERSION) over containerd $("$RUNTIME_BIN/containerd" --version | awk '{print $3}') and runc $("$RUNTIME_BIN/runc" --version | awk 'NR==1 {print $3}')"
 export KUBECONFIG=$WORK/cluster/kubeconfig
