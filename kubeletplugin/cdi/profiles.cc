@@ -28,8 +28,8 @@ struct VisibilityVar {
   Numbering numbering;
 };
 
-// One vendor's shared edits. Names and paths are hardware.md §0 and §3 ("hw"); anything else is
-// marked as assumed.
+// One vendor's shared edits. Names and paths are those of the vendor table in docs/install.md;
+// anything else is marked as assumed.
 struct Profile {
   // Shared nodes, added when they exist under the host root.
   std::vector<std::string_view> control_nodes;
@@ -41,7 +41,7 @@ struct Profile {
 
 const std::map<std::string_view, Profile>& Profiles() {
   static const std::map<std::string_view, Profile> profiles = {
-      // hw §0 Huawei Ascend: davinci_manager, devmm_svm, hisi_hdc, dvpp_cmdlist;
+      // Huawei Ascend: davinci_manager, devmm_svm, hisi_hdc, dvpp_cmdlist;
       // ASCEND_VISIBLE_DEVICES holds physical ids. ASCEND_RT_VISIBLE_DEVICES (logical ids of the
       // CANN runtime) is left unset: the container sees only its own davinci nodes.
       {"huawei",
@@ -49,7 +49,7 @@ const std::map<std::string_view, Profile>& Profiles() {
         {},
         {{"ASCEND_VISIBLE_DEVICES", Numbering::kPhysical}},
         false}},
-      // hw §0 NVIDIA: nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset; the MIG capability
+      // NVIDIA: nvidiactl, nvidia-uvm, nvidia-uvm-tools, nvidia-modeset; the MIG capability
       // and IMEX channel nodes belong to partitions and channels, not to whole GPUs.
       // NVIDIA_VISIBLE_DEVICES with uuids (indexes when one is unknown). CUDA_VISIBLE_DEVICES is
       // left unset: CUDA numbers the visible GPUs itself.
@@ -58,11 +58,11 @@ const std::map<std::string_view, Profile>& Profiles() {
         {},
         {{"NVIDIA_VISIBLE_DEVICES", Numbering::kPhysical}},
         true}},
-      // hw §0 / §3.1 Hygon DCU: /dev/kfd, /dev/mkfd; HIP_VISIBLE_DEVICES. /opt/hyhal is a driver
+      // Hygon DCU: /dev/kfd, /dev/mkfd; HIP_VISIBLE_DEVICES. /opt/hyhal is a driver
       // file (kubeletplugin/driverfiles/).
       {"hygon",
        {{"/dev/kfd", "/dev/mkfd"}, {}, {{"HIP_VISIBLE_DEVICES", Numbering::kOrdinal}}, false}},
-      // hw §0 Cambricon: cambricon_ctl, cambricon_ipcm<N> per device, and the optional shared
+      // Cambricon: cambricon_ctl, cambricon_ipcm<N> per device, and the optional shared
       // nodes. CAMBRICON_VISIBLE_DEVICES (set by the vendor's plugin, host ids);
       // MLU_VISIBLE_DEVICES (framework ordinals) is left unset as it would filter twice.
       {"cambricon",
@@ -70,21 +70,21 @@ const std::map<std::string_view, Profile>& Profiles() {
         {"/dev/cambricon_ipcm%d"},
         {{"CAMBRICON_VISIBLE_DEVICES", Numbering::kPhysical}},
         false}},
-      // hw §0 MetaX: /dev/mxcd (+ /dev/mxnd, /dev/mxgd on some plugins); CUDA_VISIBLE_DEVICES.
+      // MetaX: /dev/mxcd (+ /dev/mxnd, /dev/mxgd on some plugins); CUDA_VISIBLE_DEVICES.
       {"metax",
        {{"/dev/mxcd", "/dev/mxnd", "/dev/mxgd"},
         {},
         {{"CUDA_VISIBLE_DEVICES", Numbering::kOrdinal}},
         false}},
-      // hw §0 / §3.3 Biren: no shared node; SUPA_VISIBLE_DEVICES. brsmi and libbiren-ml.so are
+      // Biren: no shared node; SUPA_VISIBLE_DEVICES. brsmi and libbiren-ml.so are
       // driver files (kubeletplugin/driverfiles/).
       {"biren", {{}, {}, {{"SUPA_VISIBLE_DEVICES", Numbering::kOrdinal}}, false}},
-      // hw §0 / §3.5 Enflame: /dev/gcuctl; ENFLAME_VISIBLE_DEVICES (device plugin, host ids).
+      // Enflame: /dev/gcuctl; ENFLAME_VISIBLE_DEVICES (device plugin, host ids).
       {"enflame",
        {{"/dev/gcuctl"}, {}, {{"ENFLAME_VISIBLE_DEVICES", Numbering::kPhysical}}, false}},
-      // hw §0 Moore Threads: MTHREADS_VISIBLE_DEVICES (container runtime, host ids).
+      // Moore Threads: MTHREADS_VISIBLE_DEVICES (container runtime, host ids).
       {"mthreads", {{}, {}, {{"MTHREADS_VISIBLE_DEVICES", Numbering::kPhysical}}, false}},
-      // hw §0 AMD: /dev/kfd; HIP_VISIBLE_DEVICES only: ROCR_VISIBLE_DEVICES as well would filter
+      // AMD: /dev/kfd; HIP_VISIBLE_DEVICES only: ROCR_VISIBLE_DEVICES as well would filter
       // the already filtered list a second time.
       {"amd", {{"/dev/kfd"}, {}, {{"HIP_VISIBLE_DEVICES", Numbering::kOrdinal}}, false}},
   };
