@@ -16,19 +16,7 @@ VERSION=${2:-${XPU_UPSTREAM_VERSION:-}}
 WORK=$(mktemp -d /tmp/xpu-kubelet-trial.XXXXXX)
 PASS=0 FAILS=0 PIDS=()
 . "$ROOT/e2e/upstream/lib.sh"
-finish() {
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
-  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
-  "$ROOT/scripts/cluster" down "$WORK/cluster" >/dev/null 2>&1
-  if [ "$FAILS" -eq 0 ] && [ "$PASS" -gt 0 ]; then
-    echo "kubelet trial: $PASS passed, 0 failed"
-    rm -rf "$WORK"
-    return 0
-  fi
-  echo "kubelet trial: $PASS passed, $FAILS failed (logs in $WORK)"
-  return 1
-}
-trap 'finish; exit $?' EXIT
+trap 'trial_finish "kubelet trial"; exit $?' EXIT
 UP=$("$ROOT/scripts/build-upstream" ${VERSION:+"$VERSION"} --with-kubelet | tail -1)
 [ -x "$UP/kubelet" ] && [ -x "$UP/fake-cri" ] || { fail "build-upstream --with-kubelet"; exit 1; }
 # ResourceHealthStatus (device health in pod status) is alpha before 1.36: turned on everywhere.

@@ -1,11 +1,34 @@
 # What the upstream trials share (kubelet-trial.sh, runtime-trial.sh, runtime/node.sh and
-# e2e/demo/containers.sh): check lines, waiting on a condition, a free port, and the kubelet's
-# configuration for a node without a cgroup hierarchy of its own. Sourced, never run.
+# e2e/demo/containers.sh): check lines, a trial's end, waiting on a condition, a free port, and
+# the kubelet's configuration for a node without a cgroup hierarchy of its own. Sourced, never run.
 
 # ok/fail MESSAGE: one check's line; PASS and FAILS count them.
 PASS=${PASS:-0} FAILS=${FAILS:-0}
 ok() { PASS=$((PASS + 1)); echo "ok: $*"; }
 fail() { FAILS=$((FAILS + 1)); echo "FAIL: $*"; }
+
+# trial_finish NAME [CHECK...]: a trial's EXIT trap. Stops the PIDS it started, takes
+# WORK/cluster down (WORK/down.log), unmounts what is mounted under WORK, runs CHECK (which may call fail), then prints
+# "NAME: N passed, M failed"; WORK is removed when every check passed, kept otherwise (return 1).
+trial_finish() {
+  local name=$1 p m
+  shift
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null; done
+  for p in "${PIDS[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null; done
+  "$ROOT/scripts/cluster" down "$WORK/cluster" >"$WORK/down.log" 2>&1
+  # A kubelet run in this mount namespace bind-mounts its root folder onto itself: the mounts
+  # under WORK go (deepest first) before WORK does, so none is left on the machine.
+  while read -r m; do umount "$m" || fail "umount $m"; done \
+    < <(awk -v w="$WORK/" 'index($5, w) == 1 {print $5}' /proc/self/mountinfo | sort -r)
+  [ $# -eq 0 ] || "$@"
+  if [ "$FAILS" -eq 0 ] && [ "$PASS" -gt 0 ]; then
+    echo "$name: $PASS passed, 0 failed"
+    rm -rf "$WORK"
+    return 0
+  fi
+  echo "$name: $PASS passed, $FAILS failed (logs in $WORK)"
+  return 1
+}
 
 wait_for() {  # wait_for SECONDS COMMAND...: true once the command succeeds
   local deadline=$(($(date +%s) + $1))
