@@ -35,6 +35,7 @@ constexpr RuntimeAttribute kRuntimeAttributes[] = {
     {"uuid", "the vendor library or sysfs of the node"},
     {"resource.kubernetes.io/pciBusID", "the node's PCI enumeration"},
     {"resource.kubernetes.io/pcieRoot", "the node's PCI enumeration"},
+    {"pcieSwitch", "the node's PCI enumeration"},
     {"driverVersion", "the node's accelerator driver"},
     {"firmwareVersion", "the device's firmware"},
     {"toolkitVersion", "the node's toolkit install"},

@@ -10,16 +10,18 @@
 #include "base/name_list.h"
 #include "base/text.h"
 #include "controller/device_classes.h"
+#include "controller/render_judge.h"
+#include "controller/render_tiers.h"
 #include "controller/runtime_class.h"
 #include "controller/slices.h"
 #include "controller/yaml_json.h"
-#include "topology/solver.h"
 
 namespace xpu::controller {
 namespace {
 
 namespace codec = api::codec;
-using topology::DeviceSet;
+using render_internal::Refusal;
+using render_internal::VendorVerdict;
 
 constexpr std::string_view kSingleNode = "single-node";
 constexpr std::string_view kMultiNode = "multi-node";
@@ -123,222 +125,6 @@ StatusOr<CapabilityRequest> ParseCapabilityRequest(std::string_view text) {
 
 namespace {
 
-// ---- Judging a count on the reference servers ----
-
-// One reference server, seen for one vendor and class.
-struct ServerView {
-  const ReferenceServer* server = nullptr;
-  topology::Node node;
-  DeviceSet admitted = {};                   // the devices the per-vendor class admits
-  std::set<std::string> models = {};         // their models
-  std::map<int, std::string> scale_up = {};  // node id -> scaleUpDomain, as published
-  std::map<int, std::string> module = {};    // node id -> module, where the inventory has one
-};
-
-bool HasPrecision(const api::InventoryDevice& device, const std::string& precision) {
-  if (precision.empty()) return true;
-  auto it = device.attributes.find(precision);
-  return it != device.attributes.end() && it->second.bool_value == true;
-}
-
-// The servers with devices of `vendor` that `device_class` admits (with `precision`, when set).
-std::vector<ServerView> ViewsOf(const std::vector<ReferenceServer>& servers, const Config& config,
-                                const std::string& driver, const std::string& vendor,
-                                const std::string& device_class, const std::string& precision) {
-  std::vector<ServerView> views;
-  for (const ReferenceServer& s : servers) {
-    StatusOr<topology::NodeSpec> spec = api::NodeDescriptionFromInventory(s.inventory);
-    if (!spec.ok()) continue;
-    StatusOr<topology::Node> node = topology::Node::Build(*spec);
-    if (!node.ok()) continue;
-    ServerView view{.server = &s, .node = *std::move(node)};
-    const std::map<std::string, std::string> domains = DeviceScaleUpDomains(s.inventory);
-    for (const api::InventoryDevice& d : s.inventory.status.devices) {
-      if (d.vendor != vendor || DeviceInClass(config, device_class, driver, d) != true ||
-          !HasPrecision(d, precision)) {
-        continue;
-      }
-      const std::optional<int> id = view.node.FindDevice(d.name);
-      if (!id) continue;
-      view.admitted.Add(*id);
-      view.models.insert(d.model);
-      if (auto it = domains.find(d.name); it != domains.end()) view.scale_up[*id] = it->second;
-      if (auto it = d.attributes.find("module");
-          it != d.attributes.end() && it->second.string_value) {
-        view.module[*id] = *it->second.string_value;
-      }
-    }
-    if (!view.admitted.empty()) views.push_back(std::move(view));
-  }
-  return views;
-}
-
-// Calls `visit` with every `k`-subset of `ids`; stops when it returns false. Returns whether it
-// went through all of them.
-template <typename F>
-bool ForEachSubset(const std::vector<int>& ids, int k, F&& visit) {
-  const int n = static_cast<int>(ids.size());
-  if (k > n || k < 1) return true;
-  std::vector<int> pick(static_cast<size_t>(k));
-  for (int i = 0; i < k; ++i) pick[static_cast<size_t>(i)] = i;
-  while (true) {
-    DeviceSet set;
-    for (int i : pick) set.Add(ids[static_cast<size_t>(i)]);
-    if (!visit(set)) return false;
-    int i = k - 1;
-    while (i >= 0 && pick[static_cast<size_t>(i)] == n - k + i) --i;
-    if (i < 0) return true;
-    ++pick[static_cast<size_t>(i)];
-    for (int j = i + 1; j < k; ++j) {
-      pick[static_cast<size_t>(j)] = pick[static_cast<size_t>(j - 1)] + 1;
-    }
-  }
-}
-
-// Whether every `count`-set of admitted devices sharing the value of `key` (null: any set) keeps
-// the server's rules, and at least one such set exists. A device without the key value is in no
-// set: the scheduler's matchAttribute refuses devices that lack the attribute.
-bool EverySetKeepsRules(const ServerView& view, int count, const std::map<int, std::string>* key) {
-  std::map<std::string, std::vector<int>> parts;
-  for (int id : view.admitted.Ids()) {
-    if (key == nullptr) {
-      parts[""].push_back(id);
-    } else if (auto it = key->find(id); it != key->end()) {
-      parts[it->second].push_back(id);
-    }
-  }
-  bool any = false;
-  for (const auto& [value, ids] : parts) {
-    const bool all = ForEachSubset(ids, count, [&](DeviceSet set) {
-      any = true;
-      return topology::RuleAllows(view.node, set);
-    });
-    if (!all) return false;
-  }
-  return any;
-}
-
-// The counts the rules allow on a server's admitted devices: "1, 2, 4, 8".
-std::string AllowedCounts(const ServerView& view) {
-  std::string out;
-  for (int k = 1; k <= view.admitted.size(); ++k) {
-    if (!topology::Solve(view.node, view.admitted, k).feasible) continue;
-    out += (out.empty() ? "" : ", ") + std::to_string(k);
-  }
-  return out;
-}
-
-// Why a vendor was left out; the most telling reason becomes the error when none is left.
-enum class Refusal { kNone, kNoDevices, kTooFew, kRules, kMode, kAmbiguous };
-
-struct VendorVerdict {
-  VendorRender render;
-  Refusal refusal = Refusal::kNone;
-  std::string why;  // for a refusal: the note
-};
-
-// How `vendor` can serve `count` devices on one node under the class, or why it cannot.
-VendorVerdict JudgeVendor(const std::string& vendor, int64_t count, const std::string& class_name,
-                          const std::string& precision, const RenderOptions& options,
-                          const std::vector<ReferenceServer>& servers) {
-  VendorVerdict v;
-  v.render.vendor = vendor;
-  v.render.device_class = class_name + "." + vendor;
-  v.render.count = count;
-  const std::vector<ServerView> views =
-      ViewsOf(servers, options.config, options.driver, vendor, v.render.device_class, precision);
-  if (views.empty()) {
-    v.refusal = Refusal::kNoDevices;
-    v.why = vendor + ": no reference server has devices of class " + v.render.device_class +
-            (precision.empty() ? "" : " with " + precision);
-    return v;
-  }
-  const int k = static_cast<int>(count);
-  std::vector<const ServerView*> valid;
-  std::set<std::string> bad_models;
-  std::set<std::string> good_models;
-  std::string allowed;  // per server, for the note
-  for (const ServerView& view : views) {
-    allowed += (allowed.empty() ? "" : "; ") + view.server->name + " allows " + AllowedCounts(view);
-    if (view.admitted.size() < k) continue;  // the scheduler cannot put the set there at all
-    if (topology::Solve(view.node, view.admitted, k).feasible) {
-      valid.push_back(&view);
-      good_models.insert(view.models.begin(), view.models.end());
-    } else {
-      bad_models.insert(view.models.begin(), view.models.end());
-    }
-  }
-  if (valid.empty()) {
-    v.refusal = bad_models.empty() ? Refusal::kTooFew : Refusal::kRules;
-    v.why = vendor + ": " + std::to_string(count) +
-            (bad_models.empty() ? " devices of the class are more than any server has ("
-                                : " devices break the rules of every server that has as many (") +
-            allowed + ")";
-    return v;
-  }
-  for (const std::string& model : bad_models) {
-    if (good_models.contains(model)) {
-      v.refusal = Refusal::kAmbiguous;
-      v.why = vendor;
-      v.why += ": model " + model;
-      v.why += " allows " + std::to_string(count);
-      v.why +=
-          " devices on one server model and not on another, which a selector cannot tell "
-          "apart (";
-      v.why += allowed;
-      v.why += ")";
-      return v;
-    }
-  }
-  v.render.excluded_models.assign(bad_models.begin(), bad_models.end());
-  for (const ServerView* view : valid) v.render.servers.push_back(view->server->name);
-
-  const Config& config = options.config;
-  const bool group_size_published = std::find(config.group_sizes.begin(), config.group_sizes.end(),
-                                              k) != config.group_sizes.end();
-  if (config.mode == PublishMode::kGroups && k > 1 && group_size_published &&
-      std::all_of(valid.begin(), valid.end(), [&](const ServerView* view) {
-        return !topology::AlignedGroups(view->node, k).empty();
-      })) {
-    v.render.group_size = k;
-    return v;
-  }
-  // The loosest constraint that keeps the rules on the most servers; the servers it cannot keep
-  // them on are left out by model, when no kept server shares their models.
-  const std::pair<std::string, const std::map<int, std::string> ServerView::*> keys[] = {
-      {"", nullptr}, {"scaleUpDomain", &ServerView::scale_up}, {"module", &ServerView::module}};
-  size_t best_kept = 0;
-  for (const auto& [name, member] : keys) {
-    std::vector<const ServerView*> kept;
-    std::set<std::string> kept_models;
-    std::set<std::string> lost_models;
-    for (const ServerView* view : valid) {
-      const bool keeps =
-          EverySetKeepsRules(*view, k, member == nullptr ? nullptr : &(view->*member));
-      (keeps ? kept_models : lost_models).insert(view->models.begin(), view->models.end());
-      if (keeps) kept.push_back(view);
-    }
-    const bool separable = std::none_of(lost_models.begin(), lost_models.end(),
-                                        [&](const auto& m) { return kept_models.contains(m); });
-    if (kept.size() <= best_kept || !separable) continue;
-    best_kept = kept.size();
-    v.render.constraint = name;
-    v.render.servers.clear();
-    for (const ServerView* view : kept) v.render.servers.push_back(view->server->name);
-    std::set<std::string> excluded(bad_models.begin(), bad_models.end());
-    excluded.insert(lost_models.begin(), lost_models.end());
-    v.render.excluded_models.assign(excluded.begin(), excluded.end());
-  }
-  if (best_kept > 0) return v;
-  v.refusal = Refusal::kMode;
-  v.why = vendor + ": no matchAttribute keeps the rules for " + std::to_string(count) +
-          " devices on " + JoinNames(v.render.servers, ", ") +
-          (config.mode == PublishMode::kGroups
-               ? " and groups mode publishes no group of that size (publishing.groupSizes)"
-               : "; only groups mode can (publishing.mode is attributes)");
-  return v;
-}
-
 // The vendors to consider, in order of preference.
 StatusOr<std::vector<std::string>> VendorsOf(const CapabilityClass& c,
                                              const std::vector<std::string>& only) {
@@ -370,8 +156,8 @@ Status NoVendorError(const CapabilityRequest& request, const std::vector<VendorV
   if (devices && !request.precision.empty()) {
     // Without the precision, would any vendor have devices?
     for (const std::string& vendor : vendors) {
-      if (!ViewsOf(servers, options.config, options.driver, vendor,
-                   request.capability_class + "." + vendor, "")
+      if (!render_internal::ViewsOf(servers, options.config, options.driver, vendor,
+                                    request.capability_class + "." + vendor, "")
                .empty()) {
         return InvalidArgumentError(
             "accelerator.precision: no allowed vendor (" + JoinNames(vendors, ", ") +
@@ -420,6 +206,27 @@ api::ObjectMeta RenderedMeta(const CapabilityRequest& request,
   return meta;
 }
 
+// The selector of one subrequest: the precision, its models, and in groups mode the kind of
+// device (a group of its size, or a single device).
+std::string SubrequestSelector(const CapabilityRequest& request, const VendorRender& vendor,
+                               const SubrequestRender& sub, const std::string& driver) {
+  CelSelector s(driver);
+  if (!request.precision.empty()) s.AttributeTrue(request.precision);
+  if (!sub.models.empty()) {
+    s.AttributeIn("model", sub.models);
+  } else if (!vendor.excluded_models.empty()) {
+    s.AttributeNotIn("model", vendor.excluded_models);
+  }
+  if (sub.group_size > 0) s.AttributeIntIs("groupSize", sub.group_size);
+  std::string expression = s.Expression();
+  if (sub.singles) {
+    // A node that fell back to attributes mode publishes its single devices without groupSize.
+    const std::string attributes = "device.attributes[" + CelLiteral(driver) + "]";
+    expression += " && (!('groupSize' in " + attributes + ") || " + attributes + ".groupSize == 1)";
+  }
+  return expression;
+}
+
 nlohmann::json ClaimTemplate(const CapabilityRequest& request,
                              const std::vector<VendorRender>& parts, const std::string& driver,
                              const std::map<std::string, std::string>& images) {
@@ -428,35 +235,30 @@ nlohmann::json ClaimTemplate(const CapabilityRequest& request,
   api::resource::DeviceRequest req;
   req.name = "accelerators";
   for (const VendorRender& part : parts) {
-    api::resource::DeviceSubRequest sub;
-    sub.name = part.vendor;
-    sub.device_class_name = part.device_class;
-    CelSelector s(driver);
-    if (!request.precision.empty()) s.AttributeTrue(request.precision);
-    if (!part.excluded_models.empty()) s.AttributeNotIn("model", part.excluded_models);
-    if (part.group_size > 0) {
-      s.AttributeIntIs("groupSize", part.group_size);
-      sub.count = 1;
-    } else {
-      sub.count = part.count;
+    for (const SubrequestRender& sub : part.subrequests) {
+      api::resource::DeviceSubRequest out;
+      out.name = sub.name;
+      out.device_class_name = part.device_class;
+      out.count = sub.count;
+      std::string expression = SubrequestSelector(request, part, sub, driver);
+      if (expression != "device.driver == " + CelLiteral(driver)) {
+        api::resource::DeviceSelector selector;
+        selector.cel.emplace();
+        selector.cel->expression = std::move(expression);
+        out.selectors.push_back(std::move(selector));
+      }
+      req.first_available.push_back(std::move(out));
+      // The rule-keeping constraint, then the tier's: a set must share both values.
+      for (const std::string* attribute : {&sub.constraint, &sub.tier}) {
+        if (attribute->empty() || sub.group_size > 0 || sub.count < 2) continue;
+        api::resource::DeviceConstraint c;
+        c.requests = {req.name + "/" + sub.name};
+        c.match_attribute = render_internal::QualifiedAttribute(*attribute, driver);
+        t.spec.spec.devices.constraints.push_back(std::move(c));
+      }
     }
-    std::string expression = s.Expression();
-    if (expression != "device.driver == " + CelLiteral(driver)) {
-      api::resource::DeviceSelector selector;
-      selector.cel.emplace();
-      selector.cel->expression = std::move(expression);
-      sub.selectors.push_back(std::move(selector));
-    }
-    req.first_available.push_back(std::move(sub));
   }
   t.spec.spec.devices.requests.push_back(std::move(req));
-  for (const VendorRender& part : parts) {
-    if (part.constraint.empty() || part.group_size > 0 || part.count < 2) continue;
-    api::resource::DeviceConstraint c;
-    c.requests = {"accelerators/" + part.vendor};
-    c.match_attribute = driver + "/" + part.constraint;
-    t.spec.spec.devices.constraints.push_back(std::move(c));
-  }
   return api::resource::ToJson(t);
 }
 
@@ -573,8 +375,8 @@ StatusOr<Rendered> Render(const CapabilityRequest& request, const RenderOptions&
     for (const std::string& vendor : vendors) {
       for (int64_t k = std::min<int64_t>(request.count, 64); k >= 1 && per_node == 0; --k) {
         if (request.count % k != 0) continue;
-        if (JudgeVendor(vendor, k, c->name, request.precision, options, servers).refusal ==
-            Refusal::kNone) {
+        if (render_internal::JudgeVendor(vendor, k, c->name, request.precision, options, servers)
+                .refusal == Refusal::kNone) {
           per_node = k;
         }
       }
@@ -583,23 +385,34 @@ StatusOr<Rendered> Render(const CapabilityRequest& request, const RenderOptions&
   }
   Rendered out;
   std::vector<VendorVerdict> refused;
+  std::vector<VendorVerdict> kept;  // in out.vendors' order
   for (const std::string& vendor : vendors) {
-    VendorVerdict v = JudgeVendor(vendor, per_node == 0 ? request.count : per_node, c->name,
-                                  request.precision, options, servers);
+    VendorVerdict v = render_internal::JudgeVendor(vendor, per_node == 0 ? request.count : per_node,
+                                                   c->name, request.precision, options, servers);
     if (v.refusal != Refusal::kNone) {
       out.notes.push_back("left out " + v.why);
       refused.push_back(std::move(v));
       continue;
     }
-    if (out.vendors.size() == kMaxSubrequests) {
-      out.notes.push_back("left out " + vendor + ": firstAvailable holds at most 8 vendors");
-      continue;
-    }
-    out.vendors.push_back(std::move(v.render));
+    out.notes.insert(out.notes.end(), v.notes.begin(), v.notes.end());
+    // Tiers only where a claim lists them: a gang's members take what the gang plan gives.
+    out.vendors.push_back(render_internal::BuildVendorRender(v, !multi, !multi));
+    kept.push_back(std::move(v));
+  }
+  // Over the API's limit, the last vendors give up ordering their models by bandwidth (which
+  // costs a subrequest per model) before anything is dropped.
+  const auto total = [&] {
+    size_t n = 0;
+    for (const VendorRender& r : out.vendors) n += r.subrequests.size();
+    return n;
+  };
+  for (size_t i = kept.size(); i-- > 0 && !multi && total() > kMaxSubrequests;) {
+    out.vendors[i] = render_internal::BuildVendorRender(kept[i], true, false);
   }
   if (out.vendors.empty() || per_node == 0) {
     return NoVendorError(request, refused, options, vendors, servers);
   }
+  if (!multi) render_internal::LimitSubrequests(out.vendors, kMaxSubrequests, out.notes);
 
   // Images: the request's over the class'. Every vendor rendered needs one once any has one.
   std::map<std::string, std::string> images(c->images.begin(), c->images.end());

@@ -8,16 +8,25 @@
 // and Render turns it into the objects to apply (`xpuctl render`; the same function can serve a
 // mutating admission webhook):
 //  - single-node: a ResourceClaimTemplate `<name>` with one request `accelerators` whose
-//    `firstAvailable` lists the allowed vendors in the class' order of preference. Each vendor's
-//    subrequest uses the per-vendor DeviceClass `<class>.<vendor>` and carries what keeps that
-//    vendor's set valid for the count: a `matchAttribute` constraint on scaleUpDomain or module,
-//    a selector leaving out the models on which the count breaks the vendor's rules, or, in
-//    groups mode, one group device of that size. Which is needed is decided on the reference
-//    servers (controller/reference_servers.h): the loosest constraint under which every set the
-//    scheduler could pick there keeps the rule set (topology::RuleAllows), and still leaves one.
-//    A vendor whose rule no constraint of the cluster's mode can keep for the count is left out
-//    with a note that names the mode it needs, never rendered into a claim that can land on an
-//    invalid set.
+//    `firstAvailable` lists prioritized alternatives: the class' vendors in its order of
+//    preference, and within a vendor its topology tiers, tightest first. Every subrequest uses
+//    the per-vendor DeviceClass `<class>.<vendor>`. Which sets keep a vendor's rules is decided
+//    on the reference servers (controller/reference_servers.h, controller/render_judge.h): each
+//    model the class admits gets the loosest constraint (none, then a `matchAttribute` on
+//    scaleUpDomain, then on module) under which every set the scheduler could pick on all of
+//    that model's servers keeps the rule set (topology::RuleAllows), and the vendor gets one
+//    subrequest per constraint (by model, `model in [...]`, when there is more than one, so that
+//    a model no server was judged for is never admitted under a constraint not checked for it).
+//    Each of those is preceded by its topology tiers (controller/render_tiers.h): one PCIe
+//    switch (`pcieSwitch`), then one root complex (`resource.kubernetes.io/pcieRoot`) or NUMA
+//    node (`numaNode`), where such a set has a better bottleneck bandwidth on some server than
+//    the looser alternative's worst set, and keeps the rules too. In groups mode a group device
+//    of the count comes first, then the same alternatives over single devices (groupSize 1).
+//    At most 8 subrequests (the API's limit): the later vendors' tiers go first, then whole
+//    vendors from the end, each with a note. A model that no constraint (nor, in groups mode, a
+//    group device) keeps valid is left out, with a note that says why; a vendor with no model
+//    left is left out with a note that names the mode it needs, never rendered into a claim that
+//    can land on an invalid set.
 //  - multi-node: an AcceleratorGang over the class (devicesPerNode: the request's, else the
 //    largest count a preferred vendor's server holds that divides the total).
 //  - both: a Kueue ResourceFlavor per vendor (node labels of node-feature-discovery's PCI vendor
@@ -75,23 +84,44 @@ struct RenderOptions {
   std::set<std::string> driver_files_off = {};
 };
 
-// How one vendor's part was rendered, for the summary and the tests.
+// One `firstAvailable` subrequest, for the summary and the tests.
+struct SubrequestRender {
+  std::string name;        // a DNS label starting with the vendor: "huawei", "nvidia-switch", ...
+  std::string vendor;      // the DeviceClass is "<class>.<vendor>"
+  int64_t count = 0;       // devices asked for (1 for a group device)
+  int64_t group_size = 0;  // > 0: one group device of this size (groups mode)
+  bool singles = false;    // groups mode: single devices only (groupSize 1)
+  // The matchAttribute constraints, in the order written: the rule-keeping one
+  // ("scaleUpDomain", "module"), then the tier's ("pcieSwitch", "resource.kubernetes.io/pcieRoot",
+  // "numaNode"); bare names are in the driver's domain.
+  std::string constraint;  // rule-keeping; empty: none needed
+  std::string tier;        // topology tier; empty: any set the constraint allows
+  // Selected by `model in [models]` when not empty; else every model the class admits but the
+  // vendor's excluded_models.
+  std::vector<std::string> models;
+  std::vector<std::string> servers;  // reference servers on which such a set exists
+  // A topology tier (the group device included): every model it admits has a looser
+  // subrequest of the vendor too, so it is dropped first when there are more than 8.
+  bool optional = false;
+};
+
+// How one vendor's part was rendered.
 struct VendorRender {
   std::string vendor;
-  std::string device_class;                  // "<class>.<vendor>"
-  int64_t count = 0;                         // devices per node (per set)
-  int64_t group_size = 0;                    // > 0: one group device of this size (groups mode)
-  std::string constraint;                    // "scaleUpDomain", "module" or empty
-  std::vector<std::string> excluded_models;  // models the count breaks the rules on
-  std::vector<std::string> servers;          // reference servers that can host the set
-  std::string image;                         // empty when no image is configured at all
-  std::string runtime_class;                 // set when the vendor's driver files are off
+  std::string device_class;  // "<class>.<vendor>"
+  int64_t count = 0;         // devices per node (per set)
+  // Models the class admits that no subrequest of the vendor admits (the notes say why).
+  std::vector<std::string> excluded_models;
+  std::vector<std::string> servers;           // reference servers that can host the set
+  std::vector<SubrequestRender> subrequests;  // in order of preference
+  std::string image;                          // empty when no image is configured at all
+  std::string runtime_class;                  // set when the vendor's driver files are off
 };
 
 struct Rendered {
   std::vector<nlohmann::json> objects;  // in apply order
   std::vector<VendorRender> vendors;    // in order of preference
-  std::vector<std::string> notes;       // vendors left out and why, other caveats
+  std::vector<std::string> notes;       // vendors and models left out and why, other caveats
 };
 
 StatusOr<Rendered> Render(const CapabilityRequest& request, const RenderOptions& options);

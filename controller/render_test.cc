@@ -63,7 +63,8 @@ TEST_CASE("a single-node request lists the vendors in preference order with thei
   // 8 of an A2 or of one Box16 area keep the rules; 8 A3 dies do only as whole modules, which no
   // matchAttribute says: the A3 model is left out, by name.
   const VendorRender* huawei = Part(*out, "huawei");
-  CHECK(huawei->constraint == "scaleUpDomain");
+  REQUIRE(huawei->subrequests.size() == 1);
+  CHECK(huawei->subrequests[0].constraint == "scaleUpDomain");
   CHECK(huawei->excluded_models == std::vector<std::string>{"Ascend910C"});
   CHECK(Has(huawei->servers, "atlas200t-a2-box16"));
   CHECK_FALSE(Has(huawei->servers, "atlas800t-a3"));
@@ -104,7 +105,7 @@ TEST_CASE("a count the 910 rings forbid leaves the Atlas 800 9000 out, by model"
   REQUIRE(four.ok());
   CHECK(Has(Part(*four, "huawei")->servers, "atlas800-9000"));
   CHECK_FALSE(Has(Part(*four, "huawei")->excluded_models, "Ascend910"));
-  CHECK(Part(*four, "huawei")->constraint == "scaleUpDomain");
+  CHECK(Part(*four, "huawei")->subrequests.at(0).constraint == "scaleUpDomain");
 
   // Only the 910: no vendor can serve 3, and the error says so on the count.
   StatusOr<Rendered> only = Render(Request("ring910", 3), AscendOnly("ring910", {"ascend910"}));
@@ -113,21 +114,23 @@ TEST_CASE("a count the 910 rings forbid leaves the Atlas 800 9000 out, by model"
   CHECK(only.status().message().find("atlas800-9000 allows 1, 2, 4, 8") != std::string::npos);
 }
 
-TEST_CASE("A3 dies: a pair by module, four need groups mode", "[render]") {
+TEST_CASE("A3 dies: a pair by module, four by NUMA node (two whole modules)", "[render]") {
   const RenderOptions attributes = AscendOnly("a3", {"ascend910c"});
   StatusOr<Rendered> pair = Render(Request("a3", 2), attributes);
   REQUIRE(pair.ok());
-  CHECK(Part(*pair, "huawei")->constraint == "module");
+  CHECK(Part(*pair, "huawei")->subrequests.at(0).constraint == "module");
 
+  // No module or scaleUpDomain value holds four dies that are two whole modules; a NUMA node
+  // holds exactly two modules, so every four sharing one keep the rules.
   StatusOr<Rendered> four = Render(Request("a3", 4), attributes);
-  REQUIRE_FALSE(four.ok());
-  CHECK(four.status().message().find("only groups mode") != std::string::npos);
+  REQUIRE(four.ok());
+  CHECK(Part(*four, "huawei")->subrequests.at(0).constraint == "numaNode");
 
   RenderOptions groups = attributes;
   groups.config.mode = PublishMode::kGroups;
   StatusOr<Rendered> grouped = Render(Request("a3", 4), groups);
   REQUIRE(grouped.ok());
-  CHECK(Part(*grouped, "huawei")->group_size == 4);
+  CHECK(Part(*grouped, "huawei")->subrequests.at(0).group_size == 4);
   const nlohmann::json& sub =
       grouped->objects[0]["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"][0];
   CHECK(sub["count"] == 1);

@@ -241,6 +241,10 @@ StatusOr<std::vector<BuiltDevice>> BuildDevices(const api::NodeInventory& invent
     if (!d.attributes.contains("scaleUpDomain")) {
       d.attributes.emplace("scaleUpDomain", DeviceAttribute::String(domains[i]));
     }
+    if (std::string pcie_switch = DevicePcieSwitch(in); !pcie_switch.empty()) {
+      d.attributes.emplace(std::string(kPcieSwitchAttribute),
+                           DeviceAttribute::String(std::move(pcie_switch)));
+    }
     for (const auto& [name, value] : fabric) {
       d.attributes.insert_or_assign(name, DeviceAttribute::String(value));
     }
@@ -496,6 +500,10 @@ std::optional<GroupsResult> BuildGroups(const api::NodeInventory& inventory,
 
 }  // namespace
 
+std::string DevicePcieSwitch(const api::InventoryDevice& device) {
+  return device.pcie_path.size() >= 3 ? device.pcie_path[1] : std::string();
+}
+
 std::map<std::string, std::string> DeviceScaleUpDomains(const api::NodeInventory& inventory) {
   const std::vector<std::string> computed = ScaleUpDomains(inventory);
   std::map<std::string, std::string> out;
@@ -552,9 +560,17 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
     devices.push_back(std::move(d));
   }
 
+  const bool partitionable = std::any_of(
+      inventory.status.devices.begin(), inventory.status.devices.end(),
+      [](const api::InventoryDevice& d) { return d.partitioning && d.partitioning->enabled; });
   if (config.mode == PublishMode::kGroups) {
     std::optional<GroupsResult> groups;
-    if (!options.counters) {
+    if (partitionable) {
+      // Partitioning is enabled on this node's devices, a choice made for the node: its
+      // partitions need the single devices and their counters, which groups mode does not keep.
+      pool.notes.emplace_back(
+          "groups mode: falling back to attributes: partitioning is enabled on the node's devices");
+    } else if (!options.counters) {
       pool.notes.emplace_back("groups mode: falling back to attributes: the server drops counters");
     } else if (kinds.size() > 1) {
       pool.notes.emplace_back("groups mode: falling back to attributes: mixed device kinds");
@@ -566,12 +582,6 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
       pool.slices = std::move(groups->slices);
       pool.devices = groups->devices;
     }
-  }
-  const bool partitionable = std::any_of(
-      inventory.status.devices.begin(), inventory.status.devices.end(),
-      [](const api::InventoryDevice& d) { return d.partitioning && d.partitioning->enabled; });
-  if (!pool.slices.empty() && partitionable) {
-    pool.notes.emplace_back("partitions not published: groups mode serves devices whole");
   }
   if (pool.slices.empty()) {
     pool.mode = PublishMode::kAttributes;

@@ -6,7 +6,10 @@
 // vocabulary, versions as semver, resource.kubernetes.io/pcieRoot and pciBusID), capacity
 // `memory`, `scaleUpDomain` on every device (the inventory's; else the device's scale-up group;
 // else its component of scale-up links; else "node": PCIe only), `module` where the inventory
-// has one, and the fabric tiers `fabricDomain`, `leaf`, `spine` from the Node's labels
+// has one, `pcieSwitch` where the inventory's pciePath has one (its second entry: the first
+// bridge below the root complex, which the topology model treats as the device's PCIe switch; a
+// claim keeps a set under one switch with a matchAttribute on it), and the fabric tiers
+// `fabricDomain`, `leaf`, `spine` from the Node's labels
 // (topology.xpu.dra.dev/{superpod,leaf,spine}, then topograph's accelerator.topograph.run/domain
 // and fabric.topograph.run/tier-{0,1}, network.topology.nvidia.com/{accelerator,leaf,spine},
 // nvidia.com/gpu.clique, cloud.google.com/gce-topology-{subblock,block},
@@ -85,6 +88,12 @@ struct DesiredPool {
   std::map<std::string, int> tainted;           // taint key -> devices carrying it
   int devices = 0;                              // devices published, groups included
 };
+
+// The attribute naming the PCIe switch a device sits below, and its value: pciePath[1] when the
+// path has at least 3 entries (root complex, switch, device), as topology::Node groups them;
+// empty otherwise.
+inline constexpr std::string_view kPcieSwitchAttribute = "pcieSwitch";
+std::string DevicePcieSwitch(const api::InventoryDevice& device);
 
 // Each device's scale-up domain, by device name: the inventory's scaleUpDomain attribute, else
 // its scale-up group, else its component of direct links, else "node" (the published value).
