@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -248,9 +249,9 @@ struct ConfigConstant {
   bool IsSet(const std::string& /*value*/) const { return true; }
 };
 
-// publishing.mode, by name.
+// publishing.mode, by name; absent stays unset (the mode then follows the Kubernetes version).
 struct ModeByName {
-  Status Read(const codec::Field& f, PublishMode* out) const {
+  Status Read(const codec::Field& f, std::optional<PublishMode>* out) const {
     std::string name;
     RETURN_IF_ERROR(codec::Read(f, &name));
     const std::optional<PublishMode> mode = ParsePublishMode(name);
@@ -260,7 +261,10 @@ struct ModeByName {
     *out = *mode;
     return OkStatus();
   }
-  nlohmann::json Write(PublishMode mode) const { return std::string(PublishModeName(mode)); }
+  nlohmann::json Write(const std::optional<PublishMode>& mode) const {
+    return mode ? nlohmann::json(PublishModeName(*mode)) : nlohmann::json();
+  }
+  bool IsSet(const std::optional<PublishMode>& mode) const { return mode.has_value(); }
 };
 
 // publishing.groupSizes: integers in range when read (ValidateConfig checks them again, with
@@ -325,11 +329,11 @@ struct RangeText {
 };
 
 // The members of `publishing`, which are Config's own. Always written: their defaults are not
-// zero values.
+// zero values; but the mode only when set, as unset is a value of its own.
 struct PublishingFields {
   template <typename V, typename S>
   void operator()(V& v, S& config) const {
-    v.Always("mode", config.mode, ModeByName{});
+    v.Optional("mode", config.mode, ModeByName{});
     v.Always("groupSizes", config.group_sizes, GroupSizeList{});
     v.Always("unhealthyEffect", config.unhealthy_effect);
   }
@@ -443,6 +447,56 @@ std::optional<PublishMode> ParsePublishMode(std::string_view name) {
   return std::nullopt;
 }
 
+namespace {
+
+// "1.MINOR", with an optional "v" before and ".PATCH" after (as /version's gitVersion).
+std::optional<int> KubeMinorOf(std::string_view text) {
+  if (text.starts_with('v')) text.remove_prefix(1);
+  if (!text.starts_with("1.")) return std::nullopt;
+  text.remove_prefix(2);
+  int minor = 0;
+  const char* last = text.data() + text.size();
+  const auto [end, ec] = std::from_chars(text.data(), last, minor);
+  if (ec != std::errc() || end == text.data()) return std::nullopt;
+  const std::string_view patch(end, static_cast<size_t>(last - end));
+  if (patch.empty()) return minor;
+  const bool digits =
+      patch.size() > 1 && patch.front() == '.' &&
+      std::all_of(patch.begin() + 1, patch.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return digits ? std::optional<int>(minor) : std::nullopt;
+}
+
+}  // namespace
+
+StatusOr<int> ParseKubeMinor(std::string_view text, std::string_view flag) {
+  const std::optional<int> minor = KubeMinorOf(text);
+  if (minor && *minor >= kOldestKubeMinor && *minor <= kNewestKubeMinor) return *minor;
+  std::string supported;
+  for (int m = kOldestKubeMinor; m <= kNewestKubeMinor; ++m) {
+    if (!supported.empty()) supported += m == kNewestKubeMinor ? " or " : ", ";
+    supported += "1." + std::to_string(m);
+  }
+  return InvalidArgumentError(std::string(flag) + ": expected " + supported + ", got " +
+                              QuoteText(text));
+}
+
+api::KubeVersion KubeShapes(int kube_minor) {
+  return kube_minor >= 35 ? api::KubeVersion::k1_35 : api::KubeVersion::k1_34;
+}
+
+PublishMode DefaultPublishMode(int kube_minor) {
+  return kube_minor >= 36 ? PublishMode::kGroups : PublishMode::kAttributes;
+}
+
+PublishMode EffectiveMode(const Config& config, int kube_minor) {
+  return config.mode.value_or(DefaultPublishMode(kube_minor));
+}
+
+Config WithEffectiveMode(Config config, int kube_minor) {
+  config.mode = EffectiveMode(config, kube_minor);
+  return config;
+}
+
 const std::vector<std::string>& KnownVendors() {
   static const std::vector<std::string> kVendors = {
       "nvidia", "huawei", "hygon", "cambricon", "metax", "biren", "enflame", "mthreads", "amd"};
@@ -478,8 +532,14 @@ Status ValidateConfig(const Config& config) {
       return FieldError(path, "duplicate group size " + std::to_string(size));
     }
   }
+  // An unset mode is groups mode on Kubernetes 1.36 and later: it needs sizes too.
   if (config.mode == PublishMode::kGroups && config.group_sizes.empty()) {
     return FieldError("publishing.groupSizes", "groups mode needs at least one size");
+  }
+  if (!config.mode && config.group_sizes.empty()) {
+    return FieldError("publishing.groupSizes",
+                      "groups mode, the default from Kubernetes 1.36, needs at least one size; "
+                      "set publishing.mode: attributes to publish none");
   }
   if (!Contains(TaintEffects(), config.unhealthy_effect)) {
     return FieldError("publishing.unhealthyEffect",

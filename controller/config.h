@@ -8,6 +8,7 @@
 //   apiVersion: xpu.dra.dev/v1alpha1
 //   kind: ControllerConfig
 //   publishing: {mode: attributes, groupSizes: [2, 4, 8], unhealthyEffect: NoSchedule}
+//                                         # mode absent: by Kubernetes version (EffectiveMode)
 //   vendorClasses: true
 //   capabilityClasses:
 //   - name: training-large-memory
@@ -35,6 +36,7 @@
 #include <vector>
 
 #include "api/node_inventory.h"
+#include "api/validation.h"  // KubeVersion
 #include "base/status.h"
 #include "controller/semver.h"  // VersionRange, ValidateVersionRange, InRange
 
@@ -72,7 +74,9 @@ struct CapabilityClass {
 };
 
 struct Config {
-  PublishMode mode = PublishMode::kAttributes;
+  // publishing.mode; unset unless configured: the mode then follows the Kubernetes version
+  // (EffectiveMode), which the config alone does not know.
+  std::optional<PublishMode> mode;
   // groups mode: the group sizes published (each size's aligned groups; sizes a node cannot form
   // are skipped).
   std::vector<int> group_sizes = {2, 4, 8};
@@ -84,11 +88,32 @@ struct Config {
   friend bool operator==(const Config&, const Config&) = default;
 };
 
+// The Kubernetes releases supported, as minor versions of 1.x: 1.34 to 1.37.
+inline constexpr int kOldestKubeMinor = 34;
+inline constexpr int kNewestKubeMinor = 37;
+// "1.34" to "1.37" (also "v1.36", "1.36.2") as the minor version. Errors name `flag` and list the
+// supported releases: "--kubernetes-version: expected 1.34, 1.35, 1.36 or 1.37, got \"1.33\"".
+StatusOr<int> ParseKubeMinor(std::string_view text, std::string_view flag);
+// The slice shapes and limits of a minor version: 1.34's, and 1.35's from 1.35 on (1.36 and 1.37
+// add no shape the controller publishes).
+api::KubeVersion KubeShapes(int kube_minor);
+
+// The publishing mode of a config that sets none: groups from Kubernetes 1.36, where
+// DRAPartitionableDevices (the counters groups mode publishes) is beta and on by default;
+// attributes before, where it is alpha and off by default. Groups mode on a server found to drop
+// counters still falls back to attributes, per pool (controller/slices.h).
+PublishMode DefaultPublishMode(int kube_minor);
+// The config's publishing.mode when it sets one, else DefaultPublishMode(kube_minor).
+PublishMode EffectiveMode(const Config& config, int kube_minor);
+// `config` with its mode set to EffectiveMode: what BuildPool, Render and TemplatePool are given,
+// which read an unset mode as attributes.
+Config WithEffectiveMode(Config config, int kube_minor);
+
 // The vendors the discovery knows, in a fixed order: nvidia, huawei, hygon, cambricon, metax,
 // biren, enflame, mthreads, amd.
 const std::vector<std::string>& KnownVendors();
 
-// Vendor classes on, attributes mode, and the example capability classes training-large-memory,
+// Vendor classes on, the mode unset, and the example capability classes training-large-memory,
 // training-standard and inference; an empty support matrix.
 Config DefaultConfig();
 

@@ -121,7 +121,7 @@ TEST_CASE("ParseConfig gives absent members the Config defaults, not DefaultConf
   CHECK(config == Config{});
   CHECK(config.capability_classes.empty());
   CHECK(config.support_matrix.empty());
-  CHECK(config.mode == PublishMode::kAttributes);
+  CHECK_FALSE(config.mode.has_value());  // by Kubernetes version
   CHECK(config.group_sizes == std::vector<int>{2, 4, 8});
   CHECK(config.unhealthy_effect == "NoSchedule");
 
@@ -138,6 +138,10 @@ TEST_CASE("ParseConfig gives absent members the Config defaults, not DefaultConf
   const Config groups = MustParse("publishing: {mode: groups}\n");
   CHECK(groups.mode == PublishMode::kGroups);
   CHECK(groups.group_sizes == std::vector<int>{2, 4, 8});
+  // An explicit attributes is kept as set: it wins over the default of 1.36 and later.
+  const Config attributes = MustParse("publishing: {mode: attributes}\n");
+  CHECK(attributes.mode == PublishMode::kAttributes);
+  CHECK(attributes != Config{});
 }
 
 TEST_CASE("ParseConfig reads minMemory written as a bare number") {
@@ -169,6 +173,10 @@ TEST_CASE("ParseConfig names the field of every error") {
        "publishing.groupSizes[1]: expected an integer, got string \"four\""},
       {"publishing: {mode: groups, groupSizes: []}\n",
        "publishing.groupSizes: groups mode needs at least one size"},
+      // Unset, the mode is groups from 1.36, which needs a size as much.
+      {"publishing: {groupSizes: []}\n",
+       "publishing.groupSizes: groups mode, the default from Kubernetes 1.36, needs at least one "
+       "size; set publishing.mode: attributes to publish none"},
       {"publishing: {unhealthyEffect: NoExec}\n",
        "publishing.unhealthyEffect: unknown effect \"NoExec\""},
       {"vendorClasses: yes\n", "vendorClasses: expected a boolean, got string \"yes\""},
@@ -267,7 +275,7 @@ TEST_CASE("ParseConfig resolves YAML scalars as YAML 1.2 core does") {
 
 TEST_CASE("DefaultConfig is the documented default and passes ValidateConfig") {
   const Config config = DefaultConfig();
-  CHECK(config.mode == PublishMode::kAttributes);
+  CHECK_FALSE(config.mode.has_value());  // by Kubernetes version
   CHECK(config.group_sizes == std::vector<int>{2, 4, 8});
   CHECK(config.unhealthy_effect == "NoSchedule");
   CHECK(config.vendor_classes);
@@ -300,7 +308,7 @@ TEST_CASE("DefaultConfig is the documented default and passes ValidateConfig") {
 TEST_CASE("The docs' default config file parses to DefaultConfig") {
   const std::string text = R"(apiVersion: xpu.dra.dev/v1alpha1
 kind: ControllerConfig
-publishing: {mode: attributes, groupSizes: [2, 4, 8], unhealthyEffect: NoSchedule}
+publishing: {groupSizes: [2, 4, 8], unhealthyEffect: NoSchedule}   # mode: by version
 vendorClasses: true
 capabilityClasses:
 - {name: training-large-memory, vendors: [nvidia, huawei, amd, hygon], minMemory: 64Gi,
@@ -309,6 +317,63 @@ capabilityClasses:
 - {name: inference, minMemory: 16Gi, precisions: [fp16, int8]}
 )";
   CHECK(MustParse(text) == DefaultConfig());
+}
+
+TEST_CASE("The default publishing mode follows the Kubernetes version, and a configured one wins") {
+  // Counters (DRAPartitionableDevices) are alpha and off before 1.36, beta and on from 1.36.
+  CHECK(DefaultPublishMode(34) == PublishMode::kAttributes);
+  CHECK(DefaultPublishMode(35) == PublishMode::kAttributes);
+  CHECK(DefaultPublishMode(36) == PublishMode::kGroups);
+  CHECK(DefaultPublishMode(37) == PublishMode::kGroups);
+  CHECK(DefaultPublishMode(40) == PublishMode::kGroups);  // a server newer than supported
+  CHECK(DefaultPublishMode(33) == PublishMode::kAttributes);
+
+  const Config unset = DefaultConfig();
+  Config attributes = DefaultConfig();
+  attributes.mode = PublishMode::kAttributes;
+  Config groups = DefaultConfig();
+  groups.mode = PublishMode::kGroups;
+  for (int minor = kOldestKubeMinor; minor <= kNewestKubeMinor; ++minor) {
+    INFO("1." << minor);
+    CHECK(EffectiveMode(unset, minor) == DefaultPublishMode(minor));
+    CHECK(EffectiveMode(attributes, minor) == PublishMode::kAttributes);
+    CHECK(EffectiveMode(groups, minor) == PublishMode::kGroups);
+    // WithEffectiveMode sets it and changes nothing else.
+    Config resolved = WithEffectiveMode(unset, minor);
+    CHECK(resolved.mode == DefaultPublishMode(minor));
+    resolved.mode.reset();
+    CHECK(resolved == unset);
+    CHECK(WithEffectiveMode(attributes, minor) == attributes);
+  }
+  // As parsed: a file without a mode, and one with.
+  CHECK(EffectiveMode(MustParse("vendorClasses: true\n"), 36) == PublishMode::kGroups);
+  CHECK(EffectiveMode(MustParse("publishing: {mode: attributes}\n"), 37) ==
+        PublishMode::kAttributes);
+  CHECK(EffectiveMode(MustParse("publishing: {mode: groups}\n"), 34) == PublishMode::kGroups);
+}
+
+TEST_CASE("ParseKubeMinor reads the supported releases and names the flag otherwise") {
+  CHECK(ParseKubeMinor("1.34", "--kubernetes-version").value() == 34);
+  CHECK(ParseKubeMinor("1.35", "--kubernetes-version").value() == 35);
+  CHECK(ParseKubeMinor("1.36", "--kubernetes-version").value() == 36);
+  CHECK(ParseKubeMinor("1.37", "--kubernetes-version").value() == 37);
+  CHECK(ParseKubeMinor("v1.36", "--kubernetes-version").value() == 36);
+  CHECK(ParseKubeMinor("1.37.2", "--kubernetes-version").value() == 37);
+  CHECK(KubeShapes(34) == api::KubeVersion::k1_34);
+  CHECK(KubeShapes(35) == api::KubeVersion::k1_35);
+  CHECK(KubeShapes(36) == api::KubeVersion::k1_35);
+  CHECK(KubeShapes(37) == api::KubeVersion::k1_35);
+  for (const char* bad : {"1.33", "1.38", "", "1", "1.", "2.35", "1.36.", "1.36.x", "1.36rc", "v",
+                          "1.-36", "1.999999999999"}) {
+    INFO(bad);
+    const auto minor = ParseKubeMinor(bad, "--kubernetes-version");
+    REQUIRE_FALSE(minor.ok());
+    CHECK(minor.status().code() == StatusCode::kInvalidArgument);
+    CHECK(minor.status().message() ==
+          "--kubernetes-version: expected 1.34, 1.35, 1.36 or 1.37, "
+          "got \"" +
+              std::string(bad) + "\"");
+  }
 }
 
 TEST_CASE("KnownVendors and publish mode names") {

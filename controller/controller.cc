@@ -876,7 +876,9 @@ Status Controller::SyncGangKey(const std::string& key) {
   GangObjectOptions objects;
   objects.driver = options_.driver;
   std::shared_ptr<const Config> cfg = config();
-  objects.mode = cfg->mode;
+  // Run sets the mode in force (WithEffectiveMode); a config given unset reads as attributes,
+  // as BuildPool reads it, so that the gang's template asks for what the pools publish.
+  objects.mode = cfg->mode.value_or(PublishMode::kAttributes);
   std::optional<api::AcceleratorGang> current;
   std::optional<api::AcceleratorGangStatus> next;
   bool moved = false;

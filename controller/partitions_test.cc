@@ -270,17 +270,25 @@ TEST_CASE("1.37: every device that consumes counters names its partition type") 
   CHECK_FALSE(DevicesOf(Publish(inventory)).at("gpu-0").attributes.contains("partitionType"));
 }
 
-TEST_CASE("partitions are not published where the shapes cannot carry their counters") {
+TEST_CASE(
+    "partitions are not published where the shapes cannot carry their counters; groups mode "
+    "falls back for them") {
   const api::NodeInventory inventory = H200WithMig();
   const DesiredPool old = Publish(inventory, api::KubeVersion::k1_34);
   CHECK_FALSE(DevicesOf(old).contains("gpu-0-1g-18gb-0"));
   CHECK(std::find(old.notes.begin(), old.notes.end(),
                   "partitions not published: 1.34 cannot carry their counters") != old.notes.end());
+  // Groups mode keeps no single devices for them: a node with partitioning enabled publishes in
+  // attributes mode, its partitions with it, and says why.
   Config groups;
   groups.mode = PublishMode::kGroups;
   auto pool = BuildPool(inventory, {"n1", "uid-1", {}}, groups, PublishOptions{});
   REQUIRE(pool.ok());
-  CHECK_FALSE(DevicesOf(*pool).contains("gpu-0-1g-18gb-0"));
+  CHECK(pool->mode == PublishMode::kAttributes);
+  CHECK(DevicesOf(*pool).contains("gpu-0-1g-18gb-0"));
+  CHECK(std::find(pool->notes.begin(), pool->notes.end(),
+                  "groups mode: falling back to attributes: partitioning is enabled on the "
+                  "node's devices") != pool->notes.end());
   CHECK(api::ProfileLabel("1g.18gb") == "1g-18gb");
   CHECK(api::ProfileLabel("vir05_1c_16g") == "vir05-1c-16g");
   CHECK(api::ProfileLabel("..").empty());

@@ -33,6 +33,7 @@ std::string DefaultIdentity() {
 }
 
 // The server's minor version, and the slice shapes to publish for it (1.35 and later share one).
+// The minor also decides the publishing mode of a config that sets none (EffectiveMode).
 struct ServerVersion {
   api::KubeVersion shapes = api::KubeVersion::k1_35;
   int minor = 35;
@@ -41,9 +42,8 @@ struct ServerVersion {
 // The flag, else the server's /version.
 StatusOr<ServerVersion> DetectVersion(kc::Client& client, const std::string& flag) {
   if (!flag.empty()) {
-    auto v = api::ParseKubeVersion(flag);
-    if (!v) return InvalidArgumentError("--kubernetes-version: want 1.34 or 1.35, got " + flag);
-    return ServerVersion{*v, *v == api::KubeVersion::k1_34 ? 34 : 35};
+    ASSIGN_OR_RETURN(const int minor, ParseKubeMinor(flag, "--kubernetes-version"));
+    return ServerVersion{KubeShapes(minor), minor};
   }
   ASSIGN_OR_RETURN(nlohmann::json version, client.GetPath("/version"));
   std::string minor = version.value("minor", "");
@@ -53,7 +53,16 @@ StatusOr<ServerVersion> DetectVersion(kc::Client& client, const std::string& fla
     if (c < '0' || c > '9') return InvalidArgumentError("read /version: minor \"" + minor + "\"");
     n = n * 10 + (c - '0');
   }
-  return ServerVersion{n >= 35 ? api::KubeVersion::k1_35 : api::KubeVersion::k1_34, n};
+  return ServerVersion{KubeShapes(n), n};
+}
+
+// "mode attributes (publishing.mode)", "mode groups (publishing.mode unset: the default for
+// server minor 36)": the mode in force and why, for the log.
+std::string ModeInForce(const Config& config, int minor) {
+  const std::string name(PublishModeName(EffectiveMode(config, minor)));
+  if (config.mode) return "mode " + name + " (publishing.mode)";
+  return "mode " + name + " (publishing.mode unset: the default for server minor " +
+         std::to_string(minor) + ")";
 }
 
 // The leader election part of the options.
@@ -73,9 +82,8 @@ Status ControllerOptions::Validate() const {
   if (qps < 0) return InvalidArgumentError("--qps: must not be negative");
   if (burst < 1) return InvalidArgumentError("--burst: must be at least 1");
   if (workers < 1 || workers > 64) return InvalidArgumentError("--workers: 1 to 64");
-  if (!kubernetes_version.empty() && !api::ParseKubeVersion(kubernetes_version)) {
-    return InvalidArgumentError("--kubernetes-version: want 1.34 or 1.35, got " +
-                                kubernetes_version);
+  if (!kubernetes_version.empty()) {
+    RETURN_IF_ERROR(ParseKubeMinor(kubernetes_version, "--kubernetes-version").status());
   }
   RETURN_IF_ERROR(Logger::CheckLevelFlag(log_level));
   LeaderOptions leader = LeaderOptionsOf(*this);
@@ -109,8 +117,10 @@ std::vector<Flag> ControllerFlags(ControllerOptions* o) {
       {"--metrics-addr", "ADDR", "/metrics, /healthz, /readyz (default :9401; \"\" disables)",
        StringFlag(&o->metrics_addr)},
       {"--kubernetes-version", "V",
-       "slice shapes for 1.34 or 1.35 (default: the server's\n"
-       "/version; 1.36 and later publish like 1.35)",
+       "1.34, 1.35, 1.36 or 1.37: slice shapes (1.36 and later\n"
+       "publish like 1.35) and the publishing mode of a config\n"
+       "without one (groups from 1.36, else attributes); default:\n"
+       "the server's /version",
        StringFlag(&o->kubernetes_version)},
       {"--workers", "N", "pools synced in parallel (default 4)", IntFlag(&o->workers, 1, 64)},
       {"--config-poll", "DURATION", "how often the config file is checked (default 2s)",
@@ -149,33 +159,72 @@ StatusOr<ControllerOptions> ParseFlags(const std::vector<std::string>& args, boo
   return o;
 }
 
+namespace {
+
+// The config of --config, else the built-in one; `text` gets the file's text, to see when it
+// changes. Errors are LoadConfigFile's, as xpuctl reads the file (same size limit and errors).
+StatusOr<Config> StartConfig(const ControllerOptions& options, Logger& log, std::string* text) {
+  if (options.config_path.empty()) {
+    Config config = DefaultConfig();
+    log.Info("no --config: built-in defaults (mode by Kubernetes version, " +
+             std::to_string(config.capability_classes.size()) + " capability classes)");
+    return config;
+  }
+  ASSIGN_OR_RETURN(Config config, LoadConfigFile(options.config_path));
+  // Read again for the comparison: a change in between makes the first poll reload.
+  if (auto read = ReadWholeFile(options.config_path); read.ok()) *text = *read;
+  log.Info("config " + options.config_path + ": " +
+           std::to_string(config.capability_classes.size()) + " capability classes, " +
+           std::to_string(config.support_matrix.size()) + " support rules, mode " +
+           (config.mode ? std::string(PublishModeName(*config.mode)) : "by Kubernetes version"));
+  return config;
+}
+
+// Config reload until `stop`: polls the file; a bad new file keeps the previous config. A good
+// one is given to the controller with the mode in force for server minor `minor`.
+void ReloadOnChange(const ControllerOptions& options, int minor, std::string config_text,
+                    Controller& controller, ControllerMetrics& m, Logger& log,
+                    const std::atomic<bool>& stop) {
+  Ticker poll(RealClock(), options.config_poll);
+  while (!stop) {
+    RealClock().Sleep(
+        std::min<std::chrono::nanoseconds>(poll.Left(), std::chrono::milliseconds(50)), stop);
+    if (options.config_path.empty() || !poll.Due()) continue;
+    auto text = ReadWholeFile(options.config_path);
+    if (!text.ok() || *text == config_text) continue;
+    config_text = *text;
+    auto parsed = LoadConfigFile(options.config_path);
+    if (!parsed.ok()) {
+      const std::string msg =
+          "config rejected, the previous one stays in force: " + parsed.status().message();
+      log.Error(msg);
+      m.config_reloads.Inc({"error"});
+      m.config_valid.Set(0);
+      controller.RecordEvent({.reason = "InvalidConfig", .message = msg});
+      continue;
+    }
+    log.Info("config " + options.config_path + " reloaded, " + ModeInForce(*parsed, minor));
+    m.config_reloads.Inc({"ok"});
+    m.config_valid.Set(1);
+    controller.SetConfig(WithEffectiveMode(std::move(parsed).value(), minor));
+  }
+}
+
+}  // namespace
+
 int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::ostream& log_out) {
   Logger log(log_out, options.log_level);
   metrics::Registry registry;
   ControllerMetrics m(registry);
 
   // The config first: a bad file stops start-up before anything is written.
-  Config config = DefaultConfig();
   std::string config_text;
-  if (!options.config_path.empty()) {
-    // LoadConfigFile, as xpuctl reads it (same size limit and errors); the text is kept to see
-    // when the file changes.
-    auto parsed = LoadConfigFile(options.config_path);
-    if (!parsed.ok()) {
-      log.Error(parsed.status().message());
-      return 2;
-    }
-    config = std::move(parsed).value();
-    // Read again for the comparison: a change in between makes the first poll reload.
-    if (auto text = ReadWholeFile(options.config_path); text.ok()) config_text = *text;
-    log.Info("config " + options.config_path + ": " +
-             std::to_string(config.capability_classes.size()) + " capability classes, " +
-             std::to_string(config.support_matrix.size()) + " support rules, mode " +
-             std::string(PublishModeName(config.mode)));
-  } else {
-    log.Info("no --config: built-in defaults (mode attributes, " +
-             std::to_string(config.capability_classes.size()) + " capability classes)");
+  StatusOr<Config> started = StartConfig(options, log, &config_text);
+  if (!started.ok()) {
+    log.Error(started.status().message());
+    return 2;
   }
+  const Config& config = *started;
   m.config_valid.Set(1);
   // Node-group profiles: like the config, a bad one stops start-up.
   StatusOr<std::vector<NodeGroupProfile>> node_groups = std::vector<NodeGroupProfile>{};
@@ -217,7 +266,7 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
   if (stop) return 0;
   log.Info("publishing slices for Kubernetes " +
            std::string(api::KubeVersionName(version->shapes)) + " (server minor " +
-           std::to_string(version->minor) + ")");
+           std::to_string(version->minor) + "), " + ModeInForce(config, version->minor));
 
   CoreOptions core;
   core.driver = options.driver_name;
@@ -228,7 +277,9 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
   core.claim_debounce = options.claim_debounce;
   core.identity = options.identity;
   core.node_groups = *std::move(node_groups);
-  Controller controller(client->get(), core, config, &m, &log);
+  // The controller is given the mode in force, so that everything it builds (slices, gangs,
+  // renders, templates) agrees on it.
+  Controller controller(client->get(), core, WithEffectiveMode(config, version->minor), &m, &log);
 
   LeaderElector elector(client->get(), LeaderOptionsOf(options));
   if (options.leader_elect) controller.SetCanWrite([&elector] { return elector.IsLeader(); });
@@ -264,30 +315,7 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
     controller.ResyncAll();
   }
 
-  // Config reload: poll the file; a bad new file keeps the previous config.
-  Ticker poll(RealClock(), options.config_poll);
-  while (!stop) {
-    RealClock().Sleep(
-        std::min<std::chrono::nanoseconds>(poll.Left(), std::chrono::milliseconds(50)), stop);
-    if (options.config_path.empty() || !poll.Due()) continue;
-    auto text = ReadWholeFile(options.config_path);
-    if (!text.ok() || *text == config_text) continue;
-    config_text = *text;
-    auto parsed = LoadConfigFile(options.config_path);
-    if (!parsed.ok()) {
-      const std::string msg =
-          "config rejected, the previous one stays in force: " + parsed.status().message();
-      log.Error(msg);
-      m.config_reloads.Inc({"error"});
-      m.config_valid.Set(0);
-      controller.RecordEvent({.reason = "InvalidConfig", .message = msg});
-      continue;
-    }
-    log.Info("config " + options.config_path + " reloaded");
-    m.config_reloads.Inc({"ok"});
-    m.config_valid.Set(1);
-    controller.SetConfig(std::move(parsed).value());
-  }
+  ReloadOnChange(options, version->minor, std::move(config_text), controller, m, log, stop);
   if (election.joinable()) election.join();
   controller.Stop();
   log.Info("stopped");

@@ -1,8 +1,9 @@
 // xpu-dra-controller: options, flags and the wiring of the binary. Run loads the config (a bad
 // file stops start-up, naming the field), detects the served Kubernetes version (slice shapes
-// and limits), serves /metrics, /healthz and /readyz, runs leader election (when enabled) and
-// the controller core, and reloads the config file when it changes: a bad new file leaves the
-// previous config in force and is reported in the log, the metrics and an Event.
+// and limits, and the publishing mode of a config that sets none: EffectiveMode), serves
+// /metrics, /healthz and /readyz, runs leader election (when enabled) and the controller core,
+// and reloads the config file when it changes: a bad new file leaves the previous config in
+// force and is reported in the log, the metrics and an Event.
 #ifndef XPU_CONTROLLER_RUN_H_
 #define XPU_CONTROLLER_RUN_H_
 
@@ -29,7 +30,9 @@ struct ControllerOptions {
   bool leader_elect = true;
   std::string identity;                // default: hostname_pid
   std::string metrics_addr = ":9401";  // empty: no endpoint
-  std::string kubernetes_version;      // "1.34", "1.35"; empty: from the server's /version
+  // "1.34" to "1.37": slice shapes, and the publishing mode of a config without one (groups
+  // from 1.36); empty: from the server's /version.
+  std::string kubernetes_version;
   int workers = 4;
   std::chrono::milliseconds config_poll{2'000};
   std::chrono::milliseconds claim_debounce{1'000};

@@ -2,7 +2,7 @@
 // (controller/node_groups.h).
 #include <nlohmann/json.hpp>
 
-#include "api/validation.h"
+#include "controller/config.h"
 #include "controller/node_groups.h"
 #include "xpuctl/cli.h"
 #include "xpuctl/internal/commands.h"
@@ -11,13 +11,17 @@ namespace xpu::cli::internal {
 
 StatusOr<int> RunAutoscalerTemplate(const Flags& flags, std::ostream& out) {
   ASSIGN_OR_RETURN(const std::string format, ChoiceFlag(flags, "output", {"json", "yaml"}));
-  ASSIGN_OR_RETURN(const std::string version_name,
-                   ChoiceFlag(flags, "kubernetes-version", {"1.35", "1.34"}));
-  ASSIGN_OR_RETURN(const controller::Config config, LoadConfigFlag(flags));
+  int minor = controller::kNewestKubeMinor;  // without the flag: the newest supported
+  if (auto it = flags.find("kubernetes-version"); it != flags.end()) {
+    ASSIGN_OR_RETURN(minor, controller::ParseKubeMinor(it->second, "--kubernetes-version"));
+  }
+  ASSIGN_OR_RETURN(controller::Config config, LoadConfigFlag(flags));
+  // The mode a new node of the group would be published in, as the controller decides it.
+  config = controller::WithEffectiveMode(std::move(config), minor);
   ASSIGN_OR_RETURN(const controller::NodeGroupProfile profile,
                    controller::LoadNodeGroupProfile(flags.at("node-group")));
   controller::PublishOptions options;
-  options.version = *api::ParseKubeVersion(version_name);
+  options.version = controller::KubeShapes(minor);
   StatusOr<controller::DesiredPool> pool = controller::TemplatePool(profile, config, options);
   if (!pool.ok()) return pool.status().WithContext("node group " + profile.name);
   PrintDocument(controller::TemplateObjects(profile, *pool, options.driver), format, out);

@@ -132,9 +132,17 @@ TEST_CASE("help lists the commands and their flags") {
                         "[--node-name NAME] [--output json|yaml]"));
   CHECK_THAT(Run({"slices", "--help"}).out,
              StartsWith("usage: xpuctl slices --inventory FILE [--node-name NAME] "
-                        "[--mode attributes|groups] [--kubernetes-version 1.34|1.35] "
+                        "[--mode attributes|groups] [--kubernetes-version 1.34|1.35|1.36|1.37] "
                         "[--config FILE] [--label k=v,...] [--allocated DEV,...] "
                         "[--output json|yaml]"));
+  // Without --kubernetes-version: the newest release supported, which publishes groups.
+  for (const char* command : {"slices", "render", "autoscaler-template"}) {
+    const Result help = Run({command, "--help"});
+    INFO(command);
+    CHECK_THAT(help.out, Contains("--kubernetes-version 1.34|1.35|1.36|1.37"));
+    CHECK_THAT(help.out, Contains("groups from 1.36, attributes before (default 1.37, the "
+                                  "newest supported)"));
+  }
 }
 
 TEST_CASE("bad usage exits 2 with a message and a hint") {
@@ -167,7 +175,9 @@ TEST_CASE("bad usage exits 2 with a message and a hint") {
       {{"slices", "--inventory", topo, "--mode", "pairs"},
        "xpuctl slices: --mode: expected attributes or groups"},
       {{"slices", "--inventory", topo, "--kubernetes-version", "1.33"},
-       "xpuctl slices: --kubernetes-version: expected 1.35 or 1.34"},
+       "xpuctl slices: --kubernetes-version: expected 1.34, 1.35, 1.36 or 1.37, got \"1.33\""},
+      {{"autoscaler-template", "--node-group", topo, "--kubernetes-version", "1.35.x"},
+       "xpuctl autoscaler-template: --kubernetes-version: expected 1.34, 1.35, 1.36 or 1.37"},
       {{"plan", "--topology", topo, "--count"}, "xpuctl plan: --count needs a value"},
       {{"plan", "--topology", topo, "--count", "2", "extra"},
        "xpuctl plan: unexpected argument \"extra\""},
@@ -594,9 +604,10 @@ TEST_CASE("discover on an empty host root exits 0 with no devices") {
 TEST_CASE("slices prints the ResourceSlices of an inventory") {
   const std::string fixtures = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/";
   const std::string inventory = fixtures + "hosts-expected/atlas800-9000.json";
-  SECTION("attributes mode by default, with the node name and labels") {
+  SECTION("attributes mode by default on 1.35, with the node name and labels") {
     Result r = Run({"slices", "--inventory", inventory, "--node-name", "n1", "--label",
-                    "topology.xpu.dra.dev/leaf=leaf-3,topology.xpu.dra.dev/spine=s1"});
+                    "topology.xpu.dra.dev/leaf=leaf-3,topology.xpu.dra.dev/spine=s1",
+                    "--kubernetes-version", "1.35"});
     INFO(r.err);
     REQUIRE(r.code == kExitOk);
     const json list = json::parse(r.out);
@@ -617,7 +628,7 @@ TEST_CASE("slices prints the ResourceSlices of an inventory") {
   }
   SECTION("devices held by claims move the free ones' order") {
     auto order = [&](const std::vector<std::string>& extra) {
-      std::vector<std::string> args = {"slices", "--inventory", inventory};
+      std::vector<std::string> args = {"slices", "--inventory", inventory, "--mode", "attributes"};
       args.insert(args.end(), extra.begin(), extra.end());
       Result r = Run(args);
       INFO(r.err);
@@ -641,7 +652,8 @@ TEST_CASE("slices prints the ResourceSlices of an inventory") {
     CHECK_THAT(bad.err, Contains("--allocated: \"gpu-9\" is not a device of the pool of"));
   }
   SECTION("groups mode in both shapes") {
-    Result r135 = Run({"slices", "--inventory", inventory, "--mode", "groups"});
+    Result r135 = Run(
+        {"slices", "--inventory", inventory, "--mode", "groups", "--kubernetes-version", "1.35"});
     INFO(r135.err);
     REQUIRE(r135.code == kExitOk);
     const json items = json::parse(r135.out).at("items");
@@ -663,6 +675,84 @@ TEST_CASE("slices prints the ResourceSlices of an inventory") {
     Result r = Run({"slices", "--inventory", inventory, "--label", "leaf"});
     CHECK(r.code == kExitUsage);
     CHECK_THAT(r.err, Contains("--label: expected key=value"));
+  }
+}
+
+// The group devices of a List of objects: devices with groupSize > 1 or that consume counters.
+int GroupDevices(const Result& r) {
+  INFO(r.err);
+  REQUIRE(r.code == kExitOk);
+  const json list = json::parse(r.out);
+  int groups = 0;
+  for (const json& item : list.at("items")) {
+    if (item.at("kind") != "ResourceSlice") continue;
+    for (const json& d : item.at("spec").value("devices", json::array())) {
+      const int size = d.value(json::json_pointer("/attributes/groupSize/int"), 1);
+      groups += size > 1 || d.contains("consumesCounters");
+    }
+  }
+  return groups;
+}
+
+TEST_CASE("the default publishing mode follows --kubernetes-version, and a configured one wins") {
+  const std::string fixtures = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/";
+  const std::string inventory = fixtures + "hosts-expected/hgx-h200.json";
+  TempDir dir;
+  const std::string attributes = dir.Write("attributes.yaml", "publishing: {mode: attributes}\n");
+  const std::string groups = dir.Write("groups.yaml", "publishing: {mode: groups}\n");
+  const auto slices = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"slices", "--inventory", inventory, "--node-name",
+                                     "n1",     "-o",          "json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return GroupDevices(Run(args));
+  };
+  SECTION("slices") {
+    // Counters are on by default from 1.36: groups; alpha and off before: attributes.
+    CHECK(slices({"--kubernetes-version", "1.34"}) == 0);
+    CHECK(slices({"--kubernetes-version", "1.35"}) == 0);
+    const int at136 = slices({"--kubernetes-version", "1.36"});
+    CHECK(at136 > 0);
+    CHECK(slices({"--kubernetes-version", "1.37"}) == at136);
+    CHECK(slices({}) == at136);  // the newest supported, 1.37
+    // The config's mode, or --mode, wins on every version.
+    CHECK(slices({"--kubernetes-version", "1.37", "--config", attributes}) == 0);
+    CHECK(slices({"--kubernetes-version", "1.36", "--mode", "attributes"}) == 0);
+    CHECK(slices({"--kubernetes-version", "1.35", "--config", groups}) == at136);
+    CHECK(slices({"--config", groups, "--mode", "attributes"}) == 0);
+  }
+  SECTION("render") {
+    const std::string req = dir.Write(
+        "req.yaml",
+        "name: llm\naccelerator: {class: training-large-memory, count: 8, precision: bf16}\n");
+    const std::string config = dir.Write(
+        "attributes-class.yaml",
+        "publishing: {mode: attributes}\ncapabilityClasses: [{name: training-large-memory, "
+        "minMemory: 64Gi, precisions: [bf16]}]\n");
+    const auto render = [&](std::vector<std::string> extra) {
+      std::vector<std::string> args = {"render", "--request", req, "-o", "json"};
+      args.insert(args.end(), extra.begin(), extra.end());
+      const Result r = Run(args);
+      INFO(r.err);
+      REQUIRE(r.code == kExitOk);
+      return r.out;
+    };
+    // Groups mode asks for one group device of the count.
+    const std::string group = "groupSize == 8";
+    CHECK_THAT(render({}), Contains(group));
+    CHECK_THAT(render({"--kubernetes-version", "1.36"}), Contains(group));
+    CHECK_THAT(render({"--kubernetes-version", "1.35"}), !Contains("groupSize"));
+    CHECK_THAT(render({"--config", config}), !Contains("groupSize"));
+    const Result bad = Run({"render", "--request", req, "--kubernetes-version", "1.38"});
+    CHECK(bad.code == kExitUsage);
+    CHECK_THAT(bad.err, Contains("--kubernetes-version: expected 1.34, 1.35, 1.36 or 1.37"));
+  }
+  SECTION("autoscaler-template") {
+    const std::string group = fixtures + "nodegroups/hgx-h200.yaml";
+    CHECK(GroupDevices(Run({"autoscaler-template", "--node-group", group})) > 0);
+    CHECK(GroupDevices(Run({"autoscaler-template", "--node-group", group, "--kubernetes-version",
+                            "1.35"})) == 0);
+    CHECK(GroupDevices(
+              Run({"autoscaler-template", "--node-group", group, "--config", attributes})) == 0);
   }
 }
 
@@ -751,13 +841,15 @@ TEST_CASE("render turns a request into a template, flavors and legacy classes") 
   const std::string req = RequestFile(
       "render",
       "name: llm\naccelerator: {class: training-large-memory, count: 8, precision: bf16}\n");
-  Result yaml = Run({"render", "--request", req});
+  // 1.35: attributes mode, whose subrequests carry the matchAttribute constraints.
+  Result yaml = Run({"render", "--request", req, "--kubernetes-version", "1.35"});
   REQUIRE(yaml.code == kExitOk);
   CHECK_THAT(yaml.out, Contains("kind: ResourceClaimTemplate"));
   CHECK_THAT(yaml.out, Contains("kind: ResourceFlavor"));
   CHECK_THAT(yaml.out, Contains("extendedResourceName: nvidia.com/gpu"));
   CHECK_THAT(yaml.out, Contains("#   huawei: training-large-memory.huawei, matchAttribute"));
-  Result js = Run({"render", "--request", req, "-o", "json", "--vendor", "huawei"});
+  Result js = Run({"render", "--request", req, "-o", "json", "--vendor", "huawei",
+                   "--kubernetes-version", "1.35"});
   REQUIRE(js.code == kExitOk);
   const json list = json::parse(js.out);
   CHECK(list["kind"] == "List");

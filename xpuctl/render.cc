@@ -5,6 +5,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "base/name_list.h"
 #include "kubeletplugin/driverfiles/driver_files.h"
@@ -24,6 +26,13 @@ StatusOr<int> RunRender(const Flags& flags, std::ostream& out) {
   if (!request.ok()) return request.status().WithContext("read request " + path);
   controller::RenderOptions options;
   ASSIGN_OR_RETURN(options.config, LoadConfigFlag(flags));
+  // The mode decides the subrequests (a group device or a matchAttribute): the config's, else
+  // the default of --kubernetes-version, else of the newest release supported.
+  int minor = controller::kNewestKubeMinor;
+  if (auto it = flags.find("kubernetes-version"); it != flags.end()) {
+    ASSIGN_OR_RETURN(minor, controller::ParseKubeMinor(it->second, "--kubernetes-version"));
+  }
+  options.config = controller::WithEffectiveMode(std::move(options.config), minor);
   if (auto it = flags.find("vendor"); it != flags.end()) {
     ASSIGN_OR_RETURN(options.vendors, SplitNameList(it->second));
   }
@@ -46,13 +55,29 @@ StatusOr<int> RunRender(const Flags& flags, std::ostream& out) {
   }
   out << "# " << request->name << ": " << request->count << " x " << request->capability_class
       << " (" << request->topology << ")\n";
+  // One line per firstAvailable subrequest, in the claim's order. The models a line names are
+  // those it is for; a model no subrequest takes is named by the vendor's note.
   for (const controller::VendorRender& v : rendered->vendors) {
-    out << "#   " << v.vendor << ": " << v.device_class;
-    if (v.group_size > 0) out << ", one group of " << v.group_size;
-    if (!v.constraint.empty()) out << ", matchAttribute " << v.constraint;
-    if (!v.excluded_models.empty()) out << ", not on " << JoinNames(v.excluded_models, ", ");
-    if (!v.runtime_class.empty()) out << ", RuntimeClass " << v.runtime_class;
-    out << " (fits " << JoinNames(v.servers, ", ") << ")\n";
+    for (const controller::SubrequestRender& s : v.subrequests) {
+      out << "#   " << s.name << ": " << v.device_class;
+      std::vector<std::string> match;
+      for (const std::string* attribute : {&s.constraint, &s.tier}) {
+        if (!attribute->empty() && s.group_size == 0 && s.count > 1) match.push_back(*attribute);
+      }
+      if (!match.empty()) out << ", matchAttribute " << JoinNames(match, " + ");
+      if (s.group_size > 0) {
+        out << ", one group of " << s.group_size;
+      } else {
+        out << ", " << s.count << (s.singles ? " single devices" : " devices");
+      }
+      if (!s.models.empty()) {
+        out << ", for " << JoinNames(s.models, ", ");
+      } else if (!v.excluded_models.empty()) {
+        out << ", every model but " << JoinNames(v.excluded_models, ", ");
+      }
+      if (!v.runtime_class.empty()) out << ", RuntimeClass " << v.runtime_class;
+      out << " (fits " << JoinNames(s.servers, ", ") << ")\n";
+    }
   }
   for (const std::string& note : rendered->notes) out << "# note: " << note << "\n";
   for (const nlohmann::json& object : rendered->objects) {

@@ -66,13 +66,18 @@ StatusOr<controller::Config> LoadConfigFlag(const Flags& flags) {
 
 StatusOr<int> RunSlices(const Flags& flags, std::ostream& out) {
   ASSIGN_OR_RETURN(const std::string format, ChoiceFlag(flags, "output", {"json", "yaml"}));
-  ASSIGN_OR_RETURN(const std::string version_name,
-                   ChoiceFlag(flags, "kubernetes-version", {"1.35", "1.34"}));
+  // Without the flag: the newest release supported, as --help says.
+  int minor = controller::kNewestKubeMinor;
+  if (auto it = flags.find("kubernetes-version"); it != flags.end()) {
+    ASSIGN_OR_RETURN(minor, controller::ParseKubeMinor(it->second, "--kubernetes-version"));
+  }
   ASSIGN_OR_RETURN(controller::Config config, LoadConfigFlag(flags));
   if (flags.contains("mode")) {
     ASSIGN_OR_RETURN(const std::string mode, ChoiceFlag(flags, "mode", {"attributes", "groups"}));
     config.mode = *controller::ParsePublishMode(mode);
   }
+  // --mode, else the config's, else the default for the version: as the controller decides.
+  config = controller::WithEffectiveMode(std::move(config), minor);
   ASSIGN_OR_RETURN(const api::NodeInventory inventory, ReadInventoryFile(flags.at("inventory")));
   controller::NodeFacts node;
   node.name = inventory.metadata.name;
@@ -83,7 +88,7 @@ StatusOr<int> RunSlices(const Flags& flags, std::ostream& out) {
     ASSIGN_OR_RETURN(node.labels, ParseLabels(it->second));
   }
   controller::PublishOptions options;
-  options.version = *api::ParseKubeVersion(version_name);
+  options.version = controller::KubeShapes(minor);
   ASSIGN_OR_RETURN(controller::DesiredPool pool,
                    controller::BuildPool(inventory, node, config, options));
   if (auto it = flags.find("allocated"); it != flags.end()) {

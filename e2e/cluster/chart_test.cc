@@ -367,9 +367,13 @@ TEST_CASE("chart: the renderings of each mode hold what the binaries and the clu
   const std::string defaults = Render("defaults", {});
   const std::string attributes = Render("attributes", {"publishing.mode=attributes"});
   const std::string groups = Render("groups", {"publishing.mode=groups"});
-  // The defaults are attributes mode.
-  CHECK(ReadFile(defaults) == ReadFile(attributes));
+  // The defaults leave the mode to the controller (by the server's release), as its own
+  // built-in config does; a mode set in the values is written.
+  CHECK(ReadFile(defaults) != ReadFile(attributes));
   CHECK(RenderedConfig(Documents(defaults)) == controller::DefaultConfig());
+  controller::Config want_attributes = controller::DefaultConfig();
+  want_attributes.mode = controller::PublishMode::kAttributes;
+  CHECK(RenderedConfig(Documents(attributes)) == want_attributes);
   controller::Config want_groups = controller::DefaultConfig();
   want_groups.mode = controller::PublishMode::kGroups;
   CHECK(RenderedConfig(Documents(groups)) == want_groups);
