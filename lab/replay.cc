@@ -26,6 +26,8 @@
 #include "controller/reference_servers.h"
 #include "controller/render.h"
 #include "controller/slices.h"
+#include "lab/kube_score.h"
+#include "lab/node_choice.h"
 #include "lab/stock_allocator.h"
 #include "topology/partitions.h"
 #include "topology/solver.h"
@@ -40,6 +42,8 @@ constexpr std::string_view kStockUnordered = "stock-unordered";
 constexpr std::string_view kStockXpu = "stock-xpu";
 constexpr std::string_view kSolver = "solver";
 constexpr std::string_view kSolverNode = "solver-node";
+// The minor release of the stock allocator the lab runs (lab/stock_allocator.h): 1.37.
+constexpr int kLabKubeMinor = 37;
 
 constexpr std::string_view kNodeOrderNames[] = {"first", "most-allocated", "least-allocated"};
 static_assert(NamesCover(kNodeOrderNames, NodeOrder::kLeastAllocated));
@@ -139,27 +143,33 @@ class Chooser {
     return choice;
   }
   StatusOr<std::optional<DeviceSet>> Choose(int model, DeviceSet free, int count) {
+    ASSIGN_OR_RETURN(const PolicyAnswer* answer, Answer(model, free, count));
+    return answer->set;
+  }
+  // The whole answer, with the allocation's DynamicResources raw score; memoised (the pointer
+  // stays valid: the memo only grows).
+  StatusOr<const PolicyAnswer*> Answer(int model, DeviceSet free, int count) {
     const Question q{model, free.mask(), count};
-    if (auto it = memo_.find(q); it != memo_.end()) return it->second;
+    if (auto it = memo_.find(q); it != memo_.end()) return &it->second;
     ++calls_;
-    ASSIGN_OR_RETURN(std::optional<DeviceSet> set, Ask(model, free, count));
+    ASSIGN_OR_RETURN(PolicyAnswer answer, Ask(model, free, count));
+    const std::optional<DeviceSet>& set = answer.set;
     if (set.has_value() && (set->size() != count || !set->IsSubsetOf(free))) {
       return InternalError("the policy chose devices that are not " + std::to_string(count) +
                            " free devices");
     }
-    memo_.emplace(q, set);
-    return set;
+    return &memo_.emplace(q, answer).first->second;
   }
   int64_t calls() const { return calls_; }
 
  protected:
-  virtual StatusOr<std::optional<DeviceSet>> Ask(int model, DeviceSet free, int count) = 0;
+  virtual StatusOr<PolicyAnswer> Ask(int model, DeviceSet free, int count) = 0;
   virtual StatusOr<std::optional<PartitionChoice>> AskPartition(int model, DeviceSet free,
                                                                 const NodePartitions& node,
                                                                 const std::string& profile) = 0;
 
  private:
-  std::unordered_map<Question, std::optional<DeviceSet>, QuestionHash> memo_;
+  std::unordered_map<Question, PolicyAnswer, QuestionHash> memo_;
   std::unordered_map<std::string, std::optional<PartitionChoice>> partition_memo_;
   int64_t calls_ = 0;
 };
@@ -212,10 +222,10 @@ class SolverChooser : public Chooser {
     return std::optional<PartitionChoice>(ChoiceOf(m, *place, node, profile));
   }
 
-  StatusOr<std::optional<DeviceSet>> Ask(int model, DeviceSet free, int count) override {
+  StatusOr<PolicyAnswer> Ask(int model, DeviceSet free, int count) override {
     const topology::SolveResult& r = memo_.Best(model, free, count);
-    if (!r.feasible) return std::optional<DeviceSet>();
-    return std::optional<DeviceSet>(r.devices);
+    if (!r.feasible) return PolicyAnswer{};
+    return PolicyAnswer{r.devices};
   }
 
  private:
@@ -242,20 +252,23 @@ class StockChooser : public Chooser {
   // The claim for `count` devices; null when the policy has no claim for the count.
   virtual StatusOr<json> Claim(int count) = 0;
 
-  StatusOr<std::optional<DeviceSet>> Ask(int model, DeviceSet free, int count) override {
+  StatusOr<PolicyAnswer> Ask(int model, DeviceSet free, int count) override {
     ASSIGN_OR_RETURN(const json claim, Claim(count));
-    if (claim.is_null()) return std::optional<DeviceSet>();
+    if (claim.is_null()) return PolicyAnswer{};
     ASSIGN_OR_RETURN(const std::string key, Slices(model, free));
     const topology::Node& node = *fleet_.models[static_cast<size_t>(model)].node;
     std::vector<std::string> allocated;
     for (int id : (node.All() - free).Ids()) {
       allocated.push_back(driver_ + "/" + std::string(kReplayNode) + "/" + node.device(id).name);
     }
-    ASSIGN_OR_RETURN(auto names,
-                     allocator_.Allocate(key, std::string(kReplayNode), allocated, claim));
-    if (!names.has_value()) return std::optional<DeviceSet>();
+    ASSIGN_OR_RETURN(auto results,
+                     allocator_.AllocateResults(key, std::string(kReplayNode), allocated, claim));
+    if (!results.has_value()) return PolicyAnswer{};
     DeviceSet set;
-    for (const std::string& chosen : *names) {
+    std::vector<std::string> requests;
+    for (const AllocatedDevice& result : *results) {
+      const std::string& chosen = result.device;
+      requests.push_back(result.request);
       for (const std::string& name : Members(model, chosen)) {
         std::optional<int> id = node.FindDevice(name);
         if (!id.has_value()) {
@@ -265,7 +278,7 @@ class StockChooser : public Chooser {
         set.Add(*id);
       }
     }
-    return std::optional<DeviceSet>(set);
+    return PolicyAnswer{set, PrioritizedListRaw(claim["spec"], requests)};
   }
 
   // The slices for a partition question on a node of `model`, and the key they are kept under.
@@ -675,13 +688,15 @@ double Percentile(const std::vector<double>& sorted, double p) {
 // One policy's replay.
 class Simulation {
  public:
+  // `kube`, when not null, picks the node of single-node jobs instead of `order`.
   Simulation(const Fleet& fleet, const std::vector<Job>& jobs, Chooser& chooser, SolverMemo& solver,
-             NodeOrder order, bool solver_node, bool record)
+             NodeOrder order, KubeNodeSearch* kube, bool solver_node, bool record)
       : fleet_(fleet),
         jobs_(jobs),
         chooser_(chooser),
         solver_(solver),
         order_(order),
+        kube_(kube),
         solver_node_(solver_node),
         record_(record) {
     for (const FleetNode& n : fleet.nodes) {
@@ -929,6 +944,7 @@ class Simulation {
   StatusOr<std::optional<std::pair<int, DeviceSet>>> PlaceSingle(int count, bool only_dirty) {
     using Result = std::optional<std::pair<int, DeviceSet>>;
     if (NodesWithFree(count) == 0) return Result();
+    if (kube_ != nullptr) return PlaceSingleKube(count, only_dirty);
     const std::vector<int> nodes = Candidates(count, only_dirty);
     if (solver_node_) {
       Result best;
@@ -957,6 +973,33 @@ class Simulation {
       if (set.has_value()) return Result(std::make_pair(n, *set));
     }
     return Result();
+  }
+
+  // A placement for a single-node job by kube-scheduler's search and scores (lab/node_choice.h).
+  // The nodes that can pass Filter: those whose free devices cover the count, and after a pass in
+  // which the shape failed everywhere, only the dirty ones (dirty_ is ordered, as `only` must be).
+  StatusOr<std::optional<std::pair<int, DeviceSet>>> PlaceSingleKube(int count, bool only_dirty) {
+    using Result = std::optional<std::pair<int, DeviceSet>>;
+    std::vector<int> dirty;
+    if (only_dirty) dirty.assign(dirty_.begin(), dirty_.end());
+    ASSIGN_OR_RETURN(
+        const std::optional<int> node,
+        kube_->Schedule(
+            [&](int n) -> StatusOr<std::optional<int64_t>> {
+              const DeviceSet free = free_[static_cast<size_t>(n)];
+              if (free.size() < count) return std::optional<int64_t>();
+              ASSIGN_OR_RETURN(
+                  const PolicyAnswer* answer,
+                  chooser_.Answer(fleet_.nodes[static_cast<size_t>(n)].model, free, count));
+              if (!answer->set.has_value()) return std::optional<int64_t>();
+              return std::optional<int64_t>(answer->prioritized_raw);
+            },
+            only_dirty ? &dirty : nullptr));
+    if (!node.has_value()) return Result();
+    ASSIGN_OR_RETURN(const std::optional<DeviceSet> set,
+                     chooser_.Choose(fleet_.nodes[static_cast<size_t>(*node)].model,
+                                     free_[static_cast<size_t>(*node)], count));
+    return Result(std::make_pair(*node, *set));
   }
 
   // A place for one partition of `profile`: the node order's first node where the policy finds
@@ -1094,11 +1137,13 @@ class Simulation {
     return parts;
   }
 
-  // The best bottleneck bandwidth a rule-keeping set of `count` had on any node's free devices.
-  int64_t FleetBest(int count) {
+  // The best bottleneck bandwidth a rule-keeping set of `count` had on any node's free devices
+  // (with `vendor`, any node of a model of that vendor).
+  int64_t FleetBest(int count, const std::string* vendor = nullptr) {
     int64_t best = 0;
     for (size_t n = 0; n < free_.size(); ++n) {
       if (free_[n].size() < count) continue;
+      if (vendor != nullptr && model(fleet_.nodes[n].model).vendor != *vendor) continue;
       const topology::SolveResult& r = solver_.Best(fleet_.nodes[n].model, free_[n], count);
       if (r.feasible) best = std::max(best, r.score.bottleneck_mbps);
     }
@@ -1119,6 +1164,9 @@ class Simulation {
       bottleneck_sum_ += static_cast<double>(got);
       ++bottleneck_count_;
       if (got < FleetBest(set.size())) ++metrics_.below_fleet_best_bandwidth;
+      if (got < FleetBest(set.size(), &model_of(node).vendor)) {
+        ++metrics_.below_vendor_best_bandwidth;
+      }
     }
     for (const auto& [node, set] : parts) {
       const FleetModel& m = model_of(node);
@@ -1240,6 +1288,7 @@ class Simulation {
   Chooser& chooser_;
   SolverMemo& solver_;
   NodeOrder order_;
+  KubeNodeSearch* kube_;
   bool solver_node_;
   bool record_;
 
@@ -1273,10 +1322,11 @@ class Simulation {
   PolicyMetrics metrics_;
 };
 
-// The config with the class the rendered claims ask for.
+// The config with the class the rendered claims ask for, in the publishing mode the controller
+// takes on the release whose allocator the lab runs (1.37: groups, unless the config names one).
 StatusOr<std::pair<controller::Config, std::string>> ReplayConfig(const Fleet& fleet,
                                                                   const ReplayOptions& options) {
-  controller::Config config = options.config;
+  controller::Config config = controller::WithEffectiveMode(options.config, kLabKubeMinor);
   if (!options.capability_class.empty()) {
     for (const controller::CapabilityClass& c : config.capability_classes) {
       if (c.name == options.capability_class) return std::make_pair(config, c.name);
@@ -1354,6 +1404,10 @@ StatusOr<ReplayResult> Replay(const Fleet& fleet, const std::vector<Job>& jobs,
   result.trace = options.trace_name;
   result.fleet = fleet.summary;
   result.node_order = std::string(NodeOrderName(options.node_order));
+  if (stock) {
+    result.scheduler = std::string(SchedulerName(options.scheduler));
+    if (options.scheduler == Scheduler::kKube) result.scheduler_seed = options.seed;
+  }
   result.nodes = static_cast<int>(fleet.nodes.size());
   result.devices = fleet.devices;
   result.jobs = static_cast<int64_t>(jobs.size());
@@ -1369,7 +1423,13 @@ StatusOr<ReplayResult> Replay(const Fleet& fleet, const std::vector<Job>& jobs,
     } else {
       chooser = std::make_unique<SolverChooser>(fleet, solver);
     }
-    Simulation simulation(fleet, jobs, *chooser, solver, options.node_order, policy == kSolverNode,
+    // Each stock policy its own scheduler, started afresh: the same seed for every policy.
+    std::optional<KubeNodeSearch> kube;
+    if (IsStockPolicy(policy) && options.scheduler == Scheduler::kKube) {
+      kube.emplace(static_cast<int>(fleet.nodes.size()), options.seed);
+    }
+    Simulation simulation(fleet, jobs, *chooser, solver, options.node_order,
+                          kube.has_value() ? &*kube : nullptr, policy == kSolverNode,
                           options.record_placements);
     StatusOr<PolicyMetrics> metrics = simulation.Run(policy);
     if (!metrics.ok()) return metrics.status().WithContext("policy " + policy);

@@ -4,7 +4,10 @@
 //
 // Jobs queue FIFO with backfill: at every arrival and completion the queue is scanned in arrival
 // order and every job that can start does (a shape that failed once in a pass is not tried again
-// in that pass: nothing is freed during a pass). A single-node job tries the nodes whose free
+// in that pass: nothing is freed during a pass). Under the stock policies a single-node job goes
+// where kube-scheduler would put it (Scheduler::kKube, the default; lab/node_choice.h): the real
+// allocator decides which nodes pass, and the score plugins and a seeded tie-break pick among
+// them. Otherwise (the solver policies, and Scheduler::kOrder) it tries the nodes whose free
 // devices cover its count, in the node order (first: fleet order; most-allocated: fewest free
 // devices first; least-allocated: most first), and takes the first node on which the policy
 // finds devices. A gang (n nodes x k) is placed by the fabric solver (topology::PlaceGang) on
@@ -35,12 +38,13 @@
 // A partitionable device is free for whole-device jobs only while it holds no partition, and
 // hosts partitions only while no whole-device job holds it. A partition counts as its share of
 // a device in utilisation (the largest of its slots and units over the device's).
-// The stock policies run the real allocator (lab/stock_allocator.h). Every policy answer is a
-// function of (model, free devices, count), so answers are memoised; `allocatorCalls` counts the
-// questions actually asked.
+// The stock policies run the real allocator (lab/stock_allocator.h). Every policy answer (the
+// devices, and the subrequests kube's score reads) is a function of (model, free devices, count),
+// so answers are memoised; `allocatorCalls` counts the questions actually asked.
 #ifndef XPU_LAB_REPLAY_H_
 #define XPU_LAB_REPLAY_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +52,7 @@
 #include "base/status.h"
 #include "controller/config.h"
 #include "lab/fleet.h"
+#include "lab/node_choice.h"
 #include "lab/result.h"
 #include "lab/trace.h"
 
@@ -63,7 +68,9 @@ bool IsStockPolicy(std::string_view policy);
 
 struct ReplayOptions {
   std::vector<std::string> policies = {"solver"};
-  NodeOrder node_order = NodeOrder::kFirst;
+  NodeOrder node_order = NodeOrder::kFirst;  // the solver policies', and the stock ones' in kOrder
+  Scheduler scheduler = Scheduler::kKube;    // the stock policies' node choice
+  uint64_t seed = 1;                         // kKube's tie-break stream (std::mt19937_64)
   // stock-xpu: the publishing mode and the classes. `capability_class` names the class the
   // rendered claims ask for; empty: a class "replay" over the fleet's vendors (fleet order) is
   // added to the config.

@@ -1,7 +1,9 @@
 // The stock policies of the placement lab, through the real upstream allocator (upstream tier:
 // scripts/build-upstream builds it), on the hand-worked cases of lab/testing/hand_cases.h.
 #include <catch2/catch.hpp>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lab/replay.h"
@@ -15,7 +17,8 @@ using testing::HandFleet;
 using testing::HandTrace;
 
 ReplayResult RunStock(const Fleet& fleet, const std::vector<Job>& jobs,
-                      std::vector<std::string> policies, controller::Config config = {}) {
+                      std::vector<std::string> policies, controller::Config config = {},
+                      std::optional<Scheduler> scheduler = std::nullopt) {
   auto binary = FindStockAllocator("");
   REQUIRE(binary.ok());
   ReplayOptions options;
@@ -23,6 +26,7 @@ ReplayResult RunStock(const Fleet& fleet, const std::vector<Job>& jobs,
   options.stock_allocator = *binary;
   options.record_placements = true;
   options.config = std::move(config);
+  if (scheduler.has_value()) options.scheduler = *scheduler;  // else the default
   auto result = Replay(fleet, jobs, options);
   INFO(result.status().ToString());
   REQUIRE(result.ok());
@@ -65,11 +69,25 @@ TEST_CASE("stock-unordered splits four NPUs over the rings, below the best bandw
   CHECK(xpu.placement_log.back() == "b @0 atlas800-9000-0:npu-4,npu-5,npu-6,npu-7");
 }
 
+// "a @0 hgx-h200-1:gpu-0,gpu-1" without the node names: "a @0 :gpu-0,gpu-1".
+std::vector<std::string> WithoutNodes(const std::vector<std::string>& log) {
+  std::vector<std::string> out;
+  for (std::string line : log) {
+    for (size_t at = line.find(" hgx-h200-"); at != std::string::npos;
+         at = line.find(" hgx-h200-", at + 1)) {
+      line.erase(at + 1, line.find(':', at) - at - 1);
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
 TEST_CASE("every policy places the same jobs on the same devices when capacity is ample") {
   const Fleet fleet = HandFleet("nodes: [{model: hgx-h200, count: 2}]\n");
   const auto jobs = HandTrace(testing::kAmpleTrace);
-  const ReplayResult r =
-      RunStock(fleet, jobs, {"stock-unordered", "stock-xpu", "solver", "solver-node"});
+  const std::vector<std::string> all = {"stock-unordered", "stock-xpu", "solver", "solver-node"};
+  // In the node order every policy takes the same nodes too.
+  const ReplayResult r = RunStock(fleet, jobs, all, {}, Scheduler::kOrder);
   REQUIRE(r.policies.size() == 4);
   CHECK(r.policies[0].placements == static_cast<int64_t>(jobs.size()));
   for (const PolicyMetrics& m : r.policies) {
@@ -78,6 +96,58 @@ TEST_CASE("every policy places the same jobs on the same devices when capacity i
     CHECK(m.rule_violations == 0);
     CHECK(m.below_best_bandwidth == 0);
   }
+  // kube-scheduler breaks the tie between the two empty nodes at random, the same way for both
+  // stock policies (one seed, the same scores); the devices on the node are still the solver's.
+  const ReplayResult kube = RunStock(fleet, jobs, all);
+  for (const PolicyMetrics& m : kube.policies) {
+    INFO(m.policy);
+    CHECK(WithoutNodes(m.placement_log) == WithoutNodes(r.policies[0].placement_log));
+    CHECK(m.rule_violations == 0);
+    CHECK(m.below_best_bandwidth == 0);
+  }
+  CHECK(kube.policies[0].placement_log == kube.policies[1].placement_log);
+}
+
+TEST_CASE("kube is the stock policies' default node choice, and the seed decides its ties") {
+  const Fleet fleet = HandFleet("nodes: [{model: hgx-h200, count: 3}]\n");
+  const auto jobs = testing::SyntheticJobs(fleet, {.jobs = 200});
+  const std::vector<std::string> stock = {"stock-unordered", "stock-xpu"};
+  const ReplayResult fallback = RunStock(fleet, jobs, stock);
+  const ReplayResult kube = RunStock(fleet, jobs, stock, {}, Scheduler::kKube);
+  CHECK(ToJson(fallback).dump() == ToJson(kube).dump());
+  CHECK(fallback.scheduler == "kube");
+  CHECK(fallback.scheduler_seed == 1);
+  for (size_t i = 0; i < stock.size(); ++i) {
+    CHECK(fallback.policies[i].placement_log == kube.policies[i].placement_log);
+  }
+  // Another seed breaks the ties elsewhere.
+  auto binary = FindStockAllocator("");
+  REQUIRE(binary.ok());
+  ReplayOptions options;
+  options.policies = stock;
+  options.stock_allocator = *binary;
+  options.record_placements = true;
+  options.seed = 2;
+  const auto reseeded = Replay(fleet, jobs, options);
+  REQUIRE(reseeded.ok());
+  CHECK(reseeded->scheduler_seed == 2);
+  CHECK(reseeded->policies[0].placement_log != kube.policies[0].placement_log);
+}
+
+TEST_CASE(
+    "kube's DynamicResources score sends PCIe pairs and quads to the nodes with the best tier") {
+  // render's subrequests for a count go from the tightest tier (one PCIe switch) to the loosest:
+  // the scheduler prefers a node where an earlier one fits, so no set is below what another node
+  // offered, where first fit in the node order takes the first node that can give the count.
+  const Fleet fleet = HandFleet("nodes: [{model: pcie-2numa-8gpu, count: 4}]\n");
+  const auto jobs = testing::SyntheticJobs(fleet, {.jobs = 400});
+  const ReplayResult kube =
+      RunStock(fleet, jobs, {"stock-xpu"}, Mode(controller::PublishMode::kAttributes));
+  const ReplayResult order = RunStock(
+      fleet, jobs, {"stock-xpu"}, Mode(controller::PublishMode::kAttributes), Scheduler::kOrder);
+  CHECK(kube.policies[0].below_vendor_best_bandwidth == 0);
+  CHECK(order.policies[0].below_vendor_best_bandwidth > 0);
+  CHECK(kube.policies[0].placements == order.policies[0].placements);
 }
 
 TEST_CASE("stock policies replay deterministically on a mixed fleet and keep what they promise") {

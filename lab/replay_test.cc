@@ -65,6 +65,50 @@ TEST_CASE("replay solver-node takes the node with the better set, the others the
   CHECK(r.policies[1].mean_bottleneck_gbps == Approx(450.0));
 }
 
+TEST_CASE("replay counts a set below the best of the chosen node's vendor apart from the fleet's") {
+  // The best PCIe pair (one switch, 32 GB/s) against the other node's best pair: an NVSwitch
+  // pair is NVIDIA's too, an A3 pair is another vendor's, which the job's images may not run on.
+  const ReplayResult nvidia =
+      Run(HandFleet("nodes: [{model: pcie-2numa-8gpu, count: 1}, {model: hgx-h200, count: 1}]\n"),
+          HandTrace("a,0,2,100\n"), {"solver", "solver-node"});
+  CHECK(nvidia.policies[0].below_fleet_best_bandwidth == 1);
+  CHECK(nvidia.policies[0].below_vendor_best_bandwidth == 1);
+  CHECK(nvidia.policies[1].below_vendor_best_bandwidth == 0);
+  const ReplayResult mixed = Run(
+      HandFleet("nodes: [{model: pcie-2numa-8gpu, count: 1}, {model: atlas800t-a3, count: 1}]\n"),
+      HandTrace("a,0,2,100\n"), {"solver"});
+  CHECK(mixed.policies[0].placement_log[0].find("pcie-2numa-8gpu-0:") != std::string::npos);
+  CHECK(mixed.policies[0].below_fleet_best_bandwidth == 1);
+  CHECK(mixed.policies[0].below_vendor_best_bandwidth == 0);
+  // Single devices have no bottleneck: neither counts them.
+  const ReplayResult single =
+      Run(HandFleet("nodes: [{model: pcie-2numa-8gpu, count: 1}, {model: hgx-h200, count: 1}]\n"),
+          HandTrace("a,0,1,100\n"), {"solver"});
+  CHECK(single.policies[0].below_fleet_best_bandwidth == 0);
+  CHECK(single.policies[0].below_vendor_best_bandwidth == 0);
+  CHECK(ToJson(nvidia)["policies"]["solver"]["belowVendorBestBandwidth"] == 1);
+}
+
+TEST_CASE("replay's scheduler choice leaves the solver policies' node order alone") {
+  const Fleet fleet =
+      HandFleet("nodes: [{model: hgx-h200, count: 2}, {model: pcie-2numa-8gpu, count: 2}]\n");
+  const auto jobs = testing::SyntheticJobs(fleet, {.jobs = 300});
+  ReplayOptions options;
+  options.policies = {"solver", "solver-node"};
+  options.record_placements = true;
+  auto kube = Replay(fleet, jobs, options);
+  options.scheduler = Scheduler::kOrder;
+  options.seed = 99;
+  auto order = Replay(fleet, jobs, options);
+  REQUIRE(kube.ok());
+  REQUIRE(order.ok());
+  CHECK(ToJson(*kube).dump() == ToJson(*order).dump());
+  CHECK(kube->scheduler.empty());  // no stock policy ran: the result names no scheduler
+  for (size_t i = 0; i < 2; ++i) {
+    CHECK(kube->policies[i].placement_log == order->policies[i].placement_log);
+  }
+}
+
 TEST_CASE("replay places gangs in the lowest fabric tier and queues the one that does not fit") {
   const Fleet fleet = HandFleet("nodes: [{model: hgx-h200, count: 4}]\nfabric: {leafSize: 2}\n");
   const auto jobs = HandTrace("g1,0,8+8,100\ng2,0,8+8,100\ng3,10,8+8,50\n");

@@ -283,12 +283,16 @@ std::string ReportHtml(const ReplayResult& result) {
   s += "<dt>fleet</dt><dd>" + HtmlEscape(result.fleet) + " (" + std::to_string(result.nodes) +
        " nodes, " + std::to_string(result.devices) + " devices)</dd>\n";
   s += "<dt>node order</dt><dd>" + HtmlEscape(result.node_order) + "</dd>\n";
+  if (!result.scheduler.empty()) {
+    s += "<dt>scheduler</dt><dd>" + HtmlEscape(SchedulerLine(result)) + "</dd>\n";
+  }
   s += "<dt>jobs</dt><dd>" + std::to_string(result.jobs) + "</dd>\n</dl>\n";
 
-  s += "<table>\n<tr><th>policy</th><th>placed</th><th>unplaced</th><th>rejected</th>"
-       "<th>rule viol.</th><th>below-best bw</th><th>below-fleet-best</th>"
-       "<th>bottleneck GB/s</th><th>stranded dev&#183;h</th>"
-       "<th>delay p50 s</th><th>delay p95 s</th><th>util %</th><th>gangs</th></tr>\n";
+  s +=
+      "<table>\n<tr><th>policy</th><th>placed</th><th>unplaced</th><th>rejected</th>"
+      "<th>rule viol.</th><th>below-best bw</th><th>below-fleet-best</th><th>below-vendor-best</th>"
+      "<th>bottleneck GB/s</th><th>stranded dev&#183;h</th>"
+      "<th>delay p50 s</th><th>delay p95 s</th><th>util %</th><th>gangs</th></tr>\n";
   std::vector<std::string> names;
   for (const auto& m : result.policies) {
     names.push_back(m.policy);
@@ -305,7 +309,9 @@ std::string ReportHtml(const ReplayResult& result) {
        "bandwidth was below the best a rule-keeping set of that count had on the node's free "
        "devices at that moment (in brackets, the mean shortfall); below-fleet-best: single-node "
        "jobs of 2 or more devices whose bottleneck was below the best any node offered at that "
-       "moment (what the node choice lost); bottleneck GB/s: their mean bottleneck bandwidth; "
+       "moment (what the node choice lost); below-vendor-best: those below the best any node of "
+       "the chosen node's vendor offered; bottleneck GB/s: the mean bottleneck bandwidth of the "
+       "single-node jobs of 2 or more devices; "
        "stranded dev&#183;h: "
        "device-hours free on a node where a waiting job fitted by count but was not placed; "
        "delay: seconds from arrival to start; util: busy device-seconds over fleet devices "

@@ -57,12 +57,19 @@ std::string Gangs(const PolicyMetrics& m) {
 
 std::vector<std::string> TableCells(const PolicyMetrics& m) {
   using result_cc::Fixed;
-  return {std::to_string(m.placements),     std::to_string(m.unplaced),
-          std::to_string(m.rejected),       std::to_string(m.rule_violations),
-          result_cc::BelowBest(m),          std::to_string(m.below_fleet_best_bandwidth),
-          Fixed(m.mean_bottleneck_gbps, 1), Fixed(m.stranded_device_seconds / 3600, 1),
-          Fixed(m.queue_delay_p50, 1),      Fixed(m.queue_delay_p95, 1),
-          Fixed(m.utilisation * 100, 1),    result_cc::Gangs(m)};
+  return {std::to_string(m.placements),
+          std::to_string(m.unplaced),
+          std::to_string(m.rejected),
+          std::to_string(m.rule_violations),
+          result_cc::BelowBest(m),
+          std::to_string(m.below_fleet_best_bandwidth),
+          std::to_string(m.below_vendor_best_bandwidth),
+          Fixed(m.mean_bottleneck_gbps, 1),
+          Fixed(m.stranded_device_seconds / 3600, 1),
+          Fixed(m.queue_delay_p50, 1),
+          Fixed(m.queue_delay_p95, 1),
+          Fixed(m.utilisation * 100, 1),
+          result_cc::Gangs(m)};
 }
 
 nlohmann::json ToJson(const ReplayResult& result) {
@@ -78,6 +85,7 @@ nlohmann::json ToJson(const ReplayResult& result) {
                           {"belowBestBandwidth", m.below_best_bandwidth},
                           {"meanBandwidthShortfall", Rounded(m.mean_bandwidth_shortfall, 1e6)},
                           {"belowFleetBestBandwidth", m.below_fleet_best_bandwidth},
+                          {"belowVendorBestBandwidth", m.below_vendor_best_bandwidth},
                           {"meanBottleneckGBps", Rounded(m.mean_bottleneck_gbps, 1e3)},
                           {"strandedDeviceSeconds", Rounded(m.stranded_device_seconds, 1e3)},
                           {"queueDelayP50", Rounded(m.queue_delay_p50, 1e3)},
@@ -93,8 +101,14 @@ nlohmann::json ToJson(const ReplayResult& result) {
                           {"largestProfileFits", Rounded(m.largest_profile_fits, 1e6)},
                           {"notes", m.notes}};
   }
-  return {{"trace", result.trace}, {"fleet", result.fleet},     {"nodeOrder", result.node_order},
-          {"nodes", result.nodes}, {"devices", result.devices}, {"jobs", result.jobs},
+  return {{"trace", result.trace},
+          {"fleet", result.fleet},
+          {"nodeOrder", result.node_order},
+          {"scheduler", result.scheduler},
+          {"schedulerSeed", result.scheduler_seed},
+          {"nodes", result.nodes},
+          {"devices", result.devices},
+          {"jobs", result.jobs},
           {"policies", policies}};
 }
 
@@ -104,12 +118,13 @@ std::string TextTable(const ReplayResult& result) {
   out += "fleet: " + result.fleet + " (" + std::to_string(result.nodes) + " nodes, " +
          std::to_string(result.devices) + " devices)\n";
   out += "node order: " + result.node_order + "\n";
+  if (!result.scheduler.empty()) out += "scheduler: " + SchedulerLine(result) + "\n";
   out += "jobs: " + std::to_string(result.jobs) + "\n\n";
 
-  std::vector<std::vector<std::string>> rows = {{"policy", "placed", "unplaced", "rejected",
-                                                 "rule viol.", "below-best bw", "below-fleet-best",
-                                                 "bottleneck GB/s", "stranded dev·h", "delay p50 s",
-                                                 "delay p95 s", "util %"}};
+  std::vector<std::vector<std::string>> rows = {
+      {"policy", "placed", "unplaced", "rejected", "rule viol.", "below-best bw",
+       "below-fleet-best", "below-vendor-best", "bottleneck GB/s", "stranded dev·h", "delay p50 s",
+       "delay p95 s", "util %"}};
   for (const auto& m : result.policies) {
     std::vector<std::string> row = TableCells(m);
     row.pop_back();  // the gangs: a line of their own below the table
@@ -162,6 +177,14 @@ std::string TextTable(const ReplayResult& result) {
     for (const std::string& note : m.notes) out += "  " + m.policy + "  note: " + note + "\n";
   }
   return out;
+}
+
+std::string SchedulerLine(const ReplayResult& result) {
+  std::string line = result.scheduler + " (the stock policies' node choice";
+  if (result.scheduler == "kube") {
+    line += ", ties broken with seed " + std::to_string(result.scheduler_seed);
+  }
+  return line + ")";
 }
 
 bool AnyPartitions(const ReplayResult& result) {

@@ -36,6 +36,10 @@ struct PolicyMetrics {
   // bottleneck bandwidth they got (GB/s).
   int64_t below_fleet_best_bandwidth = 0;
   double mean_bottleneck_gbps = 0;
+  // Of those jobs, how many got a bottleneck below the best that any node of the chosen node's
+  // vendor offered at that moment: what the node choice lost where the job could not change
+  // vendor (its images are one vendor's).
+  int64_t below_vendor_best_bandwidth = 0;
   // Device-seconds during which devices sat free on a node where a waiting job fitted by count
   // (its devices per node <= the node's free devices) but was not placed.
   double stranded_device_seconds = 0;
@@ -72,15 +76,21 @@ struct ReplayResult {
   std::string trace;       // "synthetic 2000 (seed 1)" or the file name
   std::string fleet;       // "6 x atlas800-9000, 4 x hgx-h200, ..."
   std::string node_order;  // "first", "most-allocated", "least-allocated"
+  // The stock policies' node choice, "kube" or "order" (empty when no stock policy ran), and
+  // kube's tie-break seed.
+  std::string scheduler;
+  uint64_t scheduler_seed = 0;
   int nodes = 0;
   int devices = 0;
   int64_t jobs = 0;
   std::vector<PolicyMetrics> policies;  // in the order asked for
 };
 
-// {"trace", "fleet", "nodeOrder", "nodes", "devices", "jobs", "policies": {"<policy>":
+// {"trace", "fleet", "nodeOrder", "scheduler", "schedulerSeed", "nodes", "devices", "jobs",
+//  "policies": {"<policy>":
 //  {"placements", "unplaced", "rejected", "ruleViolations", "belowBestBandwidth",
-//   "meanBandwidthShortfall", "belowFleetBestBandwidth", "meanBottleneckGBps",
+//   "meanBandwidthShortfall", "belowFleetBestBandwidth", "belowVendorBestBandwidth",
+//   "meanBottleneckGBps",
 //   "strandedDeviceSeconds", "queueDelayP50", "queueDelayP95", "queueDelayMean", "utilisation",
 //   "makespan", "gangs", "gangTiers", "allocatorCalls", "partitionPlacements",
 //   "fragmentedWaits", "largestProfileFits", "notes"}}}.
@@ -89,13 +99,16 @@ nlohmann::json ToJson(const ReplayResult& result);
 
 // A policy's cells of the table, as TextTable and ReportHtml show them: placed, unplaced,
 // rejected, rule viol., below-best bw (with the mean shortfall in brackets), below-fleet-best,
-// bottleneck GB/s, stranded dev·h, delay p50 s, delay p95 s, util %, and gangs (with the gangs
-// per tier in brackets).
+// below-vendor-best, bottleneck GB/s, stranded dev·h, delay p50 s, delay p95 s, util %, and gangs
+// (with the gangs per tier in brackets).
 std::vector<std::string> TableCells(const PolicyMetrics& m);
 
 // The table a person reads: one row per policy, one column per metric (TableCells; the gangs on
 // a line of their own below it).
 std::string TextTable(const ReplayResult& result);
+
+// "kube (the stock policies' node choice, ties broken with seed 1)", or "order (...)".
+std::string SchedulerLine(const ReplayResult& result);
 
 // Whether any policy placed a partition job (or saw one wait on fragmentation).
 bool AnyPartitions(const ReplayResult& result);

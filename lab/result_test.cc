@@ -25,6 +25,8 @@ constexpr SampleCount kSampleCounts[] = {
     {&PolicyMetrics::rejected, "rejected", 3},
     {&PolicyMetrics::rule_violations, "ruleViolations", 2},
     {&PolicyMetrics::below_best_bandwidth, "belowBestBandwidth", 5},
+    {&PolicyMetrics::below_fleet_best_bandwidth, "belowFleetBestBandwidth", 11},
+    {&PolicyMetrics::below_vendor_best_bandwidth, "belowVendorBestBandwidth", 8},
     {&PolicyMetrics::gangs, "gangs", 4},
     {&PolicyMetrics::allocator_calls, "allocatorCalls", 1234},
     {&PolicyMetrics::partition_placements, "partitionPlacements", 61},
@@ -68,6 +70,8 @@ ReplayResult SampleResult() {
   return {.trace = "synthetic 100 (seed 1)",
           .fleet = "6 x atlas800-9000, 4 x hgx-h200",
           .node_order = "first",
+          .scheduler = "kube",
+          .scheduler_seed = 1,
           .nodes = 10,
           .devices = 80,
           .jobs = 100,
@@ -79,14 +83,16 @@ TEST_CASE("the replay JSON has every documented member, rounded") {
   CHECK(j.at("trace") == "synthetic 100 (seed 1)");
   CHECK(j.at("fleet") == "6 x atlas800-9000, 4 x hgx-h200");
   CHECK(j.at("nodeOrder") == "first");
+  CHECK(j.at("scheduler") == "kube");
+  CHECK(j.at("schedulerSeed") == 1);
   CHECK(j.at("nodes") == 10);
   CHECK(j.at("devices") == 80);
   CHECK(j.at("jobs") == 100);
-  CHECK(j.size() == 7);
+  CHECK(j.size() == 9);
   REQUIRE(j.at("policies").size() == 2);
   for (const char* name : {"stock-unordered", "solver"}) {
     const auto& p = j.at("policies").at(name);
-    CHECK(p.size() == 21);
+    CHECK(p.size() == 22);
     CHECK(p.contains("belowFleetBestBandwidth"));
     CHECK(p.contains("meanBottleneckGBps"));
     CHECK(p.at("notes").is_array());
@@ -112,6 +118,17 @@ TEST_CASE("the text table has the facts and a row per policy") {
   CHECK(t.find("fleet: 6 x atlas800-9000, 4 x hgx-h200 (10 nodes, 80 devices)\n") !=
         std::string::npos);
   CHECK(t.find("node order: first\n") != std::string::npos);
+  CHECK(t.find("scheduler: kube (the stock policies' node choice, ties broken with seed 1)\n") !=
+        std::string::npos);
+  CHECK(t.find("below-vendor-best") != std::string::npos);
+  const std::string html = ReportHtml(SampleResult());
+  CHECK(html.find("<th>below-vendor-best</th>") != std::string::npos);
+  CHECK(html.find("<dt>scheduler</dt><dd>kube (the stock policies&#39; node choice") !=
+        std::string::npos);
+  ReplayResult no_stock = SampleResult();
+  no_stock.scheduler.clear();  // no stock policy ran: no scheduler to report
+  CHECK(TextTable(no_stock).find("scheduler:") == std::string::npos);
+  CHECK(ReportHtml(no_stock).find("<dt>scheduler</dt>") == std::string::npos);
   CHECK(t.find("\nstock-unordered  ") != std::string::npos);
   CHECK(t.find("\nsolver           ") != std::string::npos);
   CHECK(t.find("5 (12.3%)") != std::string::npos);

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <system_error>
 #include <thread>
+#include <utility>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX, for posix_spawn
 
@@ -238,6 +239,17 @@ Status StockAllocator::ForgetSlices(const std::string& key) {
 StatusOr<std::optional<std::vector<std::string>>> StockAllocator::Allocate(
     const std::string& key, const std::string& node, const std::vector<std::string>& allocated,
     const nlohmann::json& claim) {
+  ASSIGN_OR_RETURN(auto results, AllocateResults(key, node, allocated, claim));
+  if (!results.has_value()) return std::optional<std::vector<std::string>>();
+  std::vector<std::string> names;
+  names.reserve(results->size());
+  for (AllocatedDevice& d : *results) names.push_back(std::move(d.device));
+  return std::optional(std::move(names));
+}
+
+StatusOr<std::optional<std::vector<AllocatedDevice>>> StockAllocator::AllocateResults(
+    const std::string& key, const std::string& node, const std::vector<std::string>& allocated,
+    const nlohmann::json& claim) {
   ASSIGN_OR_RETURN(const nlohmann::json answer, Call({{"op", "allocate"},
                                                       {"slices", key},
                                                       {"node", node},
@@ -248,18 +260,26 @@ StatusOr<std::optional<std::vector<std::string>>> StockAllocator::Allocate(
     return DataLossError("stock allocator " + binary_ + " (allocate): no devices in " +
                          answer.dump());
   }
-  if (devices->is_null()) return std::optional<std::vector<std::string>>();
-  std::vector<std::string> names;
+  if (devices->is_null()) return std::optional<std::vector<AllocatedDevice>>();
+  std::vector<AllocatedDevice> results;
+  // Every field a string: the wire's device entry (lab/stock_allocator.h).
+  auto field = [](const nlohmann::json& device, const char* name) -> const std::string* {
+    const auto it = device.find(name);
+    return it != device.end() && it->is_string() ? it->get_ptr<const std::string*>() : nullptr;
+  };
   if (devices->is_array()) {
     for (const nlohmann::json& device : *devices) {
-      const auto name = device.find("device");
-      if (name == device.end() || !name->is_string()) {
-        names.clear();
+      const std::string* request = field(device, "request");
+      const std::string* driver = field(device, "driver");
+      const std::string* pool = field(device, "pool");
+      const std::string* name = field(device, "device");
+      if (!device.is_object() || request == nullptr || driver == nullptr || pool == nullptr ||
+          name == nullptr) {
         break;
       }
-      names.push_back(name->get<std::string>());
+      results.push_back({*request, *driver, *pool, *name});
     }
-    if (names.size() == devices->size()) return std::optional(std::move(names));
+    if (results.size() == devices->size()) return std::optional(std::move(results));
   }
   return DataLossError("stock allocator " + binary_ + " (allocate): bad devices in " +
                        answer.dump());

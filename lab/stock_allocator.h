@@ -36,6 +36,16 @@ namespace xpu::lab {
 // error says what was looked at and how to build it (scripts/build-upstream).
 StatusOr<std::string> FindStockAllocator(const std::string& flag);
 
+// One device of an allocation result: `request` names the claim's request, or for a
+// `firstAvailable` request the subrequest used ("<request>/<subrequest>").
+struct AllocatedDevice {
+  std::string request;
+  std::string driver;
+  std::string pool;
+  std::string device;
+  friend bool operator==(const AllocatedDevice&, const AllocatedDevice&) = default;
+};
+
 class StockAllocator {
  public:
   // Starts the binary and asks its version; errors name the binary.
@@ -56,6 +66,10 @@ class StockAllocator {
   // ("driver/pool/device") already taken. The devices chosen, in the allocator's result order,
   // or nullopt when the claim does not fit.
   StatusOr<std::optional<std::vector<std::string>>> Allocate(
+      const std::string& key, const std::string& node, const std::vector<std::string>& allocated,
+      const nlohmann::json& claim);
+  // As Allocate, with each result whole: the request it serves, its driver, pool and device.
+  StatusOr<std::optional<std::vector<AllocatedDevice>>> AllocateResults(
       const std::string& key, const std::string& node, const std::vector<std::string>& allocated,
       const nlohmann::json& claim);
 

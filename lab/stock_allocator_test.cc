@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/testing/require_ok.h"
+#include "lab/kube_score.h"
 #include "lab/testing/stock.h"
 
 namespace xpu::lab {
@@ -123,6 +124,32 @@ TEST_CASE("the stock allocator takes the first available subrequest that fits") 
                                                          {"count", 3}}})}};
   CHECK(Allocate(*stock, {"xpu.dra.dev/n1/gpu-1"}, Claim(json::array({request}))) ==
         Devices({"gpu-0", "gpu-2", "gpu-3"}));
+  // Each result names the subrequest it serves, which DynamicResources scores: index 1, 8 - 1.
+  const json claim = Claim(json::array({request}));
+  StatusOr<std::optional<std::vector<AllocatedDevice>>> results =
+      stock->AllocateResults("n1", "n1", {"xpu.dra.dev/n1/gpu-1"}, claim);
+  REQUIRE_OK(results);
+  REQUIRE(results->has_value());
+  std::vector<std::string> requests;
+  for (const AllocatedDevice& d : **results) {
+    CHECK(d.driver == "xpu.dra.dev");
+    CHECK(d.pool == "n1");
+    requests.push_back(d.request);
+  }
+  CHECK(requests == std::vector<std::string>{"r/three", "r/three", "r/three"});
+  CHECK((**results)[1].device == "gpu-2");
+  CHECK(PrioritizedListRaw(claim["spec"], requests) == 7);
+  // An exactly request is named as it is.
+  StatusOr<std::optional<std::vector<AllocatedDevice>>> plain =
+      stock->AllocateResults("n1", "n1", {}, Claim(json::array({Exactly(1)})));
+  REQUIRE_OK(plain);
+  REQUIRE(plain->has_value());
+  CHECK(**plain == std::vector<AllocatedDevice>{{"r", "xpu.dra.dev", "n1", "gpu-0"}});
+  // Nothing fits: no results.
+  StatusOr<std::optional<std::vector<AllocatedDevice>>> none =
+      stock->AllocateResults("n1", "n1", {}, Claim(json::array({Exactly(5)})));
+  REQUIRE_OK(none);
+  CHECK_FALSE(none->has_value());
 }
 
 TEST_CASE("the stock allocator answers bad requests with an error and serves on") {

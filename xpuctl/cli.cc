@@ -50,8 +50,10 @@ constexpr FlagSpec kConfigFlag = {
     "controller config (YAML or JSON, docs/controller-config.md; default: built-in)"};
 constexpr FlagSpec kHelpFlag = {"help", 'h', "", false, "show this help"};
 constexpr FlagSpec kKubeVersionFlag = {
-    "kubernetes-version", '\0', "1.34|1.35", false,
-    "the API server's release: shapes and limits (default 1.35)"};
+    "kubernetes-version", '\0', "1.34|1.35|1.36|1.37", false,
+    "the API server's release: slice shapes and limits (1.36 and 1.37 publish like 1.35), and "
+    "the publishing mode when the config sets none: groups from 1.36, attributes before "
+    "(default 1.37, the newest supported)"};
 constexpr FlagSpec kVendorLibFlag = {"vendor-lib-dir",
                                      '\0',
                                      "DIR",
@@ -110,7 +112,7 @@ const std::vector<Command>& Commands() {
          "NodeInventory (JSON, docs/node-inventory.md), e.g. from 'xpuctl discover'"},
         {"node-name", '\0', "NAME", false, "the Node's name (default: the inventory's name)"},
         {"mode", '\0', "attributes|groups", false,
-         "publishing mode (default: the config's, else attributes)"},
+         "publishing mode (default: the config's, else by --kubernetes-version)"},
         kKubeVersionFlag,
         kConfigFlag,
         {"label", '\0', "k=v,...", false, "the Node's labels (fabric tiers)"},
@@ -124,6 +126,10 @@ const std::vector<Command>& Commands() {
          "the request (YAML or JSON: name, namespace, accelerator: {class, count, topology, "
          "precision})"},
         kConfigFlag,
+        {"kubernetes-version", '\0', "1.34|1.35|1.36|1.37", false,
+         "the API server's release, for the publishing mode when the config sets none, which "
+         "decides the subrequests: groups from 1.36, attributes before (default 1.37, the "
+         "newest supported)"},
         {"vendor", '\0', "V,...", false, "render for these of the class' vendors only"},
         {"cdi-driver-files", '\0', "auto|off|VENDOR=MODE,...", false,
          "the plugins' --cdi-driver-files: vendors whose files are off need their runtime's "
@@ -158,7 +164,8 @@ const std::vector<Command>& Commands() {
          "job trace: id,arrival,shape,duration (shape 8, 8+8+8+8 or partition:1g.18gb); give "
          "this or --synthetic"},
         {"synthetic", '\0', "N", false, "generate N jobs with the documented mix instead"},
-        {"seed", '\0', "S", false, "seed of --synthetic (default 1)"},
+        {"seed", '\0', "S", false,
+         "seed of --synthetic and of --scheduler kube's tie-break (default 1)"},
         {"load", '\0', "L", false,
          "--synthetic: offered load, device-seconds per second over the fleet's devices "
          "(default 0.9)"},
@@ -169,8 +176,12 @@ const std::vector<Command>& Commands() {
          "nodes: [{model: NAME | inventory: FILE, count: N}], optional fabric: {leafSize: N}"},
         {"policy", '\0', "P", false,
          "stock-unordered, stock-xpu, solver or solver-node (repeatable; default solver)", true},
+        {"scheduler", '\0', "kube|order", false,
+         "the stock policies' node choice: kube-scheduler's search and scores, or --node-order "
+         "(default kube)"},
         {"node-order", '\0', "first|most-allocated|least-allocated", false,
-         "the node choice of every policy but solver-node (default first)"},
+         "the node choice of solver, and of the stock policies with --scheduler order "
+         "(default first)"},
         kConfigFlag,
         {"class", '\0', "NAME", false,
          "the config's capability class stock-xpu's claims ask for (default: one over the "

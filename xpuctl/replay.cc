@@ -126,6 +126,15 @@ StatusOr<int> RunReplay(const Flags& flags, std::ostream& out) {
     }
     options.node_order = *order;
   }
+  if (auto it = flags.find("scheduler"); it != flags.end()) {
+    std::optional<lab::Scheduler> scheduler = lab::ParseScheduler(it->second);
+    if (!scheduler.has_value()) {
+      return InvalidArgumentError("--scheduler: expected kube or order, got \"" + it->second +
+                                  "\"");
+    }
+    options.scheduler = *scheduler;
+  }
+  ASSIGN_OR_RETURN(options.seed, SeedFlag(flags));
   ASSIGN_OR_RETURN(options.config, LoadConfigFlag(flags));
   if (auto it = flags.find("class"); it != flags.end()) options.capability_class = it->second;
   bool stock = false;
