@@ -266,6 +266,26 @@ Status DeletePodsNow(const Cluster& cluster, const std::string& ns,
   return cluster.Kubectl(args).status();
 }
 
+Status ReleaseClaims(const Cluster& cluster, kc::Client& client, const std::string& ns,
+                     const std::vector<std::string>& names) {
+  RETURN_IF_ERROR(DeletePodsNow(cluster, ns, names));
+  for (const auto& n : names) {
+    Status s = client.Delete(kc::ResourceClaims(), ns, n);
+    if (!s.ok() && s.code() != StatusCode::kNotFound) return s;
+  }
+  for (const auto& n : names) {
+    const bool gone = WaitFor([&] {
+      return client.Get(kc::ResourceClaims(), ns, n).status().code() == StatusCode::kNotFound;
+    });
+    if (!gone) {
+      std::string claim = "claim ";
+      claim.append(ns).append("/").append(n).append(" still exists after 60 s");
+      return UnavailableError(claim);
+    }
+  }
+  return OkStatus();
+}
+
 Status DriverHarness::WaitPublishedOrder(const std::string& node, bool groups,
                                          const std::set<std::string>& held,
                                          std::chrono::milliseconds timeout) {

@@ -133,6 +133,11 @@ std::vector<std::string> AllocatedDevices(const nlohmann::json& claim);
 // until they are gone; ok if they do not exist. Upstream only.
 Status DeletePodsNow(const Cluster& cluster, const std::string& ns,
                      const std::vector<std::string>& names);
+// Deletes pods at once (DeletePodsNow) and the claims of the same names, and waits until the
+// claims are gone: the resourceclaim controller lifts their finalizer once it has deallocated
+// them, so afterwards the devices are free for the scheduler. Upstream only.
+Status ReleaseClaims(const Cluster& cluster, api::client::Client& client, const std::string& ns,
+                     const std::vector<std::string>& names);
 
 }  // namespace xpu::e2e
 

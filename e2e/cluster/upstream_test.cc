@@ -287,6 +287,20 @@ TEST_CASE("upstream: example claims, templates and classes are admitted", "[admi
   CheckKept(templ["spec"], t->value("spec", json::object()));
 }
 
+// The tests here were written for attributes mode, which from 1.36 is no longer the default of
+// a config that names none (groups is): a config without a mode gets attributes. The default by
+// release is tested in controller/publish_mode_test.cc and by the demo and runtime tiers.
+constexpr const char* kAttributesMode = "publishing:\n  mode: attributes\n";
+std::string WithAttributesMode(const std::string& config_yaml) {
+  if (config_yaml.find("mode:") != std::string::npos) return config_yaml;
+  if (const size_t at = config_yaml.find("publishing:\n"); at != std::string::npos) {
+    std::string out = config_yaml;
+    out.insert(at + std::string("publishing:\n").size(), "  mode: attributes\n");
+    return out;
+  }
+  return kAttributesMode + config_yaml;
+}
+
 TEST_CASE("upstream: the controller's DeviceClasses are admitted, their CEL compiled",
           "[admission]") {
   // What the controller's built-in defaults ask for, each to be found on the real server with
@@ -295,7 +309,7 @@ TEST_CASE("upstream: the controller's DeviceClasses are admitted, their CEL comp
   REQUIRE(desired.size() >= 12);
   auto harness = DriverHarness::Create(Upstream(), WorkDir("classes"));
   REQUIRE_OK(harness);
-  REQUIRE_OK((*harness)->StartController());
+  REQUIRE_OK((*harness)->StartController(kAttributesMode));
   kc::Client& client = (*harness)->client();
   for (const auto& klass : desired) {
     const json want = ToJson(klass);
@@ -336,7 +350,7 @@ Fleet StartFleet(const std::string& prefix, const std::vector<std::string>& host
   auto harness = DriverHarness::Create(Upstream(), WorkDir(prefix));
   REQUIRE_OK(harness);
   fleet.harness = std::move(*harness);
-  REQUIRE_OK(fleet.harness->StartController(config_yaml));
+  REQUIRE_OK(fleet.harness->StartController(WithAttributesMode(config_yaml)));
   for (const auto& host : hosts) {
     std::string node = prefix;
     node.append("-").append(host);
@@ -400,16 +414,7 @@ std::vector<std::string> Allocate(kc::Client& client, const std::string& ns,
 
 // Deletes pods (at once) and their claims of the same names.
 void Release(const std::string& ns, const std::vector<std::string>& names, kc::Client& client) {
-  REQUIRE_OK(DeletePodsNow(Upstream(), ns, names));
-  for (const auto& n : names) {
-    const Status s = client.Delete(kc::ResourceClaims(), ns, n);
-    CHECK((s.ok() || s.code() == StatusCode::kNotFound));
-  }
-  for (const auto& n : names) {
-    CHECK(WaitFor([&] {
-      return client.Get(kc::ResourceClaims(), ns, n).status().code() == StatusCode::kNotFound;
-    }));
-  }
+  REQUIRE_OK(ReleaseClaims(Upstream(), client, ns, names));
 }
 
 std::string DeviceOf(const std::string& pool_device) {
@@ -548,13 +553,12 @@ TEST_CASE("upstream: rendered capability requests land on rule-keeping sets", "[
     std::string capability_class;
     int count;
     std::vector<std::string> vendors;
-    bool needs_groups = false;  // attributes mode cannot keep the rule: render refuses
   };
   const std::vector<Case> cases = {
       {"training-large-memory", 8, {}},       {"inference", 8, {}},
       {"inference", 2, {"huawei"}},           {"inference", 3, {"huawei"}},
       {"inference", 4, {"huawei"}},           {"inference", 16, {"huawei"}},
-      {"inference", 2, {"cambricon"}},        {"inference", 4, {"cambricon"}, true},
+      {"inference", 2, {"cambricon"}},        {"inference", 4, {"cambricon"}},
       {"training-large-memory", 3, {"hygon"}}};
   std::map<std::string, topology::Node> topologies;
   int n = 0;
@@ -568,12 +572,6 @@ TEST_CASE("upstream: rendered capability requests land on rule-keeping sets", "[
     StatusOr<controller::Rendered> rendered =
         controller::Render(request, controller::RenderOptions{.vendors = c.vendors});
     INFO(c.capability_class << " x" << c.count << " " << JoinNames(c.vendors));
-    if (c.needs_groups) {
-      // The MLU370 ring sets of 4: no matchAttribute says them, so no claim is written.
-      REQUIRE_FALSE(rendered.ok());
-      CHECK(rendered.status().message().find("only groups mode") != std::string::npos);
-      continue;
-    }
     REQUIRE_OK(rendered);
     const json& tpl = rendered->objects.at(0);
     REQUIRE(tpl["kind"] == "ResourceClaimTemplate");
@@ -643,7 +641,7 @@ TEST_CASE("upstream: an unhealthy device is tainted and new claims avoid it", "[
   auto harness = DriverHarness::Create(Upstream(), WorkDir("taint"));
   REQUIRE_OK(harness);
   fleet.harness = std::move(*harness);
-  REQUIRE_OK(fleet.harness->StartController());
+  REQUIRE_OK(fleet.harness->StartController(kAttributesMode));
   const std::string node = "taint-hgx-h200";
   REQUIRE_OK(fleet.harness->AddNode(node, "hgx-h200-unhealthy", {},
                                     {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR}));
@@ -687,7 +685,8 @@ TEST_CASE("upstream: a device failing under a running pod evicts it (NoExecute)"
   REQUIRE(!ec);
   auto harness = DriverHarness::Create(Upstream(), work);
   REQUIRE_OK(harness);
-  REQUIRE_OK((*harness)->StartController("publishing:\n  unhealthyEffect: NoExecute\n"));
+  REQUIRE_OK((*harness)->StartController(
+      "publishing:\n  mode: attributes\n  unhealthyEffect: NoExecute\n"));
   const std::string node = "evict-atlas800-9000";
   REQUIRE_OK((*harness)->AddNode(node, root));
   REQUIRE_OK((*harness)->WaitPublished(node, 8));
@@ -762,7 +761,7 @@ TEST_CASE("upstream: with DRADeviceTaints off, tainted devices are left out of t
   REQUIRE_OK(cluster);
   auto harness = DriverHarness::Create(**cluster, (*cluster)->dir() + "/work");
   REQUIRE_OK(harness);
-  REQUIRE_OK((*harness)->StartController());
+  REQUIRE_OK((*harness)->StartController(kAttributesMode));
   // The fake NVML of the fixture reports an XID 79 on one GPU.
   const std::string host = SourceDir() + "/e2e/fixtures/hosts/hgx-h200-unhealthy";
   ::setenv("XPU_FAKE_NVML_JSON", (host + "/fake-vendor/nvml.json").c_str(), 1);
@@ -1008,7 +1007,7 @@ TEST_CASE(
   auto started = DriverHarness::Create(Upstream(), WorkDir("mig"));
   REQUIRE_OK(started);
   DriverHarness& harness = **started;
-  REQUIRE_OK(harness.StartController());
+  REQUIRE_OK(harness.StartController(kAttributesMode));
   const std::string node = "mig-hgx-h200";
   const Status added =
       harness.AddNode(node, "hgx-h200-mig", {}, {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR});
@@ -1211,7 +1210,7 @@ TEST_CASE(
     REQUIRE_OK(cluster);
     auto harness = DriverHarness::Create(**cluster, (*cluster)->dir() + "/work");
     REQUIRE_OK(harness);
-    REQUIRE_OK((*harness)->StartController());
+    REQUIRE_OK((*harness)->StartController(kAttributesMode));
     const std::string node = "pt-hgx-h200-mig";
     const json device = PublishMigNode(**harness, node);
     INFO((*harness)->controller()->Log());
@@ -1228,7 +1227,7 @@ TEST_CASE(
   SECTION("gate off (1.37's default): dropped once, then neither the field nor the attribute") {
     auto harness = DriverHarness::Create(Upstream(), WorkDir("partition-type"));
     REQUIRE_OK(harness);
-    REQUIRE_OK((*harness)->StartController());
+    REQUIRE_OK((*harness)->StartController(kAttributesMode));
     const std::string node = "ptoff-hgx-h200-mig";
     PublishMigNode(**harness, node);
     INFO((*harness)->controller()->Log());
@@ -1483,7 +1482,7 @@ TEST_CASE("upstream: a 4 x 8 gang lands in one super-pod, its members run with t
   auto harness = DriverHarness::Create(Upstream(), WorkDir("gang"));
   REQUIRE_OK(harness);
   DriverHarness& h = **harness;
-  REQUIRE_OK(h.StartController("", {"--log-level", "debug"}));
+  REQUIRE_OK(h.StartController(kAttributesMode, {"--log-level", "debug"}));
   std::vector<std::string> nodes;
   for (int i = 1; i <= 6; ++i) {
     const std::string node = "g-" + std::to_string(i);
@@ -1683,7 +1682,7 @@ TEST_CASE("upstream: controller leader election on real Leases", "[liveness]") {
                                            "--retry-period",   "500ms"};
   std::vector<std::string> first = timing;
   first.insert(first.end(), {"--identity", "first"});
-  REQUIRE_OK((*harness)->StartController("", first));
+  REQUIRE_OK((*harness)->StartController(kAttributesMode, first));
   std::string holder;
   auto holder_is = [&](const std::string& want) {
     auto lease = client.Get(kc::Leases(), DriverHarness::kNamespace, "xpu-dra-controller");
