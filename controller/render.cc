@@ -318,6 +318,31 @@ std::vector<nlohmann::json> LegacyClasses(const std::string& vendor, const std::
   return out;
 }
 
+// Over the API's limit of subrequests: first the least preferred tiers go (keeping every vendor
+// and the order of its models by bandwidth); where that would drop a vendor, the last vendors
+// give up ordering their models by bandwidth (a subrequest per model) instead, and then tiers
+// and vendors go as they must. Each drop is a note.
+void FitSubrequests(const std::vector<VendorVerdict>& kept, std::vector<VendorRender>& vendors,
+                    std::vector<std::string>& notes) {
+  std::vector<VendorRender> tiers_dropped = vendors;
+  std::vector<std::string> tier_notes;
+  render_internal::LimitSubrequests(tiers_dropped, kMaxSubrequests, tier_notes);
+  if (tiers_dropped.size() == vendors.size()) {
+    vendors = std::move(tiers_dropped);
+    notes.insert(notes.end(), tier_notes.begin(), tier_notes.end());
+    return;
+  }
+  const auto total = [&] {
+    size_t n = 0;
+    for (const VendorRender& r : vendors) n += r.subrequests.size();
+    return n;
+  };
+  for (size_t i = kept.size(); i-- > 0 && total() > kMaxSubrequests;) {
+    vendors[i] = render_internal::BuildVendorRender(kept[i], true, false);
+  }
+  render_internal::LimitSubrequests(vendors, kMaxSubrequests, notes);
+}
+
 const CapabilityClass* FindClass(const Config& config, const std::string& name) {
   for (const CapabilityClass& c : config.capability_classes) {
     if (c.name == name) return &c;
@@ -399,20 +424,10 @@ StatusOr<Rendered> Render(const CapabilityRequest& request, const RenderOptions&
     out.vendors.push_back(render_internal::BuildVendorRender(v, !multi, !multi));
     kept.push_back(std::move(v));
   }
-  // Over the API's limit, the last vendors give up ordering their models by bandwidth (which
-  // costs a subrequest per model) before anything is dropped.
-  const auto total = [&] {
-    size_t n = 0;
-    for (const VendorRender& r : out.vendors) n += r.subrequests.size();
-    return n;
-  };
-  for (size_t i = kept.size(); i-- > 0 && !multi && total() > kMaxSubrequests;) {
-    out.vendors[i] = render_internal::BuildVendorRender(kept[i], true, false);
-  }
   if (out.vendors.empty() || per_node == 0) {
     return NoVendorError(request, refused, options, vendors, servers);
   }
-  if (!multi) render_internal::LimitSubrequests(out.vendors, kMaxSubrequests, out.notes);
+  if (!multi) FitSubrequests(kept, out.vendors, out.notes);
 
   // Images: the request's over the class'. Every vendor rendered needs one once any has one.
   std::map<std::string, std::string> images(c->images.begin(), c->images.end());

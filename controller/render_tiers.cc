@@ -134,14 +134,48 @@ std::vector<Tier> TiersOf(const VendorVerdict& verdict, const ModelGroup& group)
 
 namespace {
 
-// One attribute alternative before naming: its models, rule-keeping constraint and tier, and the
-// bottleneck bandwidth every set of it keeps (the worst, over the servers it leaves a set on).
+// One alternative before naming: its models, rule-keeping constraint and tier (or a group
+// device of the count), and the bottleneck bandwidth every set of it keeps (the worst, over the
+// servers it leaves a set on).
 struct Alternative {
   ModelGroup group;
   SetKey tier = SetKey::kNone;
   std::vector<size_t> views;
   int64_t worst_mbps = topology::kNoPairs;
+  bool group_device = false;  // one group device of the count (groups mode)
 };
+
+// The group device's alternatives: one per model of the servers with aligned groups (each with
+// the slowest aligned group's bandwidth) when `by_model`, else one for all, without models.
+std::vector<Alternative> GroupAlternatives(const VendorVerdict& v, bool by_model) {
+  if (!v.group_device) return {};
+  if (!by_model) {
+    Alternative a;
+    a.views = v.group_views;
+    a.group_device = true;
+    return {a};
+  }
+  std::map<std::string, Alternative> by;
+  for (size_t i : v.group_views) {
+    const ServerView& view = v.views[i];
+    for (const std::string& model : view.models) {
+      if (v.excluded.contains(model)) continue;
+      const DeviceSet own = DevicesOf(view, {model});
+      for (const DeviceSet& g : topology::AlignedGroups(view.node, v.count)) {
+        if ((g - own).size() != 0) continue;  // a group of this model's devices only
+        Alternative& a = by[model];
+        a.group.models = {model};
+        a.group_device = true;
+        if (std::find(a.views.begin(), a.views.end(), i) == a.views.end()) a.views.push_back(i);
+        a.worst_mbps =
+            std::min(a.worst_mbps, topology::Evaluate(view.node, own, g).bottleneck_mbps);
+      }
+    }
+  }
+  std::vector<Alternative> out;
+  for (auto& [model, a] : by) out.push_back(std::move(a));
+  return out;
+}
 
 int64_t WorstOf(const VendorVerdict& v, const ModelGroup& group, SetKey tier,
                 const std::vector<size_t>& views) {
@@ -187,7 +221,8 @@ std::vector<ModelGroup> SplitByModel(const VendorVerdict& v, const ModelGroup& g
 // alternative at the same bandwidth for different models merge back into one subrequest.
 std::vector<Alternative> OrderedAlternatives(const VendorVerdict& v, bool tiers,
                                              bool by_bandwidth) {
-  std::vector<Alternative> out;
+  // The group device first: where its bandwidth ties an attribute alternative's, it stays ahead.
+  std::vector<Alternative> out = GroupAlternatives(v, tiers && by_bandwidth);
   for (const ModelGroup& group : v.groups) {
     if (!tiers || !by_bandwidth || group.models.size() < 2) {
       AddAlternatives(v, group, tiers, out);
@@ -201,8 +236,9 @@ std::vector<Alternative> OrderedAlternatives(const VendorVerdict& v, bool tiers,
   });
   std::vector<Alternative> merged;
   for (Alternative& a : out) {
-    if (!merged.empty() && merged.back().group.constraint == a.group.constraint &&
-        merged.back().tier == a.tier && merged.back().worst_mbps == a.worst_mbps) {
+    if (!merged.empty() && merged.back().group_device == a.group_device &&
+        merged.back().group.constraint == a.group.constraint && merged.back().tier == a.tier &&
+        merged.back().worst_mbps == a.worst_mbps) {
       Alternative& b = merged.back();
       b.group.models.insert(a.group.models.begin(), a.group.models.end());
       for (size_t i : a.views) {
@@ -262,32 +298,48 @@ VendorRender BuildVendorRender(const VendorVerdict& verdict, bool tiers, bool by
   // subrequest names its models: a model no server was judged for must not pass a constraint
   // that was not checked for it.
   std::set<std::set<std::string>> model_sets;
-  for (const Alternative& a : alternatives) model_sets.insert(a.group.models);
+  std::set<std::string> in_attributes;  // models an attribute alternative serves
+  size_t attribute_count = 0;
+  for (const Alternative& a : alternatives) {
+    if (!a.group.models.empty()) model_sets.insert(a.group.models);
+    if (a.group_device) continue;
+    ++attribute_count;
+    in_attributes.insert(a.group.models.begin(), a.group.models.end());
+  }
   const bool positive = model_sets.size() > 1 || group_only;
   // Whether a model set has more than one alternative: then each name carries its tier.
   std::map<std::set<std::string>, int> per_set;
-  for (const Alternative& a : alternatives) ++per_set[a.group.models];
+  for (const Alternative& a : alternatives) {
+    if (!a.group_device) ++per_set[a.group.models];
+  }
   std::set<size_t> fits(v.group_views.begin(), v.group_views.end());
   std::set<std::string> taken;
-  std::vector<SubrequestRender> attributes;
   for (const Alternative& a : alternatives) {
+    if (a.group_device) {
+      SubrequestRender s;
+      s.name = attribute_count == 0 && alternatives.size() == 1 ? v.vendor : v.vendor + "-group";
+      for (int n = 2; taken.contains(s.name); ++n) {
+        s.name = v.vendor + "-group-" + std::to_string(n);
+      }
+      s.vendor = v.vendor;
+      s.count = 1;
+      s.group_size = v.count;
+      s.models.assign(a.group.models.begin(), a.group.models.end());
+      s.servers = NamesOf(v, a.views);
+      // A tier when every model it serves has an attribute alternative too.
+      s.optional = attribute_count > 0 && !group_only &&
+                   std::all_of(a.group.models.begin(), a.group.models.end(),
+                               [&](const std::string& m) { return in_attributes.contains(m); });
+      taken.insert(s.name);
+      r.subrequests.push_back(std::move(s));
+      continue;
+    }
     SubrequestRender s = Attribute(v, a.group, positive, a.tier, a.views);
     s.name = NameOf(v, a, per_set[a.group.models] > 1 || a.tier != SetKey::kNone, taken);
     taken.insert(s.name);
-    attributes.push_back(std::move(s));
+    r.subrequests.push_back(std::move(s));
     fits.insert(a.views.begin(), a.views.end());
   }
-  if (v.group_device) {
-    SubrequestRender s;
-    s.name = attributes.empty() ? v.vendor : v.vendor + "-group";
-    s.vendor = v.vendor;
-    s.count = 1;
-    s.group_size = v.count;
-    s.servers = NamesOf(v, v.group_views);
-    s.optional = !group_only && !attributes.empty();
-    r.subrequests.push_back(std::move(s));
-  }
-  for (SubrequestRender& s : attributes) r.subrequests.push_back(std::move(s));
   r.servers = NamesOf(v, std::vector<size_t>(fits.begin(), fits.end()));
   return r;
 }
@@ -297,6 +349,7 @@ void LimitSubrequests(std::vector<VendorRender>& vendors, size_t max,
   size_t total = 0;
   for (const VendorRender& v : vendors) total += v.subrequests.size();
   const std::string why = ": firstAvailable holds at most " + std::to_string(max) + " subrequests";
+
   // The tiers of the last vendors first; in each vendor from its end, so that its middle tiers
   // go before its tightest (its first subrequest).
   for (auto v = vendors.rbegin(); v != vendors.rend() && total > max; ++v) {

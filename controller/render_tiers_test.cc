@@ -170,6 +170,7 @@ TEST_CASE("A3 pairs by module next to the 910 rings and A2 boxes; four by NUMA n
   std::set<std::string> single_models;
   for (size_t i = 1; i < huawei.subrequests.size(); ++i) {
     const SubrequestRender& singles = huawei.subrequests[i];
+    if (singles.group_size > 0) continue;  // a group device of other models, by bandwidth
     CHECK(singles.singles);
     CHECK_FALSE(singles.models.empty());
     single_models.insert(singles.models.begin(), singles.models.end());

@@ -290,15 +290,33 @@ TEST_CASE("upstream: example claims, templates and classes are admitted", "[admi
 // The tests here were written for attributes mode, which from 1.36 is no longer the default of
 // a config that names none (groups is): a config without a mode gets attributes. The default by
 // release is tested in controller/publish_mode_test.cc and by the demo and runtime tiers.
-constexpr const char* kAttributesMode = "publishing:\n  mode: attributes\n";
+// A config file replaces the built-in one whole: this is the built-in config (DefaultConfig)
+// in attributes mode, which the first test case checks.
+constexpr const char* kAttributesMode = R"(publishing:
+  mode: attributes
+capabilityClasses:
+- {name: training-large-memory, vendors: [nvidia, huawei, amd, hygon], minMemory: 64Gi, precisions: [bf16]}
+- {name: training-standard, minMemory: 32Gi, precisions: [bf16, fp16]}
+- {name: inference, minMemory: 16Gi, precisions: [fp16, int8]}
+)";
 std::string WithAttributesMode(const std::string& config_yaml) {
+  if (config_yaml.empty()) return kAttributesMode;
   if (config_yaml.find("mode:") != std::string::npos) return config_yaml;
   if (const size_t at = config_yaml.find("publishing:\n"); at != std::string::npos) {
     std::string out = config_yaml;
     out.insert(at + std::string("publishing:\n").size(), "  mode: attributes\n");
     return out;
   }
-  return kAttributesMode + config_yaml;
+  return "publishing:\n  mode: attributes\n" + config_yaml;
+}
+
+TEST_CASE("upstream tests: kAttributesMode is the built-in config in attributes mode",
+          "[admission]") {
+  StatusOr<controller::Config> parsed = controller::ParseConfig(kAttributesMode);
+  REQUIRE_OK(parsed);
+  controller::Config want = controller::DefaultConfig();
+  want.mode = controller::PublishMode::kAttributes;
+  CHECK(*parsed == want);
 }
 
 TEST_CASE("upstream: the controller's DeviceClasses are admitted, their CEL compiled",
