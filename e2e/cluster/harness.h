@@ -22,6 +22,18 @@
 
 namespace xpu::e2e {
 
+// The built-in config (DefaultConfig) in attributes mode, as a file (a config file replaces the
+// built-in one whole), for the tests and the demo written for attributes mode, which from 1.36
+// is no longer the default of a config without a mode (upstream_test.cc checks it parses to
+// exactly that).
+inline constexpr const char* kBuiltInConfigAttributes = R"(publishing:
+  mode: attributes
+capabilityClasses:
+- {name: training-large-memory, vendors: [nvidia, huawei, amd, hygon], minMemory: 64Gi, precisions: [bf16]}
+- {name: training-standard, minMemory: 32Gi, precisions: [bf16, fp16]}
+- {name: inference, minMemory: 16Gi, precisions: [fp16, int8]}
+)";
+
 // Eventually with the pace of a real control plane: every 50 ms, for up to a minute by default.
 template <typename F>
 bool WaitFor(F done, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {

@@ -290,17 +290,8 @@ TEST_CASE("upstream: example claims, templates and classes are admitted", "[admi
 // The tests here were written for attributes mode, which from 1.36 is no longer the default of
 // a config that names none (groups is): a config without a mode gets attributes. The default by
 // release is tested in controller/publish_mode_test.cc and by the demo and runtime tiers.
-// A config file replaces the built-in one whole: this is the built-in config (DefaultConfig)
-// in attributes mode, which the first test case checks.
-constexpr const char* kAttributesMode = R"(publishing:
-  mode: attributes
-capabilityClasses:
-- {name: training-large-memory, vendors: [nvidia, huawei, amd, hygon], minMemory: 64Gi, precisions: [bf16]}
-- {name: training-standard, minMemory: 32Gi, precisions: [bf16, fp16]}
-- {name: inference, minMemory: 16Gi, precisions: [fp16, int8]}
-)";
 std::string WithAttributesMode(const std::string& config_yaml) {
-  if (config_yaml.empty()) return kAttributesMode;
+  if (config_yaml.empty()) return kBuiltInConfigAttributes;
   if (config_yaml.find("mode:") != std::string::npos) return config_yaml;
   if (const size_t at = config_yaml.find("publishing:\n"); at != std::string::npos) {
     std::string out = config_yaml;
@@ -310,9 +301,9 @@ std::string WithAttributesMode(const std::string& config_yaml) {
   return "publishing:\n  mode: attributes\n" + config_yaml;
 }
 
-TEST_CASE("upstream tests: kAttributesMode is the built-in config in attributes mode",
+TEST_CASE("upstream tests: kBuiltInConfigAttributes is the built-in config in attributes mode",
           "[admission]") {
-  StatusOr<controller::Config> parsed = controller::ParseConfig(kAttributesMode);
+  StatusOr<controller::Config> parsed = controller::ParseConfig(kBuiltInConfigAttributes);
   REQUIRE_OK(parsed);
   controller::Config want = controller::DefaultConfig();
   want.mode = controller::PublishMode::kAttributes;
@@ -327,7 +318,7 @@ TEST_CASE("upstream: the controller's DeviceClasses are admitted, their CEL comp
   REQUIRE(desired.size() >= 12);
   auto harness = DriverHarness::Create(Upstream(), WorkDir("classes"));
   REQUIRE_OK(harness);
-  REQUIRE_OK((*harness)->StartController(kAttributesMode));
+  REQUIRE_OK((*harness)->StartController(kBuiltInConfigAttributes));
   kc::Client& client = (*harness)->client();
   for (const auto& klass : desired) {
     const json want = ToJson(klass);
@@ -659,7 +650,7 @@ TEST_CASE("upstream: an unhealthy device is tainted and new claims avoid it", "[
   auto harness = DriverHarness::Create(Upstream(), WorkDir("taint"));
   REQUIRE_OK(harness);
   fleet.harness = std::move(*harness);
-  REQUIRE_OK(fleet.harness->StartController(kAttributesMode));
+  REQUIRE_OK(fleet.harness->StartController(kBuiltInConfigAttributes));
   const std::string node = "taint-hgx-h200";
   REQUIRE_OK(fleet.harness->AddNode(node, "hgx-h200-unhealthy", {},
                                     {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR}));
@@ -779,7 +770,7 @@ TEST_CASE("upstream: with DRADeviceTaints off, tainted devices are left out of t
   REQUIRE_OK(cluster);
   auto harness = DriverHarness::Create(**cluster, (*cluster)->dir() + "/work");
   REQUIRE_OK(harness);
-  REQUIRE_OK((*harness)->StartController(kAttributesMode));
+  REQUIRE_OK((*harness)->StartController(kBuiltInConfigAttributes));
   // The fake NVML of the fixture reports an XID 79 on one GPU.
   const std::string host = SourceDir() + "/e2e/fixtures/hosts/hgx-h200-unhealthy";
   ::setenv("XPU_FAKE_NVML_JSON", (host + "/fake-vendor/nvml.json").c_str(), 1);
@@ -1025,7 +1016,7 @@ TEST_CASE(
   auto started = DriverHarness::Create(Upstream(), WorkDir("mig"));
   REQUIRE_OK(started);
   DriverHarness& harness = **started;
-  REQUIRE_OK(harness.StartController(kAttributesMode));
+  REQUIRE_OK(harness.StartController(kBuiltInConfigAttributes));
   const std::string node = "mig-hgx-h200";
   const Status added =
       harness.AddNode(node, "hgx-h200-mig", {}, {"--vendor-lib-dir", XPU_FAKE_VENDOR_LIB_DIR});
@@ -1228,7 +1219,7 @@ TEST_CASE(
     REQUIRE_OK(cluster);
     auto harness = DriverHarness::Create(**cluster, (*cluster)->dir() + "/work");
     REQUIRE_OK(harness);
-    REQUIRE_OK((*harness)->StartController(kAttributesMode));
+    REQUIRE_OK((*harness)->StartController(kBuiltInConfigAttributes));
     const std::string node = "pt-hgx-h200-mig";
     const json device = PublishMigNode(**harness, node);
     INFO((*harness)->controller()->Log());
@@ -1245,7 +1236,7 @@ TEST_CASE(
   SECTION("gate off (1.37's default): dropped once, then neither the field nor the attribute") {
     auto harness = DriverHarness::Create(Upstream(), WorkDir("partition-type"));
     REQUIRE_OK(harness);
-    REQUIRE_OK((*harness)->StartController(kAttributesMode));
+    REQUIRE_OK((*harness)->StartController(kBuiltInConfigAttributes));
     const std::string node = "ptoff-hgx-h200-mig";
     PublishMigNode(**harness, node);
     INFO((*harness)->controller()->Log());
@@ -1500,7 +1491,7 @@ TEST_CASE("upstream: a 4 x 8 gang lands in one super-pod, its members run with t
   auto harness = DriverHarness::Create(Upstream(), WorkDir("gang"));
   REQUIRE_OK(harness);
   DriverHarness& h = **harness;
-  REQUIRE_OK(h.StartController(kAttributesMode, {"--log-level", "debug"}));
+  REQUIRE_OK(h.StartController(kBuiltInConfigAttributes, {"--log-level", "debug"}));
   std::vector<std::string> nodes;
   for (int i = 1; i <= 6; ++i) {
     const std::string node = "g-" + std::to_string(i);
@@ -1700,7 +1691,7 @@ TEST_CASE("upstream: controller leader election on real Leases", "[liveness]") {
                                            "--retry-period",   "500ms"};
   std::vector<std::string> first = timing;
   first.insert(first.end(), {"--identity", "first"});
-  REQUIRE_OK((*harness)->StartController(kAttributesMode, first));
+  REQUIRE_OK((*harness)->StartController(kBuiltInConfigAttributes, first));
   std::string holder;
   auto holder_is = [&](const std::string& want) {
     auto lease = client.Get(kc::Leases(), DriverHarness::kNamespace, "xpu-dra-controller");
