@@ -162,7 +162,7 @@ std::vector<Alternative> GroupAlternatives(const VendorVerdict& v, bool by_model
       if (v.excluded.contains(model)) continue;
       const DeviceSet own = DevicesOf(view, {model});
       for (const DeviceSet& g : topology::AlignedGroups(view.node, v.count)) {
-        if ((g - own).size() != 0) continue;  // a group of this model's devices only
+        if (!(g - own).empty()) continue;  // a group of this model's devices only
         Alternative& a = by[model];
         a.group.models = {model};
         a.group_device = true;
