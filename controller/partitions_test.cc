@@ -271,8 +271,8 @@ TEST_CASE("1.37: every device that consumes counters names its partition type") 
 }
 
 TEST_CASE(
-    "partitions are not published where the shapes cannot carry their counters; groups mode "
-    "falls back for them") {
+    "partitions are not published where the shapes cannot carry their counters, and groups "
+    "mode falls back for them") {
   const api::NodeInventory inventory = H200WithMig();
   const DesiredPool old = Publish(inventory, api::KubeVersion::k1_34);
   CHECK_FALSE(DevicesOf(old).contains("gpu-0-1g-18gb-0"));

@@ -135,7 +135,7 @@ TEST_CASE("8 NPUs: the Atlas 800 9000 needs no constraint, the A2 boxes one scal
         std::vector<std::string>{"huawei-scaleup", "huawei", "nvidia", "nvidia-l40s"});
 }
 
-TEST_CASE("A3 pairs by module next to the 910 rings and A2 boxes; four by NUMA node", "[render]") {
+TEST_CASE("A3 pairs by module next to the 910 rings and A2 boxes, four by NUMA node", "[render]") {
   StatusOr<Rendered> two = RenderCount("mixed-order", 2, TierOptions());
   REQUIRE(two.ok());
   const SubrequestRender* a3 = Admitting(*two, "huawei", "Ascend910C");
@@ -233,7 +233,7 @@ TEST_CASE("subrequests follow the class' vendor order, then the tiers", "[render
   }
 }
 
-TEST_CASE("never more than 8 subrequests; each drop is a note", "[render]") {
+TEST_CASE("never more than 8 subrequests, and each drop is a note", "[render]") {
   for (const PublishMode mode : {PublishMode::kAttributes, PublishMode::kGroups}) {
     const RenderOptions options = TierOptions(mode);
     for (const std::string cls : {"inference", "training-standard", "mixed-order"}) {

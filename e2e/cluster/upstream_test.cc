@@ -1005,7 +1005,7 @@ std::string AttributeOf(const json& device, const std::string& name) {
 }
 
 TEST_CASE(
-    "upstream: MIG partitions allocate from the parent's counters; whole and partitioned use "
+    "upstream: MIG partitions allocate from the parent's counters, and whole and partitioned use "
     "exclude each other",
     "[allocation]") {
   if (!PartitionCountersServed()) return;
