@@ -1,11 +1,11 @@
 #include "controller/render_tiers.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <set>
 #include <utility>
 
+#include "api/partitions.h"
 #include "base/name_list.h"
 
 namespace xpu::controller::render_internal {
@@ -264,15 +264,12 @@ std::string NameOf(const VendorVerdict& v, const Alternative& a, bool several,
   }
   if (several) name += "-" + std::string(NameSuffix(a.tier));
   if (!taken.contains(name)) return name;
-  std::string model;
-  for (char c : *a.group.models.begin()) {
-    const char lower = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if ((lower >= 'a' && lower <= 'z') || (lower >= '0' && lower <= '9')) model += lower;
-  }
-  std::string candidate = name + "-" + model.substr(0, 20);
-  for (int n = 2; taken.contains(candidate); ++n) {
-    candidate = name + "-" + model.substr(0, 20) + "-" + std::to_string(n);
-  }
+  // The model as a DNS label part (api/partitions.h), cut short without a trailing '-'.
+  std::string model = api::ProfileLabel(*a.group.models.begin()).substr(0, 20);
+  while (!model.empty() && model.back() == '-') model.pop_back();
+  const std::string base = model.empty() ? name : name + "-" + model;
+  std::string candidate = base;
+  for (int n = 2; taken.contains(candidate); ++n) candidate = base + "-" + std::to_string(n);
   return candidate;
 }
 
