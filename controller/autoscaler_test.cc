@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/testing/require_ok.h"
 #include "controller/reference_servers.h"
 
 namespace xpu::controller {
@@ -64,8 +65,8 @@ TEST_CASE("pending claims: only ours, only those no live node serves, judged per
   CHECK_FALSE(ClassesAreOurs(claims[2], config, "xpu.dra.dev"));
   auto a3 = ParseNodeGroupProfile("name: a3\nmodel: atlas800t-a3\nmaxSize: 2\n", "");
   auto h200 = ParseNodeGroupProfile("name: h200\nmodel: hgx-h200\nmaxSize: 2\n", "");
-  REQUIRE(a3.ok());
-  REQUIRE(h200.ok());
+  REQUIRE_OK(a3);
+  REQUIRE_OK(h200);
   bool given = false;
   const auto one_a2 = [&](LiveNode* node) {
     if (given) return false;
@@ -100,27 +101,27 @@ TEST_CASE("pending claims: only ours, only those no live node serves, judged per
 TEST_CASE("template drift: a node like its template has none, another server model has",
           "[autoscaler]") {
   auto profile = ParseNodeGroupProfile("name: g\nmodel: atlas800t-a2\nmaxSize: 2\n", "");
-  REQUIRE(profile.ok());
+  REQUIRE_OK(profile);
   StatusOr<DesiredPool> tmpl = TemplatePool(*profile, DefaultConfig(), PublishOptions{});
-  REQUIRE(tmpl.ok());
+  REQUIRE_OK(tmpl);
   NodeFacts node{.name = "n7", .uid = "u", .labels = {}};
   StatusOr<DesiredPool> same =
       BuildPool(Server("atlas800t-a2"), node, DefaultConfig(), PublishOptions{});
-  REQUIRE(same.ok());
+  REQUIRE_OK(same);
   CHECK(TemplateDrift(*same, *tmpl).empty());
 
   api::NodeInventory fewer = Server("atlas800t-a2");
   fewer.status.devices.pop_back();
   fewer.status.links.clear();
   StatusOr<DesiredPool> short_one = BuildPool(fewer, node, DefaultConfig(), PublishOptions{});
-  REQUIRE(short_one.ok());
+  REQUIRE_OK(short_one);
   const std::vector<std::string> drift = TemplateDrift(*short_one, *tmpl);
   REQUIRE_FALSE(drift.empty());
   CHECK(std::find(drift.begin(), drift.end(), "device npu-7 missing") != drift.end());
 
   StatusOr<DesiredPool> other =
       BuildPool(Server("atlas800-9000"), node, DefaultConfig(), PublishOptions{});
-  REQUIRE(other.ok());
+  REQUIRE_OK(other);
   CHECK_FALSE(TemplateDrift(*other, *tmpl).empty());
   CHECK(TemplateDrift(*other, *tmpl, 2).size() == 2);
 }

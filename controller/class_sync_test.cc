@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "api/client/testing/fake_objects.h"
+#include "base/testing/require_ok.h"
 #include "controller/device_classes.h"
 
 namespace xpu::controller {
@@ -65,7 +66,7 @@ TEST_CASE("class sync apply: writes through the typed writer, ours only, with pr
     writes[std::string(verb) + (s.ok() ? "" : ":" + std::string(StatusCodeName(s.code())))]++;
   };
   hooks.warn = [&](const std::string& m) { warnings.push_back(m); };
-  REQUIRE(ApplyClassSync(plan, classes, hooks).ok());
+  REQUIRE_OK(ApplyClassSync(plan, classes, hooks));
   CHECK(classes.Find(ObjectKey::Cluster("a"))->spec.selectors[0].cel->expression == "x");
   CHECK(classes.Find(ObjectKey::Cluster("c"))->spec.selectors[0].cel->expression == "y");
   CHECK_FALSE(classes.Find(ObjectKey::Cluster("z")).has_value());
@@ -85,7 +86,7 @@ TEST_CASE("class sync apply: ours found on create is updated, stale deletes and 
     return *classes.Find(ObjectKey::Cluster("z"));
   }();
   // z is recreated after the informer saw it: another uid.
-  REQUIRE(classes.Delete(ObjectKey::Cluster("z"), {}).ok());
+  REQUIRE_OK(classes.Delete(ObjectKey::Cluster("z"), {}));
   classes.Put(Class("z", "new"));
   ClassSyncPlan plan;
   plan.creates = {Class("a", "x"), Class("q", "y")};

@@ -44,15 +44,6 @@ const std::vector<std::string>& TaintEffects() {
   return kEffects;
 }
 
-std::string Join(const std::vector<std::string>& items, std::string_view sep = ", ") {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty()) out += sep;
-    out += item;
-  }
-  return out;
-}
-
 bool Contains(const std::vector<std::string>& list, std::string_view item) {
   return std::find(list.begin(), list.end(), item) != list.end();
 }

@@ -408,7 +408,7 @@ TEST_CASE("CheckSupport applies the most specific rule") {
       Rule("nvidia", "", "H200", ">=550.0.0"),
       Rule("nvidia", "hopper", "H100", ">=545.0.0"),
   };
-  REQUIRE(ValidateConfig(config).ok());
+  REQUIRE_OK(ValidateConfig(config));
 
   struct Case {
     std::string family;
@@ -448,7 +448,7 @@ TEST_CASE("CheckSupport judges only what the device reports and its vendor's rul
   config.support_matrix = {
       Rule("huawei", "ascend910b", "", ">=24.1.0", ">=7.1.0 <8.0.0", ">=8.0.0"),
   };
-  REQUIRE(ValidateConfig(config).ok());
+  REQUIRE_OK(ValidateConfig(config));
 
   api::InventoryDevice device = Device("huawei", "ascend910b", "Ascend910B3");
   // No versions: nothing to judge.
@@ -526,7 +526,7 @@ class TempFile {
 TEST_CASE("LoadConfigFile reads a file and prefixes its errors") {
   TempFile good(kFullYaml);
   StatusOr<Config> config = LoadConfigFile(good.path());
-  REQUIRE(config.ok());
+  REQUIRE_OK(config);
   CHECK(*config == FullYamlConfig());
 
   TempFile bad("capabilityClasses: [{name: x, minMemory: 64GB}]\n");

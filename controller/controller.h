@@ -26,7 +26,6 @@
 #include <set>
 #include <string>
 #include <thread>
-#include <tuple>
 #include <vector>
 
 #include "api/accelerator_gang.h"
@@ -42,12 +41,14 @@
 #include "base/mutex.h"
 #include "controller/autoscaler.h"
 #include "controller/config.h"
-#include "controller/gang_plan.h"
-#include "controller/gangs.h"
+#include "controller/gang_reconciler.h"
 #include "controller/metrics.h"
 #include "controller/node_groups.h"
+#include "controller/pool_reconciler.h"
 #include "controller/pool_sync.h"
+#include "controller/slice_cache.h"
 #include "controller/slices.h"
+#include "controller/stored_objects.h"
 #include "controller/sync_errors.h"
 #include "controller/work_queue.h"
 
@@ -67,44 +68,15 @@ struct CoreOptions {
   std::string identity;                             // reportingInstance of Events
   // The node-group profiles (--node-groups): /autoscaler/pending and the template drift check.
   std::vector<NodeGroupProfile> node_groups = {};
-  // The resync timer, the mutation cache's expiry and the queue's delays; tests pass a FakeClock.
+  // The resync timer, the mutation cache's expiry, the queue's delays and the plugin Leases'
+  // expiry (its wall time); tests pass a FakeClock.
   Clock* clock = &RealClock();
 };
 
-// What the controller keeps of the objects it watches between syncs: what its handlers and the
-// liveness check need, and the rest as compact JSON (managedFields dropped), decoded when a pool
-// is synced. Decoded inventories and slices take about three times their JSON; at 5,000 nodes
-// that is most of the controller's memory. Each is checked by decoding when it arrives, so a
-// malformed object is counted by the informer and left out, as a decoded one would be.
-struct StoredInventory {
-  std::string name;
-  std::string resource_version;
-  std::string json;
-};
-struct StoredSlice {
-  std::string name;
-  std::string resource_version;
-  std::string pool;
-  std::string json;
-};
-struct StoredNode {
-  std::string name;
-  std::string uid;
-  std::map<std::string, std::string> labels;
-  std::string address;  // the first InternalIP, for gang rank tables
-};
-struct StoredClaim {
-  std::string uid;
-  std::vector<std::tuple<std::string, std::string, std::string>> devices;  // driver, pool, device
-  // Unallocated claims only (for /autoscaler/pending): where it is and what it asks for.
-  std::optional<PendingClaimInput> pending = std::nullopt;
-};
-
-// The compact JSON of an object, without metadata.managedFields.
-std::string CompactJson(const nlohmann::json& object);
-
 // "xpu-dra-plugin-<node>" -> "<node>"; "" for other names.
 std::string NodeOfPluginLease(const std::string& lease_name);
+// "<node>" -> "xpu-dra-plugin-<node>".
+std::string PluginLeaseName(const std::string& node);
 
 class Controller {
  public:
@@ -151,47 +123,48 @@ class Controller {
   std::string PendingJson();
 
  private:
-  struct Cached {
-    SlicePtr slice;  // null: deleted by us
-    std::chrono::steady_clock::time_point expires;
-  };
-
   // renewTime + leaseDurationSeconds (the default when unset); nullopt without a renewTime.
   std::optional<std::chrono::system_clock::time_point> LeaseExpiry(
       const api::core::Lease& lease) const;
+  // Past the expiry on the controller's clock, by a margin, so the re-check sees it expired.
+  std::chrono::milliseconds UntilExpiry(std::chrono::system_clock::time_point expires) const;
+  // Queues the node's pool (after `delay`).
+  void QueuePool(const std::string& node,
+                 std::chrono::milliseconds delay = std::chrono::milliseconds(0));
   void Worker();
   // A terminal sync error (sync_errors.h): logged, counted and an Event, once per key and error.
   void ReportTerminal(const std::string& key, bool classes, const Status& s);
-  Status SyncPoolKey(const std::string& node);
   Status SyncClasses();
-  // AcceleratorGangs (controller/gangs.h): one at a time, under gang_mu_, so that two gangs
-  // never take the same nodes.
-  Status SyncGangKey(const std::string& key);
-  void OnGang(const std::shared_ptr<const api::AcceleratorGang>& old_gang,
-              const std::shared_ptr<const api::AcceleratorGang>& new_gang);
-  // Every gang (or only those not placed) again after `delay`: capacity or liveness changed.
-  void QueueGangs(std::chrono::milliseconds delay, bool pending_only = false);
-  // Records where a gang holds nodes (its uid per node) as of resourceVersion `version`; an
-  // older version than the one recorded is ignored. Returns the nodes whose holder changed.
-  std::set<std::string> HoldNodes(const std::string& key, const std::string& uid,
-                                  const std::string& version, const std::vector<std::string>& nodes)
-      REQUIRES(mu_);
-  // The node's inventory, decoded now (not kept: 10,000 decoded inventories would be most of the
-  // controller's memory); null when absent or malformed.
-  std::shared_ptr<const api::NodeInventory> DecodedInventory(const std::string& node);
-  std::vector<SlicePtr> ExistingSlices(const std::string& pool);
-  void RememberWrites(const PoolSyncResult& result);
+
+  // The pool sync (pool_reconciler.{h,cc}): gather, decide (DecidePool), apply.
+  Status SyncPoolKey(const std::string& node);
+  PoolGathered GatherPoolInputs(const std::string& node) EXCLUDES(mu_);
+  // The pool to publish; an error when the inventory does not decode, nullopt (logged, an Event)
+  // when it does not build: what is published stays.
+  StatusOr<std::optional<DesiredPool>> DesiredPoolOf(const PoolGathered& gathered,
+                                                     const PoolDecision& decision);
+  // Records the node's liveness and taint counts; true when its liveness changed.
+  bool NoteLiveness(const std::string& node, bool live, bool has_inventory,
+                    const std::optional<DesiredPool>& desired) EXCLUDES(mu_);
+  Status ApplyPool(const PoolGathered& gathered, const PoolDecision& decision,
+                   const std::optional<DesiredPool>& desired);
+  // Fields the server dropped: published without them from now on (a log line, a metric, an
+  // Event) and everything resynced.
+  void FallBackOnDroppedFields(const std::string& node, const PoolSyncResult& result);
+  // Compares a live node's pool with its node group's template (kNodeGroupLabel): the drift
+  // gauge, and an Event when the difference is new.
+  void CheckTemplateDrift(const std::string& node, const std::map<std::string, std::string>& labels,
+                          const DesiredPool& pool, const Config& config,
+                          const PublishOptions& publish);
+
+  // What gang placement reads of the controller (GangSeams::view).
+  GangClusterView GangView() const EXCLUDES(mu_);
   void OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
                const std::shared_ptr<const StoredSlice>& new_slice);
   void OnClaim(const std::shared_ptr<const StoredClaim>& old_claim,
                const std::shared_ptr<const StoredClaim>& new_claim);
   void Periodic();
   void UpdateGauges();
-  // Compares a live node's pool with its node group's template (kNodeGroupLabel): the drift
-  // gauge, and an Event when the difference is new.
-  void CheckTemplateDrift(const std::string& node, const std::map<std::string, std::string>& labels,
-                          const DesiredPool& pool, const Config& config,
-                          const PublishOptions& publish);
   bool CanWrite() const;
 
   api::client::Client* const client_;
@@ -208,14 +181,12 @@ class Controller {
   api::client::TypedInformer<api::resource::DeviceClass> classes_;
   api::client::TypedInformer<api::AcceleratorGang> gangs_;
   WorkQueue queue_;
+  SliceCache slice_cache_;  // each pool's slices, and our writes the watch has not shown yet
   // DeviceClass writes (class_sync.h).
   std::shared_ptr<api::client::Objects<api::resource::DeviceClass>> class_objects_;
-  std::shared_ptr<api::client::Objects<api::AcceleratorGang>> gang_objects_;
-  std::shared_ptr<api::client::Objects<api::resource::ResourceSlice>> slice_objects_;
-  std::shared_ptr<api::client::Objects<api::resource::ResourceClaim>> claim_objects_;
-  std::shared_ptr<api::client::Objects<api::resource::ResourceClaimTemplate>> template_objects_;
   TerminalErrors terminal_;
-  Mutex gang_mu_;  // taken before mu_
+  // AcceleratorGangs (gang_reconciler.h): placement, the nodes gangs hold, their caches.
+  GangReconciler gang_sync_;
 
   std::atomic<bool> taints_ok_{true};
   std::atomic<bool> counters_ok_{true};
@@ -226,12 +197,7 @@ class Controller {
   mutable Mutex mu_;
   std::shared_ptr<const Config> config_ GUARDED_BY(mu_);
   uint64_t config_generation_ GUARDED_BY(mu_) = 0;
-  std::map<std::string, std::set<std::string>> pool_slices_ GUARDED_BY(mu_);
-  std::map<std::string, Cached> written_ GUARDED_BY(mu_);  // the mutation cache
-  // Slices whose deletion the watch has shown, until the TTL: a write answer arriving after
-  // that must not bring them back into the cache.
-  std::map<std::string, std::chrono::steady_clock::time_point> seen_deleted_ GUARDED_BY(mu_);
-  std::map<std::string, Cached> unused_placeholder_ GUARDED_BY(mu_);
+  // Claim uid -> the (pool, device) pairs of this driver its allocation holds.
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> claim_devices_
       GUARDED_BY(mu_);
   std::map<std::string, std::multiset<std::string>> allocated_ GUARDED_BY(mu_);
@@ -241,53 +207,14 @@ class Controller {
   std::map<std::string, std::pair<std::string, std::string>> drift_ GUARDED_BY(mu_);
   std::map<std::string, std::pair<uint64_t, std::shared_ptr<const DesiredPool>>> templates_
       GUARDED_BY(mu_);
-  // The inputs of each pool's last successful sync and the slice versions it left: a sync whose
-  // inputs and slices are unchanged (the periodic Lease re-check) does nothing.
-  std::map<std::string, std::string> last_sync_ GUARDED_BY(mu_);
+  // The inputs of each pool's last sync that wrote nothing: a sync whose inputs are unchanged
+  // (the periodic Lease re-check) does nothing (DecidePool).
+  std::map<std::string, PoolInputs> last_sync_ GUARDED_BY(mu_);
   // The inventory resourceVersion each pool was last published from.
   std::map<std::string, std::string> published_inventory_ GUARDED_BY(mu_);
   std::map<std::string, std::map<std::string, int>> tainted_ GUARDED_BY(mu_);
-  // Gangs: node -> uid of the gang holding it; gang key -> its nodes and the resourceVersion
-  // that said so (the newer of the watch and our own status writes).
-  std::map<std::string, std::string> held_ GUARDED_BY(mu_);
-  struct Holding {
-    std::string uid;
-    std::string version;
-    std::vector<std::string> nodes;
-  };
-  std::map<std::string, Holding> holdings_ GUARDED_BY(mu_);
-  // Per node, what it offers gangs, and the inputs that offer was computed from (inventory
-  // version, devices held, class, count, config): a placement decodes only changed inventories.
-  struct CachedOffer {
-    std::string inputs;
-    GangOffer offer;
-    std::optional<api::InventoryFabric> fabric;
-  };
-  std::map<std::string, CachedOffer> offers_ GUARDED_BY(gang_mu_);
-  // Per node, the small facts gang placement needs, kept by each pool sync (which decodes the
-  // inventory anyway) with the inventory version they came from.
-  std::map<std::string, std::pair<std::string, std::shared_ptr<const GangNodeFacts>>> gang_facts_
-      GUARDED_BY(mu_);
-  // Nodes of one server model in one state have equal facts: they share one copy (by content).
-  std::map<std::string, std::weak_ptr<const GangNodeFacts>> shared_facts_ GUARDED_BY(mu_);
 };
 
 }  // namespace xpu::controller
-
-namespace xpu::api {
-
-// The informers' decoders of the stored forms: each decodes the whole object (so a malformed one
-// is an error) and keeps the stored part.
-template <>
-StatusOr<controller::StoredInventory> FromJson<controller::StoredInventory>(
-    const nlohmann::json& json);
-template <>
-StatusOr<controller::StoredSlice> FromJson<controller::StoredSlice>(const nlohmann::json& json);
-template <>
-StatusOr<controller::StoredNode> FromJson<controller::StoredNode>(const nlohmann::json& json);
-template <>
-StatusOr<controller::StoredClaim> FromJson<controller::StoredClaim>(const nlohmann::json& json);
-
-}  // namespace xpu::api
 
 #endif  // XPU_CONTROLLER_CONTROLLER_H_

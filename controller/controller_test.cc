@@ -38,24 +38,24 @@ using testing::kDriver;
 
 struct Cluster : testing::SimCluster {
   explicit Cluster(const std::vector<std::string>& flags = {})
-      : SimCluster(xpu::testing::RequireValue(testing::StartCluster(
-            XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"}, testing::Unthrottled()))) {}
+      : SimCluster(xpu::testing::RequireValue(
+            testing::StartControllerCluster(XPU_KUBE_SIM_BINARY, flags))) {}
   // A node whose plugin is live: Node, the fixture host's inventory, a fresh Lease.
   std::string AddNode(const std::string& name, const std::string& host,
                       const std::map<std::string, std::string>& labels = {},
                       int64_t lease_seconds = 3600) {
     auto uid = testing::MakeNode(*client, name, labels);
-    REQUIRE(uid.ok());
+    REQUIRE_OK(uid);
     auto inventory = testing::FixtureInventory(XPU_SOURCE_DIR, host, name);
     INFO(inventory.status().ToString());
-    REQUIRE(inventory.ok());
-    REQUIRE(testing::PutInventory(*client, *inventory).ok());
-    REQUIRE(testing::RenewPluginLease(*client, "xpu-dra", name, lease_seconds).ok());
+    REQUIRE_OK(inventory);
+    REQUIRE_OK(testing::PutInventory(*client, *inventory));
+    REQUIRE_OK(testing::RenewPluginLease(*client, "xpu-dra", name, lease_seconds));
     return *uid;
   }
   std::vector<ResourceSlice> SlicesOf(const std::string& node) {
     auto all = testing::ListSlices(*client, kDriver);
-    REQUIRE(all.ok());
+    REQUIRE_OK(all);
     std::vector<ResourceSlice> out;
     for (auto& s : *all) {
       if (s.spec.pool.name == node) out.push_back(std::move(s));
@@ -80,7 +80,7 @@ std::unique_ptr<e2e::ChildProcess> StartController(const Cluster& c,
                                    "--log-level",      "debug"};
   args.insert(args.end(), extra.begin(), extra.end());
   auto p = e2e::ChildProcess::Start(XPU_CONTROLLER_BINARY, args, c.sim->dir() + "/" + log_name);
-  REQUIRE(p.ok());
+  REQUIRE_OK(p);
   return std::move(p).value();
 }
 
@@ -114,18 +114,18 @@ TEST_CASE("xpu-dra-controller --help and bad flags", "[controller][e2e]") {
   const std::string dir = fs::temp_directory_path() / "xpu-controller-help";
   fs::create_directories(dir);
   auto help = e2e::ChildProcess::Start(XPU_CONTROLLER_BINARY, {"--help"}, dir + "/help.log");
-  REQUIRE(help.ok());
+  REQUIRE_OK(help);
   CHECK((*help)->Wait() == 0);
   CHECK((*help)->Log().find("--leader-elect") != std::string::npos);
   auto bad = e2e::ChildProcess::Start(XPU_CONTROLLER_BINARY, {"--qps", "-1"}, dir + "/bad.log");
-  REQUIRE(bad.ok());
+  REQUIRE_OK(bad);
   CHECK((*bad)->Wait() == 2);
   CHECK((*bad)->Log().find("--qps") != std::string::npos);
   std::ofstream(dir + "/bad.yaml") << "capabilityClasses:\n- name: x\n  minMemory: lots\n";
   auto bad_config = e2e::ChildProcess::Start(
       XPU_CONTROLLER_BINARY, {"--config", dir + "/bad.yaml", "--kubeconfig", "/nonexistent"},
       dir + "/bad-config.log");
-  REQUIRE(bad_config.ok());
+  REQUIRE_OK(bad_config);
   CHECK((*bad_config)->Wait() == 2);
   CHECK((*bad_config)->Log().find("minMemory") != std::string::npos);
 }
@@ -160,15 +160,15 @@ TEST_CASE(
 
   SECTION("inventory change: slice updated, generation bumped") {
     auto inventory = testing::FixtureInventory(XPU_SOURCE_DIR, "atlas800-9000", "n1");
-    REQUIRE(inventory.ok());
+    REQUIRE_OK(inventory);
     inventory->status.devices[3].health = "Unhealthy";
-    REQUIRE(testing::PutInventory(*c.client, *inventory).ok());
+    REQUIRE_OK(testing::PutInventory(*c.client, *inventory));
     REQUIRE(
         Eventually([&] { return HasTaint(c.SlicesOf("n1"), "npu-3", "xpu.dra.dev/unhealthy"); }));
     CHECK(c.SlicesOf("n1")[0].spec.pool.generation > generation);
     // Healthy again: the taint goes.
     inventory->status.devices[3].health = "Healthy";
-    REQUIRE(testing::PutInventory(*c.client, *inventory).ok());
+    REQUIRE_OK(testing::PutInventory(*c.client, *inventory));
     REQUIRE(Eventually([&] {
       auto now = c.SlicesOf("n1");
       return FindDevice(now, "npu-3") != nullptr &&
@@ -177,15 +177,15 @@ TEST_CASE(
   }
 
   SECTION("Lease expiry withdraws the pool, a renewal brings it back") {
-    REQUIRE(testing::RenewPluginLease(*c.client, "xpu-dra", "n1", 1).ok());
+    REQUIRE_OK(testing::RenewPluginLease(*c.client, "xpu-dra", "n1", 1));
     REQUIRE(Eventually([&] { return c.SlicesOf("n1").empty(); }, milliseconds(10'000)));
-    REQUIRE(testing::RenewPluginLease(*c.client, "xpu-dra", "n1", 3600).ok());
+    REQUIRE_OK(testing::RenewPluginLease(*c.client, "xpu-dra", "n1", 3600));
     REQUIRE(Eventually([&] { return c.DevicesOf("n1") == 8; }));
   }
 
   SECTION("slices wiped the way the kubelet does are recreated while the plugin is live") {
     for (const ResourceSlice& s : slices) {
-      REQUIRE(c.client->Delete(kc::ResourceSlices(), "", s.metadata.name).ok());
+      REQUIRE_OK(c.client->Delete(kc::ResourceSlices(), "", s.metadata.name));
     }
     const bool recreated = Eventually([&] {
       auto now = c.SlicesOf("n1");
@@ -208,12 +208,12 @@ TEST_CASE(
                              {"kind", "DeviceClass"},
                              {"metadata", {{"name", "someone-elses"}}},
                              {"spec", nlohmann::json::object()}};
-    REQUIRE(c.client->Create(kc::DeviceClasses(), "", theirs).ok());
+    REQUIRE_OK(c.client->Create(kc::DeviceClasses(), "", theirs));
     nlohmann::json stale = theirs;
     stale["metadata"]["name"] = "stale-class";
     stale["metadata"]["labels"][std::string(kManagedByLabel)] = std::string(kManagedByValue);
-    REQUIRE(c.client->Create(kc::DeviceClasses(), "", stale).ok());
-    REQUIRE(c.client->Delete(kc::DeviceClasses(), "", "nvidia.xpu.dra.dev").ok());
+    REQUIRE_OK(c.client->Create(kc::DeviceClasses(), "", stale));
+    REQUIRE_OK(c.client->Delete(kc::DeviceClasses(), "", "nvidia.xpu.dra.dev"));
     REQUIRE(
         Eventually([&] { return has_class("nvidia.xpu.dra.dev") && !has_class("stale-class"); }));
     CHECK(has_class("someone-elses"));
@@ -254,7 +254,7 @@ TEST_CASE(
     claim.name = "holds-npu-0";
     claim.devices = {"npu-0"};
     claim.pool = "n1";
-    REQUIRE(e2e::CreateClaim(*c.client, claim).ok());
+    REQUIRE_OK(e2e::CreateClaim(*c.client, claim));
     auto order = [&] {
       std::vector<std::string> names;
       for (const auto& s : c.SlicesOf("n1")) {
@@ -293,12 +293,12 @@ TEST_CASE("a server that drops taints and counters: tainted devices left out, at
           "[controller][e2e]") {
   Cluster c({"--feature-gates", "DRADeviceTaints=false,DRAPartitionableDevices=false"});
   auto uid = testing::MakeNode(*c.client, "n1");
-  REQUIRE(uid.ok());
+  REQUIRE_OK(uid);
   auto inventory = testing::FixtureInventory(XPU_SOURCE_DIR, "atlas800t-a3", "n1");
-  REQUIRE(inventory.ok());
+  REQUIRE_OK(inventory);
   inventory->status.devices[5].health = "Unhealthy";
-  REQUIRE(testing::PutInventory(*c.client, *inventory).ok());
-  REQUIRE(testing::RenewPluginLease(*c.client, "xpu-dra", "n1", 3600).ok());
+  REQUIRE_OK(testing::PutInventory(*c.client, *inventory));
+  REQUIRE_OK(testing::RenewPluginLease(*c.client, "xpu-dra", "n1", 3600));
   const std::string config_path = c.sim->dir() + "/config.yaml";
   WriteFile(config_path, "publishing: {mode: groups, groupSizes: [2, 4]}\n");
   auto controller = StartController(c, {"--leader-elect", "false", "--config", config_path});
@@ -317,7 +317,7 @@ TEST_CASE("a server that drops taints and counters: tainted devices left out, at
   CHECK(log.find("dropped device taints") != std::string::npos);
   CHECK(log.find("dropped device counters") != std::string::npos);
   auto events = c.client->ListAll(kc::Events(), "default");
-  REQUIRE(events.ok());
+  REQUIRE_OK(events);
   int dropped = 0;
   for (const auto& e : events->items) dropped += e.value("reason", "") == "FieldsDropped" ? 1 : 0;
   CHECK(dropped >= 1);
@@ -355,7 +355,7 @@ TEST_CASE(
            {{"requests",
              {{{"name", "npus"},
                {"exactly", {{"deviceClassName", "huawei.xpu.dra.dev"}, {"count", count}}}}}}}}}}};
-    REQUIRE(c.client->Create(kc::ResourceClaims(), "default", object).ok());
+    REQUIRE_OK(c.client->Create(kc::ResourceClaims(), "default", object));
   };
   claim("big", 16);
   claim("small", 2);
@@ -457,18 +457,18 @@ TEST_CASE(
   std::map<std::string, api::NodeInventory> fixtures;
   for (const std::string& h : hosts) {
     auto inv = testing::FixtureInventory(XPU_SOURCE_DIR, h, "x");
-    REQUIRE(inv.ok());
+    REQUIRE_OK(inv);
     fixtures[h] = *inv;
   }
   for (int i = 0; i < kNodes; ++i) {
     const std::string name = "node-" + std::to_string(i);
-    REQUIRE(testing::MakeNode(*c.client, name).ok());
+    REQUIRE_OK(testing::MakeNode(*c.client, name));
     api::NodeInventory inv = fixtures[hosts[static_cast<size_t>(i) % hosts.size()]];
     inv.metadata.name = name;
-    REQUIRE(testing::PutInventory(*c.client, inv).ok());
-    REQUIRE(testing::RenewPluginLease(*c.client, "xpu-dra", name, 3600).ok());
+    REQUIRE_OK(testing::PutInventory(*c.client, inv));
+    REQUIRE_OK(testing::RenewPluginLease(*c.client, "xpu-dra", name, 3600));
   }
-  REQUIRE(c.client->PostPath("/kube-sim/faults", {{"rate", 0.1}, {"seed", 7}}).ok());
+  REQUIRE_OK(c.client->PostPath("/kube-sim/faults", {{"rate", 0.1}, {"seed", 7}}));
 
   std::ostringstream log_text;
   Logger log(log_text, "error");
@@ -477,9 +477,9 @@ TEST_CASE(
   kc::ClientOptions options;
   options.qps = 0;
   auto cluster_config = c.sim->Config();
-  REQUIRE(cluster_config.ok());
+  REQUIRE_OK(cluster_config);
   auto client = kc::Client::Create(*cluster_config, options);
-  REQUIRE(client.ok());
+  REQUIRE_OK(client);
   CoreOptions core;
   Controller controller(client->get(), core, DefaultConfig(), &m, &log);
   (void)controller.Start(milliseconds(120'000));
@@ -498,12 +498,12 @@ TEST_CASE(
     return true;
   };
   REQUIRE(Eventually(converged, milliseconds(240'000)));
-  REQUIRE(c.client->PostPath("/kube-sim/faults", {{"rate", 0}}).ok());
+  REQUIRE_OK(c.client->PostPath("/kube-sim/faults", {{"rate", 0}}));
   REQUIRE(Eventually([&] { return controller.QueueDepth() == 0; }, milliseconds(60'000)));
 
   // Exactly the desired slices: one per pool, consistent pool fields, no duplicated device.
   auto slices = testing::ListSlices(*c.client, kDriver);
-  REQUIRE(slices.ok());
+  REQUIRE_OK(slices);
   std::map<std::string, std::vector<const ResourceSlice*>> pools;
   for (const auto& s : *slices) pools[s.spec.pool.name].push_back(&s);
   CHECK(pools.size() == kNodes);

@@ -9,6 +9,7 @@
 
 #include "api/resource_validation.h"
 #include "api/testing/inventory_examples.h"
+#include "base/testing/require_ok.h"
 #include "controller/reference_servers.h"
 #include "controller/slices.h"
 #include "controller/testing/config_examples.h"
@@ -83,7 +84,7 @@ Config ClassesConfig() {
   rule.family = "hopper";
   rule.driver = VersionRange{">=535.0.0"};
   config.support_matrix = {rule};
-  REQUIRE(ValidateConfig(config).ok());
+  REQUIRE_OK(ValidateConfig(config));
   return config;
 }
 
@@ -272,7 +273,7 @@ TEST_CASE("The largest selector a valid config allows stays below 10 KiB") {
   config.vendor_classes = false;
   config.capability_classes = {c};
   INFO(ValidateConfig(config).ToString());
-  REQUIRE(ValidateConfig(config).ok());
+  REQUIRE_OK(ValidateConfig(config));
   // The longest driver name (63 bytes).
   const std::string driver = std::string(59, 'd') + ".com";
   REQUIRE(driver.size() == 63);
@@ -332,10 +333,10 @@ std::vector<api::resource::Device> PartitionedNodes() {
           {"3g.71gb", 4, 0, "MIG-6f2d1c3e-0000-4000-8000-000000000001", 2, nullptr});
     }
     INFO(server << ": " << api::ValidateNodeInventory(inventory).ToString());
-    REQUIRE(api::ValidateNodeInventory(inventory).ok());
+    REQUIRE_OK(api::ValidateNodeInventory(inventory));
     auto pool = BuildPool(inventory, {"n-" + server, "uid-" + server, {}}, DefaultConfig(),
                           PublishOptions{});
-    REQUIRE(pool.ok());
+    REQUIRE_OK(pool);
     for (const auto& slice : pool->slices) {
       devices.insert(devices.end(), slice.devices.begin(), slice.devices.end());
     }

@@ -1,45 +1,34 @@
 #include "controller/fabric_tiers.h"
 
+#include "base/enum_names.h"
+
 namespace xpu::controller {
 
+namespace {
+namespace fabric_tiers_cc {
+constexpr std::string_view kFabricTierNames[] = {"scaleUpDomain", "superpod", "leaf", "spine"};
+static_assert(NamesCover(kFabricTierNames, FabricTier::kSpine));
+}  // namespace fabric_tiers_cc
+}  // namespace
+
 std::string_view FabricTierName(FabricTier tier) {
-  switch (tier) {
-    case FabricTier::kScaleUp:
-      return "scaleUpDomain";
-    case FabricTier::kSuperPod:
-      return "superpod";
-    case FabricTier::kLeaf:
-      return "leaf";
-    case FabricTier::kSpine:
-      return "spine";
-  }
-  return "";
+  return NameAt(fabric_tiers_cc::kFabricTierNames, tier).value_or("");
 }
 
 const std::vector<std::string_view>& FabricTierLabels(FabricTier tier) {
-  static const std::vector<std::string_view> scale_up = {"accelerator.topograph.run/domain",
-                                                         "network.topology.nvidia.com/accelerator",
-                                                         "nvidia.com/gpu.clique"};
-  static const std::vector<std::string_view> super_pod = {"topology.xpu.dra.dev/superpod"};
-  static const std::vector<std::string_view> leaf = {
-      "topology.xpu.dra.dev/leaf", "fabric.topograph.run/tier-0",
-      "network.topology.nvidia.com/leaf", "cloud.google.com/gce-topology-subblock",
-      "topology.k8s.aws/network-node-layer-3"};
-  static const std::vector<std::string_view> spine = {
-      "topology.xpu.dra.dev/spine", "fabric.topograph.run/tier-1",
-      "network.topology.nvidia.com/spine", "cloud.google.com/gce-topology-block",
-      "topology.k8s.aws/network-node-layer-2"};
-  switch (tier) {
-    case FabricTier::kScaleUp:
-      return scale_up;
-    case FabricTier::kSuperPod:
-      return super_pod;
-    case FabricTier::kLeaf:
-      return leaf;
-    case FabricTier::kSpine:
-      break;
-  }
-  return spine;
+  // In FabricTier order.
+  static const std::vector<std::string_view> labels[] = {
+      {"accelerator.topograph.run/domain", "network.topology.nvidia.com/accelerator",
+       "nvidia.com/gpu.clique"},
+      {"topology.xpu.dra.dev/superpod"},
+      {"topology.xpu.dra.dev/leaf", "fabric.topograph.run/tier-0",
+       "network.topology.nvidia.com/leaf", "cloud.google.com/gce-topology-subblock",
+       "topology.k8s.aws/network-node-layer-3"},
+      {"topology.xpu.dra.dev/spine", "fabric.topograph.run/tier-1",
+       "network.topology.nvidia.com/spine", "cloud.google.com/gce-topology-block",
+       "topology.k8s.aws/network-node-layer-2"}};
+  static_assert(NamesCover(labels, FabricTier::kSpine));
+  return labels[static_cast<size_t>(tier)];
 }
 
 std::map<FabricTier, std::string> NodeFabricTiers(const std::map<std::string, std::string>& labels,

@@ -309,89 +309,201 @@ std::string DeviceAddress(const api::NodeInventory& inventory, const std::string
   return "";
 }
 
-}  // namespace
+// What the CRD schema cannot say (exactly one class, label syntax): checked here, so that a gang
+// the API server admitted but that asks for nothing sensible is never placed.
+Status ValidateGangSpec(const AcceleratorGang& gang) {
+  api::AcceleratorGang spec_only;
+  spec_only.metadata.name = gang.metadata.name;
+  spec_only.metadata.namespace_name = gang.metadata.namespace_name;
+  spec_only.spec = gang.spec;
+  return api::ValidateAcceleratorGang(spec_only);
+}
 
-GangPlan PlanGang(const GangPlanInput& in) {
-  const AcceleratorGang& gang = *in.gang;
-  const std::string key = GangKey(gang);
-  GangPlan plan;
-  plan.status = gang.status;
-  AcceleratorGangStatus& status = plan.status;
-  status.observed_generation = gang.metadata.generation;
-  status.resource_claim_name = gang.metadata.name + "-gang";
-  if (status.phase == "Failed") return plan;
-  // What the CRD schema cannot say (exactly one class, label syntax): checked here, so that a
-  // gang the API server admitted but that asks for nothing sensible is never placed.
-  {
-    api::AcceleratorGang spec_only;
-    spec_only.metadata.name = gang.metadata.name;
-    spec_only.metadata.namespace_name = gang.metadata.namespace_name;
-    spec_only.spec = gang.spec;
-    if (Status valid = api::ValidateAcceleratorGang(spec_only); !valid.ok()) {
-      ClearPlacement(status);
-      SetPlacedCondition(status, gang, false, "InvalidSpec", valid.message(), in.now);
-      return plan;
-    }
+// A member's inventory: the candidate's, else asked for (once per node).
+class MemberInventories {
+ public:
+  explicit MemberInventories(const GangPlanInput& in) : in_(in) {
+    for (const GangCandidate& n : in.nodes) live_[n.name] = &n;
   }
-
-  std::map<std::string, const GangCandidate*> live;
-  for (const GangCandidate& n : in.nodes) live[n.name] = &n;
-  // A member's inventory: the candidate's, else asked for.
-  std::map<std::string, std::shared_ptr<const api::NodeInventory>> asked;
-  auto inventory_of = [&](const std::string& node) -> const api::NodeInventory* {
-    auto it = live.find(node);
-    if (it != live.end() && it->second->inventory != nullptr) return it->second->inventory;
-    if (!in.inventory_of) return nullptr;
-    auto& slot = asked[node];
-    if (!slot) slot = in.inventory_of(node);
+  bool live(const std::string& node) const { return live_.contains(node); }
+  const api::NodeInventory* Get(const std::string& node) {
+    auto it = live_.find(node);
+    if (it != live_.end() && it->second->inventory != nullptr) return it->second->inventory;
+    if (!in_.inventory_of) return nullptr;
+    auto& slot = asked_[node];
+    if (!slot) slot = in_.inventory_of(node);
     return slot.get();
-  };
-  // A placed gang stays where it is while every member node is live.
-  std::string failed_nodes;
-  if (status.phase == "Placed" && !status.nodes.empty()) {
-    for (const GangNode& member : status.nodes) {
-      if (!live.contains(member.name)) {
-        if (!failed_nodes.empty()) failed_nodes += ", ";
-        failed_nodes += member.name;
-      }
-    }
-    if (failed_nodes.empty()) {
-      SetHealthCondition(status, gang, inventory_of, in.now);
-      return plan;
-    }
-    if (gang.spec.on_node_failure == "fail") {
-      status.phase = "Failed";
-      SetPlacedCondition(status, gang, false, "NodeFailed",
-                         "member node " + failed_nodes +
-                             " is gone or its plugin stopped; "
-                             "spec.onNodeFailure is fail",
-                         in.now);
-      return plan;
-    }
-    plan.moved = true;
   }
 
+ private:
+  const GangPlanInput& in_;
+  std::map<std::string, const GangCandidate*> live_;
+  std::map<std::string, std::shared_ptr<const api::NodeInventory>> asked_;
+};
+
+// A placed gang stays where it is while every member node is live (true: decided, its health
+// condition refreshed), or fails when one is not and spec.onNodeFailure says so (true: decided);
+// else it is placed again (plan.moved). `failed_nodes`: the members not live, ", "-separated.
+bool PlacedGangDecided(GangPlan& plan, const AcceleratorGang& gang, MemberInventories& members,
+                       const InventoryOf& inventory_of, const std::string& now,
+                       std::string& failed_nodes) {
+  AcceleratorGangStatus& status = plan.status;
+  if (status.phase != "Placed" || status.nodes.empty()) return false;
+  for (const GangNode& member : status.nodes) {
+    if (!members.live(member.name)) {
+      if (!failed_nodes.empty()) failed_nodes += ", ";
+      failed_nodes += member.name;
+    }
+  }
+  if (failed_nodes.empty()) {
+    SetHealthCondition(status, gang, inventory_of, now);
+    return true;
+  }
+  if (gang.spec.on_node_failure == "fail") {
+    status.phase = "Failed";
+    SetPlacedCondition(status, gang, false, "NodeFailed",
+                       "member node " + failed_nodes +
+                           " is gone or its plugin stopped; "
+                           "spec.onNodeFailure is fail",
+                       now);
+    return true;
+  }
+  plan.moved = true;
+  return false;
+}
+
+// The candidates by name, with what each offers the gang (0 and nothing when another gang holds
+// it or the selector leaves it out).
+struct CandidateOffers {
+  std::vector<GangCandidate> nodes;
+  std::vector<int> free;
+  std::vector<std::vector<std::string>> chosen;
+  int offering = 0;  // nodes that offer anything
+};
+
+CandidateOffers CollectOffers(const GangPlanInput& in, const AcceleratorGang& gang) {
   const std::string& cls = api::GangDeviceClass(gang.spec);
   const int k = static_cast<int>(gang.spec.devices_per_node);
-  const int m = static_cast<int>(gang.spec.nodes);
-  std::vector<GangCandidate> nodes(in.nodes.begin(), in.nodes.end());
-  std::sort(nodes.begin(), nodes.end(),
+  CandidateOffers out;
+  out.nodes.assign(in.nodes.begin(), in.nodes.end());
+  std::sort(out.nodes.begin(), out.nodes.end(),
             [](const GangCandidate& a, const GangCandidate& b) { return a.name < b.name; });
-  std::vector<int> free(nodes.size(), 0);
-  std::vector<std::vector<std::string>> chosen(nodes.size());
-  int offering = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const GangCandidate& n = nodes[i];
+  out.free.assign(out.nodes.size(), 0);
+  out.chosen.resize(out.nodes.size());
+  for (size_t i = 0; i < out.nodes.size(); ++i) {
+    const GangCandidate& n = out.nodes[i];
     if (!n.held_by.empty() && n.held_by != gang.metadata.uid) continue;
     if (!Selected(n, gang.spec.node_selector)) continue;
     GangOffer offer = n.offer ? *n.offer
                       : n.inventory != nullptr
                           ? OfferOf(*n.inventory, n.allocated, *in.config, cls, in.driver, k)
                           : GangOffer{};
-    free[i] = offer.free;
-    chosen[i] = std::move(offer.devices);
-    if (offer.free > 0) ++offering;
+    out.free[i] = offer.free;
+    out.chosen[i] = std::move(offer.devices);
+    if (offer.free > 0) ++out.offering;
   }
+  return out;
+}
+
+// Why the gang cannot be placed on `fabric` within spec.maxTier ("" when it can be tried): the
+// condition's reason and message.
+std::optional<std::pair<std::string, std::string>> FabricVerdict(const AcceleratorGang& gang,
+                                                                 const GangFabric& fabric) {
+  const std::string limit = gang.spec.max_tier == "clique" ? "scaleUpDomain" : gang.spec.max_tier;
+  if (std::find(fabric.dropped.begin(), fabric.dropped.end(), limit) != fabric.dropped.end()) {
+    // Its domains are not a tree with the others': placing "within a leaf" cannot be judged.
+    std::string why;
+    for (const std::string& note : fabric.notes) {
+      if (note.starts_with("tier " + limit + " ")) why = note;
+    }
+    return std::make_pair(std::string("FabricInconsistent"),
+                          "the nodes' labels for tier " + limit + " are inconsistent (" + why +
+                              "); fix the labels or choose another maxTier");
+  }
+  if (HighestTier(fabric, gang.spec.max_tier) < 0) {
+    return std::make_pair(std::string("Unschedulable"),
+                          "the fabric has no tier at or below " + gang.spec.max_tier);
+  }
+  return std::nullopt;
+}
+
+// Placed as `result` says: the members in rank order, each device's rank table entry.
+void SetPlacement(AcceleratorGangStatus& status, const GangFabric& fabric,
+                  const topology::GangResult& result, const CandidateOffers& offers,
+                  const InventoryOf& inventory_of) {
+  status.phase = "Placed";
+  status.nodes.clear();
+  status.rank_table.clear();
+  status.tier = fabric.tiers[static_cast<size_t>(result.tier)];
+  const std::string& domain = fabric.fabric.domain_name(result.domain);
+  status.domain = domain.substr(domain.find('/') + 1);
+  int64_t rank = 0;
+  for (size_t r = 0; r < result.nodes.size(); ++r) {
+    const size_t i = static_cast<size_t>(result.nodes[r]);
+    const GangCandidate& n = offers.nodes[i];
+    const std::vector<std::string>& chosen = offers.chosen[i];
+    GangNode member;
+    member.name = n.name;
+    member.rank = static_cast<int64_t>(r);
+    member.devices = chosen;
+    member.address = n.address;
+    const api::NodeInventory* inventory = inventory_of(n.name);
+    const std::string super_pod = inventory != nullptr && inventory->status.fabric.has_value()
+                                      ? inventory->status.fabric->super_pod_id
+                                      : std::string();
+    for (size_t d = 0; d < chosen.size(); ++d) {
+      GangRank entry;
+      entry.rank = rank++;
+      entry.node = n.name;
+      entry.device = chosen[d];
+      entry.ip_address = inventory != nullptr ? DeviceAddress(*inventory, chosen[d]) : "";
+      entry.local_rank = static_cast<int64_t>(d);
+      entry.super_pod_id = super_pod;
+      status.rank_table.push_back(std::move(entry));
+    }
+    status.nodes.push_back(std::move(member));
+  }
+}
+
+// The Placed condition's message of a placement.
+std::string PlacedMessage(const AcceleratorGang& gang, const AcceleratorGangStatus& status,
+                          const std::string& failed_nodes) {
+  std::string message = std::to_string(gang.spec.nodes) + " nodes x " +
+                        std::to_string(gang.spec.devices_per_node) + " devices in " + status.tier +
+                        " " + status.domain;
+  if (!failed_nodes.empty()) {
+    message = "member node " + failed_nodes + " failed; placed again: " + message;
+  }
+  if (!gang.spec.preferred_tier.empty() &&
+      NominalRank(status.tier) > NominalRank(gang.spec.preferred_tier)) {
+    message += " (above the preferred tier " + gang.spec.preferred_tier + ")";
+  }
+  return message;
+}
+
+}  // namespace
+
+GangPlan PlanGang(const GangPlanInput& in) {
+  const AcceleratorGang& gang = *in.gang;
+  GangPlan plan;
+  plan.status = gang.status;
+  AcceleratorGangStatus& status = plan.status;
+  status.observed_generation = gang.metadata.generation;
+  status.resource_claim_name = gang.metadata.name + "-gang";
+  if (status.phase == "Failed") return plan;
+  if (Status valid = ValidateGangSpec(gang); !valid.ok()) {
+    ClearPlacement(status);
+    SetPlacedCondition(status, gang, false, "InvalidSpec", valid.message(), in.now);
+    return plan;
+  }
+  MemberInventories members(in);
+  const InventoryOf inventory_of = [&members](const std::string& node) {
+    return members.Get(node);
+  };
+  std::string failed_nodes;
+  if (PlacedGangDecided(plan, gang, members, inventory_of, in.now, failed_nodes)) return plan;
+
+  const CandidateOffers offers = CollectOffers(in, gang);
   auto pending = [&](std::string reason, std::string message) {
     ClearPlacement(status);
     if (!failed_nodes.empty()) message = "member node " + failed_nodes + " failed; " + message;
@@ -400,74 +512,26 @@ GangPlan PlanGang(const GangPlanInput& in) {
     SetPlacedCondition(status, gang, false, std::move(reason), std::move(message), in.now);
     return plan;
   };
-  StatusOr<GangFabric> fabric = BuildGangFabric(nodes);
+  StatusOr<GangFabric> fabric = BuildGangFabric(offers.nodes);
   if (!fabric.ok()) return pending("FabricInvalid", fabric.status().message());
   plan.notes = fabric->notes;
-  const std::string limit = gang.spec.max_tier == "clique" ? "scaleUpDomain" : gang.spec.max_tier;
-  if (std::find(fabric->dropped.begin(), fabric->dropped.end(), limit) != fabric->dropped.end()) {
-    // Its domains are not a tree with the others': placing "within a leaf" cannot be judged.
-    std::string why;
-    for (const std::string& note : fabric->notes) {
-      if (note.starts_with("tier " + limit + " ")) why = note;
-    }
-    return pending("FabricInconsistent", "the nodes' labels for tier " + limit +
-                                             " are inconsistent (" + why +
-                                             "); fix the labels or choose another maxTier");
+  if (auto verdict = FabricVerdict(gang, *fabric)) {
+    return pending(std::move(verdict->first), std::move(verdict->second));
   }
-  const int highest = HighestTier(*fabric, gang.spec.max_tier);
-  if (highest < 0) {
-    return pending("Unschedulable", "the fabric has no tier at or below " + gang.spec.max_tier);
-  }
-  const topology::GangResult result = topology::PlaceGang(fabric->fabric, free, m, k, highest);
+  const int k = static_cast<int>(gang.spec.devices_per_node);
+  const topology::GangResult result =
+      topology::PlaceGang(fabric->fabric, offers.free, static_cast<int>(gang.spec.nodes), k,
+                          HighestTier(*fabric, gang.spec.max_tier));
   if (!result.feasible) {
-    return pending("Unschedulable", result.reason + "; " + std::to_string(offering) + " of " +
-                                        std::to_string(nodes.size()) + " live nodes can give " +
-                                        std::to_string(k) + " free devices of class " + cls +
-                                        "; retried as capacity changes");
+    return pending("Unschedulable",
+                   result.reason + "; " + std::to_string(offers.offering) + " of " +
+                       std::to_string(offers.nodes.size()) + " live nodes can give " +
+                       std::to_string(k) + " free devices of class " +
+                       api::GangDeviceClass(gang.spec) + "; retried as capacity changes");
   }
-
-  status.phase = "Placed";
-  status.nodes.clear();
-  status.rank_table.clear();
-  status.tier = fabric->tiers[static_cast<size_t>(result.tier)];
-  const std::string& domain = fabric->fabric.domain_name(result.domain);
-  status.domain = domain.substr(domain.find('/') + 1);
-  int64_t rank = 0;
-  for (size_t r = 0; r < result.nodes.size(); ++r) {
-    const size_t i = static_cast<size_t>(result.nodes[r]);
-    const GangCandidate& n = nodes[i];
-    GangNode member;
-    member.name = n.name;
-    member.rank = static_cast<int64_t>(r);
-    member.devices = chosen[i];
-    member.address = n.address;
-    const api::NodeInventory* inventory = inventory_of(n.name);
-    const std::string super_pod = inventory != nullptr && inventory->status.fabric.has_value()
-                                      ? inventory->status.fabric->super_pod_id
-                                      : std::string();
-    for (size_t d = 0; d < chosen[i].size(); ++d) {
-      GangRank entry;
-      entry.rank = rank++;
-      entry.node = n.name;
-      entry.device = chosen[i][d];
-      entry.ip_address = inventory != nullptr ? DeviceAddress(*inventory, chosen[i][d]) : "";
-      entry.local_rank = static_cast<int64_t>(d);
-      entry.super_pod_id = super_pod;
-      status.rank_table.push_back(std::move(entry));
-    }
-    status.nodes.push_back(std::move(member));
-  }
-  std::string message = std::to_string(m) + " nodes x " + std::to_string(k) + " devices in " +
-                        status.tier + " " + status.domain;
-  if (!failed_nodes.empty()) {
-    message = "member node " + failed_nodes + " failed; placed again: " + message;
-  }
-  std::string reason = plan.moved ? "Replaced" : "Placed";
-  if (!gang.spec.preferred_tier.empty() &&
-      NominalRank(status.tier) > NominalRank(gang.spec.preferred_tier)) {
-    message += " (above the preferred tier " + gang.spec.preferred_tier + ")";
-  }
-  SetPlacedCondition(status, gang, true, std::move(reason), std::move(message), in.now);
+  SetPlacement(status, *fabric, result, offers, inventory_of);
+  SetPlacedCondition(status, gang, true, plan.moved ? "Replaced" : "Placed",
+                     PlacedMessage(gang, status, failed_nodes), in.now);
   SetHealthCondition(status, gang, inventory_of, in.now);
   return plan;
 }

@@ -5,7 +5,7 @@
 // left behind by a conflict or a crash. Everything else it creates (the gang device, the shared
 // claim, the per-pod template) is derived from the status and re-made on every sync.
 //
-// Placement (DESIGN.md "Multi-node gangs"):
+// Placement (docs/gangs.md):
 //   - candidates: live nodes whose labels match spec.nodeSelector and that no other gang holds;
 //   - a node offers the free devices the gang's class admits (healthy, not held by a claim) when
 //     its vendor's rules allow a set of devicesPerNode of them (topology::Solve), else nothing;

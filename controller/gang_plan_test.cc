@@ -5,6 +5,7 @@
 #include <set>
 
 #include "api/client/testing/fake_objects.h"
+#include "base/testing/require_ok.h"
 #include "controller/gangs.h"
 #include "controller/testing/cluster.h"
 
@@ -18,7 +19,7 @@ using kc::testing::FakeVerb;
 const api::NodeInventory& Atlas() {
   static const api::NodeInventory inventory = [] {
     auto inv = testing::FixtureInventory(XPU_SOURCE_DIR, "atlas800t-a2", "n");
-    REQUIRE(inv.ok());
+    REQUIRE_OK(inv);
     return *inv;
   }();
   return inventory;
@@ -71,7 +72,7 @@ std::set<std::string> Leaves(const api::AcceleratorGangStatus& s) {
 
 TEST_CASE("Gang fabric: tiers ordered by containment, the super-pod above the leaves") {
   auto fabric = BuildGangFabric(SixNodes());
-  REQUIRE(fabric.ok());
+  REQUIRE_OK(fabric);
   // pod-0 holds both leaves, so it sits above them; it and spine-0 hold the same nodes and the
   // default order puts superpod first.
   CHECK(fabric->tiers == std::vector<std::string>{"leaf", "superpod", "spine", "any"});
@@ -82,7 +83,7 @@ TEST_CASE("Gang fabric: a tier cutting across the one below it is left out, with
   auto nodes = SixNodes();
   nodes[0].labels["topology.xpu.dra.dev/spine"] = "spine-1";  // leaf-a now spans two spines
   auto fabric = BuildGangFabric(nodes);
-  REQUIRE(fabric.ok());
+  REQUIRE_OK(fabric);
   CHECK(std::find(fabric->tiers.begin(), fabric->tiers.end(), "spine") == fabric->tiers.end());
   REQUIRE(fabric->notes.size() == 1);
   CHECK(fabric->notes[0].find("tier spine left out") != std::string::npos);
@@ -265,7 +266,7 @@ TEST_CASE("Gang sync: status first, then the gang device, the shared claim and t
   const auto key = kc::ObjectKey::Namespaced("default", "g1");
   const GangSyncPlan plan = PlanGangSync(key, gang, placed.status, false, {}, 7, {});
   const GangSyncResult result = ApplyGangSync(plan, f.writers());
-  REQUIRE(result.status.ok());
+  REQUIRE_OK(result.status);
   CHECK(f.gangs.Find(key)->status.phase == "Placed");
 
   auto slice = f.slices.Find(kc::ObjectKey::Cluster("xpu-dra-gang.default.g1"));
@@ -307,7 +308,7 @@ TEST_CASE("Gang sync: status first, then the gang device, the shared claim and t
 
   // Deleted: its slice, claim and template go.
   const GangSyncPlan gone = PlanGangSync(key, std::nullopt, std::nullopt, false, {*slice}, 8, {});
-  REQUIRE(ApplyGangSync(gone, f.writers()).status.ok());
+  REQUIRE_OK(ApplyGangSync(gone, f.writers()).status);
   CHECK_FALSE(f.slices.Find(kc::ObjectKey::Cluster("xpu-dra-gang.default.g1")).has_value());
   CHECK_FALSE(f.claims.Find(kc::ObjectKey::Namespaced("default", "g1-gang")).has_value());
   CHECK_FALSE(f.templates.Find(kc::ObjectKey::Namespaced("default", "g1-member")).has_value());
@@ -332,20 +333,21 @@ TEST_CASE("Gang sync: a moved gang deletes its old claim, and makes it again onc
   const auto gang = f.Stored(Gang("g1", 2, "leaf"));
   const GangPlan placed = Plan(gang, SixNodes());
   const auto key = kc::ObjectKey::Namespaced("default", "g1");
-  REQUIRE(ApplyGangSync(PlanGangSync(key, gang, placed.status, false, {}, 0, {}), f.writers())
-              .status.ok());
+  REQUIRE_OK(
+      ApplyGangSync(PlanGangSync(key, gang, placed.status, false, {}, 0, {}), f.writers()).status);
   const std::string old_uid =
       f.claims.Find(kc::ObjectKey::Namespaced("default", "g1-gang"))->metadata.uid;
   const auto slice = *f.slices.Find(kc::ObjectKey::Cluster("xpu-dra-gang.default.g1"));
   const GangSyncResult moved = ApplyGangSync(
       PlanGangSync(key, *f.gangs.Find(key), placed.status, true, {slice}, 1, {}), f.writers());
   INFO(moved.status.message());
-  REQUIRE(moved.status.ok());
+  REQUIRE_OK(moved.status);
   CHECK(moved.waiting);
   CHECK_FALSE(f.claims.Find(kc::ObjectKey::Namespaced("default", "g1-gang")).has_value());
-  REQUIRE(ApplyGangSync(PlanGangSync(key, *f.gangs.Find(key), placed.status, false, {slice}, 1, {}),
-                        f.writers())
-              .status.ok());
+  REQUIRE_OK(
+      ApplyGangSync(PlanGangSync(key, *f.gangs.Find(key), placed.status, false, {slice}, 1, {}),
+                    f.writers())
+          .status);
   auto again = f.claims.Find(kc::ObjectKey::Namespaced("default", "g1-gang"));
   REQUIRE(again.has_value());
   CHECK(again->metadata.uid != old_uid);

@@ -23,27 +23,26 @@ namespace {
 
 namespace kc = api::client;
 using api::resource::ResourceSlice;
-using std::chrono::milliseconds;
+using namespace std::chrono_literals;
 using testing::Eventually;
 using testing::kDriver;
 
 struct GangCluster : testing::SimCluster {
   explicit GangCluster(const std::vector<std::string>& flags = {})
-      : SimCluster(xpu::testing::RequireValue(testing::StartCluster(
-            XPU_KUBE_SIM_BINARY, flags, {"xpu-dra", "default"}, testing::Unthrottled()))) {
+      : SimCluster(xpu::testing::RequireValue(
+            testing::StartControllerCluster(XPU_KUBE_SIM_BINARY, flags))) {
     // n1-n3 in leaf-a, n4-n6 in leaf-b; one spine, one super-pod.
     for (int i = 1; i <= 6; ++i) {
       const std::string name = "n" + std::to_string(i);
-      REQUIRE(testing::MakeNode(*client, name,
-                                {{"kubernetes.io/hostname", name},
-                                 {"topology.xpu.dra.dev/leaf", i <= 3 ? "leaf-a" : "leaf-b"},
-                                 {"topology.xpu.dra.dev/spine", "spine-0"},
-                                 {"topology.xpu.dra.dev/superpod", "pod-0"}})
-                  .ok());
+      REQUIRE_OK(testing::MakeNode(*client, name,
+                                   {{"kubernetes.io/hostname", name},
+                                    {"topology.xpu.dra.dev/leaf", i <= 3 ? "leaf-a" : "leaf-b"},
+                                    {"topology.xpu.dra.dev/spine", "spine-0"},
+                                    {"topology.xpu.dra.dev/superpod", "pod-0"}}));
       auto inventory = testing::FixtureInventory(XPU_SOURCE_DIR, "atlas800t-a2", name);
-      REQUIRE(inventory.ok());
-      REQUIRE(testing::PutInventory(*client, *inventory).ok());
-      REQUIRE(testing::RenewPluginLease(*client, "xpu-dra", name, 3600).ok());
+      REQUIRE_OK(inventory);
+      REQUIRE_OK(testing::PutInventory(*client, *inventory));
+      REQUIRE_OK(testing::RenewPluginLease(*client, "xpu-dra", name, 3600));
     }
   }
 
@@ -60,7 +59,7 @@ struct GangCluster : testing::SimCluster {
       args.insert(args.end(), {"--leader-elect", "false"});
     }
     auto p = e2e::ChildProcess::Start(XPU_CONTROLLER_BINARY, args, sim->dir() + "/" + log);
-    REQUIRE(p.ok());
+    REQUIRE_OK(p);
     return std::move(p).value();
   }
 
@@ -158,7 +157,7 @@ TEST_CASE("gangs: placed in one leaf, pending with a reason, never overlapping, 
   GangCluster c;
   auto controller = c.StartController();
 
-  REQUIRE(c.CreateGang("g1", 2, "leaf").ok());
+  REQUIRE_OK(c.CreateGang("g1", 2, "leaf"));
   REQUIRE(Eventually([&] { return c.NodesOf("g1").size() == 2; }));
   const std::vector<std::string> g1 = c.NodesOf("g1");
   CHECK(Leaf(g1[0]) == Leaf(g1[1]));
@@ -194,7 +193,7 @@ TEST_CASE("gangs: placed in one leaf, pending with a reason, never overlapping, 
   CHECK(gang_attribute(other).empty());
 
   // 4 nodes within one leaf of 3: pending, saying why.
-  REQUIRE(c.CreateGang("g2", 4, "leaf").ok());
+  REQUIRE_OK(c.CreateGang("g2", 4, "leaf"));
   REQUIRE(Eventually([&] {
     auto g = c.Gang("g2");
     return g && !g->status.conditions.empty() &&
@@ -203,14 +202,14 @@ TEST_CASE("gangs: placed in one leaf, pending with a reason, never overlapping, 
   CHECK(c.Gang("g2")->status.phase == "Pending");
 
   // 3 nodes up to the spine: not on g1's nodes.
-  REQUIRE(c.CreateGang("g3", 3, "spine").ok());
+  REQUIRE_OK(c.CreateGang("g3", 3, "spine"));
   REQUIRE(Eventually([&] { return c.NodesOf("g3").size() == 3; }));
   for (const std::string& n : c.NodesOf("g3")) {
     CHECK(std::find(g1.begin(), g1.end(), n) == g1.end());
   }
 
   // Deleting g1 removes its device, claim and template, and its nodes serve others again.
-  REQUIRE(c.client->Delete(kc::AcceleratorGangs(), "default", "g1").ok());
+  REQUIRE_OK(c.client->Delete(kc::AcceleratorGangs(), "default", "g1"));
   REQUIRE(Eventually([&] {
     for (const auto& s : c.GangSlices()) {
       if (s.spec.devices.at(0).name == "gang-g1") return false;
@@ -225,16 +224,16 @@ TEST_CASE("gangs: a member node whose plugin stops is replaced, or fails the gan
           "[controller][e2e][gang]") {
   GangCluster c;
   auto controller = c.StartController();
-  REQUIRE(c.CreateGang("r", 2, "spine").ok());
-  REQUIRE(c.CreateGang("f", 2, "spine", "fail").ok());
+  REQUIRE_OK(c.CreateGang("r", 2, "spine"));
+  REQUIRE_OK(c.CreateGang("f", 2, "spine", "fail"));
   REQUIRE(Eventually([&] { return c.NodesOf("r").size() == 2 && c.NodesOf("f").size() == 2; }));
   // A member's device going unhealthy shows in the gang's conditions.
   {
     const std::string member = c.NodesOf("r")[1];
     auto inventory = testing::FixtureInventory(XPU_SOURCE_DIR, "atlas800t-a2", member);
-    REQUIRE(inventory.ok());
+    REQUIRE_OK(inventory);
     inventory->status.devices[2].health = "Unhealthy";
-    REQUIRE(testing::PutInventory(*c.client, *inventory).ok());
+    REQUIRE_OK(testing::PutInventory(*c.client, *inventory));
     REQUIRE(Eventually([&] {
       auto g = c.Gang("r");
       for (const auto& cond : g ? g->status.conditions : std::vector<api::Condition>{}) {
@@ -248,17 +247,17 @@ TEST_CASE("gangs: a member node whose plugin stops is replaced, or fails the gan
   }
   const std::string lost_r = c.NodesOf("r")[0];
   const std::string lost_f = c.NodesOf("f")[0];
-  REQUIRE(testing::RenewPluginLease(*c.client, "xpu-dra", lost_r, 1).ok());
-  REQUIRE(testing::RenewPluginLease(*c.client, "xpu-dra", lost_f, 1).ok());
+  REQUIRE_OK(testing::RenewPluginLease(*c.client, "xpu-dra", lost_r, 1));
+  REQUIRE_OK(testing::RenewPluginLease(*c.client, "xpu-dra", lost_f, 1));
   REQUIRE(Eventually(
       [&] {
         const auto r = c.NodesOf("r");
         return r.size() == 2 && std::find(r.begin(), r.end(), lost_r) == r.end();
       },
-      milliseconds(20'000)));
+      20'000ms));
   CHECK(c.Gang("r")->status.conditions[0].reason == "Replaced");
-  REQUIRE(Eventually([&] { return c.Gang("f") && c.Gang("f")->status.phase == "Failed"; },
-                     milliseconds(20'000)));
+  REQUIRE(
+      Eventually([&] { return c.Gang("f") && c.Gang("f")->status.phase == "Failed"; }, 20'000ms));
   // The replaced gang's device follows it.
   REQUIRE(Eventually([&] {
     for (const auto& s : c.GangSlices()) {
@@ -273,7 +272,7 @@ TEST_CASE("gangs: a member node whose plugin stops is replaced, or fails the gan
 TEST_CASE("gangs: controller kills under 20% API faults leave no partial reservation",
           "[controller][e2e][gang]") {
   GangCluster c({"--fault-codes", "409,500"});
-  REQUIRE(c.client->PostPath("/kube-sim/faults", {{"rate", 0.2}, {"seed", 11}}).ok());
+  REQUIRE_OK(c.client->PostPath("/kube-sim/faults", {{"rate", 0.2}, {"seed", 11}}));
   // Three gangs of 2 want 6 nodes: all fit, one per pair of nodes.
   for (const char* name : {"a", "b", "c"}) {
     for (;;) {
@@ -284,13 +283,14 @@ TEST_CASE("gangs: controller kills under 20% API faults leave no partial reserva
   for (int round = 0; round < 4; ++round) {
     auto controller = c.StartController("controller-" + std::to_string(round) + ".log");
     // Kill it at a different point of the work each time.
-    Eventually([&] { return !c.GangSlices().empty(); }, milliseconds(200 + 300 * round));
+    Eventually([&] { return !c.GangSlices().empty(); },
+               std::chrono::milliseconds(200 + 300 * round));
     controller->Kill();
   }
-  REQUIRE(c.client->PostPath("/kube-sim/faults", {{"rate", 0}}).ok());
+  REQUIRE_OK(c.client->PostPath("/kube-sim/faults", {{"rate", 0}}));
   auto controller = c.StartController("controller-final.log");
   auto consistent = [&] { return EachPlacedOnceWithItsSlice(c, {"a", "b", "c"}); };
-  REQUIRE(Eventually(consistent, milliseconds(60'000)));
+  REQUIRE(Eventually(consistent, 60'000ms));
 }
 
 TEST_CASE(
@@ -300,16 +300,15 @@ TEST_CASE(
   auto first = c.StartController("first.log", true);
   REQUIRE(Eventually([&] { return first->Log().find("became leader") != std::string::npos; }));
   auto second = c.StartController("second.log", true);
-  for (const char* name : {"a", "b", "c"}) REQUIRE(c.CreateGang(name, 2, "spine").ok());
+  for (const char* name : {"a", "b", "c"}) REQUIRE_OK(c.CreateGang(name, 2, "spine"));
   // Faults on a third of the requests stretch the placement out, so that the kill lands in it.
-  REQUIRE(c.client->PostPath("/kube-sim/faults", {{"rate", 0.3}, {"seed", 5}}).ok());
+  REQUIRE_OK(c.client->PostPath("/kube-sim/faults", {{"rate", 0.3}, {"seed", 5}}));
   // Kill the leader as soon as it has placed anything; the standby waits out the lease.
-  Eventually([&] { return !c.NodesOf("a").empty() || !c.NodesOf("b").empty(); },
-             milliseconds(5'000));
+  Eventually([&] { return !c.NodesOf("a").empty() || !c.NodesOf("b").empty(); }, 5'000ms);
   first->Kill();
-  REQUIRE(c.client->PostPath("/kube-sim/faults", {{"rate", 0}}).ok());
+  REQUIRE_OK(c.client->PostPath("/kube-sim/faults", {{"rate", 0}}));
   auto consistent = [&] { return EachPlacedOnceWithItsSlice(c, {"a", "b", "c"}); };
-  const bool done = Eventually(consistent, milliseconds(30'000));
+  const bool done = Eventually(consistent, 30'000ms);
   INFO(c.Log("second.log"));
   REQUIRE(done);
   CHECK(second->Log().find("became leader") != std::string::npos);

@@ -81,7 +81,7 @@ TEST_CASE("one of two replicas leads, the standby takes over when it stops", "[l
   // Released: the standby does not wait out the lease duration.
   CHECK(std::chrono::steady_clock::now() - stopped < milliseconds(1500));
   auto lease = client->Get(kc::Leases(), "xpu-dra", "xpu-dra-controller");
-  REQUIRE(lease.ok());
+  REQUIRE_OK(lease);
   CHECK((*lease)["spec"]["holderIdentity"] == "replica-b");
   CHECK((*lease)["spec"]["leaseTransitions"].get<int>() >= 1);
   b.Join();
@@ -111,7 +111,7 @@ TEST_CASE("a leader whose lease another replica took steps down", "[leader]") {
   a.Join();
   // A replica that is not the leader does not release someone else's lease.
   auto got = client->Get(kc::Leases(), "xpu-dra", "xpu-dra-controller");
-  REQUIRE(got.ok());
+  REQUIRE_OK(got);
   CHECK((*got)["spec"]["holderIdentity"] == "intruder");
 }
 

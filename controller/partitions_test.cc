@@ -13,6 +13,7 @@
 #include "api/partitions.h"
 #include "api/resource_validation.h"
 #include "api/testing/inventory_examples.h"
+#include "base/testing/require_ok.h"
 #include "controller/reference_servers.h"
 #include "controller/slices.h"
 
@@ -37,7 +38,7 @@ api::NodeInventory H200WithMig() {
   api::InventoryPartitioning off = H200Mig();
   off.enabled = false;
   inventory.status.devices[2].partitioning = off;
-  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  REQUIRE_OK(api::ValidateNodeInventory(inventory));
   return inventory;
 }
 
@@ -55,7 +56,7 @@ DesiredPool Publish(const api::NodeInventory& inventory,
   PublishOptions options;
   options.version = version;
   auto pool = BuildPool(inventory, {"n1", "uid-1", {}}, Config{}, options, allocated);
-  REQUIRE(pool.ok());
+  REQUIRE_OK(pool);
   return *pool;
 }
 
@@ -174,7 +175,7 @@ TEST_CASE("profiles without placements publish the instances that fit the capaci
   present.id = 100;
   vnpu.partitions.push_back(present);
   inventory.status.devices[0].partitioning = vnpu;
-  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  REQUIRE_OK(api::ValidateNodeInventory(inventory));
   const auto devices = DevicesOf(Publish(inventory));
   CHECK(devices.contains("npu-0-vir05-1c-16g-3"));
   CHECK_FALSE(devices.contains("npu-0-vir05-1c-16g-4"));
@@ -209,7 +210,7 @@ TEST_CASE("vHCUs: sizes up to four per DCU, the existing ones taken out, the who
   present.id = 2;
   vhcu.partitions.push_back(present);
   inventory.status.devices[2].partitioning = vhcu;
-  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  REQUIRE_OK(api::ValidateNodeInventory(inventory));
   const DesiredPool pool = Publish(inventory);
   const auto devices = DevicesOf(pool);
   // Four quarters fit dcu-0 (the vhcus counter, as the units and memory), two halves, one 3/4.
@@ -238,7 +239,7 @@ TEST_CASE("1.37: every device that consumes counters names its partition type") 
   PublishOptions options;
   options.partition_type = true;
   auto pool = BuildPool(inventory, {"n1", "uid-1", {}}, Config{}, options, {});
-  REQUIRE(pool.ok());
+  REQUIRE_OK(pool);
   int typed_slices = 0;
   for (const auto& slice : pool->slices) {
     const bool consuming =
@@ -283,7 +284,7 @@ TEST_CASE(
   Config groups;
   groups.mode = PublishMode::kGroups;
   auto pool = BuildPool(inventory, {"n1", "uid-1", {}}, groups, PublishOptions{});
-  REQUIRE(pool.ok());
+  REQUIRE_OK(pool);
   CHECK(pool->mode == PublishMode::kAttributes);
   CHECK(DevicesOf(*pool).contains("gpu-0-1g-18gb-0"));
   CHECK(std::find(pool->notes.begin(), pool->notes.end(),
@@ -335,7 +336,7 @@ TEST_CASE("without counters, fallback existing serves a device's partitions as p
   for (auto& d : inventory.status.devices) {
     if (d.partitioning) d.partitioning->fallback = "existing";
   }
-  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  REQUIRE_OK(api::ValidateNodeInventory(inventory));
   const DesiredPool pool = Publish(inventory, api::KubeVersion::k1_34);
   const auto devices = DevicesOf(pool);
   // gpu-1 has a 3g.71gb: it is served instead of gpu-1, with no counters to consume.
@@ -354,7 +355,7 @@ TEST_CASE("without counters, fallback existing serves a device's partitions as p
     if (d.partitioning) d.partitioning->fallback = "layout";
   }
   inventory.status.devices[1].partitioning->layout = "3g.71gb*1";
-  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  REQUIRE_OK(api::ValidateNodeInventory(inventory));
   const DesiredPool laid = Publish(inventory, api::KubeVersion::k1_34);
   CHECK(DevicesOf(laid).contains("gpu-1-3g-71gb-4"));
   CHECK_FALSE(DevicesOf(laid).contains("gpu-1"));

@@ -8,14 +8,13 @@
 #include <utility>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "controller/pool_sync.h"
 #include "controller/testing/slice_examples.h"
 
 namespace xpu::controller {
 namespace {
 
-using api::resource::CounterSet;
-using api::resource::DeviceTaint;
 using api::resource::ResourceSlice;
 using api::resource::ResourceSliceSpec;
 
@@ -131,7 +130,7 @@ TEST_CASE("a pool sync plan follows the publishing rules", "[pool_sync][plan]") 
 
 TEST_CASE("a pool sync plan keeps what the server added", "[pool_sync][plan]") {
   DesiredPool pool = PoolOf({SliceOf(0, 2)});
-  DeviceTaint taint;
+  api::resource::DeviceTaint taint;
   taint.key = "xpu.dra.dev/unhealthy";
   taint.value = "Unhealthy";
   taint.effect = "NoSchedule";
@@ -200,7 +199,7 @@ TEST_CASE("applying a pool sync plan writes in order and stops at a failure", "[
 
   SECTION("deletes with preconditions first, then updates, then creates") {
     PoolSyncResult r = ApplyPoolSync(plan, writer, options);
-    REQUIRE(r.status.ok());
+    REQUIRE_OK(r.status);
     CHECK(writer.calls ==
           std::vector<std::string>{"delete:n1-0:uid-0:10", "update:n1-0", "create"});
     CHECK(observed == std::vector<std::string>{"delete:ok", "update:ok", "create:ok"});
@@ -215,7 +214,7 @@ TEST_CASE("applying a pool sync plan writes in order and stops at a failure", "[
   SECTION("a slice already gone counts as deleted") {
     writer.fail["delete:n1-0"] = Status(StatusCode::kNotFound, "gone");
     PoolSyncResult r = ApplyPoolSync(plan, writer, options);
-    REQUIRE(r.status.ok());
+    REQUIRE_OK(r.status);
     CHECK(r.deleted == 1);
     CHECK(observed.front() == "delete:not_found");
   }
@@ -244,12 +243,12 @@ TEST_CASE("applying a pool sync plan writes in order and stops at a failure", "[
     CHECK(writer.calls.size() == 2);
   }
   SECTION("fields the server dropped are reported") {
-    DeviceTaint taint;
+    api::resource::DeviceTaint taint;
     taint.key = "xpu.dra.dev/unhealthy";
     taint.value = "Unhealthy";
     taint.effect = "NoSchedule";
     plan.creates[0].spec.devices[0].taints.push_back(taint);
-    CounterSet set;
+    api::resource::CounterSet set;
     set.name = "gpu-members";
     set.counters["gpu-4"].value = "1";
     plan.creates[0].spec.shared_counters.push_back(set);
@@ -259,7 +258,7 @@ TEST_CASE("applying a pool sync plan writes in order and stops at a failure", "[
       return j;
     };
     PoolSyncResult r = ApplyPoolSync(plan, writer, options);
-    REQUIRE(r.status.ok());
+    REQUIRE_OK(r.status);
     CHECK(r.dropped_taints);
     CHECK(r.dropped_counters);
   }

@@ -15,9 +15,6 @@ namespace xpu::controller {
 namespace {
 
 namespace kc = api::client;
-using api::resource::DeviceTaint;
-using api::resource::ResourceSlice;
-using api::resource::ResourceSliceSpec;
 
 using testing::kDriver;
 
@@ -28,23 +25,25 @@ struct NodeN1 {
     REQUIRE_OK(started);
     cluster = std::move(started).value();
     auto uid = testing::MakeNode(*cluster.client, "n1");
-    REQUIRE(uid.ok());
+    REQUIRE_OK(uid);
     node = {"n1", *uid, {}};
   }
   testing::SimCluster cluster;
   NodeFacts node;
 };
 
-ResourceSliceSpec SliceOf(const std::string& node, int first, int count,
-                          const std::string& model = "H200") {
+api::resource::ResourceSliceSpec SliceOf(const std::string& node, int first, int count,
+                                         const std::string& model = "H200") {
   return testing::GpuSlice(node, first, count, model);
 }
 
 std::vector<SlicePtr> Current(kc::Client& client) {
   auto slices = testing::ListSlices(client, kDriver);
-  REQUIRE(slices.ok());
+  REQUIRE_OK(slices);
   std::vector<SlicePtr> out;
-  for (auto& s : *slices) out.push_back(std::make_shared<const ResourceSlice>(std::move(s)));
+  for (auto& s : *slices) {
+    out.push_back(std::make_shared<const api::resource::ResourceSlice>(std::move(s)));
+  }
   return out;
 }
 
@@ -53,7 +52,7 @@ DesiredPool TaintedPool(int tainted) {
   DesiredPool pool;
   pool.name = "n1";
   pool.slices = {SliceOf("n1", 0, 2)};
-  DeviceTaint taint;
+  api::resource::DeviceTaint taint;
   taint.key = "xpu.dra.dev/unhealthy";
   taint.value = "Unhealthy";
   taint.effect = "NoSchedule";
@@ -81,7 +80,7 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
   Writes w;
   PoolSyncResult first = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool,
                                   node, {}, {false, w.Observer(), nullptr});
-  REQUIRE(first.status.ok());
+  REQUIRE_OK(first.status);
   CHECK(first.created == 2);
   CHECK(first.generation == 1);
   auto now = Current(*client);
@@ -99,14 +98,14 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
   SECTION("nothing changed: nothing written") {
     PoolSyncResult again = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool,
                                     node, now, {false, w.Observer(), nullptr});
-    REQUIRE(again.status.ok());
+    REQUIRE_OK(again.status);
     CHECK_FALSE(again.Changed());
   }
   SECTION("one slice changed: updated in place, same generation") {
     pool.slices[1] = SliceOf("n1", 4, 4, "H100");
     PoolSyncResult r = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
                                 now, {false, w.Observer(), nullptr});
-    REQUIRE(r.status.ok());
+    REQUIRE_OK(r.status);
     CHECK(r.updated == 1);
     CHECK(r.created == 0);
     CHECK(r.generation == 1);
@@ -115,7 +114,7 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
     pool.slices = {SliceOf("n1", 0, 4, "B200"), SliceOf("n1", 4, 4, "B200")};
     PoolSyncResult r = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
                                 now, {false, w.Observer(), nullptr});
-    REQUIRE(r.status.ok());
+    REQUIRE_OK(r.status);
     CHECK(r.updated == 2);
     for (const SlicePtr& s : Current(*client)) CHECK(s->spec.pool.generation == 2);
   }
@@ -124,7 +123,7 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
     w.seen.clear();
     PoolSyncResult r = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
                                 now, {false, w.Observer(), nullptr});
-    REQUIRE(r.status.ok());
+    REQUIRE_OK(r.status);
     // One existing and one desired are not a pair here: two existing, so names decide.
     CHECK(r.deleted == 2);
     CHECK(r.created == 1);
@@ -140,7 +139,7 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
     pool.slices[0] = SliceOf("n1", 0, 4, "H100");
     PoolSyncResult r1 = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
                                  now, {false, w.Observer(), nullptr});
-    REQUIRE(r1.status.ok());
+    REQUIRE_OK(r1.status);
     pool.slices[0] = SliceOf("n1", 0, 4, "H20");
     w.seen.clear();
     PoolSyncResult r2 = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node,
@@ -155,7 +154,7 @@ TEST_CASE("pool sync creates, leaves alone, updates and withdraws a pool", "[poo
   SECTION("withdrawn: every slice deleted") {
     PoolSyncResult r = SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"),
                                 std::nullopt, node, now, {false, w.Observer(), nullptr});
-    REQUIRE(r.status.ok());
+    REQUIRE_OK(r.status);
     CHECK(r.deleted == 2);
     CHECK(Current(*client).empty());
   }
@@ -173,15 +172,15 @@ TEST_CASE("pool sync keeps taint timestamps the server set", "[pool_sync]") {
   auto& client = n1.cluster.client;
   const NodeFacts& node = n1.node;
   DesiredPool pool = TaintedPool(1);
-  REQUIRE(
-      SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node, {}).status.ok());
+  REQUIRE_OK(
+      SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node, {}).status);
   auto now = Current(*client);
   REQUIRE(now.size() == 1);
   REQUIRE(now[0]->spec.devices[1].taints.size() == 1);
   // Whether or not the server stamped timeAdded, the same desired state writes nothing.
   PoolSyncResult r =
       SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node, now);
-  REQUIRE(r.status.ok());
+  REQUIRE_OK(r.status);
   CHECK_FALSE(r.Changed());
 }
 
@@ -206,7 +205,7 @@ TEST_CASE("pool sync reports fields the server dropped", "[pool_sync]") {
   pool.slices[0].partition_type_attribute = std::string(kDriver) + "/partitionType";
   PoolSyncResult r =
       SyncPool(*client, api::DriverName(kDriver), api::PoolName("n1"), pool, node, {});
-  REQUIRE(r.status.ok());
+  REQUIRE_OK(r.status);
   CHECK(r.dropped_taints);
   CHECK(r.dropped_counters);
   CHECK(r.dropped_partition_type);

@@ -31,7 +31,7 @@ struct ModePool {
 
 ModePool ModePoolOf(api::client::Client& client, const std::string& node) {
   auto all = testing::ListSlices(client, testing::kDriver);
-  REQUIRE(all.ok());
+  REQUIRE_OK(all);
   ModePool out;
   for (const ResourceSlice& s : *all) {
     if (s.spec.pool.name != node) continue;
@@ -69,17 +69,17 @@ std::unique_ptr<e2e::ChildProcess> StartModeController(const testing::SimCluster
                                          "--kubernetes-version",
                                          version};
   auto p = e2e::ChildProcess::Start(XPU_CONTROLLER_BINARY, args, c.sim->dir() + "/" + log_name);
-  REQUIRE(p.ok());
+  REQUIRE_OK(p);
   return std::move(p).value();
 }
 
 TEST_CASE("xpu-dra-controller publishes groups by default from 1.36, and a configured mode wins",
           "[controller][e2e]") {
-  testing::SimCluster c = xpu::testing::RequireValue(testing::StartCluster(
-      XPU_KUBE_SIM_BINARY, {}, {"xpu-dra", "default"}, testing::Unthrottled()));
+  testing::SimCluster c =
+      xpu::testing::RequireValue(testing::StartControllerCluster(XPU_KUBE_SIM_BINARY));
   REQUIRE_OK(testing::MakeNode(*c.client, "n1"));
   auto inventory = testing::FixtureInventory(XPU_SOURCE_DIR, "hgx-h200", "n1");
-  REQUIRE(inventory.ok());
+  REQUIRE_OK(inventory);
   REQUIRE_OK(testing::PutInventory(*c.client, *inventory));
   REQUIRE_OK(testing::RenewPluginLease(*c.client, "xpu-dra", "n1", 3600));
   const std::string config = c.sim->dir() + "/config.yaml";

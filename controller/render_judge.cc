@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "api/node_inventory.h"
+#include "base/enum_names.h"
 #include "base/name_list.h"
 #include "controller/device_classes.h"
 #include "controller/slices.h"
@@ -128,21 +129,12 @@ std::set<std::string> FindGroupDevice(VendorVerdict& v, const Config& config,
 }  // namespace
 
 std::string_view SetKeyAttribute(SetKey key) {
-  switch (key) {
-    case SetKey::kNone:
-      return "";
-    case SetKey::kScaleUpDomain:
-      return "scaleUpDomain";
-    case SetKey::kModule:
-      return "module";
-    case SetKey::kPcieSwitch:
-      return kPcieSwitchAttribute;
-    case SetKey::kPcieRoot:
-      return "resource.kubernetes.io/pcieRoot";
-    case SetKey::kNumaNode:
-      return "numaNode";
-  }
-  return "";
+  // In SetKey order.
+  static constexpr std::string_view kAttributes[] = {
+      "",        "scaleUpDomain", "module", kPcieSwitchAttribute, "resource.kubernetes.io/pcieRoot",
+      "numaNode"};
+  static_assert(NamesCover(kAttributes, SetKey::kNumaNode));
+  return NameAt(kAttributes, key).value_or("");
 }
 
 std::string QualifiedAttribute(std::string_view attribute, std::string_view driver) {

@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "base/testing/require_ok.h"
 #include "controller/node_groups.h"
 #include "controller/reference_servers.h"
 
@@ -55,7 +56,7 @@ TEST_CASE("a single-node request lists the vendors in preference order with thei
   CapabilityRequest r = Request("training-large-memory", 8);
   r.precision = "bf16";
   StatusOr<Rendered> out = Render(r, RenderOptions{});
-  REQUIRE(out.ok());
+  REQUIRE_OK(out);
   REQUIRE(out->vendors.size() == 3);
   CHECK(out->vendors[0].vendor == "nvidia");
   CHECK(out->vendors[1].vendor == "huawei");
@@ -98,11 +99,11 @@ TEST_CASE("a single-node request lists the vendors in preference order with thei
 TEST_CASE("a count the 910 rings forbid leaves the Atlas 800 9000 out, by model", "[render]") {
   // inference admits the 910 (32 GiB) too: 3 NPUs break its ring rule, 4 keep it in one ring.
   StatusOr<Rendered> three = Render(Request("inference", 3), RenderOptions{.vendors = {"huawei"}});
-  REQUIRE(three.ok());
+  REQUIRE_OK(three);
   CHECK(Has(Part(*three, "huawei")->excluded_models, "Ascend910"));
   CHECK_FALSE(Has(Part(*three, "huawei")->servers, "atlas800-9000"));
   StatusOr<Rendered> four = Render(Request("inference", 4), RenderOptions{.vendors = {"huawei"}});
-  REQUIRE(four.ok());
+  REQUIRE_OK(four);
   CHECK(Has(Part(*four, "huawei")->servers, "atlas800-9000"));
   CHECK_FALSE(Has(Part(*four, "huawei")->excluded_models, "Ascend910"));
   CHECK(Part(*four, "huawei")->subrequests.at(0).constraint == "scaleUpDomain");
@@ -117,19 +118,19 @@ TEST_CASE("a count the 910 rings forbid leaves the Atlas 800 9000 out, by model"
 TEST_CASE("A3 dies: a pair by module, four by NUMA node (two whole modules)", "[render]") {
   const RenderOptions attributes = AscendOnly("a3", {"ascend910c"});
   StatusOr<Rendered> pair = Render(Request("a3", 2), attributes);
-  REQUIRE(pair.ok());
+  REQUIRE_OK(pair);
   CHECK(Part(*pair, "huawei")->subrequests.at(0).constraint == "module");
 
   // No module or scaleUpDomain value holds four dies that are two whole modules; a NUMA node
   // holds exactly two modules, so every four sharing one keep the rules.
   StatusOr<Rendered> four = Render(Request("a3", 4), attributes);
-  REQUIRE(four.ok());
+  REQUIRE_OK(four);
   CHECK(Part(*four, "huawei")->subrequests.at(0).constraint == "numaNode");
 
   RenderOptions groups = attributes;
   groups.config.mode = PublishMode::kGroups;
   StatusOr<Rendered> grouped = Render(Request("a3", 4), groups);
-  REQUIRE(grouped.ok());
+  REQUIRE_OK(grouped);
   CHECK(Part(*grouped, "huawei")->subrequests.at(0).group_size == 4);
   const nlohmann::json& sub =
       grouped->objects[0]["spec"]["spec"]["devices"]["requests"][0]["firstAvailable"][0];
@@ -158,7 +159,7 @@ TEST_CASE("render errors name the field", "[render]") {
   partial.images["huawei"] = "ascend/pytorch:a2";
   partial.images["hygon"] = "hygon/pytorch:dtk";
   StatusOr<Rendered> all = Render(partial, RenderOptions{});
-  REQUIRE(all.ok());
+  REQUIRE_OK(all);
   CHECK(all->objects[0]["metadata"]["annotations"]["xpu.dra.dev/image.huawei"] ==
         "ascend/pytorch:a2");
 
@@ -170,7 +171,7 @@ TEST_CASE("render errors name the field", "[render]") {
 
 TEST_CASE("a multi-node request becomes a gang of whole servers", "[render]") {
   StatusOr<Rendered> out = Render(Request("training-large-memory", 32, "multi-node"), {});
-  REQUIRE(out.ok());
+  REQUIRE_OK(out);
   const nlohmann::json& gang = out->objects.at(0);
   CHECK(gang["kind"] == "AcceleratorGang");
   CHECK(gang["spec"]["nodes"] == 4);
@@ -179,14 +180,14 @@ TEST_CASE("a multi-node request becomes a gang of whole servers", "[render]") {
 
   StatusOr<Rendered> one = Render(Request("training-large-memory", 8, "multi-node"),
                                   RenderOptions{.vendors = {"huawei"}});
-  REQUIRE(one.ok());
+  REQUIRE_OK(one);
   CHECK(one->objects[0]["spec"]["deviceClassName"] == "training-large-memory.huawei");
 }
 
 TEST_CASE("requests are read with errors naming the field", "[render]") {
   StatusOr<CapabilityRequest> ok = ParseCapabilityRequest(
       "name: a\nnamespace: ml\naccelerator: {class: inference, count: 2, precision: int8}\n");
-  REQUIRE(ok.ok());
+  REQUIRE_OK(ok);
   CHECK(ok->ns == "ml");
   CHECK(ok->topology == "single-node");
   CHECK(ok->precision == "int8");
@@ -212,9 +213,9 @@ TEST_CASE("a node group's template is what its server publishes", "[render]") {
   StatusOr<NodeGroupProfile> a2 = ParseNodeGroupProfile(
       "name: a2\nmodel: atlas800t-a2\nlabels: {topology.xpu.dra.dev/leaf: leaf-a}\nmaxSize: 4\n",
       "");
-  REQUIRE(a2.ok());
+  REQUIRE_OK(a2);
   StatusOr<DesiredPool> pool = TemplatePool(*a2, DefaultConfig(), PublishOptions{});
-  REQUIRE(pool.ok());
+  REQUIRE_OK(pool);
   CHECK(pool->devices == 8);
   const auto& attrs = pool->slices.at(0).devices.at(0).attributes;
   REQUIRE(attrs.contains("leaf"));
@@ -242,7 +243,7 @@ TEST_CASE("a node group's template is what its server publishes", "[render]") {
                              dir / "h200.json", std::filesystem::copy_options::overwrite_existing);
   StatusOr<NodeGroupProfile> file =
       ParseNodeGroupProfile("name: h\ninventory: h200.json\nmaxSize: 2\n", dir.string());
-  REQUIRE(file.ok());
+  REQUIRE_OK(file);
   CHECK(file->inventory.status.devices.size() == 8);
 
   const std::pair<std::string_view, std::string_view> bad[] = {

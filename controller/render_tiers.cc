@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "api/partitions.h"
+#include "base/enum_names.h"
 #include "base/name_list.h"
 
 namespace xpu::controller::render_internal {
@@ -16,23 +17,11 @@ using topology::DeviceSet;
 // The tier candidates, tightest first.
 constexpr SetKey kTierKeys[] = {SetKey::kPcieSwitch, SetKey::kPcieRoot, SetKey::kNumaNode};
 
-std::string_view NameSuffix(SetKey key) {
-  switch (key) {
-    case SetKey::kNone:
-      return "any";
-    case SetKey::kScaleUpDomain:
-      return "scaleup";
-    case SetKey::kModule:
-      return "module";
-    case SetKey::kPcieSwitch:
-      return "switch";
-    case SetKey::kPcieRoot:
-      return "root";
-    case SetKey::kNumaNode:
-      return "numa";
-  }
-  return "any";
-}
+// In SetKey order.
+constexpr std::string_view kNameSuffixes[] = {"any", "scaleup", "module", "switch", "root", "numa"};
+static_assert(NamesCover(kNameSuffixes, SetKey::kNumaNode));
+
+std::string_view NameSuffix(SetKey key) { return NameAt(kNameSuffixes, key).value_or("any"); }
 
 // Whether some two of `devices` are connected faster than some other two: only there can a
 // tier pick a better set than any set does.

@@ -10,6 +10,7 @@
 
 #include "api/validation.h"
 #include "base/name_list.h"
+#include "base/testing/require_ok.h"
 #include "controller/device_classes.h"
 #include "controller/reference_servers.h"
 #include "controller/render.h"
@@ -108,7 +109,7 @@ const SubrequestRender* Admitting(const Rendered& r, const std::string& vendor,
 TEST_CASE("8 NPUs: the Atlas 800 9000 needs no constraint, the A2 boxes one scaleUpDomain",
           "[render]") {
   StatusOr<Rendered> out = RenderCount("mixed-order", 8, TierOptions());
-  REQUIRE(out.ok());
+  REQUIRE_OK(out);
   const SubrequestRender* ring = Admitting(*out, "huawei", "Ascend910");
   REQUIRE(ring != nullptr);
   CHECK(ring->constraint.empty());
@@ -137,7 +138,7 @@ TEST_CASE("8 NPUs: the Atlas 800 9000 needs no constraint, the A2 boxes one scal
 
 TEST_CASE("A3 pairs by module next to the 910 rings and A2 boxes, four by NUMA node", "[render]") {
   StatusOr<Rendered> two = RenderCount("mixed-order", 2, TierOptions());
-  REQUIRE(two.ok());
+  REQUIRE_OK(two);
   const SubrequestRender* a3 = Admitting(*two, "huawei", "Ascend910C");
   REQUIRE(a3 != nullptr);
   CHECK(a3->name == "huawei-module");
@@ -155,13 +156,13 @@ TEST_CASE("A3 pairs by module next to the 910 rings and A2 boxes, four by NUMA n
   // Four dies are two whole modules: neither module nor scaleUpDomain keeps that, but a NUMA
   // node holds exactly two modules; in groups mode a group device serves them.
   StatusOr<Rendered> four = RenderCount("mixed-order", 4, TierOptions());
-  REQUIRE(four.ok());
+  REQUIRE_OK(four);
   const SubrequestRender* a3_four = Admitting(*four, "huawei", "Ascend910C");
   REQUIRE(a3_four != nullptr);
   CHECK(a3_four->constraint == "numaNode");
   CHECK(Admitting(*four, "huawei", "Ascend910B") != nullptr);
   StatusOr<Rendered> grouped = RenderCount("mixed-order", 4, TierOptions(PublishMode::kGroups));
-  REQUIRE(grouped.ok());
+  REQUIRE_OK(grouped);
   const VendorRender& huawei = grouped->vendors.at(0);
   CHECK(huawei.excluded_models.empty());
   REQUIRE(huawei.subrequests.at(0).group_size == 4);
@@ -181,7 +182,7 @@ TEST_CASE("A3 pairs by module next to the 910 rings and A2 boxes, four by NUMA n
 
 TEST_CASE("PCIe GPUs get their tiers as alternatives, tightest first", "[render]") {
   StatusOr<Rendered> two = RenderCount("acc-pcie", 2, TierOptions());
-  REQUIRE(two.ok());
+  REQUIRE_OK(two);
   CHECK(SubrequestNames(*two) ==
         std::vector<std::string>{"nvidia-switch", "nvidia-root", "nvidia-any"});
   CHECK(MatchAttributes(*two, "nvidia-switch") ==
@@ -193,7 +194,7 @@ TEST_CASE("PCIe GPUs get their tiers as alternatives, tightest first", "[render]
   // A switch holds two GPUs: four get the root complex, then any four. The NUMA node holds the
   // same GPUs as the root complex: no alternative of its own.
   StatusOr<Rendered> four = RenderCount("acc-pcie", 4, TierOptions());
-  REQUIRE(four.ok());
+  REQUIRE_OK(four);
   CHECK(SubrequestNames(*four) == std::vector<std::string>{"nvidia-root", "nvidia-any"});
   CHECK(MatchAttributes(*four, "nvidia-root") ==
         std::vector<std::string>{"resource.kubernetes.io/pcieRoot"});
@@ -202,7 +203,7 @@ TEST_CASE("PCIe GPUs get their tiers as alternatives, tightest first", "[render]
   // NVSwitch: all pairs are equal, so a tier picks nothing better.
   for (int64_t count : {1, 2, 4, 8}) {
     StatusOr<Rendered> h200 = RenderCount("hopper", count, TierOptions());
-    REQUIRE(h200.ok());
+    REQUIRE_OK(h200);
     CHECK(SubrequestNames(*h200) == std::vector<std::string>{"nvidia"});
   }
 }
@@ -212,8 +213,8 @@ TEST_CASE("subrequests follow the class' vendor order, then the tiers", "[render
     INFO(count);
     StatusOr<Rendered> huawei_first = RenderCount("mixed-order", count, TierOptions());
     StatusOr<Rendered> nvidia_first = RenderCount("nvidia-first", count, TierOptions());
-    REQUIRE(huawei_first.ok());
-    REQUIRE(nvidia_first.ok());
+    REQUIRE_OK(huawei_first);
+    REQUIRE_OK(nvidia_first);
     std::vector<std::string> vendors;
     for (const SubrequestRender* s : Subrequests(*huawei_first)) vendors.push_back(s->vendor);
     CHECK(std::is_sorted(vendors.begin(), vendors.end()));  // huawei < nvidia
@@ -264,7 +265,7 @@ TEST_CASE("never more than 8 subrequests, and each drop is a note", "[render]") 
   // inference x2 over every vendor: 20 alternatives in groups mode, cut to 8 with every vendor
   // that has devices still listed.
   StatusOr<Rendered> out = RenderCount("inference", 2, TierOptions(PublishMode::kGroups));
-  REQUIRE(out.ok());
+  REQUIRE_OK(out);
   CHECK(ClaimDevices(*out)["requests"][0]["firstAvailable"].size() == 8);
   CHECK(out->vendors.size() == 6);
   CHECK(std::find(out->notes.begin(), out->notes.end(),
@@ -281,7 +282,7 @@ TEST_CASE("slices publish pcieSwitch: the bridge the topology model groups devic
   inventory.status.devices.at(7).pcie_path = {"pci0000:90", "0000:98:00.0"};
   StatusOr<DesiredPool> pool =
       BuildPool(inventory, NodeFacts{"n1", "uid", {}}, TierOptions().config, PublishOptions{});
-  REQUIRE(pool.ok());
+  REQUIRE_OK(pool);
   std::map<std::string, std::string> switches;
   for (const auto& d : pool->slices.at(0).devices) {
     auto it = d.attributes.find("pcieSwitch");
@@ -361,11 +362,11 @@ std::vector<PublishedServer> PublishAll(const Config& config) {
   for (const ReferenceServer& server : ReferenceServers()) {
     StatusOr<DesiredPool> pool =
         BuildPool(server.inventory, NodeFacts{server.name, "uid", {}}, config, PublishOptions{});
-    REQUIRE(pool.ok());
+    REQUIRE_OK(pool);
     StatusOr<topology::NodeSpec> spec = api::NodeDescriptionFromInventory(server.inventory);
-    REQUIRE(spec.ok());
+    REQUIRE_OK(spec);
     StatusOr<topology::Node> node = topology::Node::Build(*spec);
-    REQUIRE(node.ok());
+    REQUIRE_OK(node);
     out.push_back({&server, *std::move(node), std::move(pool->slices)});
   }
   return out;

@@ -498,6 +498,143 @@ std::optional<GroupsResult> BuildGroups(const api::NodeInventory& inventory,
   return result;
 }
 
+// The devices to order around as held: those claims hold, and the members of a held group
+// device (groups mode).
+std::set<std::string> HeldDevices(const api::NodeInventory& inventory, const Config& config,
+                                  const std::set<std::string>& allocated) {
+  std::set<std::string> held = allocated;
+  if (config.mode != PublishMode::kGroups) return held;
+  bool any_group = false;
+  for (const std::string& name : allocated) any_group |= name.find("-x") != std::string::npos;
+  if (!any_group) return held;
+  if (auto groups = api::GroupDevices(inventory); groups.ok()) {
+    for (const api::GroupDevice& g : *groups) {
+      if (allocated.contains(g.name)) held.insert(g.members.begin(), g.members.end());
+    }
+  }
+  return held;
+}
+
+// The built devices in publishing order, held to the attribute limit; a tainted one is left out
+// when the server drops taints. `kinds`: the kinds of those kept.
+std::vector<Device> OrderedDevices(const api::NodeInventory& inventory,
+                                   std::vector<BuiltDevice>& built,
+                                   const std::set<std::string>& held, const PublishOptions& options,
+                                   const api::Limits& limits, std::vector<std::string>& notes,
+                                   std::set<std::string>& kinds) {
+  std::set<std::string> unpublished;
+  if (!options.taints) {
+    for (const BuiltDevice& b : built) {
+      if (!b.device.taints.empty()) unpublished.insert(b.device.name);
+    }
+  }
+  const std::vector<size_t> order = PreferenceOrder(inventory, built, held, unpublished, notes);
+  std::vector<Device> devices;
+  for (size_t i : order) {
+    Device& d = built[i].device;
+    if (!options.taints && !d.taints.empty()) {
+      notes.push_back("device " + d.name + " left out: tainted " + d.taints.front().key +
+                      " and the server drops taints");
+      continue;
+    }
+    LimitAttributes(d, limits.max_attributes_and_capacities_per_device, notes);
+    kinds.insert(built[i].kind);
+    devices.push_back(std::move(d));
+  }
+  return devices;
+}
+
+// Groups mode: the pool's slices of group devices, unless it falls back to attributes (a note
+// says why and the pool is left without slices).
+void PublishGroups(DesiredPool& pool, const api::NodeInventory& inventory,
+                   const std::vector<Device>& devices, const std::set<std::string>& kinds,
+                   bool partitionable, const NodeFacts& node, const Config& config,
+                   const PublishOptions& options) {
+  std::optional<GroupsResult> groups;
+  if (partitionable) {
+    // Partitioning is enabled on this node's devices, a choice made for the node: its
+    // partitions need the single devices and their counters, which groups mode does not keep.
+    pool.notes.emplace_back(
+        "groups mode: falling back to attributes: partitioning is enabled on the node's devices");
+  } else if (!options.counters) {
+    pool.notes.emplace_back("groups mode: falling back to attributes: the server drops counters");
+  } else if (kinds.size() > 1) {
+    pool.notes.emplace_back("groups mode: falling back to attributes: mixed device kinds");
+  } else if (!devices.empty()) {
+    groups = BuildGroups(inventory, devices, *kinds.begin(), node, config, options, pool.notes);
+  }
+  if (groups.has_value()) {
+    pool.mode = PublishMode::kGroups;
+    pool.slices = std::move(groups->slices);
+    pool.devices = groups->devices;
+  }
+}
+
+// The partitions of a partitionable node, as far as the server can carry them.
+Partitioned PublishablePartitions(const api::NodeInventory& inventory,
+                                  const std::set<std::string>& allocated,
+                                  std::vector<Device>& devices, const PublishOptions& options,
+                                  std::vector<std::string>& notes) {
+  Partitioned parts;
+  if (options.version == api::KubeVersion::k1_34) {
+    notes.emplace_back("partitions not published: 1.34 cannot carry their counters");
+    parts.devices = ExistingPartitionsAsDevices(inventory, devices, notes);
+  } else if (!options.counters) {
+    notes.emplace_back("partitions not published: the server drops counters");
+    parts.devices = ExistingPartitionsAsDevices(inventory, devices, notes);
+  } else {
+    parts = BuildPartitions(inventory, allocated, devices, notes);
+  }
+  return parts;
+}
+
+// Attributes mode: the single devices (and partitions, with their counter sets) in slices.
+void PublishAttributes(DesiredPool& pool, const api::NodeInventory& inventory,
+                       std::vector<Device> devices, bool partitionable,
+                       const std::set<std::string>& allocated, const NodeFacts& node,
+                       const PublishOptions& options, const api::Limits& limits) {
+  pool.mode = PublishMode::kAttributes;
+  Partitioned parts;
+  if (partitionable) {
+    parts = PublishablePartitions(inventory, allocated, devices, options, pool.notes);
+  }
+  // The whole devices were held to the attribute limit above; partition devices, and whole
+  // devices that gain partitionType, are held to it here.
+  const size_t limited = devices.size();
+  for (Device& d : parts.devices) devices.push_back(std::move(d));
+  for (size_t i = 0; i < devices.size(); ++i) {
+    Device& d = devices[i];
+    const bool typed = options.partition_type && !d.consumes_counters.empty();
+    if (typed) {
+      auto profile = d.attributes.find("profile");
+      d.attributes.insert_or_assign(
+          std::string(kPartitionTypeAttribute),
+          DeviceAttribute::String(profile != d.attributes.end()
+                                      ? profile->second.string_value.value_or("whole")
+                                      : "whole"));
+    }
+    if (typed || i >= limited) {
+      LimitAttributes(d, limits.max_attributes_and_capacities_per_device, pool.notes);
+    }
+  }
+  pool.devices = static_cast<int>(devices.size());
+  // Counter sets in slices of their own (1.35+), at most the limit per slice.
+  const auto per_slice = static_cast<size_t>(std::max(1, limits.max_counter_sets_per_slice));
+  for (size_t start = 0; start < parts.counter_sets.size(); start += per_slice) {
+    ResourceSliceSpec spec = EmptySlice(node, options);
+    const size_t end = std::min(parts.counter_sets.size(), start + per_slice);
+    spec.shared_counters.assign(parts.counter_sets.begin() + static_cast<long>(start),
+                                parts.counter_sets.begin() + static_cast<long>(end));
+    pool.slices.push_back(std::move(spec));
+  }
+  const int limit = SliceDeviceLimit(devices, limits);
+  for (ResourceSliceSpec& spec : Split(std::move(devices), limit, node, options)) {
+    if (spec.devices.empty() && !pool.slices.empty()) continue;
+    if (options.partition_type) NamePartitionType(spec, options.driver);
+    pool.slices.push_back(std::move(spec));
+  }
+}
+
 }  // namespace
 
 std::string DevicePcieSwitch(const api::InventoryDevice& device) {
@@ -524,112 +661,19 @@ StatusOr<DesiredPool> BuildPool(const api::NodeInventory& inventory, const NodeF
   ASSIGN_OR_RETURN(std::vector<BuiltDevice> built,
                    BuildDevices(inventory, node, config, pool.notes));
   const api::Limits limits = api::LimitsFor(options.version);
-
-  std::set<std::string> unpublished;
-  if (!options.taints) {
-    for (const BuiltDevice& b : built) {
-      if (!b.device.taints.empty()) unpublished.insert(b.device.name);
-    }
-  }
-  // A held group device holds its members: the single devices are ordered around them too.
-  std::set<std::string> held = allocated;
-  if (config.mode == PublishMode::kGroups) {
-    bool any_group = false;
-    for (const std::string& name : allocated) any_group |= name.find("-x") != std::string::npos;
-    if (any_group) {
-      if (auto groups = api::GroupDevices(inventory); groups.ok()) {
-        for (const api::GroupDevice& g : *groups) {
-          if (allocated.contains(g.name)) held.insert(g.members.begin(), g.members.end());
-        }
-      }
-    }
-  }
-  const std::vector<size_t> order =
-      PreferenceOrder(inventory, built, held, unpublished, pool.notes);
-  std::vector<Device> devices;
   std::set<std::string> kinds;
-  for (size_t i : order) {
-    Device& d = built[i].device;
-    if (!options.taints && !d.taints.empty()) {
-      pool.notes.push_back("device " + d.name + " left out: tainted " + d.taints.front().key +
-                           " and the server drops taints");
-      continue;
-    }
-    LimitAttributes(d, limits.max_attributes_and_capacities_per_device, pool.notes);
-    kinds.insert(built[i].kind);
-    devices.push_back(std::move(d));
-  }
-
+  std::vector<Device> devices =
+      OrderedDevices(inventory, built, HeldDevices(inventory, config, allocated), options, limits,
+                     pool.notes, kinds);
   const bool partitionable = std::any_of(
       inventory.status.devices.begin(), inventory.status.devices.end(),
       [](const api::InventoryDevice& d) { return d.partitioning && d.partitioning->enabled; });
   if (config.mode == PublishMode::kGroups) {
-    std::optional<GroupsResult> groups;
-    if (partitionable) {
-      // Partitioning is enabled on this node's devices, a choice made for the node: its
-      // partitions need the single devices and their counters, which groups mode does not keep.
-      pool.notes.emplace_back(
-          "groups mode: falling back to attributes: partitioning is enabled on the node's devices");
-    } else if (!options.counters) {
-      pool.notes.emplace_back("groups mode: falling back to attributes: the server drops counters");
-    } else if (kinds.size() > 1) {
-      pool.notes.emplace_back("groups mode: falling back to attributes: mixed device kinds");
-    } else if (!devices.empty()) {
-      groups = BuildGroups(inventory, devices, *kinds.begin(), node, config, options, pool.notes);
-    }
-    if (groups.has_value()) {
-      pool.mode = PublishMode::kGroups;
-      pool.slices = std::move(groups->slices);
-      pool.devices = groups->devices;
-    }
+    PublishGroups(pool, inventory, devices, kinds, partitionable, node, config, options);
   }
   if (pool.slices.empty()) {
-    pool.mode = PublishMode::kAttributes;
-    Partitioned parts;
-    if (partitionable && options.version == api::KubeVersion::k1_34) {
-      pool.notes.emplace_back("partitions not published: 1.34 cannot carry their counters");
-      parts.devices = ExistingPartitionsAsDevices(inventory, devices, pool.notes);
-    } else if (partitionable && !options.counters) {
-      pool.notes.emplace_back("partitions not published: the server drops counters");
-      parts.devices = ExistingPartitionsAsDevices(inventory, devices, pool.notes);
-    } else if (partitionable) {
-      parts = BuildPartitions(inventory, allocated, devices, pool.notes);
-    }
-    // The whole devices were held to the attribute limit above; partition devices, and whole
-    // devices that gain partitionType, are held to it here.
-    const size_t limited = devices.size();
-    for (Device& d : parts.devices) devices.push_back(std::move(d));
-    for (size_t i = 0; i < devices.size(); ++i) {
-      Device& d = devices[i];
-      const bool typed = options.partition_type && !d.consumes_counters.empty();
-      if (typed) {
-        auto profile = d.attributes.find("profile");
-        d.attributes.insert_or_assign(
-            std::string(kPartitionTypeAttribute),
-            DeviceAttribute::String(profile != d.attributes.end()
-                                        ? profile->second.string_value.value_or("whole")
-                                        : "whole"));
-      }
-      if (typed || i >= limited) {
-        LimitAttributes(d, limits.max_attributes_and_capacities_per_device, pool.notes);
-      }
-    }
-    pool.devices = static_cast<int>(devices.size());
-    // Counter sets in slices of their own (1.35+), at most the limit per slice.
-    const auto per_slice = static_cast<size_t>(std::max(1, limits.max_counter_sets_per_slice));
-    for (size_t start = 0; start < parts.counter_sets.size(); start += per_slice) {
-      ResourceSliceSpec spec = EmptySlice(node, options);
-      const size_t end = std::min(parts.counter_sets.size(), start + per_slice);
-      spec.shared_counters.assign(parts.counter_sets.begin() + static_cast<long>(start),
-                                  parts.counter_sets.begin() + static_cast<long>(end));
-      pool.slices.push_back(std::move(spec));
-    }
-    const int limit = SliceDeviceLimit(devices, limits);
-    for (ResourceSliceSpec& spec : Split(std::move(devices), limit, node, options)) {
-      if (spec.devices.empty() && !pool.slices.empty()) continue;
-      if (options.partition_type) NamePartitionType(spec, options.driver);
-      pool.slices.push_back(std::move(spec));
-    }
+    PublishAttributes(pool, inventory, std::move(devices), partitionable, allocated, node, options,
+                      limits);
   }
   for (const ResourceSliceSpec& spec : pool.slices) {
     for (const Device& d : spec.devices) {

@@ -2,13 +2,13 @@
 // the node's NodeInventory, the Node's labels, the config and the devices claims hold. Pure: the
 // same inputs give the same slices, so `xpuctl slices` prints exactly what the controller writes.
 //
-// Devices (DESIGN.md "Names and attributes"): the inventory's attributes (the vendor-neutral
-// vocabulary, versions as semver, resource.kubernetes.io/pcieRoot and pciBusID), capacity
-// `memory`, `scaleUpDomain` on every device (the inventory's; else the device's scale-up group;
-// else its component of scale-up links; else "node": PCIe only), `module` where the inventory
-// has one, `pcieSwitch` where the inventory's pciePath has one (its second entry: the first
-// bridge below the root complex, which the topology model treats as the device's PCIe switch; a
-// claim keeps a set under one switch with a matchAttribute on it), and the fabric tiers
+// Devices (docs/architecture.md "Attribute vocabulary"): the inventory's attributes (the
+// vendor-neutral vocabulary, versions as semver, resource.kubernetes.io/pcieRoot and pciBusID),
+// capacity `memory`, `scaleUpDomain` on every device (the inventory's; else the device's scale-up
+// group; else its component of scale-up links; else "node": PCIe only), `module` where the
+// inventory has one, `pcieSwitch` where the inventory's pciePath has one (its second entry: the
+// first bridge below the root complex, which the topology model treats as the device's PCIe switch;
+// a claim keeps a set under one switch with a matchAttribute on it), and the fabric tiers
 // `fabricDomain`, `leaf`, `spine` from the Node's labels
 // (topology.xpu.dra.dev/{superpod,leaf,spine}, then topograph's accelerator.topograph.run/domain
 // and fabric.topograph.run/tier-{0,1}, network.topology.nvidia.com/{accelerator,leaf,spine},
@@ -62,6 +62,7 @@ struct NodeFacts {
   std::string uid;  // for the owner reference
   std::map<std::string, std::string> labels;
   std::string gang = {};  // uid of the AcceleratorGang holding the node: attribute `gang`
+  friend bool operator==(const NodeFacts&, const NodeFacts&) = default;
 };
 
 // The device attribute naming a counter-consuming device's partition type (PublishOptions).
@@ -76,6 +77,7 @@ struct PublishOptions {
   // `partitionType` (its profile, or "whole"), and its slice names it in partitionTypeAttribute.
   // False where the server drops the field (the alpha gate DRAPartitionableDevicesType is off).
   bool partition_type = false;
+  friend bool operator==(const PublishOptions&, const PublishOptions&) = default;
 };
 
 struct DesiredPool {

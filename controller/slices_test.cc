@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/resource_validation.h"
+#include "base/testing/require_ok.h"
 #include "controller/slice_goldens.h"
 
 namespace xpu::controller {
@@ -37,8 +38,8 @@ nlohmann::json ReadJson(const fs::path& path) {
 
 api::NodeInventory ReadInventory(const fs::path& path) {
   StatusOr<api::NodeInventory> inventory = api::FromJson<api::NodeInventory>(ReadJson(path));
-  INFO(path.string() << ": " << inventory.status().message());
-  REQUIRE(inventory.ok());
+  INFO(path.string());
+  REQUIRE_OK(inventory);
   return *inventory;
 }
 
@@ -54,8 +55,7 @@ DesiredPool Build(const api::NodeInventory& inventory, const Config& config = Co
                   const PublishOptions& options = PublishOptions{},
                   const std::set<std::string>& allocated = {}, const NodeFacts& node = Facts()) {
   StatusOr<DesiredPool> pool = BuildPool(inventory, node, config, options, allocated);
-  INFO(pool.status().message());
-  REQUIRE(pool.ok());
+  REQUIRE_OK(pool);
   return *pool;
 }
 
@@ -153,7 +153,7 @@ TEST_CASE("the committed slice goldens match what the builder gives", "[slices]"
       const std::string relative = "e2e/fixtures/slices-expected/" + file.stem().string() + "." +
                                    std::string(PublishModeName(mode)) + ".json";
       StatusOr<nlohmann::json> want = GoldenSlices(inventory, mode);
-      REQUIRE(want.ok());
+      REQUIRE_OK(want);
       std::ifstream in(kSourceDir / relative, std::ios::binary);
       std::stringstream committed;
       committed << in.rdbuf();

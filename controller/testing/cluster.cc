@@ -33,6 +33,11 @@ StatusOr<SimCluster> StartCluster(const std::string& binary, const std::vector<s
   return cluster;
 }
 
+StatusOr<SimCluster> StartControllerCluster(const std::string& binary,
+                                            const std::vector<std::string>& flags) {
+  return StartCluster(binary, flags, {"xpu-dra", "default"}, Unthrottled());
+}
+
 Status MakeNamespace(kc::Client& client, const std::string& name) {
   nlohmann::json ns = {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", name}}}};
   auto created = client.Create(kc::Namespaces(), "", ns);

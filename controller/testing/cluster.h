@@ -38,6 +38,10 @@ StatusOr<SimCluster> StartCluster(const std::string& binary,
                                   const std::vector<std::string>& flags = {},
                                   const std::vector<std::string>& namespaces = {},
                                   api::client::ClientOptions options = {});
+// StartCluster with the namespaces the controller tests use ("xpu-dra", "default") and no
+// client-side rate limit.
+StatusOr<SimCluster> StartControllerCluster(const std::string& binary,
+                                            const std::vector<std::string>& flags = {});
 
 // Creates the namespace (ok if it exists).
 Status MakeNamespace(api::client::Client& client, const std::string& name);
