@@ -1,21 +1,11 @@
 #include "kubeletplugin/driver/driver.h"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <charconv>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <optional>
 #include <set>
-#include <sstream>
-#include <thread>
 
-#include "api/partitions.h"
 #include "api/resource.h"
 #include "api/validation.h"
 #include "base/atomic_file.h"
@@ -65,86 +55,7 @@ std::string ReadBootId(const std::string& host_root) {
   return id.ok() ? *id : "";
 }
 
-discovery::PartitionParent ParentOf(const api::InventoryDevice& d) {
-  return {d.name, d.pci_address, d.index};
-}
-
-// The vdev id to ask for: the lowest free one of the parent's sixteen, 100 + 16 * index up,
-// past every id the node's devices and records use.
-int64_t ChooseVnpuId(int64_t index, const std::set<int64_t>& used) {
-  const int64_t first = 100 + 16 * index;
-  for (int64_t id = first; id < first + 16; ++id) {
-    if (!used.contains(id)) return id;
-  }
-  return -1;  // all sixteen taken: let the library pick
-}
-
-// The vendor ids the node's partitions hold: in the inventory and in the records.
-std::set<int64_t> UsedPartitionIds(const api::NodeInventory& inventory,
-                                   const std::vector<checkpoint::Partition>& records) {
-  std::set<int64_t> used;
-  for (const api::InventoryDevice& d : inventory.status.devices) {
-    if (!d.partitioning) continue;
-    for (const api::InventoryPartition& p : d.partitioning->partitions) used.insert(p.id);
-  }
-  for (const checkpoint::Partition& p : records) used.insert(p.id);
-  return used;
-}
-
-// A vHCU's file, which Hygon's runtime reads in the container from /etc/vdev/docker/.
-std::string VhcuConf(int64_t id) { return "/etc/vdev/vdev" + std::to_string(id) + ".conf"; }
-
-// What the container gets for a partition: the parent with the partition's identity.
-PartitionDevice DeviceFor(const api::InventoryDevice& parent, const std::string& name,
-                          const std::string& kind, int64_t id, const std::string& uuid) {
-  PartitionDevice p;
-  p.device = parent;
-  p.device.name = name;
-  p.device.partitioning.reset();
-  if (kind == "vnpu") {
-    p.device.index = id;  // ASCEND_VISIBLE_DEVICES names the vNPU by its id
-    p.device.uuid.clear();
-    p.device_node = "/dev/vdavinci" + std::to_string(id);
-  } else if (kind == "vhcu") {
-    // The parent's render node, and the vHCU's conf file, which says which vHCU it is.
-    p.mounts.push_back({VhcuConf(id),
-                        "/etc/vdev/docker/vdev" + std::to_string(id) + ".conf",
-                        {"ro", "nosuid", "nodev", "bind"},
-                        ""});
-  } else if (!uuid.empty()) {
-    p.device.uuid = uuid;  // NVIDIA_VISIBLE_DEVICES=MIG-...
-  }
-  return p;
-}
-
-// The live partition that is the recorded one, or nullptr: by place where it has one (MIG: the
-// GPU instance id is NVML's to pick, and a recreated one may get another), else by vendor id.
-// An intent with neither (the vendor picks the id: vHCU) is the one of its profile that was not
-// on the parent before (ids_before) and that no other record of the parent names.
-const discovery::LivePartition* Held(const std::vector<discovery::LivePartition>& live,
-                                     const checkpoint::Partition& p,
-                                     const std::vector<checkpoint::Partition>& records = {}) {
-  auto named = [&](int64_t id) {
-    return std::any_of(records.begin(), records.end(), [&](const checkpoint::Partition& r) {
-      return &r != &p && r.parent == p.parent && r.kind == p.kind && r.id == id;
-    });
-  };
-  auto it = std::find_if(live.begin(), live.end(), [&](const discovery::LivePartition& l) {
-    if (p.placement >= 0) return l.placement == p.placement && l.profile == p.profile;
-    if (p.id >= 0) return l.id == p.id;
-    return p.state == checkpoint::kPartitionCreating && l.profile == p.profile &&
-           std::find(p.ids_before.begin(), p.ids_before.end(), l.id) == p.ids_before.end() &&
-           !named(l.id);
-  });
-  return it == live.end() ? nullptr : &*it;
-}
-
 }  // namespace
-
-void CrashPoint(const char* point) {
-  const char* at = std::getenv("XPU_DRA_CRASH_AT");
-  if (at != nullptr && std::strcmp(at, point) == 0) ::kill(::getpid(), SIGKILL);
-}
 
 Status DriverOptions::Validate() const {
   if (driver_name.empty()) return InvalidArgumentError("--driver-name: must not be empty");
@@ -203,12 +114,30 @@ Driver::Driver(DriverOptions options, std::shared_ptr<ClaimReader> claims, Inven
       driver_files_(std::make_shared<driverfiles::DriverFilesCache>(
           options_.host_root, options_.cdi_hook_path, options_.driver_files)),
       host_(HostWithDriverFiles(options_.host_root, driver_files_)),
-      store_(options_.state_dir + "/checkpoint.json") {}
+      store_(options_.state_dir + "/checkpoint.json"),
+      partitions_(
+          options_.driver_name, options_.node_name, &checkpoint_,
+          [this]() REQUIRES(mu_) { return SaveLocked(); }, inventory_, log_) {}
+
+void Driver::AddPartitionBackend(std::shared_ptr<discovery::PartitionBackend> backend) {
+  MutexLock lock(mu_);
+  partitions_.AddBackend(std::move(backend));
+}
+
+int Driver::ApplyPartitionLayout(const std::vector<PartitionLayoutEntry>& layout) {
+  MutexLock lock(mu_);
+  return partitions_.ApplyLayout(layout);
+}
+
+std::vector<checkpoint::Partition> Driver::PartitionRecords() const {
+  MutexLock lock(records_mu_);
+  return saved_records_;
+}
 
 Status Driver::Start() {
   MutexLock lock(mu_);
   ASSIGN_OR_RETURN(checkpoint_, store_.Load());
-  RETURN_IF_ERROR(ReconcilePartitionsLocked());
+  RETURN_IF_ERROR(partitions_.Reconcile());
   const std::string boot_id = ReadBootId(options_.host_root);
   if (!checkpoint_.boot_id.empty() && checkpoint_.boot_id != boot_id) {
     log_("node rebooted (boot id " + checkpoint_.boot_id + " -> " + boot_id + "): rewriting " +
@@ -257,389 +186,11 @@ Status Driver::SaveLocked() {
   return s;
 }
 
-StatusOr<std::vector<PartitionLayoutEntry>> ParsePartitionLayout(std::string_view text,
-                                                                 std::string_view flag) {
-  std::vector<PartitionLayoutEntry> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    const std::string_view item = text.substr(0, comma);
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
-    const size_t star = item.find('*');
-    PartitionLayoutEntry e;
-    e.profile = std::string(item.substr(0, star));
-    e.count = 1;
-    bool ok = !e.profile.empty() && e.profile.size() <= 32 &&
-              e.profile.find_first_of(" =") == std::string::npos;
-    if (ok && star != std::string_view::npos) {
-      const std::string_view n = item.substr(star + 1);
-      auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), e.count);
-      ok = ec == std::errc{} && end == n.data() + n.size() && e.count >= 1 && e.count <= 64;
-    }
-    if (!ok) {
-      return InvalidArgumentError(std::string(flag) + ": entry \"" + std::string(item) +
-                                  "\" is not PROFILE or PROFILE*COUNT (1 to 64)");
-    }
-    out.push_back(std::move(e));
-  }
-  if (out.empty()) return InvalidArgumentError(std::string(flag) + ": empty");
-  return out;
-}
-
-int Driver::ApplyPartitionLayout(const std::vector<PartitionLayoutEntry>& layout) {
-  MutexLock lock(mu_);
-  const std::shared_ptr<const api::NodeInventory> inventory = inventory_();
-  if (inventory == nullptr) return 0;
-  std::set<int64_t> used_ids = UsedPartitionIds(*inventory, checkpoint_.partitions);
-  int made = 0;
-  for (const api::InventoryDevice& d : inventory->status.devices) {
-    if (!d.partitioning || !d.partitioning->enabled) continue;
-    const api::InventoryPartitioning& p = *d.partitioning;
-    discovery::PartitionBackend* backend = BackendFor(p.kind);
-    if (backend == nullptr) continue;
-    StatusOr<std::vector<discovery::LivePartition>> live = backend->List(ParentOf(d));
-    if (!live.ok()) {
-      log_("partition layout on " + d.name + ": " + live.status().message());
-      continue;
-    }
-    // The first legal placement whose slots no live partition holds.
-    auto free_placement = [&](const api::PartitionProfile& want) -> std::optional<int64_t> {
-      for (int64_t at : want.placements) {
-        const bool taken = std::any_of(live->begin(), live->end(), [&](const auto& l) {
-          const api::PartitionProfile* lp = api::FindProfile(p, l.profile);
-          if (!l.placement || lp == nullptr) return false;
-          return at < *l.placement + lp->slots && *l.placement < at + want.slots;
-        });
-        if (!taken) return at;
-      }
-      return std::nullopt;
-    };
-    for (const PartitionLayoutEntry& e : layout) {
-      const api::PartitionProfile* want = api::FindProfile(p, e.profile);
-      if (want == nullptr) continue;
-      auto have = std::count_if(live->begin(), live->end(),
-                                [&e](const auto& l) { return l.profile == e.profile; });
-      for (; have < e.count; ++have) {
-        std::optional<int64_t> placement;
-        if (!want->placements.empty() && !(placement = free_placement(*want))) {
-          log_("partition layout on " + d.name + ": no free placement for " + e.profile);
-          break;
-        }
-        const int64_t id = p.kind == "vnpu" ? ChooseVnpuId(d.index, used_ids) : -1;
-        StatusOr<discovery::LivePartition> part =
-            backend->Create(ParentOf(d), e.profile, id, placement);
-        if (!part.ok()) {
-          ++stats_.partition_errors;
-          log_("partition layout on " + d.name + ": create " + e.profile + ": " +
-               part.status().message());
-          break;
-        }
-        ++stats_.partitions_created;
-        ++made;
-        used_ids.insert(part->id);
-        live->push_back(*std::move(part));
-        log_("partition layout: made " + p.kind + " " + e.profile + " (id " +
-             std::to_string(live->back().id) + ") on " + d.name);
-      }
-    }
-  }
-  return made;
-}
-
-void Driver::AddPartitionBackend(std::shared_ptr<discovery::PartitionBackend> backend) {
-  MutexLock lock(mu_);
-  backends_[backend->kind()] = std::move(backend);
-}
-
-std::vector<checkpoint::Partition> Driver::PartitionRecords() const {
-  MutexLock lock(records_mu_);
-  return saved_records_;
-}
-
-discovery::PartitionBackend* Driver::BackendFor(const std::string& kind) const {
-  auto it = backends_.find(kind);
-  return it == backends_.end() ? nullptr : it->second.get();
-}
-
-StatusOr<std::map<std::string, PartitionDevice>> Driver::EnsurePartitionsLocked(
-    const ClaimRef& ref, const res::AllocationResult& allocation,
-    const api::NodeInventory& inventory) {
-  const std::string what = "ResourceClaim " + ref.ns + "/" + ref.name;
-  std::vector<checkpoint::Partition>& records = checkpoint_.partitions;
-  std::map<std::string, PartitionDevice> out;
-  for (const res::DeviceRequestAllocationResult& r : allocation.devices.results) {
-    if (r.driver != options_.driver_name || r.pool != options_.node_name) continue;
-    const std::optional<api::PartitionTarget> t = api::ResolvePartitionDevice(inventory, r.device);
-    if (!t.has_value()) continue;
-    const api::InventoryDevice& parent = *t->parent;
-    const std::string& kind = parent.partitioning->kind;
-    const std::string device = what + ": device " + r.device;
-    auto recorded =
-        std::find_if(records.begin(), records.end(),
-                     [&r](const checkpoint::Partition& p) { return p.device == r.device; });
-    if (recorded != records.end()) {
-      if (recorded->claim_uid != ref.uid) {
-        return FailedPreconditionError(device + " is a partition held by claim " +
-                                       recorded->claim_uid);
-      }
-      if (recorded->state == checkpoint::kPartitionCreated ||
-          recorded->state == checkpoint::kPartitionStatic) {
-        out[r.device] = DeviceFor(parent, r.device, kind, recorded->id, recorded->uuid);
-        continue;
-      }
-      return UnavailableError(device + ": its partition is " + recorded->state + "; retry");
-    }
-    discovery::PartitionBackend* backend = BackendFor(kind);
-    // What the parent holds now, asked once per result.
-    std::optional<StatusOr<std::vector<discovery::LivePartition>>> live;
-    auto ask = [&]() -> const StatusOr<std::vector<discovery::LivePartition>>& {
-      if (!live) live = backend->List(ParentOf(parent));
-      return *live;
-    };
-    bool exists = t->existing != nullptr;
-    if (exists && backend != nullptr) {
-      // The inventory may be older than the device (a restart just undid a create): asked.
-      if (!ask().ok()) return ask().status().WithContext(device);
-      checkpoint::Partition probe;
-      probe.id = t->existing->id;
-      probe.placement = t->existing->placement.value_or(-1);
-      probe.profile = t->existing->profile;
-      exists = Held(*ask(), probe) != nullptr;
-    }
-    if (exists) {
-      // One that exists and no record names: handed over as it is, never destroyed.
-      const api::InventoryPartition& e = *t->existing;
-      for (const checkpoint::Partition& p : records) {
-        if (p.parent == parent.name && (e.placement ? p.placement == *e.placement : p.id == e.id)) {
-          return FailedPreconditionError(device + " is a partition held by claim " + p.claim_uid);
-        }
-      }
-      records.push_back({ref.uid,
-                         r.device,
-                         parent.name,
-                         kind,
-                         e.profile,
-                         e.placement.value_or(-1),
-                         e.instance,
-                         e.id,
-                         e.uuid,
-                         std::string(checkpoint::kPartitionStatic),
-                         {}});
-      if (Status s = SaveLocked(); !s.ok()) {
-        records.pop_back();
-        return s.WithContext(device + ": record the partition");
-      }
-      out[r.device] = DeviceFor(parent, r.device, kind, e.id, e.uuid);
-      continue;
-    }
-    if (backend == nullptr) {
-      std::string message = device;
-      message.append(": ").append(kind).append(" partitions cannot be created on node ");
-      message.append(options_.node_name);
-      message.append(kind == "mig" ? " (no NVML that can create MIG instances; MIG instances "
-                                     "that exist are handed out)"
-                                   : " (no vendor library to create them)");
-      return FailedPreconditionError(std::move(message));
-    }
-    // The vendor id it will get, recorded before the vendor call (vNPU); where the vendor picks
-    // it without a placement (vHCU), the ids there before, to tell the new one apart.
-    int64_t id = -1;
-    std::vector<int64_t> ids_before;
-    if (kind == "vnpu" || (kind == "vhcu" && !t->placement)) {
-      if (!ask().ok()) return ask().status().WithContext(device);
-      for (const discovery::LivePartition& l : *ask()) ids_before.push_back(l.id);
-    }
-    if (kind == "vnpu") {
-      std::set<int64_t> used = UsedPartitionIds(inventory, records);
-      used.insert(ids_before.begin(), ids_before.end());
-      id = ChooseVnpuId(parent.index, used);
-    }
-    if (id >= 0) ids_before.clear();  // the id says which it is
-    records.push_back({ref.uid, r.device, parent.name, kind, t->profile->name,
-                       t->placement.value_or(-1), t->instance, id, "",
-                       std::string(checkpoint::kPartitionCreating), std::move(ids_before)});
-    if (Status s = SaveLocked(); !s.ok()) {
-      records.pop_back();
-      return s.WithContext(device + ": record the partition's intent");
-    }
-    CrashPoint("partition-intent");
-    StatusOr<discovery::LivePartition> made =
-        backend->Create(ParentOf(parent), t->profile->name, id, t->placement);
-    const size_t at = records.size() - 1;
-    if (!made.ok()) {
-      ++stats_.partition_errors;
-      records.erase(records.begin() + static_cast<long>(at));
-      if (Status s = SaveLocked(); !s.ok()) log_("forget failed create: " + s.message());
-      std::string context = device;
-      context.append(": create ").append(kind).append(" ").append(t->profile->name);
-      return made.status().WithContext(context);
-    }
-    CrashPoint("partition-created");
-    ++stats_.partitions_created;
-    records[at].state = checkpoint::kPartitionCreated;
-    records[at].id = made->id;
-    records[at].uuid = made->uuid;
-    records[at].ids_before.clear();
-    log_("created " + kind + " " + t->profile->name + " (id " + std::to_string(made->id) + ") on " +
-         parent.name + " for claim " + ref.ns + "/" + ref.name);
-    RETURN_IF_ERROR(SaveLocked().WithContext(device + ": record the partition"));
-    CrashPoint("partition-recorded");
-    out[r.device] = DeviceFor(parent, r.device, kind, made->id, made->uuid);
-  }
-  return out;
-}
-
-Status Driver::ReleasePartitionsLocked(const std::string& uid) {
-  std::vector<checkpoint::Partition>& records = checkpoint_.partitions;
-  if (std::none_of(records.begin(), records.end(),
-                   [&uid](const checkpoint::Partition& p) { return p.claim_uid == uid; })) {
-    return OkStatus();
-  }
-  const std::shared_ptr<const api::NodeInventory> inventory = inventory_();
-  Status first;
-  for (size_t i = 0; i < records.size();) {
-    checkpoint::Partition& p = records[i];
-    if (p.claim_uid != uid) {
-      ++i;
-      continue;
-    }
-    if (p.state == checkpoint::kPartitionStatic) {  // someone else's: only forgotten
-      records.erase(records.begin() + static_cast<long>(i));
-      continue;
-    }
-    discovery::PartitionBackend* backend = BackendFor(p.kind);
-    const api::InventoryDevice* parent =
-        inventory ? FindInventoryDevice(*inventory, p.parent) : nullptr;
-    if (backend == nullptr || parent == nullptr) {
-      if (first.ok()) {
-        first = UnavailableError("partition " + p.device + ": no " + p.kind +
-                                 " backend or no device " + p.parent + " to destroy it on; retry");
-      }
-      ++i;
-      continue;
-    }
-    p.state = checkpoint::kPartitionDestroying;
-    RETURN_IF_ERROR(SaveLocked());
-    CrashPoint("partition-destroying");
-    const Status s = backend->Destroy(ParentOf(*parent), p.id);
-    if (!s.ok() && s.code() != StatusCode::kNotFound) {
-      ++stats_.partition_errors;
-      if (first.ok()) first = s.WithContext("destroy partition " + p.device);
-      ++i;
-      continue;
-    }
-    ++stats_.partitions_destroyed;
-    log_("destroyed " + p.kind + " " + p.profile + " (id " + std::to_string(p.id) + ") on " +
-         p.parent);
-    records.erase(records.begin() + static_cast<long>(i));
-    CrashPoint("partition-destroyed");
-  }
-  RETURN_IF_ERROR(SaveLocked());
-  return first;
-}
-
-Status Driver::ReconcilePartitionsLocked() {
-  std::vector<checkpoint::Partition>& records = checkpoint_.partitions;
-  if (records.empty()) return OkStatus();
-  const std::shared_ptr<const api::NodeInventory> inventory = inventory_();
-  for (size_t i = 0; i < records.size();) {
-    checkpoint::Partition& p = records[i];
-    const bool prepared = checkpoint_.claims.contains(p.claim_uid);
-    if (p.state == checkpoint::kPartitionStatic) {
-      if (!prepared) {
-        records.erase(records.begin() + static_cast<long>(i));
-      } else {
-        ++i;
-      }
-      continue;
-    }
-    discovery::PartitionBackend* backend = BackendFor(p.kind);
-    const api::InventoryDevice* parent =
-        inventory ? FindInventoryDevice(*inventory, p.parent) : nullptr;
-    StatusOr<std::vector<discovery::LivePartition>> live =
-        backend != nullptr && parent != nullptr
-            ? backend->List(ParentOf(*parent))
-            : StatusOr<std::vector<discovery::LivePartition>>(UnavailableError(
-                  "no " + p.kind + " backend or no device " + p.parent + " discovered"));
-    if (!live.ok()) {
-      log_("partition " + p.device + " not reconciled: " + live.status().message());
-      ++i;
-      continue;
-    }
-    const discovery::LivePartition* held = Held(*live, p, records);
-    const bool there = held != nullptr;
-    if (p.state == checkpoint::kPartitionCreated && prepared) {
-      if (!there) {
-        // Gone while its claim is prepared: a reboot. Made again with the same id.
-        StatusOr<discovery::LivePartition> made =
-            backend->Create(ParentOf(*parent), p.profile, p.id,
-                            p.placement >= 0 ? std::optional<int64_t>(p.placement) : std::nullopt);
-        if (made.ok()) {
-          ++stats_.partitions_created;
-          log_("partition " + p.device + " was gone (reboot?): created again, id " +
-               std::to_string(made->id));
-          if (made->uuid != p.uuid) ReplaceInSpecLocked(p.claim_uid, p.uuid, made->uuid);
-          if (p.kind == "vhcu" && made->id != p.id) {  // its conf files are named by the id
-            ReplaceInSpecLocked(p.claim_uid, "/vdev" + std::to_string(p.id) + ".conf",
-                                "/vdev" + std::to_string(made->id) + ".conf");
-          }
-          p.id = made->id;
-          p.uuid = made->uuid;
-        } else {
-          ++stats_.partition_errors;
-          log_("partition " + p.device +
-               " is gone and could not be created again: " + made.status().message());
-        }
-      }
-      ++i;
-      continue;
-    }
-    // An intent that crashed, a destroy that did not finish, or a claim never recorded: undone.
-    if (there) {
-      // By the live one's id: an intent recorded before the vendor picked it has none (MIG).
-      if (Status s = backend->Destroy(ParentOf(*parent), held->id);
-          !s.ok() && s.code() != StatusCode::kNotFound) {
-        ++stats_.partition_errors;
-        log_("partition " + p.device + ": " + s.message() + "; kept for the next start");
-        ++i;
-        continue;
-      }
-      ++stats_.partitions_destroyed;
-    }
-    log_("partition " + p.device + " (" + p.state + ", claim " + p.claim_uid +
-         (prepared ? "" : " not prepared") + (there ? "): destroyed" : "): forgotten, not there"));
-    records.erase(records.begin() + static_cast<long>(i));
-  }
-  return OkStatus();
-}
-
-void Driver::ReleaseLeftoverPartitionsLocked() {
-  std::set<std::string> leftover;
-  for (const checkpoint::Partition& p : checkpoint_.partitions) {
-    if (!checkpoint_.claims.contains(p.claim_uid)) leftover.insert(p.claim_uid);
-  }
-  for (const std::string& uid : leftover) {
-    if (Status s = ReleasePartitionsLocked(uid); !s.ok()) {
-      log_("partitions of unprepared claim " + uid + ": " + s.message() + "; tried again later");
-    }
-  }
-}
-
-void Driver::ReplaceInSpecLocked(const std::string& uid, const std::string& from,
-                                 const std::string& to) {
-  auto claim = checkpoint_.claims.find(uid);
-  if (claim == checkpoint_.claims.end() || from.empty()) return;
-  std::string& spec = claim->second.cdi_spec;
-  for (size_t at = spec.find(from); at != std::string::npos; at = spec.find(from, at + to.size())) {
-    spec.replace(at, from.size(), to);
-  }
-  log_("claim " + uid + ": CDI spec now names " + to + " (was " + from + ")");
-}
-
 Status Driver::CollectDeletedClaims() {
   std::vector<ClaimRef> refs;
   {
     MutexLock lock(mu_);
-    ReleaseLeftoverPartitionsLocked();
+    partitions_.ReleaseLeftovers();
     for (const auto& [uid, c] : checkpoint_.claims) refs.push_back({c.ns, c.name, c.uid});
   }
   std::vector<ClaimRef> gone;
@@ -791,7 +342,7 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
       for (const auto& [uid, claim] : batch) {
         checkpoint_.claims.erase(uid);
         (void)specs_.Remove(uid);
-        if (Status r = ReleasePartitionsLocked(uid); !r.ok()) log_(r.message());
+        if (Status r = partitions_.ReleaseFor(uid); !r.ok()) log_(r.message());
         out[uid] = PrepareResult{{}, "record claim in the checkpoint: " + s.message()};
       }
     }
@@ -829,10 +380,10 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
   if (options_.device_metadata) in.metadata_dir = MetadataDir();
   if (inventory != nullptr) {
     StatusOr<std::map<std::string, PartitionDevice>> parts =
-        EnsurePartitionsLocked(ref, *in.allocation, *inventory);
+        partitions_.EnsureFor(ref, *in.allocation, *inventory);
     if (!parts.ok()) {
       // Those of its partitions made before the one that failed are not kept either.
-      if (Status s = ReleasePartitionsLocked(ref.uid); !s.ok()) log_(s.message());
+      if (Status s = partitions_.ReleaseFor(ref.uid); !s.ok()) log_(s.message());
       return PrepareResult{{}, parts.status().message()};
     }
     in.partitions = std::move(parts).value();
@@ -840,7 +391,7 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
   StatusOr<PreparedClaim> prepared = ComputePreparedClaim(in, host_);
   if (!prepared.ok()) {
     // Partitions made for a claim that cannot be prepared are not kept.
-    if (Status s = ReleasePartitionsLocked(ref.uid); !s.ok()) log_(s.message());
+    if (Status s = partitions_.ReleaseFor(ref.uid); !s.ok()) log_(s.message());
     return PrepareResult{{}, prepared.status().message()};
   }
   // ... then act: the files and the spec first, the checkpoint entry (by the caller, for the
@@ -889,7 +440,7 @@ std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<Claim
       continue;
     }
     // Its partitions go before its entry: a failure keeps the entry, and the kubelet retries.
-    if (Status s = ReleasePartitionsLocked(ref.uid); !s.ok()) {
+    if (Status s = partitions_.ReleaseFor(ref.uid); !s.ok()) {
       out[ref.uid].error = s.message();
       continue;
     }
@@ -925,80 +476,16 @@ std::map<std::string, UnprepareResult> Driver::Unprepare(const std::vector<Claim
 
 DriverStats Driver::stats() const {
   MutexLock lock(mu_);
-  return stats_;
+  DriverStats out = stats_;
+  out.partitions_created = partitions_.stats().created;
+  out.partitions_destroyed = partitions_.stats().destroyed;
+  out.partition_errors = partitions_.stats().errors;
+  return out;
 }
 
 checkpoint::Checkpoint Driver::Snapshot() const {
   MutexLock lock(mu_);
   return checkpoint_;
-}
-
-// ---- HealthMonitor ----
-
-HealthMonitor::HealthMonitor(std::string pool) : pool_(std::move(pool)) {}
-
-bool HealthMonitor::Update(const api::NodeInventory& inventory,
-                           std::chrono::system_clock::time_point now) {
-  const int64_t now_s =
-      std::chrono::duration_cast<std::chrono::seconds>(now.time_since_epoch()).count();
-  std::map<std::string, DeviceHealth> next;
-  // Why a device is unhealthy: the inventory's conditions name it ("npu-3: ...").
-  std::map<std::string, std::string> why;
-  for (const api::Condition& c : inventory.status.conditions) {
-    if (c.status != "False") continue;
-    std::stringstream lines(c.message);
-    std::string line;
-    while (std::getline(lines, line, ';')) {
-      while (!line.empty() && line.front() == ' ') line.erase(0, 1);
-      const size_t colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      std::string& w = why[line.substr(0, colon)];
-      w += (w.empty() ? "" : "; ") + line;
-    }
-  }
-  for (const api::InventoryDevice& d : inventory.status.devices) {
-    DeviceHealth h;
-    h.pool = pool_;
-    h.device = d.name;
-    h.health = d.health == "Healthy"     ? HealthState::kHealthy
-               : d.health == "Unhealthy" ? HealthState::kUnhealthy
-                                         : HealthState::kUnknown;
-    if (h.health != HealthState::kHealthy) {
-      h.message = why.contains(d.name) ? why[d.name] : "reported " + d.health + " by discovery";
-      if (h.message.size() > 1024) h.message = h.message.substr(0, 1021) + "...";
-    }
-    h.last_updated_unix = now_s;
-    next[d.name] = std::move(h);
-  }
-  MutexLock lock(mu_);
-  bool changed = next.size() != health_.size();
-  for (const auto& [name, h] : next) {
-    auto it = health_.find(name);
-    if (it == health_.end() || it->second.health != h.health || it->second.message != h.message) {
-      changed = true;
-    }
-  }
-  health_ = std::move(next);
-  if (changed) {
-    ++generation_;
-    changed_.NotifyAll();
-  }
-  return changed;
-}
-
-std::vector<DeviceHealth> HealthMonitor::Snapshot(uint64_t* generation) {
-  MutexLock lock(mu_);
-  if (generation != nullptr) *generation = generation_;
-  std::vector<DeviceHealth> out;
-  for (const auto& [name, h] : health_) out.push_back(h);
-  return out;
-}
-
-uint64_t HealthMonitor::WaitForChange(uint64_t seen,
-                                      std::chrono::steady_clock::time_point deadline) {
-  MutexLock lock(mu_);
-  changed_.WaitUntil(mu_, deadline, [&]() REQUIRES(mu_) { return generation_ != seen; });
-  return generation_;
 }
 
 }  // namespace xpu::plugin

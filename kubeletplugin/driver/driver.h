@@ -21,13 +21,14 @@
 // batch larger than the API's rate allows answers in time with what it did, and an abandoned call
 // stops early and frees the next one.
 //
-// Partitions (docs/partitions.md). A result naming a partition device (a vNPU, a MIG instance) is
-// made sure of before computing: one recorded for the claim is used as recorded; one that exists
-// on the device and is nobody's (static) is recorded and handed over as it is; otherwise the
-// partition is created through the kind's PartitionBackend, the intent recorded in the checkpoint
-// first (with the vendor id it will get), completed after the vendor call. A failed create is
-// rolled back and the claim fails with the vendor's error. Unprepare destroys what it created
-// (marked Destroying first) and forgets what was static.
+// Partitions (docs/partitions.md; partitions.h, which the driver calls under its lock). A result
+// naming a partition device (a vNPU, a MIG instance) is made sure of before computing: one recorded
+// for the claim is used as recorded; one that exists on the device and is nobody's (static) is
+// recorded and handed over as it is; otherwise the partition is created through the kind's
+// PartitionBackend, the intent recorded in the checkpoint first (with the vendor id it will get),
+// completed after the vendor call. A failed create is rolled back and the claim fails with the
+// vendor's error. Unprepare destroys what it created (marked Destroying first) and forgets what was
+// static.
 //
 // Start reconciles the disk with the checkpoint before anything is served: a corrupt checkpoint
 // is a data-loss error (the plugin refuses to run rather than forget claims); a new boot id, or a
@@ -60,24 +61,15 @@
 #include "kubeletplugin/cdi/cdi.h"
 #include "kubeletplugin/checkpoint/checkpoint.h"
 #include "kubeletplugin/discovery/partition_backend.h"
+#include "kubeletplugin/driver/crash_point.h"
+#include "kubeletplugin/driver/health_monitor.h"
+#include "kubeletplugin/driver/partitions.h"
 #include "kubeletplugin/driver/prepare.h"
 #include "kubeletplugin/driver/service.h"
 #include "kubeletplugin/driverfiles/driver_files.h"
 #include "kubeletplugin/driverfiles/driver_files_cache.h"
 
 namespace xpu::plugin {
-
-// One entry of a fallback layout: `count` partitions of `profile` per device.
-struct PartitionLayoutEntry {
-  std::string profile;
-  int count = 0;
-  friend bool operator==(const PartitionLayoutEntry&, const PartitionLayoutEntry&) = default;
-};
-
-// "vir05_1c_16g*4,1g.18gb" (a missing count is 1): the entries, or an error naming `flag` and
-// the entry.
-StatusOr<std::vector<PartitionLayoutEntry>> ParsePartitionLayout(std::string_view text,
-                                                                 std::string_view flag);
 
 struct DriverOptions {
   std::string driver_name = "xpu.dra.dev";
@@ -111,9 +103,7 @@ struct DriverStats {
   uint64_t partition_errors = 0;  // failed vendor creates and destroys
 };
 
-// The latest inventory of the node (discovery runs elsewhere).
-using InventoryFn = std::function<std::shared_ptr<const api::NodeInventory>()>;
-using LogFn = std::function<void(const std::string&)>;
+// InventoryFn (the latest inventory of the node) and LogFn: partitions.h.
 
 class Driver : public NodeService {
  public:
@@ -145,7 +135,7 @@ class Driver : public NodeService {
   Status Start() EXCLUDES(mu_);
   // Unprepares entries whose claim was deleted from the API or replaced (uid differs); API errors
   // leave the entries for the next pass. First releases partitions left by failed prepares
-  // (ReleaseLeftoverPartitionsLocked). Called by Start and periodically.
+  // (PartitionManager::ReleaseLeftovers). Called by Start and periodically.
   Status CollectDeletedClaims() EXCLUDES(mu_);
 
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
@@ -171,21 +161,6 @@ class Driver : public NodeService {
   PrepareResult PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
                               std::map<std::string, checkpoint::Claim>* batch) REQUIRES(mu_);
   Status SaveLocked() REQUIRES(mu_);
-  // The claim's partition devices, created or recorded as needed (see above).
-  StatusOr<std::map<std::string, PartitionDevice>> EnsurePartitionsLocked(
-      const ClaimRef& ref, const api::resource::AllocationResult& allocation,
-      const api::NodeInventory& inventory) REQUIRES(mu_);
-  // Destroys (or forgets, if static) the partitions recorded for `uid`; the first error.
-  Status ReleasePartitionsLocked(const std::string& uid) REQUIRES(mu_);
-  Status ReconcilePartitionsLocked() REQUIRES(mu_);
-  // Partitions recorded for claims that are not prepared (a prepare that failed and whose
-  // rollback could not destroy them) released again: the periodic collection's first step.
-  void ReleaseLeftoverPartitionsLocked() REQUIRES(mu_);
-  // A recreated partition's new identity (a MIG uuid, a vHCU's conf file): `from` replaced by
-  // `to` in claim `uid`'s recorded CDI spec (written out by Start, as every recorded spec is).
-  void ReplaceInSpecLocked(const std::string& uid, const std::string& from, const std::string& to)
-      REQUIRES(mu_);
-  discovery::PartitionBackend* BackendFor(const std::string& kind) const REQUIRES(mu_);
   Status EnsureSpecLocked(const checkpoint::Claim& claim) REQUIRES(mu_);
   // Gang members' files (rank table, host file): <state_dir>/gangs/<claim uid>/.
   std::string GangDir() const { return options_.state_dir + "/gangs"; }
@@ -204,38 +179,14 @@ class Driver : public NodeService {
   checkpoint::CheckpointStore store_;
 
   mutable Mutex mu_;
-  std::map<std::string, std::shared_ptr<discovery::PartitionBackend>> backends_ GUARDED_BY(mu_);
   bool started_ GUARDED_BY(mu_) = false;
   checkpoint::Checkpoint checkpoint_ GUARDED_BY(mu_);
+  // The partitions: their records are checkpoint_.partitions, saved by SaveLocked.
+  PartitionManager partitions_ GUARDED_BY(mu_);
   mutable Mutex records_mu_;  // a leaf: taken last, never held while taking another
   std::vector<checkpoint::Partition> saved_records_ GUARDED_BY(records_mu_);
   DriverStats stats_ GUARDED_BY(mu_);
 };
-
-// Device health of this node for the kubelet's health stream, from the inventory discovery
-// produces: Update() after each discovery; a change bumps the generation and wakes watchers.
-class HealthMonitor : public HealthSource {
- public:
-  explicit HealthMonitor(std::string pool);
-
-  // True when any device's health changed (or devices came or went).
-  bool Update(const api::NodeInventory& inventory,
-              std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
-
-  std::vector<DeviceHealth> Snapshot(uint64_t* generation) override;
-  uint64_t WaitForChange(uint64_t seen, std::chrono::steady_clock::time_point deadline) override;
-
- private:
-  const std::string pool_;
-  Mutex mu_;
-  CondVar changed_;
-  uint64_t generation_ GUARDED_BY(mu_) = 0;
-  std::map<std::string, DeviceHealth> health_ GUARDED_BY(mu_);  // by device name
-};
-
-// Test-only crash points: when $XPU_DRA_CRASH_AT equals `point`, the process kills itself with
-// SIGKILL right there (the crash-safety tests restart it and check the disk).
-void CrashPoint(const char* point);
 
 }  // namespace xpu::plugin
 

@@ -7,6 +7,7 @@
 
 #include "api/client/testing/fake_objects.h"
 #include "api/testing/inventory_examples.h"
+#include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/testing/fake_claims.h"
@@ -44,7 +45,7 @@ struct FakeNode {
   // NewDriver(), started.
   std::unique_ptr<Driver> StartedDriver() {
     std::unique_ptr<Driver> driver = NewDriver();
-    REQUIRE(driver->Start().ok());
+    REQUIRE_OK(driver->Start());
     return driver;
   }
 
@@ -98,11 +99,11 @@ TEST_CASE("driver (fakes): a claim deleted from the API is unprepared, an API er
   REQUIRE(driver->Prepare({{"default", "a", a}, {"default", "b", b}}).at(b).error.empty());
   REQUIRE(driver->Snapshot().claims.size() == 2);
 
-  REQUIRE(node.claims->Delete(ObjectKey::Namespaced("default", "b"), {}).ok());
+  REQUIRE_OK(node.claims->Delete(ObjectKey::Namespaced("default", "b"), {}));
   // a's read (entries are checked in uid order: a first) fails: a is kept for the next pass,
   // and the deleted b is still collected.
   node.claims->FailNext(FakeVerb::kGet, UnavailableError("503"));
-  REQUIRE(driver->CollectDeletedClaims().ok());
+  REQUIRE_OK(driver->CollectDeletedClaims());
   CHECK(driver->Snapshot().claims.contains(a));
   CHECK_FALSE(driver->Snapshot().claims.contains(b));
 
@@ -110,7 +111,7 @@ TEST_CASE("driver (fakes): a claim deleted from the API is unprepared, an API er
   res::ResourceClaim replaced = *node.claims->Find(ObjectKey::Namespaced("default", "a"));
   replaced.metadata.uid = "0b5f1c2e-7d3a-4e6b-9c8d-0000000000aa";
   node.claims->Put(replaced);
-  REQUIRE(driver->CollectDeletedClaims().ok());
+  REQUIRE_OK(driver->CollectDeletedClaims());
   CHECK(driver->Snapshot().claims.empty());
   // Both devices are free again.
   const std::string d = node.Claim("d", {"npu-0", "npu-1"});

@@ -10,6 +10,7 @@
 #include <future>
 #include <sstream>
 
+#include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 #include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
@@ -38,19 +39,16 @@ struct Node {
 
   explicit Node(const std::string& fixture = "atlas800t-a2") {
     auto started = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
-    REQUIRE(started.ok());
+    REQUIRE_OK(started);
     sim = std::move(started).value();
     auto config = sim->Config();
-    REQUIRE(config.ok());
+    REQUIRE_OK(config);
     auto c = kc::Client::Create(*config);
-    REQUIRE(c.ok());
+    REQUIRE_OK(c);
     client = std::move(c).value();
-    REQUIRE(
-        client
-            ->Create(
-                kc::Namespaces(), "",
-                {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "default"}}}})
-            .ok());
+    REQUIRE_OK(client->Create(
+        kc::Namespaces(), "",
+        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "default"}}}}));
     host = dir.path() + "/host";
     fs::copy(kHosts + "/" + fixture, host,
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);
@@ -63,7 +61,7 @@ struct Node {
     o.node_name = "n1";
     o.probe_vendor_libraries = false;
     auto inv = discovery::Discover(o);
-    REQUIRE(inv.ok());
+    REQUIRE_OK(inv);
     inventory = std::make_shared<api::NodeInventory>(std::move(inv).value());
   }
 
@@ -86,7 +84,7 @@ struct Node {
   // NewDriver(), started.
   std::unique_ptr<Driver> StartedDriver() {
     std::unique_ptr<Driver> driver = NewDriver();
-    REQUIRE(driver->Start().ok());
+    REQUIRE_OK(driver->Start());
     return driver;
   }
 
@@ -104,7 +102,7 @@ struct Node {
     spec.allocate = allocate;
     StatusOr<std::string> uid = e2e::CreateClaim(*client, spec);
     INFO(uid.status().ToString());
-    REQUIRE(uid.ok());
+    REQUIRE_OK(uid);
     return *uid;
   }
 
@@ -146,7 +144,7 @@ TEST_CASE("prepare writes a CDI spec and a checkpoint entry, and repeats give th
   // The spec: both devices, the Ascend visibility variable with physical ids 0 and 1.
   const std::string text = ReadFile(node.CdiPath(uid));
   auto spec = cdi::FromJson(text);
-  REQUIRE(spec.ok());
+  REQUIRE_OK(spec);
   CHECK(spec->kind == "k8s.xpu.dra.dev/device");
   REQUIRE(spec->devices.size() == 2);
   CHECK(spec->devices[1].name == uid + "-npu-1");
@@ -158,11 +156,11 @@ TEST_CASE("prepare writes a CDI spec and a checkpoint entry, and repeats give th
   // The checkpoint.
   checkpoint::CheckpointStore store(node.dir.path() + "/state/checkpoint.json");
   auto cp = store.Load();
-  REQUIRE(cp.ok());
+  REQUIRE_OK(cp);
   REQUIRE(cp->claims.contains(uid));
   CHECK(cp->claims.at(uid).devices.size() == 2);
   // Idempotent, also after the claim is gone from the API.
-  REQUIRE(node.client->Delete(kc::ResourceClaims(), "default", "c1").ok());
+  REQUIRE_OK(node.client->Delete(kc::ResourceClaims(), "default", "c1"));
   auto again = driver->Prepare({{"default", "c1", uid}});
   CHECK(again.at(uid) == r);
   CHECK(driver->stats().prepared_devices == 2);
@@ -220,7 +218,7 @@ TEST_CASE("a uid given twice in a batch is prepared once, with one answer that m
   CHECK(node.CdiFiles() == 0);
   checkpoint::CheckpointStore store(node.dir.path() + "/state/checkpoint.json");
   auto cp = store.Load();
-  REQUIRE(cp.ok());
+  REQUIRE_OK(cp);
   CHECK(cp->claims.empty());
 }
 
@@ -300,7 +298,7 @@ TEST_CASE("a group device expands to its members and takes them all") {
   Node node("atlas800-9000");
   auto driver = node.StartedDriver();
   auto groups = api::GroupDevices(*node.inventory);
-  REQUIRE(groups.ok());
+  REQUIRE_OK(groups);
   const auto quad = std::find_if(groups->begin(), groups->end(), [](const api::GroupDevice& g) {
     return g.size == 4 && std::find(g.members.begin(), g.members.end(), "npu-5") != g.members.end();
   });
@@ -398,7 +396,7 @@ TEST_CASE("unprepare works from the checkpoint alone and an unknown claim succee
   auto driver = node.StartedDriver();
   const std::string uid = node.Claim("c", {"npu-7"});
   REQUIRE(driver->Prepare({{"default", "c", uid}}).at(uid).error.empty());
-  REQUIRE(node.client->Delete(kc::ResourceClaims(), "default", "c").ok());
+  REQUIRE_OK(node.client->Delete(kc::ResourceClaims(), "default", "c"));
   auto out = driver->Unprepare({{"default", "c", uid}});
   CHECK(out.at(uid).error.empty());
   CHECK_FALSE(fs::exists(node.CdiPath(uid)));
@@ -432,14 +430,14 @@ TEST_CASE(
   fs::remove(node.CdiPath(kept));
   fs::remove(node.CdiPath(deleted));
   node.SetBootId("3a3b3c3d-0000-4000-8000-00000000beef");
-  REQUIRE(node.client->Delete(kc::ResourceClaims(), "default", "deleted").ok());
+  REQUIRE_OK(node.client->Delete(kc::ResourceClaims(), "default", "deleted"));
 
   auto driver = node.StartedDriver();
   CHECK_FALSE(fs::exists(node.CdiPath(orphan)));
   CHECK(fs::exists(node.dir.path() + "/cdi/vendor.com-gpu.json"));
   CHECK(fs::exists(node.CdiPath(kept)));
   CHECK(driver->Snapshot().boot_id == "3a3b3c3d-0000-4000-8000-00000000beef");
-  REQUIRE(driver->CollectDeletedClaims().ok());
+  REQUIRE_OK(driver->CollectDeletedClaims());
   CHECK_FALSE(fs::exists(node.CdiPath(deleted)));
   CHECK(driver->Snapshot().claims.size() == 1);
   CHECK(driver->Snapshot().claims.contains(kept));
@@ -545,7 +543,7 @@ TEST_CASE("driver files: the spec carries the host driver's libraries, tools and
   INFO(r.error);
   REQUIRE(r.error.empty());
   StatusOr<cdi::Spec> spec = cdi::FromJson(ReadFile(node.CdiPath(uid)));
-  REQUIRE(spec.ok());
+  REQUIRE_OK(spec);
   const std::string lib = "/usr/lib/x86_64-linux-gnu/";
   CHECK(Mounts(*spec, lib + "libcuda.so.570.158.01"));
   CHECK(Mounts(*spec, lib + "libnvidia-ml.so.570.158.01"));
@@ -566,11 +564,11 @@ TEST_CASE("driver files: the spec carries the host driver's libraries, tools and
   fs::create_directories(off.dir.path() + "/cdi");
   Driver plain(
       o, off.client.get(), [&off] { return off.inventory; }, [](const std::string&) {});
-  REQUIRE(plain.Start().ok());
+  REQUIRE_OK(plain.Start());
   const std::string u2 = off.Claim("g2", {"gpu-0"});
   REQUIRE(plain.Prepare({{"default", "g2", u2}}).at(u2).error.empty());
   StatusOr<cdi::Spec> bare = cdi::FromJson(ReadFile(off.CdiPath(u2)));
-  REQUIRE(bare.ok());
+  REQUIRE_OK(bare);
   CHECK(bare->edits.mounts.empty());
   CHECK(bare->edits.hooks.empty());
 }
@@ -600,20 +598,20 @@ TEST_CASE("driver files: a driver upgraded under the plugin, and earlier claims 
   INFO(r.error);
   REQUIRE(r.error.empty());
   StatusOr<cdi::Spec> fresh = cdi::FromJson(ReadFile(node.CdiPath(after)));
-  REQUIRE(fresh.ok());
+  REQUIRE_OK(fresh);
   CHECK(Mounts(*fresh, "/usr/lib/x86_64-linux-gnu/libcuda.so.575.51.03"));
   CHECK_FALSE(Mounts(*fresh, "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01"));
 
   // The claim prepared before keeps its spec, also when a restart rewrites it (a new boot).
   StatusOr<cdi::Spec> old = cdi::FromJson(ReadFile(node.CdiPath(before)));
-  REQUIRE(old.ok());
+  REQUIRE_OK(old);
   CHECK(Mounts(*old, "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01"));
   driver.reset();
   fs::remove(node.CdiPath(before));
   node.SetBootId("5d0e3a2b-1c4f-4e6d-8a9b-0c1d2e3f4a5b");
   auto restarted = node.StartedDriver();
   StatusOr<cdi::Spec> rewritten = cdi::FromJson(ReadFile(node.CdiPath(before)));
-  REQUIRE(rewritten.ok());
+  REQUIRE_OK(rewritten);
   CHECK(Mounts(*rewritten, "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01"));
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/testing/partition_node.h"
@@ -76,7 +77,7 @@ TEST_CASE("driver (MIG): the fallback layout goes to the free placements") {
   MigNode node;
   auto driver = node.Started();
   const auto layout = ParsePartitionLayout("1g.18gb*7", "--partition-layout");
-  REQUIRE(layout.ok());
+  REQUIRE_OK(layout);
   REQUIRE(driver->ApplyPartitionLayout(*layout) > 0);
   CHECK(node.Slots() == std::multiset<int64_t>{0, 1, 2, 3, 4, 5, 6});  // gpu-0 had none
   CHECK(driver->ApplyPartitionLayout(*layout) == 0);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/testing/partition_node.h"
@@ -135,7 +136,7 @@ TEST_CASE("driver (vNPU): the fallback layout is made at start, once, and handed
   VnpuNode node;
   auto driver = node.Started();
   const auto layout = ParsePartitionLayout("vir05_1c_16g*2,vir99*1", "--partition-layout");
-  REQUIRE(layout.ok());
+  REQUIRE_OK(layout);
   // npu-1 has its two already; npu-3 holds a vir10_3c_32g and still fits two; vir99 is no
   // template of the 910B3 and is skipped.
   CHECK(driver->ApplyPartitionLayout(*layout) == 14);

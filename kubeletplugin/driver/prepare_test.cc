@@ -108,7 +108,7 @@ TEST_CASE("prepare: our results on this node become one spec and one checkpoint 
 
   // The same input gives the same spec.
   StatusOr<PreparedClaim> again = ComputePreparedClaim(f.Input(), f.host);
-  REQUIRE(again.ok());
+  REQUIRE_OK(again);
   CHECK(*again->spec == spec);
 }
 
@@ -164,7 +164,7 @@ TEST_CASE("prepare: a claim with nothing of ours on this node is recorded with n
   PrepareInput in = f.Input();
   in.inventory = nullptr;  // not even needed
   StatusOr<PreparedClaim> p = ComputePreparedClaim(in, f.host);
-  REQUIRE(p.ok());
+  REQUIRE_OK(p);
   CHECK_FALSE(p->spec.has_value());
   CHECK(p->record.uid == kUid);
   CHECK(p->record.devices.empty());
@@ -244,7 +244,7 @@ TEST_CASE("prepare: shared results and the claim's own devices are not taken") {
 TEST_CASE("prepare: a group device stands for its members and takes them all") {
   Fixture f;
   StatusOr<std::vector<api::GroupDevice>> groups = api::GroupDevices(f.inventory);
-  REQUIRE(groups.ok());
+  REQUIRE_OK(groups);
   REQUIRE_FALSE(groups->empty());
   const api::GroupDevice& group = groups->front();
   f.allocation.devices.results = {Result("pair", group.name)};

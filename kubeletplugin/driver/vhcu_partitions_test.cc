@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/testing/partition_node.h"
@@ -107,7 +108,7 @@ TEST_CASE("driver (vHCU): a crashed create is told apart from a vHCU an operator
   const std::string a = node.Claim("a", {"dcu-0-20cu-16gb-0"});
   { auto driver = node.Started(); }
   // The operator's vHCU of the same size on the same device, there before the create.
-  REQUIRE(node.Backend()->Create({"dcu-0", "", 0}, "20cu.16gb", -1, std::nullopt).ok());
+  REQUIRE_OK(node.Backend()->Create({"dcu-0", "", 0}, "20cu.16gb", -1, std::nullopt));
   CHECK(testing::KilledAt("partition-created", [&] {
     auto driver = node.NewDriver();
     if (driver->Start().ok()) (void)driver->Prepare({{"default", "a", a}});
@@ -140,7 +141,7 @@ TEST_CASE("driver (vHCU): a vHCU whose rollback failed is destroyed by the perio
   CHECK(driver->Snapshot().partitions[0].state == checkpoint::kPartitionDestroying);
   // The device lets go; the next collection destroys it, without a restart or the kubelet.
   std::ofstream(busy_path) << fixture;
-  REQUIRE(driver->CollectDeletedClaims().ok());
+  REQUIRE_OK(driver->CollectDeletedClaims());
   CHECK(node.Live(0).empty());
   CHECK(driver->Snapshot().partitions.empty());
 }

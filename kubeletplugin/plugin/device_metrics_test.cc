@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "kubeletplugin/discovery/discovery.h"
+#include "kubeletplugin/plugin/testing/telemetry_examples.h"
 
 namespace xpu::plugin {
 namespace {
@@ -28,41 +30,12 @@ size_t CountPrefix(const std::string& text, const std::string& prefix) {
   return n;
 }
 
-api::InventoryDevice Device(std::string name, std::string vendor, std::string model,
-                            std::string uuid, std::string pci) {
-  api::InventoryDevice d;
-  d.name = std::move(name);
-  d.vendor = std::move(vendor);
-  d.model = std::move(model);
-  d.uuid = std::move(uuid);
-  d.pci_address = std::move(pci);
-  return d;
-}
-
-api::NodeInventory TwoDevices() {
-  api::NodeInventory inv;
-  inv.status.devices = {Device("gpu-0", "nvidia", "H200", "GPU-1", "0000:13:00.0"),
-                        Device("npu-3", "huawei", "Ascend910B3", "", "0000:c1:00.0")};
-  return inv;
-}
+using testing::TwoDevices;
 
 TEST_CASE("device telemetry exposition: names, the five labels and base units") {
-  discovery::DeviceTelemetry gpu;
-  gpu.pci_address = "0000:13:00.0";
-  gpu.temperature_celsius = 31;
-  gpu.power_watts = 72.5;
-  gpu.utilization_ratio = 0.25;
-  gpu.memory_used_bytes = 536870912;
-  gpu.memory_total_bytes = 150754820096;
-  gpu.ecc_errors = {{"corrected", 4}, {"uncorrected", 1}};
-  gpu.xid_errors = 2;
-  gpu.links_up = {{"nvlink0", 1}, {"nvlink1", 0}};
-  discovery::DeviceTelemetry npu;
+  const discovery::DeviceTelemetry gpu = testing::GpuSample();
+  discovery::DeviceTelemetry npu = testing::NpuSample();
   npu.pci_address = "0000:C1:00.0";  // upper case from a library still joins
-  npu.uuid = "from-the-library";
-  npu.temperature_celsius = 40;
-  npu.links_up = {{"hccs", 1}};
-  npu.link_errors = {{{"hccs1", "crc"}, 0}, {{"hccs1", "retry"}, 3}};
   discovery::DeviceTelemetry stray;  // no inventory device: left out
   stray.pci_address = "0000:ff:00.0";
   stray.temperature_celsius = 99;
@@ -109,7 +82,7 @@ std::shared_ptr<const api::NodeInventory> Inventory(const std::string& host) {
   options.probe_vendor_libraries = false;
   auto inv = discovery::Discover(options);
   INFO(inv.status().ToString());
-  REQUIRE(inv.ok());
+  REQUIRE_OK(inv);
   return std::make_shared<const api::NodeInventory>(std::move(inv).value());
 }
 

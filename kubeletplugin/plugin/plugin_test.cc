@@ -21,6 +21,7 @@
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
+#include "base/testing/require_ok.h"
 #include "e2e/client/child_process.h"
 #include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
@@ -42,7 +43,7 @@ TEST_CASE("plugin flags", "[plugin]") {
   auto o = ParseFlags({"--host-root", "/host", "--vendor-lib-dir", "/a", "--vendor-lib-dir=/b",
                        "--rediscover", "30s", "--lease-renew", "500ms"},
                       "node-7", &help);
-  REQUIRE(o.ok());
+  REQUIRE_OK(o);
   CHECK_FALSE(help);
   CHECK(o->node_name == "node-7");  // from $NODE_NAME
   CHECK(o->host_root == "/host");
@@ -59,13 +60,13 @@ TEST_CASE("plugin flags", "[plugin]") {
   CHECK(ParseFlags({"--node-name"}, "", &help).status().message() ==
         "parse flag --node-name: needs a value");
   auto no_node = ParseFlags({}, "", &help);
-  REQUIRE(no_node.ok());
+  REQUIRE_OK(no_node);
   CHECK(no_node->Validate().message() == "--node-name (or NODE_NAME) is required");
   auto bad_node = ParseFlags({"--node-name", "../../etc"}, "", &help);
   CHECK(bad_node->Validate().code() == StatusCode::kInvalidArgument);
   auto slow_lease = ParseFlags({"--node-name", "n", "--lease-renew", "20s"}, "", &help);
   CHECK(slow_lease->Validate().message() == "--lease-renew must be shorter than --lease-duration");
-  REQUIRE(ParseFlags({"--help"}, "", &help).ok());
+  REQUIRE_OK(ParseFlags({"--help"}, "", &help));
   CHECK(help);
   CHECK(Usage().find("--vendor-lib-dir") != std::string::npos);
   // Health recovery and the node checklist: defaults, and set.
@@ -73,7 +74,7 @@ TEST_CASE("plugin flags", "[plugin]") {
   CHECK(o->node_checklist);
   auto set =
       ParseFlags({"--health-recovery-settle", "250ms", "--node-checklist=false"}, "n", &help);
-  REQUIRE(set.ok());
+  REQUIRE_OK(set);
   CHECK(set->health_recovery_settle == std::chrono::milliseconds(250));
   CHECK_FALSE(set->node_checklist);
   CHECK(Usage().find("--health-recovery-settle") != std::string::npos);
@@ -82,7 +83,7 @@ TEST_CASE("plugin flags", "[plugin]") {
   auto layout =
       ParseFlags({"--partition-fallback", "layout", "--partition-layout", "vir05_1c_16g*4,1g.18gb"},
                  "n", &help);
-  REQUIRE(layout.ok());
+  REQUIRE_OK(layout);
   CHECK(layout->Validate().ok());
   auto alone = ParseFlags({"--partition-layout", "vir05_1c_16g*4"}, "n", &help);
   CHECK(alone->Validate().message() ==
@@ -145,14 +146,13 @@ TEST_CASE(
     "rediscovers when device nodes change",
     "[plugin][e2e]") {
   auto sim = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
-  REQUIRE(sim.ok());
+  REQUIRE_OK(sim);
   auto client = kc::Client::Create(*(*sim)->Config());
-  REQUIRE(client.ok());
+  REQUIRE_OK(client);
   kc::Client& c = **client;
-  REQUIRE(
+  REQUIRE_OK(
       c.Create(kc::Namespaces(), "",
-               {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "xpu-dra"}}}})
-          .ok());
+               {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "xpu-dra"}}}}));
   // A private copy of a fixture host, so a device node can be taken away.
   const fs::path host = fs::path((*sim)->dir()) / "host";
   fs::copy(std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/atlas800t-a2", host,
@@ -165,9 +165,8 @@ TEST_CASE(
   REQUIRE(Eventually([&] { return c.Get(kc::Leases(), "xpu-dra", "xpu-dra-plugin-n1").ok(); }));
   CHECK(c.Get(kc::NodeInventories(), "", "n1").status().code() == StatusCode::kNotFound);
 
-  REQUIRE(c.Create(kc::Nodes(), "",
-                   {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}})
-              .ok());
+  REQUIRE_OK(c.Create(kc::Nodes(), "",
+                      {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}));
   StatusOr<api::NodeInventory> inventory = NotFoundError("not yet");
   REQUIRE(Eventually([&] {
     auto got = c.Get(kc::NodeInventories(), "", "n1");
@@ -213,22 +212,18 @@ class Rig {
  public:
   explicit Rig(const std::string& fixture = "atlas800t-a2") {
     auto started = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
-    REQUIRE(started.ok());
+    REQUIRE_OK(started);
     sim_ = std::move(started).value();
     auto c = kc::Client::Create(*sim_->Config());
-    REQUIRE(c.ok());
+    REQUIRE_OK(c);
     client_ = std::move(c).value();
     for (const char* ns : {"xpu-dra", "default"}) {
-      REQUIRE(
-          client_
-              ->Create(kc::Namespaces(), "",
-                       {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
-              .ok());
+      REQUIRE_OK(client_->Create(
+          kc::Namespaces(), "",
+          {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}));
     }
-    REQUIRE(client_
-                ->Create(kc::Nodes(), "",
-                         {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}})
-                .ok());
+    REQUIRE_OK(client_->Create(
+        kc::Nodes(), "", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}));
     root_ = fs::path(sim_->dir()) / "node";
     fs::create_directories(root_);
     fs::copy(std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/" + fixture, root_ / "host",
@@ -302,7 +297,7 @@ class Rig {
   std::set<std::string> CheckpointClaims() const {
     checkpoint::CheckpointStore store(Path("state/checkpoint.json"));
     auto cp = store.Load();
-    REQUIRE(cp.ok());
+    REQUIRE_OK(cp);
     std::set<std::string> out;
     for (const auto& [uid, c] : cp->claims) out.insert(uid);
     return out;
@@ -318,7 +313,7 @@ class Rig {
     spec.pool = "n1";
     StatusOr<std::string> uid = e2e::CreateClaim(*client_, spec);
     INFO(uid.status().ToString());
-    REQUIRE(uid.ok());
+    REQUIRE_OK(uid);
     return *uid;
   }
 
@@ -340,7 +335,7 @@ TEST_CASE(
   e2e::KubeletStandIn kubelet;
   auto info = kubelet.Register(rig.RegSocket());
   INFO(info.status().ToString());
-  REQUIRE(info.ok());
+  REQUIRE_OK(info);
   CHECK(info->type == "DRAPlugin");
   CHECK(info->name == "xpu.dra.dev");
   CHECK(info->endpoint == rig.DraSocket());
@@ -357,7 +352,7 @@ TEST_CASE(
       kubelet.Prepare(rig.DraSocket(), "v1",
                       {{"default", "a", a}, {"default", "b", b}, {"default", "gone", missing}});
   INFO(prepared.status().ToString());
-  REQUIRE(prepared.ok());
+  REQUIRE_OK(prepared);
   REQUIRE(prepared->size() == 3);
   CHECK(prepared->at(a).error.empty());
   REQUIRE(prepared->at(a).devices.size() == 2);
@@ -370,7 +365,7 @@ TEST_CASE(
   CHECK(rig.CdiClaims() == std::set<std::string>{a, b});
   // Repeated, and over v1beta1: the same devices.
   auto again = kubelet.Prepare(rig.DraSocket(), "v1beta1", {{"default", "a", a}});
-  REQUIRE(again.ok());
+  REQUIRE_OK(again);
   CHECK(again->at(a).devices.size() == 2);
   CHECK(again->at(a).devices[0].cdi_device_ids == prepared->at(a).devices[0].cdi_device_ids);
 
@@ -393,7 +388,7 @@ TEST_CASE(
 
   auto unprepared =
       kubelet.Unprepare(rig.DraSocket(), "v1", {{"default", "a", a}, {"default", "x", missing}});
-  REQUIRE(unprepared.ok());
+  REQUIRE_OK(unprepared);
   CHECK(unprepared->at(a).empty());
   CHECK(unprepared->at(missing).empty());
   CHECK(rig.CdiClaims() == std::set<std::string>{b});
@@ -422,7 +417,7 @@ TEST_CASE(
     const bool in_unprepare = point.starts_with("unprepare");
     if (in_unprepare) {
       auto p = kubelet.Prepare(rig.DraSocket(), "v1", {{"default", name, uid}});
-      REQUIRE(p.ok());
+      REQUIRE_OK(p);
       REQUIRE(p->at(uid).error.empty());
       CHECK_FALSE(kubelet.Unprepare(rig.DraSocket(), "v1", {{"default", name, uid}}).ok());
     } else {
@@ -436,12 +431,12 @@ TEST_CASE(
     // The kubelet retries; the answer is whole.
     if (in_unprepare) {
       auto u = kubelet.Unprepare(rig.DraSocket(), "v1", {{"default", name, uid}});
-      REQUIRE(u.ok());
+      REQUIRE_OK(u);
       CHECK(u->at(uid).empty());
       CHECK_FALSE(rig.CdiClaims().contains(uid));
     } else {
       auto p = kubelet.Prepare(rig.DraSocket(), "v1", {{"default", name, uid}});
-      REQUIRE(p.ok());
+      REQUIRE_OK(p);
       CHECK(p->at(uid).error.empty());
       CHECK(p->at(uid).devices.size() == 1);
       CHECK(rig.CdiClaims().contains(uid));
@@ -662,10 +657,10 @@ TEST_CASE("a claim deleted from the API while the plugin was down is unprepared 
   const std::string gone = rig.Claim("gone", {"npu-1"});
   auto p = kubelet.Prepare(rig.DraSocket(), "v1",
                            {{"default", "kept", kept}, {"default", "gone", gone}});
-  REQUIRE(p.ok());
+  REQUIRE_OK(p);
   REQUIRE(rig.CdiClaims() == std::set<std::string>{kept, gone});
   CHECK(rig.StopPlugin() == 0);
-  REQUIRE(rig.client().Delete(kc::ResourceClaims(), "default", "gone").ok());
+  REQUIRE_OK(rig.client().Delete(kc::ResourceClaims(), "default", "gone"));
   rig.StartPlugin();
   REQUIRE(rig.WaitForSockets());
   CHECK(Eventually([&] {
@@ -719,7 +714,7 @@ TEST_CASE("hostile input on the sockets gets per-claim errors and the plugin kee
   for (int i = 0; i < 10'000; ++i) batch.push_back({"default", "many", "x" + std::to_string(i)});
   auto answer = kubelet.Prepare(rig.DraSocket(), "v1", batch);
   INFO(answer.status().ToString());
-  REQUIRE(answer.ok());
+  REQUIRE_OK(answer);
   CHECK(answer->size() == 10'006);  // one entry per uid, the empty one included
   CHECK(answer->at("").error.find("is not a UUID") != std::string::npos);
   CHECK(answer->at("../../etc/passwd").error.find("is not a UUID") != std::string::npos);
@@ -744,7 +739,7 @@ TEST_CASE("hostile input on the sockets gets per-claim errors and the plugin kee
   std::set<std::vector<std::string>> ids;
   for (auto& call : calls) {
     auto r = call.get();
-    REQUIRE(r.ok());
+    REQUIRE_OK(r);
     REQUIRE(r->at(other).error.empty());
     REQUIRE(r->at(other).devices.size() == 1);
     ids.insert(r->at(other).devices[0].cdi_device_ids);
@@ -757,7 +752,7 @@ TEST_CASE("hostile input on the sockets gets per-claim errors and the plugin kee
                                   {{"default", "dots", "../../etc/passwd"},
                                    {"default", "good", good},
                                    {"default", "other", other}});
-  REQUIRE(undone.ok());
+  REQUIRE_OK(undone);
   CHECK(undone->at("../../etc/passwd").find("is not a UUID") != std::string::npos);
   CHECK(undone->at(good).empty());
   CHECK(rig.CdiClaims().empty());

@@ -23,12 +23,12 @@ api::NodeInventory TwoGpus() {
     inv.status.devices.push_back(d);
   }
   inv.status.health = "Healthy";
-  api::Condition ready;
-  ready.type = "Ready";
-  ready.status = "True";
-  ready.reason = "Discovered";
-  ready.message = "2 devices found, 2 healthy";
-  inv.status.conditions.push_back(ready);
+  inv.status.conditions.push_back({.type = "Ready",
+                                   .status = "True",
+                                   .observed_generation = std::nullopt,
+                                   .last_transition_time = "",
+                                   .reason = "Discovered",
+                                   .message = "2 devices found, 2 healthy"});
   return inv;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "api/client/testing/fake_objects.h"
+#include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/discovery/partition_backend.h"
@@ -80,14 +81,14 @@ struct PartitionNode {
     o.vendor_lib_dirs = {XPU_FAKE_LIB_DIR};
     o.node_name = kNode;
     StatusOr<api::NodeInventory> inv = discovery::Discover(o);
-    REQUIRE(inv.ok());
+    REQUIRE_OK(inv);
     inventory = std::make_shared<const api::NodeInventory>(*std::move(inv));
   }
 
   std::unique_ptr<discovery::PartitionBackend> Backend() const {
     StatusOr<std::unique_ptr<discovery::PartitionBackend>> backend = open({XPU_FAKE_LIB_DIR});
     INFO(backend.status().ToString());
-    REQUIRE(backend.ok());
+    REQUIRE_OK(backend);
     return std::move(backend).value();
   }
 
@@ -111,7 +112,7 @@ struct PartitionNode {
     std::unique_ptr<Driver> driver = NewDriver();
     const Status started = driver->Start();
     INFO(started.ToString());
-    REQUIRE(started.ok());
+    REQUIRE_OK(started);
     return driver;
   }
 
@@ -133,7 +134,7 @@ struct PartitionNode {
   // What the vendor lists on `parent` now.
   std::vector<discovery::LivePartition> Live(const discovery::PartitionParent& parent) const {
     StatusOr<std::vector<discovery::LivePartition>> live = Backend()->List(parent);
-    REQUIRE(live.ok());
+    REQUIRE_OK(live);
     return *std::move(live);
   }
 

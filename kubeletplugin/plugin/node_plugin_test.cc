@@ -1,0 +1,107 @@
+// The node plugin's loops on a fake clock: how many periods a loop runs before it sees the stop.
+#include "kubeletplugin/plugin/node_plugin.h"
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <sstream>
+#include <string>
+
+#include "base/clock.h"
+#include "base/testing/temp_dir.h"
+
+namespace xpu::plugin {
+namespace {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+// A FakeClock that requests the stop once `limit` has passed on it, at the end of a nap: the loop
+// under test returns after the period it was in.
+class StopAfter final : public Clock {
+ public:
+  StopAfter(nanoseconds limit, std::atomic<bool>* stop) : limit_(limit), stop_(stop) {}
+
+  SteadyTime Now() const override { return fake_.Now(); }
+  WallTime WallNow() const override { return fake_.WallNow(); }
+  void Sleep(nanoseconds d, const std::atomic<bool>& done) override {
+    fake_.Sleep(d, done);
+    if (Elapsed() >= limit_) stop_->store(true);
+  }
+  nanoseconds Elapsed() const { return fake_.Now() - start_; }
+
+ private:
+  FakeClock fake_;
+  const SteadyTime start_ = fake_.Now();
+  const nanoseconds limit_;
+  std::atomic<bool>* const stop_;
+};
+
+// The count of a histogram without labels in Prometheus text; -1 when it is not there.
+long Count(const std::string& text, const std::string& histogram) {
+  std::istringstream lines(text);
+  const std::string prefix = histogram + "_count ";
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with(prefix)) return std::stol(line.substr(prefix.size()));
+  }
+  return -1;
+}
+
+PluginOptions OptionsUnder(const std::string& host_root) {
+  PluginOptions options;
+  options.node_name = "n1";
+  options.host_root = host_root;
+  options.vendor_lib_dirs = {host_root};  // no libraries there: nothing of the host is read
+  return options;
+}
+
+TEST_CASE("TelemetryLoop samples at once, then once a period, until the stop", "[node_plugin]") {
+  struct Case {
+    const char* name;
+    milliseconds interval;
+    nanoseconds stop_after;
+    long samples;
+    nanoseconds elapsed;  // on the clock when the loop returned
+  };
+  const Case cases[] = {
+      {"three periods begun", 10s, 25s, 3, 25s},
+      {"a period as short as the nap", 100ms, 1s, 10, 1s},
+      {"stopped within the first period", 1min, 30s, 1, 30s},
+      {"no telemetry: returns at once", 0ms, 1s, 0, 0s},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    testing::TempDir host;
+    PluginOptions options = OptionsUnder(host.path());
+    options.telemetry_interval = c.interval;
+    std::atomic<bool> stop{false};
+    std::ostringstream log;
+    NodePlugin plugin(options, stop, log);
+    StopAfter clock(c.stop_after, &stop);
+
+    plugin.TelemetryLoop(clock);
+
+    CHECK(Count(plugin.RenderMetrics(), "xpu_dra_plugin_telemetry_sample_seconds") == c.samples);
+    CHECK(clock.Elapsed() == c.elapsed);
+    CHECK(log.str().find("telemetry:") == std::string::npos);  // no inventory: no errors
+  }
+}
+
+TEST_CASE("TelemetryLoop returns at once after Finish", "[node_plugin]") {
+  testing::TempDir host;
+  std::atomic<bool> stop{false};
+  std::ostringstream log;
+  NodePlugin plugin(OptionsUnder(host.path()), stop, log);
+  StopAfter clock(1min, &stop);
+
+  plugin.Finish();
+  plugin.TelemetryLoop(clock);
+
+  CHECK(Count(plugin.RenderMetrics(), "xpu_dra_plugin_telemetry_sample_seconds") == 0);
+  CHECK(clock.Elapsed() == 0ns);
+  CHECK_FALSE(stop.load());
+}
+
+}  // namespace
+}  // namespace xpu::plugin
