@@ -13,6 +13,7 @@
 
 #include "base/enum_names.h"
 #include "base/text.h"
+#include "kubeletplugin/discovery/internal/call_log.h"
 #include "kubeletplugin/discovery/internal/dcmi_types.h"
 #include "kubeletplugin/discovery/internal/dl_library.h"
 #include "kubeletplugin/discovery/internal/partition_backends.h"
@@ -194,7 +195,8 @@ int ReadVnpu(const DcmiApi& api, int card, int dev, DcmiVnpu* out, std::string* 
 
 class ChipProbe {
  public:
-  ChipProbe(const DcmiApi& api, DcmiChip* out) : api_(api), out_(out) {}
+  ChipProbe(const DcmiApi& api, DcmiChip* out)
+      : api_(api), out_(out), log_(&out->error, dc::kOk, dc::kErrDeviceNotExist, DcmiCallError) {}
 
   // Returns false when the logic id could not be read: the chip then has no topology.
   bool Run() {
@@ -204,7 +206,7 @@ class ChipProbe {
     out_->logic_id = logic;
     unsigned phy = 0;
     int rc = api_.get_device_phyid_from_logicid(static_cast<unsigned>(logic), &phy);
-    if (!Ok("dcmi_get_device_phyid_from_logicid", rc) && gone_) return false;
+    if (!Ok("dcmi_get_device_phyid_from_logicid", rc) && log_.gone()) return false;
     if (rc == dc::kOk) out_->phy_id = static_cast<int>(phy);
     dc::dcmi_chip_info chip{};
     if (Ok("dcmi_get_device_chip_info", api_.get_device_chip_info(card, dev, &chip))) {
@@ -213,7 +215,7 @@ class ChipProbe {
       out_->chip_ver = CString(chip.chip_ver);
       out_->aicore_count = static_cast<int>(chip.aicore_cnt);
     }
-    if (gone_) return true;
+    if (log_.gone()) return true;
     if (api_.get_device_pcie_info_v2 != nullptr) {
       dc::dcmi_pcie_info_all pcie{};
       rc = api_.get_device_pcie_info_v2(card, dev, &pcie);
@@ -225,42 +227,39 @@ class ChipProbe {
         out_->pci_bus_id = bdf;
       }
     }
-    if (gone_) return true;
+    if (log_.gone()) return true;
     if (api_.get_device_hbm_info != nullptr) {
       dc::dcmi_hbm_info hbm{};
       if (Ok("dcmi_get_device_hbm_info", api_.get_device_hbm_info(card, dev, &hbm))) {
         out_->hbm_total_mb = hbm.memory_size;
       }
     }
-    if (gone_) return true;
+    if (log_.gone()) return true;
     if (api_.get_device_health != nullptr) {
       unsigned health = 0;
       if (Ok("dcmi_get_device_health", api_.get_device_health(card, dev, &health))) {
         out_->health = health;
       }
     }
-    if (gone_) return true;
+    if (log_.gone()) return true;
     if (api_.get_device_ip != nullptr) DeviceIp();
-    if (gone_) return true;
+    if (log_.gone()) return true;
     if (api_.get_device_network_health != nullptr) NetworkHealth();
-    if (gone_) return true;
+    if (log_.gone()) return true;
     if (api_.get_device_info != nullptr) HccsStatus();
-    if (gone_) return true;
+    if (log_.gone()) return true;
     if (api_.get_device_info != nullptr) Vnpu();
-    if (gone_) return true;
+    if (log_.gone()) return true;
     if (api_.get_device_component_static_version != nullptr) Firmware();
     return true;
   }
 
  private:
+  // Records a failure; false when the caller should stop (the call failed). A chip that is gone
+  // has the health "absent".
   bool Ok(std::string_view fn, int rc) {
-    if (rc == dc::kOk) return true;
-    if (!out_->error.empty()) out_->error += "; ";
-    out_->error += DcmiCallError(fn, rc);
-    if (rc == dc::kErrDeviceNotExist) {
-      gone_ = true;
-      out_->health = kHealthAbsent;
-    }
+    if (log_.Ok(fn, rc)) return true;
+    if (log_.gone()) out_->health = kHealthAbsent;
     return false;
   }
 
@@ -325,7 +324,7 @@ class ChipProbe {
 
   const DcmiApi& api_;
   DcmiChip* out_;
-  bool gone_ = false;
+  CallLog<int> log_;
 };
 
 // Loads, binds and initialises the library into `lib` and `api`; sets status.loaded on success.
@@ -374,15 +373,9 @@ std::vector<DcmiChip> EnumerateChips(const DcmiApi& api, LibraryStatus* status,
   return chips;
 }
 
-}  // namespace
-
-DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
-  DcmiFacts facts;
+// The facts of a loaded DCMI: versions, the chips, the product type and the topology.
+void ReadDcmiFacts(const DcmiApi& api, DcmiFacts& facts) {
   LibraryStatus& status = facts.library;
-  DlLibrary lib;
-  DcmiApi api;
-  OpenDcmi(lib_dirs, &lib, &api, &status);
-  if (!status.loaded) return facts;
   auto library_error = [&](std::string_view fn, int rc) {
     if (status.error.empty()) status.error = DcmiCallError(fn, rc);
   };
@@ -438,7 +431,12 @@ DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
                 return x.a != y.a ? x.a < y.a : x.b < y.b;
               });
   }
-  return facts;
+}
+
+}  // namespace
+
+DcmiFacts ProbeDcmi(const std::vector<std::string>& lib_dirs) {
+  return ProbeLibrary<DcmiFacts, DcmiApi>(lib_dirs, OpenDcmi, ReadDcmiFacts);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/discovery/partitioning.h"
@@ -28,8 +29,7 @@ api::NodeInventory DiscoverWithLibs(const std::string& host, const std::string& 
   options.vendor_lib_dirs = {lib_dir};
   options.node_name = host;
   auto inventory = Discover(options);
-  INFO(inventory.status().ToString());
-  REQUIRE(inventory.ok());
+  REQUIRE_OK(inventory);
   const Status valid = api::ValidateNodeInventory(*inventory);
   INFO(valid.ToString());
   CHECK(valid.ok());
@@ -265,8 +265,8 @@ TEST_CASE(
   options.vendor_lib_dirs = {XPU_FAKE_LIB_DIR};
   options.node_name = "n1";
   const auto inv = Discover(options);
-  REQUIRE(inv.ok());
-  REQUIRE(api::ValidateNodeInventory(*inv).ok());
+  REQUIRE_OK(inv);
+  REQUIRE_OK(api::ValidateNodeInventory(*inv));
   const api::InventoryPartitioning& p = *inv->status.devices[0].partitioning;
   const api::PartitionProfile* own = FindProfile(p, "vir03_1c_8g");
   REQUIRE(own != nullptr);

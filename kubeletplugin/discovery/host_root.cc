@@ -11,6 +11,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/text.h"
+
 namespace xpu::discovery {
 namespace {
 
@@ -25,12 +27,6 @@ std::vector<std::string> Split(std::string_view path) {
     start = slash + 1;
   }
   return parts;
-}
-
-std::string Join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts) out += (out.empty() ? "" : "/") + p;
-  return out;
 }
 
 // Walks one component of a path: "." stays, ".." goes up (false above the root), a name goes
@@ -64,7 +60,7 @@ StatusOr<std::string> CleanRelative(std::string_view path) {
       return InvalidArgumentError("path " + std::string(path) + " escapes the host root");
     }
   }
-  return Join(out);
+  return Join(out, "/");
 }
 
 HostRoot::HostRoot(std::string root) : root_(root.empty() ? "/" : std::move(root)) {
@@ -89,23 +85,23 @@ StatusOr<std::string> HostRoot::Resolve(std::string_view rel) const {
       return InvalidArgumentError("resolve /" + std::string(rel) + ": escapes the host root");
     }
     if (part == "." || part == "..") continue;
-    const std::string real = Real(Join(done));
+    const std::string real = Real(Join(done, "/"));
     struct stat st {};
-    if (::lstat(real.c_str(), &st) != 0) return ErrnoStatus("resolve", Join(done), errno);
+    if (::lstat(real.c_str(), &st) != 0) return ErrnoStatus("resolve", Join(done, "/"), errno);
     if (!S_ISLNK(st.st_mode)) continue;
     if (++links > kMaxLinks) {
       return InvalidArgumentError("resolve /" + std::string(rel) + ": too many symbolic links");
     }
     std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
     const ssize_t n = ::readlink(real.c_str(), target.data(), target.size());
-    if (n < 0) return ErrnoStatus("readlink", Join(done), errno);
+    if (n < 0) return ErrnoStatus("readlink", Join(done, "/"), errno);
     target.resize(static_cast<size_t>(n));
     done.pop_back();
     if (target.starts_with("/")) done.clear();  // absolute: from the host root
     std::vector<std::string> more = Split(target);
     for (auto it = more.rbegin(); it != more.rend(); ++it) todo.push_back(std::move(*it));
   }
-  return Join(done);
+  return Join(done, "/");
 }
 
 StatusOr<std::string> HostRoot::ReadFile(std::string_view rel) const {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/skip.h"
+
 namespace xpu::discovery {
 namespace {
 
@@ -61,8 +63,7 @@ TEST_CASE("nvml telemetry: the fixture host's own library folder, without the va
   // ctest runs each case in its own process anyway.
   if (void* mapped = dlopen((kFakeDir + "/libnvidia-ml.so.1").c_str(), RTLD_NOW | RTLD_NOLOAD)) {
     dlclose(mapped);
-    WARN("the fake NVML is already mapped from " << kFakeDir << "; skipped");
-    return;
+    XPU_SKIP("the fake NVML is already mapped from " + kFakeDir);
   }
   unsetenv("XPU_FAKE_NVML_JSON");
   const std::vector<std::string> dirs = HostLibraryDirs(kHosts + "hgx-h200");
@@ -140,10 +141,7 @@ TEST_CASE("host library folders: none for the real root") {
 
 TEST_CASE("nvml telemetry: no library is a status, not a failure") {
   auto source = OpenNvmlTelemetry({"/nonexistent-xpu-dir"});
-  if (source->status().loaded) {
-    WARN("a real libnvidia-ml.so.1 is on the loader path; skipped");
-    return;
-  }
+  if (source->status().loaded) XPU_SKIP("a real libnvidia-ml.so.1 is on the loader path");
   CHECK(!source->status().error.empty());
   CHECK(source->Sample().empty());
 }

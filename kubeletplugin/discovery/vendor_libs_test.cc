@@ -17,6 +17,8 @@
 #include <tuple>
 #include <vector>
 
+#include "base/testing/require_ok.h"
+#include "base/testing/skip.h"
 #include "base/testing/temp_dir.h"
 #include "kubeletplugin/discovery/partition_backend.h"
 #include "kubeletplugin/discovery/xid_events.h"
@@ -55,13 +57,11 @@ DcmiFacts LoadedDcmi(const std::string& host, size_t chips) {
 
 using testing::TempDir;
 
-// True, with a warning, when a real `file` is on the loader path: then "no library anywhere"
-// cannot be tested.
+// True when a real `file` is on the loader path: then "no library anywhere" cannot be tested.
 bool RealLibraryOnLoaderPath(const char* file) {
   void* h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
   if (h == nullptr) return false;
   dlclose(h);
-  WARN("a real " << file << " is on the loader path; skipped");
   return true;
 }
 
@@ -92,7 +92,7 @@ void UseFixtureWith(const char* env, const std::string& file, const std::string&
 std::vector<int64_t> LiveIds(PartitionBackend& backend, const PartitionParent& parent) {
   std::vector<int64_t> out;
   const StatusOr<std::vector<LivePartition>> live = backend.List(parent);  // kept: loop over it
-  REQUIRE(live.ok());
+  REQUIRE_OK(live);
   for (const LivePartition& l : *live) out.push_back(l.id);
   return out;
 }
@@ -105,6 +105,12 @@ void RequireLoaded(const LibraryStatus& library, const std::string& name, const 
   CHECK(library.path == path);
   CHECK(library.error.empty());
   CHECK(library.missing_symbols.empty());
+}
+
+// `library` was found but did not load: its init failed with `error`.
+void CheckInitFailed(const LibraryStatus& library, const std::string& error) {
+  CHECK_FALSE(library.loaded);
+  CHECK(library.error == error);
 }
 
 TEST_CASE("nvml: hgx-h200 reports 8 H200 with normalised bus ids and NVLinks to switches") {
@@ -322,14 +328,14 @@ TEST_CASE("nvml: the XID watcher gets fatal XIDs injected at run time and checks
   REQUIRE(source->status().loaded);
   CHECK(source->watched() == 8);
   auto nothing = source->Wait(std::chrono::milliseconds(0));
-  REQUIRE(nothing.ok());
+  REQUIRE_OK(nothing);
   CHECK(nothing->empty());
 
   // XID 79 on GPU 3 with the GPU gone, an application XID (13) on GPU 0: only the fatal one.
   WriteControl(control, R"({"events": [{"id": 1, "device": 3, "xid": 79},
                                        {"id": 2, "device": 0, "xid": 13}], "lost": [3]})");
   auto events = source->Wait(std::chrono::seconds(5));
-  REQUIRE(events.ok());
+  REQUIRE_OK(events);
   REQUIRE(events->size() == 1);
   CHECK(events->at(0).pci_address == "0000:54:00.0");
   CHECK(events->at(0).xid == 79);
@@ -347,7 +353,7 @@ TEST_CASE("nvml: the XID watcher gets fatal XIDs injected at run time and checks
   WriteControl(control, R"({"events": [{"id": 1, "device": 3, "xid": 79}], "lost": []})");
   CHECK(source->Check("0000:54:00.0").ok());
   auto after = source->Wait(std::chrono::milliseconds(50));
-  REQUIRE(after.ok());
+  REQUIRE_OK(after);
   CHECK(after->empty());
   CHECK(source->Check("0000:99:00.0").message() == "not on the bus");
   unsetenv("XPU_FAKE_NVML_EVENTS");
@@ -363,12 +369,13 @@ TEST_CASE("nvml: application XIDs are not device faults") {
 TEST_CASE("nvml: a missing fixture makes init fail, not the probe") {
   unsetenv("XPU_FAKE_NVML_JSON");
   NvmlFacts f = ProbeNvml({kFakeDir});
-  CHECK_FALSE(f.library.loaded);
-  CHECK(f.library.error == "nvmlInit_v2: 999 unknown error");
+  CheckInitFailed(f.library, "nvmlInit_v2: 999 unknown error");
 }
 
 TEST_CASE("nvml: no library anywhere") {
-  if (RealLibraryOnLoaderPath("libnvidia-ml.so.1")) return;
+  if (RealLibraryOnLoaderPath("libnvidia-ml.so.1")) {
+    XPU_SKIP("a real libnvidia-ml.so.1 is on the loader path");
+  }
   TempDir empty;
   NvmlFacts f = ProbeNvml({empty.path(), "/nonexistent/xpu"});
   CHECK_FALSE(f.library.loaded);
@@ -431,8 +438,7 @@ std::map<std::string, int> CountTypes(const DcmiFacts& f) {
 std::vector<std::tuple<std::string, int64_t, int64_t>> MigInstances(PartitionBackend& mig,
                                                                     const PartitionParent& gpu) {
   StatusOr<std::vector<LivePartition>> live = mig.List(gpu);
-  INFO(live.status().ToString());
-  REQUIRE(live.ok());
+  REQUIRE_OK(live);
   std::vector<std::tuple<std::string, int64_t, int64_t>> out;
   for (const LivePartition& l : *live) out.emplace_back(l.profile, l.id, l.placement.value_or(-1));
   std::sort(out.begin(), out.end(),
@@ -450,8 +456,7 @@ TEST_CASE("nvml partitions: list, create at a placement, what the GPU refuses, d
   std::string uuid;
   {
     auto opened = OpenNvmlPartitions({kFakeDir});
-    INFO(opened.status().ToString());
-    REQUIRE(opened.ok());
+    REQUIRE_OK(opened);
     PartitionBackend& mig = **opened;
     CHECK(mig.kind() == "mig");
     using Row = std::tuple<std::string, int64_t, int64_t>;
@@ -461,8 +466,7 @@ TEST_CASE("nvml partitions: list, create at a placement, what the GPU refuses, d
     CHECK(MigInstances(mig, gpu0).empty());
 
     const StatusOr<LivePartition> made = mig.Create(gpu0, "1g.18gb", -1, 6);
-    INFO(made.status().ToString());
-    REQUIRE(made.ok());
+    REQUIRE_OK(made);
     CHECK(made->profile == "1g.18gb");
     CHECK(made->id == 1);
     CHECK(made->placement == 6);
@@ -499,18 +503,18 @@ TEST_CASE("nvml partitions: list, create at a placement, what the GPU refuses, d
   // The library unloaded: what was made outlives it (a restarted plugin sees it).
   {
     auto again = OpenNvmlPartitions({kFakeDir});
-    REQUIRE(again.ok());
+    REQUIRE_OK(again);
     PartitionBackend& mig = **again;
     REQUIRE(mig.List(gpu0).value().size() == 1);
     CHECK(mig.List(gpu0).value()[0].uuid == uuid);
-    REQUIRE(mig.Destroy(gpu0, 1).ok());
+    REQUIRE_OK(mig.Destroy(gpu0, 1));
     CHECK(mig.Destroy(gpu0, 1).code() == StatusCode::kNotFound);
     CHECK(MigInstances(mig, gpu0).empty());
-    REQUIRE(mig.Destroy(gpu1, 7).ok());  // one the fixture had
+    REQUIRE_OK(mig.Destroy(gpu1, 7));  // one the fixture had
     CHECK(MigInstances(mig, gpu1).size() == 1);
     CHECK(mig.Destroy(gpu1, 99).code() == StatusCode::kNotFound);
     // A reboot (the state gone): the fixture's instances again.
-    REQUIRE(mig.Create(gpu0, "2g.35gb", -1, 2).ok());
+    REQUIRE_OK(mig.Create(gpu0, "2g.35gb", -1, 2));
     std::filesystem::remove(state);
     CHECK(MigInstances(mig, gpu0).empty());
     CHECK(MigInstances(mig, gpu1).size() == 2);
@@ -523,7 +527,7 @@ TEST_CASE("nvml partitions: a busy GPU answers unavailable") {
   UseFixtureWith("XPU_FAKE_NVML_JSON", "hgx-h200-mig/fake-vendor/nvml.json", "migCreateBusy", "[2]",
                  dir);
   auto mig = OpenNvmlPartitions({kFakeDir});
-  REQUIRE(mig.ok());
+  REQUIRE_OK(mig);
   const Status busy = (*mig)->Create({"gpu-2", "", 2}, "1g.18gb", -1, 0).status();
   CHECK(busy.code() == StatusCode::kUnavailable);
   CHECK_THAT(busy.message(), Catch::Contains("insufficient resources"));
@@ -674,7 +678,7 @@ std::unique_ptr<PartitionBackend> OpenWithState(
   setenv((env + "_STATE").c_str(), (dir.path() + "/state.json").c_str(), 1);
   setenv((env + "_JSON").c_str(), (kHosts + file).c_str(), 1);
   StatusOr<std::unique_ptr<PartitionBackend>> opened = open({kFakeDir});
-  REQUIRE(opened.ok());
+  REQUIRE_OK(opened);
   return std::move(opened).value();
 }
 
@@ -682,7 +686,7 @@ std::unique_ptr<PartitionBackend> OpenWithState(
 void CreatesWithId(PartitionBackend& backend, const PartitionParent& parent,
                    const std::string& profile, int64_t id, int64_t want) {
   const StatusOr<LivePartition> made = backend.Create(parent, profile, id, std::nullopt);
-  REQUIRE(made.ok());
+  REQUIRE_OK(made);
   CHECK(made->id == want);
   CHECK(made->profile == profile);
 }
@@ -714,11 +718,11 @@ TEST_CASE("dcmi partitions: list, create with a chosen id, destroy, and what the
   CHECK_FALSE(dcmi.Create(npu1, "vir99", -1, std::nullopt).ok());
   // The created one outlives the library: a second backend (a restarted plugin) sees it.
   auto again = OpenDcmiPartitions({kFakeDir});
-  REQUIRE(again.ok());
+  REQUIRE_OK(again);
   CHECK((*again)->List(npu1).value().size() == 3);
-  REQUIRE((*again)->Destroy(npu1, 140).ok());
+  REQUIRE_OK((*again)->Destroy(npu1, 140));
   CHECK(dcmi.Destroy(npu1, 140).code() == StatusCode::kNotFound);
-  REQUIRE(dcmi.Destroy(npu1, 100).ok());  // one the fixture had
+  REQUIRE_OK(dcmi.Destroy(npu1, 100));  // one the fixture had
   CHECK(ids(npu1) == std::vector<int64_t>{101});
   CHECK(dcmi.List({"npu-9", "", 9}).status().code() == StatusCode::kNotFound);
   unsetenv("XPU_FAKE_DCMI_STATE");
@@ -729,12 +733,12 @@ TEST_CASE("dcmi partitions: a busy chip answers unavailable") {
   UseFixtureWith("XPU_FAKE_DCMI_JSON", "atlas800t-a2-vnpu/fake-vendor/dcmi.json", "createBusy",
                  "[2]", dir);
   auto dcmi = OpenDcmiPartitions({kFakeDir});
-  REQUIRE(dcmi.ok());
+  REQUIRE_OK(dcmi);
   CHECK((*dcmi)->Create({"npu-2", "", 2}, "vir05_1c_16g", -1, std::nullopt).status().code() ==
         StatusCode::kUnavailable);
   const StatusOr<LivePartition> elsewhere =
       (*dcmi)->Create({"npu-4", "", 4}, "vir05_1c_16g", -1, std::nullopt);
-  REQUIRE(elsewhere.ok());
+  REQUIRE_OK(elsewhere);
   CHECK(elsewhere->id == 103);  // after the fixture's 100-102
 }
 
@@ -757,12 +761,13 @@ TEST_CASE("dcmi: faults deviceGone, unhealthy and init") {
   CHECK(sick.chips[1].health == 0);
 
   DcmiFacts init = with("init", "-8008");
-  CHECK_FALSE(init.library.loaded);
-  CHECK(init.library.error == "dcmi_init: -8008 device does not exist");
+  CheckInitFailed(init.library, "dcmi_init: -8008 device does not exist");
 }
 
 TEST_CASE("dcmi: no library anywhere") {
-  if (RealLibraryOnLoaderPath("libdcmi.so")) return;
+  if (RealLibraryOnLoaderPath("libdcmi.so")) {
+    XPU_SKIP("a real libdcmi.so is on the loader path");
+  }
   TempDir empty;
   DcmiFacts f = ProbeDcmi({empty.path()});
   CHECK_FALSE(f.library.loaded);
@@ -829,16 +834,16 @@ TEST_CASE("hydmi partitions: list, create, destroy, and what the device refuses"
         StatusCode::kInvalidArgument);
   // A fifth vHCU on one device is refused, even small.
   const PartitionParent dcu0{"dcu-0", "", 0};
-  for (int k = 0; k < 4; ++k) REQUIRE(dmi->Create(dcu0, "10cu.8gb", -1, std::nullopt).ok());
+  for (int k = 0; k < 4; ++k) REQUIRE_OK(dmi->Create(dcu0, "10cu.8gb", -1, std::nullopt));
   CHECK(dmi->Create(dcu0, "10cu.8gb", -1, std::nullopt).status().code() ==
         StatusCode::kUnavailable);
   // What was made outlives the library: a second backend (a restarted plugin) sees it.
   auto again = OpenHydmiPartitions({kFakeDir});
-  REQUIRE(again.ok());
+  REQUIRE_OK(again);
   CHECK((*again)->List(dcu2).value().size() == 3);
-  REQUIRE((*again)->Destroy(dcu2, 3).ok());
+  REQUIRE_OK((*again)->Destroy(dcu2, 3));
   CHECK(dmi->Destroy(dcu2, 3).code() == StatusCode::kNotFound);
-  REQUIRE(dmi->Destroy(dcu2, 0).ok());  // one the fixture had
+  REQUIRE_OK(dmi->Destroy(dcu2, 0));  // one the fixture had
   CHECK(ids(dcu2) == std::vector<int64_t>{1});
   unsetenv("XPU_FAKE_HYDMI_STATE");
   unsetenv("XPU_FAKE_HYDMI_JSON");
@@ -850,7 +855,7 @@ TEST_CASE("hydmi partitions: a busy device answers unavailable, and no DMI means
       FixtureWith(kHosts + "hygon-dcu-8-vhcu/fake-vendor/hydmi.json", "createBusy", "[4]", dir);
   setenv("XPU_FAKE_HYDMI_JSON", FixtureWith(busy_create, "destroyBusy", "[2]", dir).c_str(), 1);
   auto dmi = OpenHydmiPartitions({kFakeDir});
-  REQUIRE(dmi.ok());
+  REQUIRE_OK(dmi);
   const Status busy = (*dmi)->Create({"dcu-4", "", 4}, "20cu.16gb", -1, std::nullopt).status();
   CHECK(busy.code() == StatusCode::kUnavailable);
   CHECK_THAT(busy.message(), Catch::Contains("17 device busy"));

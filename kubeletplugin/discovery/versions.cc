@@ -1,10 +1,16 @@
 #include "kubeletplugin/discovery/versions.h"
 
+#include <algorithm>
 #include <cctype>
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/validation.h"
+#include "base/text.h"
+#include "kubeletplugin/discovery/host_files.h"
 
 namespace xpu::discovery {
 namespace {
@@ -31,6 +37,75 @@ std::string Identifier(std::string_view part) {
     if (std::isalnum(u) || c == '-') out += static_cast<char>(std::tolower(u));
   }
   return IsDigits(out) ? StripZeros(out) : out;
+}
+
+struct VersionFile {
+  std::string_view component;  // status.versions key
+  std::string_view path;
+  std::string_view key;  // "Version" for key=value files; empty: the whole file
+  char sep = '=';
+  std::string_view role;  // "driver", "firmware", "toolkit" (the device attribute it feeds)
+};
+
+// Version files per vendor (hw §1.5 for Ascend; the others as scripts/gen-host-fixtures lays them
+// out, paths marked assumed there).
+std::vector<VersionFile> VersionFiles(std::string_view vendor) {
+  if (vendor == "huawei") {
+    return {{"driver", "usr/local/Ascend/driver/version.info", "Version", '=', "driver"},
+            {"firmware", "usr/local/Ascend/firmware/version.info", "Version", '=', "firmware"}};
+  }
+  if (vendor == "nvidia") {
+    return {{"driver", "proc/driver/nvidia/version", "", '=', "driver"},
+            {"driver", "sys/module/nvidia/version", "", '=', "driver"}};
+  }
+  if (vendor == "hygon") {
+    return {{"driver", "sys/module/hydcu/version", "", '=', "driver"},
+            {"hyhal", "opt/hyhal/.info/version", "", '=', ""},
+            {"dtk", "opt/dtk/.info/version", "", '=', "toolkit"}};
+  }
+  if (vendor == "cambricon") {
+    return {{"driver", "sys/module/cambricon_drv/version", "", '=', "driver"},
+            {"neuware", "usr/local/neuware/version", "", '=', "toolkit"}};
+  }
+  if (vendor == "metax") {
+    return {{"driver", "sys/module/metax/version", "", '=', "driver"},
+            {"maca", "opt/maca/Version.txt", "", '=', "toolkit"}};
+  }
+  if (vendor == "enflame") {
+    return {{"driver", "sys/module/enflame/version", "", '=', "driver"},
+            {"topsrider", "usr/local/topsrider/version", "", '=', "toolkit"}};
+  }
+  if (vendor == "amd") {
+    return {{"driver", "sys/module/amdgpu/version", "", '=', "driver"},
+            {"rocm", "opt/rocm/.info/version", "", '=', "toolkit"}};
+  }
+  return {};
+}
+
+// "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.158.01  Release Build ..." -> "570.158.01".
+std::string NvidiaProcVersion(std::string_view text) {
+  const size_t at = text.find("Kernel Module");
+  if (at == std::string_view::npos) return "";
+  std::string_view rest = Trim(text.substr(at + 13));
+  return std::string(rest.substr(0, std::min(rest.find(' '), rest.size())));
+}
+
+// The CANN toolkit: ascend-toolkit/latest/<arch>-linux/ascend_toolkit_install.info, `version=`.
+std::optional<std::string> AscendToolkit(const HostRoot& host, std::vector<std::string>& problems) {
+  constexpr std::string_view kDir = "usr/local/Ascend/ascend-toolkit/latest";
+  StatusOr<std::vector<std::string>> arches = host.List(kDir);
+  if (!arches.ok()) {
+    problems.push_back(arches.status().message());
+    return std::nullopt;
+  }
+  for (const std::string& arch : *arches) {
+    const std::string path = std::string(kDir) + "/" + arch + "/ascend_toolkit_install.info";
+    if (std::optional<std::string> text = ReadOptional(host, path, problems)) {
+      std::string v = KeyValue(*text, "version", '=');
+      if (!v.empty()) return v;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -84,6 +159,40 @@ std::string NormalizeSemver(std::string_view raw) {
   // anything else would make the inventory and the slices invalid, so it is no version at all.
   if (!api::ValidateVersionAttribute(out, "version").ok()) return "";
   return out;
+}
+
+std::map<std::string, std::string> ReadVersions(const HostRoot& host, std::string_view vendor,
+                                                api::NodeInventoryStatus& status,
+                                                std::vector<std::string>& problems) {
+  std::map<std::string, std::string> by_role;
+  const auto add = [&](std::string_view component, std::string_view role, std::string raw) {
+    if (raw.empty() || raw.size() > 128 || status.versions.contains(std::string(component))) return;
+    api::ComponentVersion v;
+    v.raw = raw;
+    v.semver = NormalizeSemver(raw);
+    status.versions[std::string(component)] = v;
+    if (!role.empty()) by_role.emplace(std::string(role), std::move(raw));
+  };
+  for (const VersionFile& f : VersionFiles(vendor)) {
+    std::optional<std::string> text = ReadOptional(host, f.path, problems);
+    if (!text) continue;
+    std::string raw;
+    if (f.path == "proc/driver/nvidia/version") {
+      raw = NvidiaProcVersion(*text);
+    } else if (!f.key.empty()) {
+      raw = KeyValue(*text, f.key, f.sep);
+    } else {
+      raw = std::string(Trim(*text));
+      raw = raw.substr(0, raw.find('\n'));
+    }
+    add(f.component, f.role, raw);
+  }
+  if (vendor == "huawei") {
+    if (std::optional<std::string> cann = AscendToolkit(host, problems)) {
+      add("cann", "toolkit", *cann);
+    }
+  }
+  return by_role;
 }
 
 }  // namespace xpu::discovery

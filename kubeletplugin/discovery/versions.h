@@ -1,9 +1,15 @@
-// Vendor version strings normalised to semantic versions 2.0.0, the raw string kept beside.
+// Vendor version strings normalised to semantic versions 2.0.0, the raw string kept beside, and
+// the version files each vendor's driver and toolkit leave on the host.
 #ifndef XPU_KUBELETPLUGIN_DISCOVERY_VERSIONS_H_
 #define XPU_KUBELETPLUGIN_DISCOVERY_VERSIONS_H_
 
+#include <map>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include "api/node_inventory.h"
+#include "kubeletplugin/discovery/host_root.h"
 
 namespace xpu::discovery {
 
@@ -13,6 +19,16 @@ namespace xpu::discovery {
 // can be read from `raw`, or when the result is not a valid version attribute (api/validation.h:
 // longer than 64 bytes, a number above 2^64-1).
 std::string NormalizeSemver(std::string_view raw);
+
+// Reads the version files of `vendor` ("nvidia", "huawei", ...: hw §1.5 for Ascend, the others
+// as scripts/gen-host-fixtures lays them out) under the host root into status.versions (raw and
+// normalised; the first file of a component wins, an empty or over-128-byte version is left
+// out; Ascend's CANN toolkit from ascend-toolkit/latest/<arch>/ascend_toolkit_install.info).
+// Returns the raw version of each role the files feed ("driver", "firmware", "toolkit"). Files
+// that exist but cannot be read are appended to `problems`.
+std::map<std::string, std::string> ReadVersions(const HostRoot& host, std::string_view vendor,
+                                                api::NodeInventoryStatus& status,
+                                                std::vector<std::string>& problems);
 
 }  // namespace xpu::discovery
 

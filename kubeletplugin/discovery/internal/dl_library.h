@@ -65,6 +65,21 @@ void OpenVendorLibrary(const char* name, const std::string& file_name,
   status->loaded = status->error.empty();
 }
 
+// A vendor library's facts: the library opened with `open` (OpenNvml, OpenDcmi) into a DlLibrary
+// and an Api of this call, and, when it loaded, the rest read with `read(api, facts)`;
+// facts.library says how opening went. The library is closed again on return.
+template <typename Facts, typename Api>
+Facts ProbeLibrary(const std::vector<std::string>& lib_dirs,
+                   void (*open)(const std::vector<std::string>&, DlLibrary*, Api*, LibraryStatus*),
+                   void (*read)(const Api& api, Facts& facts)) {
+  Facts facts;
+  DlLibrary lib;
+  Api api;
+  open(lib_dirs, &lib, &api, &facts.library);
+  if (facts.library.loaded) read(api, facts);
+  return facts;
+}
+
 }  // namespace xpu::discovery
 
 #endif  // XPU_KUBELETPLUGIN_DISCOVERY_INTERNAL_DL_LIBRARY_H_

@@ -64,14 +64,6 @@ State& S() {
   return state;
 }
 
-// $XPU_FAKE_DCMI_JSON, else the fixture of the host root this file was loaded from: a fixture's
-// usr/local/Ascend/driver/lib64/driver/libdcmi.so is a symlink to this library, so a plugin that
-// searches its host root's library folders answers from <host root>/fake-vendor/dcmi.json.
-std::string JsonPath() {
-  return xpu::discovery::testing::FixtureJsonPath("XPU_FAKE_DCMI_JSON", "dcmi.json",
-                                                  reinterpret_cast<void*>(&JsonPath));
-}
-
 // $XPU_FAKE_DCMI_DEV_DIR (in a container: /dev): only the chips whose <dir>/davinci<phy id>
 // exists, and the cards that keep one, as DCMI answers in a container given some NPUs' nodes.
 void FilterByDeviceNodes(nlohmann::json& doc) {
@@ -102,7 +94,11 @@ void FilterByDeviceNodes(nlohmann::json& doc) {
 
 int Load(State& s) REQUIRES(s.mu) {
   s.initialized = false;
-  const std::string json_path = JsonPath();
+  // $XPU_FAKE_DCMI_JSON, else the fixture of the host root this file was loaded from: a fixture's
+  // usr/local/Ascend/driver/lib64/driver/libdcmi.so is a symlink to this library, so a plugin that
+  // searches its host root's library folders answers from <host root>/fake-vendor/dcmi.json.
+  const std::string json_path = xpu::discovery::testing::FixtureJsonPath(
+      "XPU_FAKE_DCMI_JSON", "dcmi.json", reinterpret_cast<void*>(&S));
   const char* path = json_path.c_str();
   if (json_path.empty()) {
     std::fprintf(stderr, "fake dcmi: XPU_FAKE_DCMI_JSON is not set\n");

@@ -133,14 +133,6 @@ State& S() {
   return state;
 }
 
-// $XPU_FAKE_NVML_JSON, else the fixture of the host root this file was loaded from: a fixture's
-// usr/lib/<arch>/libnvidia-ml.so.1 is a symlink to this library, so a plugin that searches its
-// host root's library folders answers from <host root>/fake-vendor/nvml.json.
-std::string JsonPath() {
-  return xpu::discovery::testing::FixtureJsonPath("XPU_FAKE_NVML_JSON", "nvml.json",
-                                                  reinterpret_cast<void*>(&JsonPath));
-}
-
 // $XPU_FAKE_NVML_EVENTS, else nvml-events.json beside the fixture JSON.
 std::string ControlPath(const std::string& json_path) {
   const char* env = std::getenv("XPU_FAKE_NVML_EVENTS");
@@ -305,7 +297,11 @@ nvmlReturn_t SaveMig(State& s, unsigned index) REQUIRES(s.mu) {
 }
 
 nvmlReturn_t Load(State& s) REQUIRES(s.mu) {
-  const std::string json_path = JsonPath();
+  // $XPU_FAKE_NVML_JSON, else the fixture of the host root this file was loaded from: a fixture's
+  // usr/lib/<arch>/libnvidia-ml.so.1 is a symlink to this library, so a plugin that searches its
+  // host root's library folders answers from <host root>/fake-vendor/nvml.json.
+  const std::string json_path = xpu::discovery::testing::FixtureJsonPath(
+      "XPU_FAKE_NVML_JSON", "nvml.json", reinterpret_cast<void*>(&S));
   const char* path = json_path.c_str();
   if (json_path.empty()) {
     std::fprintf(stderr, "fake nvml: XPU_FAKE_NVML_JSON is not set\n");
