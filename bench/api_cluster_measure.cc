@@ -1,4 +1,4 @@
-// A measured run of the API client against kube-sim over HTTPS, for the budgets in the README:
+// A measured run of the API client against kube-sim over HTTPS (budgets: docs/architecture.md):
 //   1. list 5,000 ResourceSlices (40,000 devices) with pagination and decode them;
 //   2. an informer holding 5,000 NodeInventories: time to sync and resident memory.
 // The informers are measured first, in a process that has done nothing else but create the

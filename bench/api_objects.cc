@@ -38,8 +38,8 @@ nlohmann::json ExampleSlice(const std::string& node, int devices) {
 }
 
 nlohmann::json ExampleInventory(const std::string& node) {
-  // The Atlas 800T A2 model as discovery would report it: devices with the DESIGN.md attribute
-  // vocabulary, every HCCS pair link, a RoCE NIC per NPU, versions and a condition.
+  // The Atlas 800T A2 model as discovery would report it: devices with the docs/architecture.md
+  // attribute vocabulary, every HCCS pair link, a RoCE NIC per NPU, versions and a condition.
   api::NodeInventory inv = api::InventoryFromNodeDescription(topology::testing::Atlas800tA2());
   inv.metadata.name = node;
   inv.status.server_model = "Huawei Atlas 800T A2";

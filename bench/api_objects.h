@@ -1,5 +1,5 @@
 // Realistic API objects for the API benchmarks: ResourceSlices and NodeInventories shaped like the
-// ones the driver publishes (8 devices per node, the DESIGN.md attribute vocabulary).
+// ones the driver publishes (8 devices per node, the docs/architecture.md attribute vocabulary).
 #ifndef XPU_BENCH_API_OBJECTS_H_
 #define XPU_BENCH_API_OBJECTS_H_
 

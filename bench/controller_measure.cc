@@ -1,4 +1,4 @@
-// A measured run of xpu-dra-controller against kube-sim (DESIGN.md budgets; not a test):
+// A measured run of xpu-dra-controller against kube-sim (docs/architecture.md budgets; not a test):
 //   - full publish: N nodes x 8 devices (hgx-h200 inventories, live Leases) from the controller's
 //     start until every pool's slice is created, at --qps (budget: 5,000 nodes in 60 s at QPS 200)
 //   - peak resident memory of the controller (budget 300 MB)

@@ -1,9 +1,9 @@
-// A measured run of gang placement by xpu-dra-controller against kube-sim (DESIGN.md budgets; not
-// a test): N nodes x 8 NPUs (atlas800t-a2 inventories, live Leases) labelled into leaves of 32
-// nodes, spines of 16 leaves and super-pods of 4 spines; a quarter of the nodes have one device
-// unhealthy (they cannot give 8: live capacity). Once every pool is published, gangs of G nodes
-// x 8 devices (up to a spine) are created one after another and kept, so capacity shrinks; each
-// is timed from its create until a watch sees its status Placed. Budget: 64 nodes in 10,000 at
+// A measured run of gang placement by xpu-dra-controller against kube-sim (docs/architecture.md
+// budgets; not a test): N nodes x 8 NPUs (atlas800t-a2 inventories, live Leases) labelled into
+// leaves of 32 nodes, spines of 16 leaves and super-pods of 4 spines; a quarter of the nodes have
+// one device unhealthy (they cannot give 8: live capacity). Once every pool is published, gangs of
+// G nodes x 8 devices (up to a spine) are created one after another and kept, so capacity shrinks;
+// each is timed from its create until a watch sees its status Placed. Budget: 64 nodes in 10,000 at
 // QPS 200, p99 <= 2 s.
 #include <atomic>
 #include <chrono>

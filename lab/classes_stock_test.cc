@@ -36,7 +36,7 @@ controller::Config ConfigWithAnyClass() {
   controller::CapabilityClass any;
   any.name = "any-accelerator";
   config.capability_classes.push_back(any);
-  REQUIRE(controller::ValidateConfig(config).ok());
+  REQUIRE_OK(controller::ValidateConfig(config));
   return config;
 }
 
@@ -47,7 +47,7 @@ json MigSlices(const controller::Config& config) {
   api::NodeInventory inventory = server->inventory;
   inventory.status.devices.at(0).partitioning = api::testing::H200MigPartitioning();
   inventory.status.devices.at(1).partitioning = api::testing::H200MigPartitioning();
-  REQUIRE(api::ValidateNodeInventory(inventory).ok());
+  REQUIRE_OK(api::ValidateNodeInventory(inventory));
   const controller::NodeFacts node{kMigNode, "uid-1", {}};
   auto pool = controller::BuildPool(inventory, node, config, controller::PublishOptions{});
   REQUIRE_OK(pool);

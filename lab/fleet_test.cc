@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "base/testing/require_ok.h"
 #include "lab/testing/hand_cases.h"
 
 namespace xpu::lab {
@@ -13,7 +14,7 @@ TEST_CASE("fleet of reference servers names its nodes per model and builds a def
       "nodes:\n- {model: atlas800-9000, count: 3}\n- {model: hgx-h200, count: 2}\n"
       "- {model: atlas800-9000, count: 1}\n",
       "");
-  REQUIRE(fleet.ok());
+  REQUIRE_OK(fleet);
   REQUIRE(fleet->models.size() == 2);
   CHECK(fleet->models[0].name == "atlas800-9000");
   CHECK(fleet->models[0].vendor == "huawei");
@@ -32,7 +33,7 @@ TEST_CASE("fleet of reference servers names its nodes per model and builds a def
 
 TEST_CASE("fleet leafSize sets the leaves of the default fabric") {
   auto fleet = ParseFleet("nodes: [{model: hgx-h200, count: 5}]\nfabric: {leafSize: 2}\n", "");
-  REQUIRE(fleet.ok());
+  REQUIRE_OK(fleet);
   const topology::Fabric& f = *fleet->fabric;
   CHECK(f.NodeDomain(0, 0) == f.NodeDomain(1, 0));
   CHECK(f.NodeDomain(1, 0) != f.NodeDomain(2, 0));
@@ -69,7 +70,7 @@ TEST_CASE("fleet errors name the field") {
 TEST_CASE("fleet reads an inventory file relative to the fleet file") {
   const std::string dir = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts-expected";
   auto fleet = ParseFleet("nodes: [{inventory: metax-c500-8.json, count: 2}]\n", dir);
-  REQUIRE(fleet.ok());
+  REQUIRE_OK(fleet);
   CHECK(fleet->models[0].vendor == "metax");
   CHECK(fleet->nodes[1].name == fleet->models[0].name + "-1");
 }

@@ -21,10 +21,7 @@ std::string_view SchedulerName(Scheduler scheduler) {
 }
 
 std::optional<Scheduler> ParseScheduler(std::string_view name) {
-  for (size_t i = 0; i < std::size(node_choice_cc::kSchedulerNames); ++i) {
-    if (node_choice_cc::kSchedulerNames[i] == name) return static_cast<Scheduler>(i);
-  }
-  return std::nullopt;
+  return ValueNamed<Scheduler>(node_choice_cc::kSchedulerNames, name);
 }
 
 KubeNodeSearch::KubeNodeSearch(int nodes, uint64_t seed)

@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "lab/replay.h"
 #include "lab/stock_allocator.h"
 #include "lab/testing/hand_cases.h"
@@ -20,7 +21,7 @@ ReplayResult RunStock(const Fleet& fleet, const std::vector<Job>& jobs,
                       std::vector<std::string> policies, controller::Config config = {},
                       std::optional<Scheduler> scheduler = std::nullopt) {
   auto binary = FindStockAllocator("");
-  REQUIRE(binary.ok());
+  REQUIRE_OK(binary);
   ReplayOptions options;
   options.policies = std::move(policies);
   options.stock_allocator = *binary;
@@ -28,8 +29,7 @@ ReplayResult RunStock(const Fleet& fleet, const std::vector<Job>& jobs,
   options.config = std::move(config);
   if (scheduler.has_value()) options.scheduler = *scheduler;  // else the default
   auto result = Replay(fleet, jobs, options);
-  INFO(result.status().ToString());
-  REQUIRE(result.ok());
+  REQUIRE_OK(result);
   return *result;
 }
 
@@ -122,14 +122,14 @@ TEST_CASE("kube is the stock policies' default node choice, and the seed decides
   }
   // Another seed breaks the ties elsewhere.
   auto binary = FindStockAllocator("");
-  REQUIRE(binary.ok());
+  REQUIRE_OK(binary);
   ReplayOptions options;
   options.policies = stock;
   options.stock_allocator = *binary;
   options.record_placements = true;
   options.seed = 2;
   const auto reseeded = Replay(fleet, jobs, options);
-  REQUIRE(reseeded.ok());
+  REQUIRE_OK(reseeded);
   CHECK(reseeded->scheduler_seed == 2);
   CHECK(reseeded->policies[0].placement_log != kube.policies[0].placement_log);
 }

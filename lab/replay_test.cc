@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "lab/testing/hand_cases.h"
 
 namespace xpu::lab {
@@ -21,7 +22,7 @@ ReplayResult Run(const Fleet& fleet, const std::vector<Job>& jobs,
   options.node_order = order;
   options.record_placements = true;
   auto result = Replay(fleet, jobs, options);
-  REQUIRE(result.ok());
+  REQUIRE_OK(result);
   return *result;
 }
 
@@ -100,8 +101,8 @@ TEST_CASE("replay's scheduler choice leaves the solver policies' node order alon
   options.scheduler = Scheduler::kOrder;
   options.seed = 99;
   auto order = Replay(fleet, jobs, options);
-  REQUIRE(kube.ok());
-  REQUIRE(order.ok());
+  REQUIRE_OK(kube);
+  REQUIRE_OK(order);
   CHECK(ToJson(*kube).dump() == ToJson(*order).dump());
   CHECK(kube->scheduler.empty());  // no stock policy ran: the result names no scheduler
   for (size_t i = 0; i < 2; ++i) {
@@ -176,7 +177,9 @@ TEST_CASE("replay refuses an unknown policy and a stock policy without the alloc
   options.policies = {"best-fit"};
   auto r = Replay(fleet, HandTrace("a,0,1,1\n"), options);
   REQUIRE_FALSE(r.ok());
-  CHECK(r.status().message().find("unknown policy \"best-fit\"") != std::string::npos);
+  CHECK(r.status().message() ==
+        "--policy: unknown policy \"best-fit\"; expected stock-unordered, stock-xpu, solver or "
+        "solver-node");
   options.policies = {"stock-xpu"};
   r = Replay(fleet, HandTrace("a,0,1,1\n"), options);
   REQUIRE_FALSE(r.ok());

@@ -5,6 +5,8 @@
 #include <set>
 #include <string>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu::lab {
 namespace {
 
@@ -25,7 +27,7 @@ TEST_CASE("a trace file parses: header, blank lines, comments, decimals, gangs, 
       "  infer-7 , 12.5 , 1 , 95.25 \n"
       "late,1e3,4,60\n";
   const auto jobs = ParseTrace(text, "jobs.csv");
-  REQUIRE(jobs.ok());
+  REQUIRE_OK(jobs);
   REQUIRE(jobs->size() == 3);
   const Job& gang = (*jobs)[0];
   CHECK(gang.id == "train-1");
@@ -42,7 +44,7 @@ TEST_CASE("a trace file parses: header, blank lines, comments, decimals, gangs, 
   CHECK(infer.duration == 95.25);
   CHECK((*jobs)[2].arrival == 1000);
   const auto bom = ParseTrace("\xEF\xBB\xBF#id,arrival,shape,duration\na,0,1,10\n", "bom.csv");
-  REQUIRE(bom.ok());
+  REQUIRE_OK(bom);
   CHECK(bom->front().id == "a");
 }
 
@@ -104,12 +106,12 @@ TEST_CASE("TraceCsv reads back as the same jobs") {
   CHECK(csv.find("a,0,8+8,3600\n") != std::string::npos);
   CHECK(csv.find("c,1000000,3,86400\n") != std::string::npos);
   const auto back = ParseTrace(csv, "round trip");
-  REQUIRE(back.ok());
+  REQUIRE_OK(back);
   CHECK(*back == jobs);
 
   const auto synthetic = SyntheticTrace({.jobs = 500, .fleet_devices = 64, .nodes = 8});
   const auto again = ParseTrace(TraceCsv(synthetic), "synthetic");
-  REQUIRE(again.ok());
+  REQUIRE_OK(again);
   CHECK(*again == synthetic);
 }
 
@@ -206,7 +208,7 @@ TEST_CASE("the synthetic mix keeps to the fleet") {
 TEST_CASE("a trace's partition jobs: parsed, written back, and a bad one named") {
   const auto jobs =
       ParseTrace("#id,arrival,shape,duration\ni1,0, partition:1g.18gb ,30\n", "p.csv");
-  REQUIRE(jobs.ok());
+  REQUIRE_OK(jobs);
   REQUIRE(jobs->size() == 1);
   CHECK(jobs->front().partition());
   CHECK(jobs->front().profile == "1g.18gb");

@@ -110,22 +110,23 @@ const std::vector<DeviceSet>& Node::valid_sets(int size) const {
   return it == valid_sets_.end() ? kNone : it->second;
 }
 
-Status Node::Compile(const NodeSpec& spec) {
-  if (spec.name.empty()) return InvalidArgumentError("name: must not be empty");
-  name_ = spec.name;
-  model_ = spec.model;
-  rule_set_ = spec.rule_set.kind;
-  if (spec.devices.empty()) {
+namespace {
+namespace model_cc {
+
+// The spec's devices: at least one, at most kMaxDevices, each named, of a kind, with a
+// non-negative index and memory, no name twice and no (kind, index) twice.
+Status CheckDevices(const std::vector<DeviceSpec>& devices) {
+  if (devices.empty()) {
     return InvalidArgumentError("devices: a node needs at least one device");
   }
-  if (spec.devices.size() > static_cast<size_t>(kMaxDevices)) {
-    return InvalidArgumentError("devices: " + std::to_string(spec.devices.size()) +
+  if (devices.size() > static_cast<size_t>(kMaxDevices)) {
+    return InvalidArgumentError("devices: " + std::to_string(devices.size()) +
                                 " devices; at most " + std::to_string(kMaxDevices) + " per node");
   }
   std::set<std::string> names;
   std::set<std::pair<std::string, int>> kind_index;
-  for (size_t i = 0; i < spec.devices.size(); ++i) {
-    const DeviceSpec& d = spec.devices[i];
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const DeviceSpec& d = devices[i];
     const std::string f = Field("devices", i);
     if (d.name.empty()) return InvalidArgumentError(f + ".name: must not be empty");
     if (d.kind.empty()) return InvalidArgumentError(f + ".kind: must not be empty");
@@ -139,22 +140,36 @@ Status Node::Compile(const NodeSpec& spec) {
                                   " for kind " + d.kind);
     }
   }
-  devices_ = spec.devices;
-  std::sort(devices_.begin(), devices_.end(), [](const DeviceSpec& a, const DeviceSpec& b) {
-    return std::tie(a.index, a.name) < std::tie(b.index, b.name);
-  });
-  const size_t n = devices_.size();
-  graph_ = internal::DeviceGraph(n);
-  for (size_t i = 0; i < n; ++i) graph_[i].device = static_cast<int>(i);
+  return OkStatus();
+}
 
-  auto lookup = [&](const std::string& field, const std::string& device) -> StatusOr<int> {
-    std::optional<int> id = FindDevice(device);
-    if (!id) return InvalidArgumentError(field + ": unknown device " + device);
-    return *id;
-  };
+// The id of `device` on `node`; an unknown device is an error naming `field`.
+StatusOr<int> Lookup(const Node& node, const std::string& field, const std::string& device) {
+  std::optional<int> id = node.FindDevice(device);
+  if (!id) return InvalidArgumentError(field + ": unknown device " + device);
+  return *id;
+}
 
-  for (size_t i = 0; i < spec.links.size(); ++i) {
-    const LinkSpec& l = spec.links[i];
+// The ids of a list of distinct devices of `node`; `field` names the list.
+StatusOr<std::vector<int>> DistinctIds(const Node& node, const std::string& field,
+                                       const std::vector<std::string>& devices) {
+  std::vector<int> ids;
+  for (size_t j = 0; j < devices.size(); ++j) {
+    ASSIGN_OR_RETURN(int id, Lookup(node, field + Field("", j), devices[j]));
+    if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
+      return InvalidArgumentError(field + Field("", j) + ": device " + devices[j] +
+                                  " listed twice");
+    }
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+// Adds the spec's links to `graph`, one edge per pair of each link's devices.
+Status AddSpecLinks(const Node& node, const std::vector<LinkSpec>& links,
+                    internal::DeviceGraph& graph) {
+  for (size_t i = 0; i < links.size(); ++i) {
+    const LinkSpec& l = links[i];
     const std::string f = Field("links", i);
     if (l.devices.size() < 2) {
       return InvalidArgumentError(f + ".devices: a link needs at least 2 devices");
@@ -162,51 +177,58 @@ Status Node::Compile(const NodeSpec& spec) {
     if (!(l.bandwidth_gbps > 0) || !std::isfinite(l.bandwidth_gbps)) {
       return InvalidArgumentError(f + ".bandwidthGBps: must be a positive number");
     }
-    std::vector<int> ids;
-    for (size_t j = 0; j < l.devices.size(); ++j) {
-      ASSIGN_OR_RETURN(int id, lookup(f + Field(".devices", j), l.devices[j]));
-      if (std::find(ids.begin(), ids.end(), id) != ids.end()) {
-        return InvalidArgumentError(f + Field(".devices", j) + ": device " + l.devices[j] +
-                                    " listed twice");
-      }
-      ids.push_back(id);
-    }
+    ASSIGN_OR_RETURN(const std::vector<int> ids, DistinctIds(node, f + ".devices", l.devices));
     for (size_t a = 0; a < ids.size(); ++a) {
       for (size_t b = a + 1; b < ids.size(); ++b) {
         boost::add_edge(static_cast<size_t>(ids[a]), static_cast<size_t>(ids[b]),
-                        internal::EdgeProps{l.type, ToMbps(l.bandwidth_gbps)}, graph_);
+                        internal::EdgeProps{l.type, ToMbps(l.bandwidth_gbps)}, graph);
       }
     }
   }
-  DerivePcie(spec.pcie);
+  return OkStatus();
+}
 
-  // Pairwise best link.
-  bw_.assign(n * n, 0);
-  pair_type_.assign(n * n, LinkType::kCrossNuma);
+// The best link of every ordered pair of `n` devices (row-major; a pair with no link: 0 MB/s,
+// cross-NUMA), the fastest overall and the fastest of each device.
+struct PairTable {
+  std::vector<int64_t> bw;
+  std::vector<LinkType> type;
+  int64_t max_bw = 0;
+  std::vector<int64_t> row_max;
+};
+
+PairTable BestPairLinks(const std::vector<Link>& links, size_t n) {
+  PairTable t;
+  t.bw.assign(n * n, 0);
+  t.type.assign(n * n, LinkType::kCrossNuma);
   std::vector<bool> seen(n * n, false);
-  for (const Link& l : Links()) {
+  for (const Link& l : links) {
     for (auto [x, y] : {std::pair{l.a, l.b}, std::pair{l.b, l.a}}) {
-      const size_t k = Idx(x, y);
-      const bool better = !seen[k] || l.bandwidth_mbps > bw_[k] ||
-                          (l.bandwidth_mbps == bw_[k] && l.type < pair_type_[k]);
+      const size_t k = static_cast<size_t>(x) * n + static_cast<size_t>(y);
+      const bool better = !seen[k] || l.bandwidth_mbps > t.bw[k] ||
+                          (l.bandwidth_mbps == t.bw[k] && l.type < t.type[k]);
       if (better) {
-        bw_[k] = l.bandwidth_mbps;
-        pair_type_[k] = l.type;
+        t.bw[k] = l.bandwidth_mbps;
+        t.type[k] = l.type;
         seen[k] = true;
       }
     }
   }
-  max_bw_ = n > 1 ? *std::max_element(bw_.begin(), bw_.end()) : 0;
-  row_max_.assign(n, 0);
+  t.max_bw = n > 1 ? *std::max_element(t.bw.begin(), t.bw.end()) : 0;
+  t.row_max.assign(n, 0);
   for (size_t a = 0; a < n; ++a) {
-    row_max_[a] = *std::max_element(bw_.begin() + static_cast<long>(a * n),
-                                    bw_.begin() + static_cast<long>((a + 1) * n));
+    t.row_max[a] = *std::max_element(t.bw.begin() + static_cast<long>(a * n),
+                                     t.bw.begin() + static_cast<long>((a + 1) * n));
   }
+  return t;
+}
 
-  // Groups from the spec, then derived PCIe / NUMA groups.
+// The spec's groups: named once each, with members, each member a device of `node` once.
+StatusOr<std::vector<Group>> SpecGroups(const Node& node, const std::vector<GroupSpec>& specs) {
+  std::vector<Group> groups;
   std::set<std::string> group_names;
-  for (size_t i = 0; i < spec.groups.size(); ++i) {
-    const GroupSpec& g = spec.groups[i];
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const GroupSpec& g = specs[i];
     const std::string f = Field("groups", i);
     if (g.name.empty()) return InvalidArgumentError(f + ".name: must not be empty");
     if (!group_names.insert(g.name).second) {
@@ -214,20 +236,21 @@ Status Node::Compile(const NodeSpec& spec) {
     }
     if (g.members.empty()) return InvalidArgumentError(f + ".members: a group needs members");
     Group group{g.name, g.kind, {}, {}, false};
-    for (size_t j = 0; j < g.members.size(); ++j) {
-      ASSIGN_OR_RETURN(int id, lookup(f + Field(".members", j), g.members[j]));
-      if (group.mask.Contains(id)) {
-        return InvalidArgumentError(f + Field(".members", j) + ": device " + g.members[j] +
-                                    " listed twice");
-      }
-      group.members.push_back(id);
-      group.mask.Add(id);
-    }
-    groups_.push_back(std::move(group));
+    ASSIGN_OR_RETURN(group.members, DistinctIds(node, f + ".members", g.members));
+    for (int id : group.members) group.mask.Add(id);
+    groups.push_back(std::move(group));
   }
+  return groups;
+}
+
+// The PCIe switch, host bridge and NUMA groups of `devices` (by id) with 2 or more members but
+// not all of them, unless `existing` already has a group of the same members.
+std::vector<Group> DerivedGroups(const std::vector<DeviceSpec>& devices,
+                                 const std::vector<Group>& existing) {
+  const size_t n = devices.size();
   std::map<std::pair<GroupKind, std::string>, std::vector<int>> derived;
   for (size_t i = 0; i < n; ++i) {
-    const DeviceSpec& d = devices_[i];
+    const DeviceSpec& d = devices[i];
     if (d.pcie_path.size() >= 3) {
       derived[{GroupKind::kPcieSwitch, d.pcie_path[1]}].push_back(static_cast<int>(i));
     }
@@ -238,19 +261,53 @@ Status Node::Compile(const NodeSpec& spec) {
       derived[{GroupKind::kNuma, std::to_string(d.numa_node)}].push_back(static_cast<int>(i));
     }
   }
+  std::vector<Group> groups;
   for (GroupKind kind : {GroupKind::kPcieSwitch, GroupKind::kHostBridge, GroupKind::kNuma}) {
     for (const auto& [key, members] : derived) {
       if (key.first != kind || members.size() < 2 || members.size() == n) continue;
       DeviceSet mask = DeviceSet::Of(members);
       // A derived group with the same members as an existing one would count twice.
-      if (std::any_of(groups_.begin(), groups_.end(),
-                      [&](const Group& g) { return g.mask == mask; })) {
+      auto same = [&](const Group& g) { return g.mask == mask; };
+      if (std::any_of(existing.begin(), existing.end(), same) ||
+          std::any_of(groups.begin(), groups.end(), same)) {
         continue;
       }
-      groups_.push_back(
+      groups.push_back(
           Group{std::string(GroupKindName(kind)) + "-" + key.second, kind, members, mask, true});
     }
   }
+  return groups;
+}
+
+}  // namespace model_cc
+}  // namespace
+
+Status Node::Compile(const NodeSpec& spec) {
+  using namespace model_cc;  // NOLINT(google-build-using-namespace): this file's steps
+  if (spec.name.empty()) return InvalidArgumentError("name: must not be empty");
+  name_ = spec.name;
+  model_ = spec.model;
+  rule_set_ = spec.rule_set.kind;
+  RETURN_IF_ERROR(CheckDevices(spec.devices));
+  devices_ = spec.devices;
+  std::sort(devices_.begin(), devices_.end(), [](const DeviceSpec& a, const DeviceSpec& b) {
+    return std::tie(a.index, a.name) < std::tie(b.index, b.name);
+  });
+  const size_t n = devices_.size();
+  graph_ = internal::DeviceGraph(n);
+  for (size_t i = 0; i < n; ++i) graph_[i].device = static_cast<int>(i);
+  RETURN_IF_ERROR(AddSpecLinks(*this, spec.links, graph_));
+  DerivePcie(spec.pcie);
+
+  PairTable pairs = BestPairLinks(Links(), n);
+  bw_ = std::move(pairs.bw);
+  pair_type_ = std::move(pairs.type);
+  max_bw_ = pairs.max_bw;
+  row_max_ = std::move(pairs.row_max);
+
+  // Groups from the spec, then derived PCIe / NUMA groups.
+  ASSIGN_OR_RETURN(groups_, SpecGroups(*this, spec.groups));
+  for (Group& g : DerivedGroups(devices_, groups_)) groups_.push_back(std::move(g));
 
   RETURN_IF_ERROR(CheckRuleSet(spec.rule_set));
   ComputeClasses();

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <exception>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -62,8 +63,9 @@ constexpr FlagSpec kVendorLibFlag = {"vendor-lib-dir",
                                      "(repeatable)",
                                      true};
 
-const std::vector<Command>& Commands() {
-  static const std::vector<Command> commands = {
+// The commands over one node's devices: choosing, drawing and grouping them (and a gang's nodes).
+std::vector<Command> NodeCommands() {
+  return {
       {"plan",
        "choose the best devices for a request on one node (exit 3: infeasible)",
        {kTopologyFlag,
@@ -95,6 +97,12 @@ const std::vector<Command>& Commands() {
        "list the aligned device groups of one size, the sets worth publishing",
        {kTopologyFlag, kInventoryFlag, {"size", '\0', "K", true, "group size"}, kOutputFlag},
        internal::RunGroups},
+  };
+}
+
+// The commands that discover a host and show what the controller publishes and renders.
+std::vector<Command> PublishingCommands() {
+  return {
       {"discover",
        "discover this host's accelerators and print its NodeInventory",
        {{"host-root", '\0', "DIR", false, "read sysfs, /dev and /proc under DIR (default /)"},
@@ -144,6 +152,12 @@ const std::vector<Command>& Commands() {
         kKubeVersionFlag,
         kOutputFlag},
        internal::RunAutoscalerTemplate},
+  };
+}
+
+// The commands that check a node and compare placement policies.
+std::vector<Command> OperatorCommands() {
+  return {
       {"doctor",
        "check this node's integration, hardware to kubelet (exit 3: a check failed)",
        {{"host-root", '\0', "DIR", false, "read sysfs, /dev, /proc and /etc under DIR (default /)"},
@@ -193,6 +207,18 @@ const std::vector<Command>& Commands() {
         {"output", 'o', "text|json", false, "output format (default text)"}},
        internal::RunReplay},
   };
+}
+
+// Every command, in the order `xpuctl help` lists them.
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> commands = [] {
+    std::vector<Command> all;
+    for (std::vector<Command> group : {NodeCommands(), PublishingCommands(), OperatorCommands()}) {
+      all.insert(all.end(), std::make_move_iterator(group.begin()),
+                 std::make_move_iterator(group.end()));
+    }
+    return all;
+  }();
   return commands;
 }
 

@@ -15,6 +15,7 @@
 
 #include "api/node_inventory.h"
 #include "api/testing/inventory_examples.h"
+#include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 #include "controller/reference_servers.h"
 #include "lab/fleet.h"
@@ -25,13 +26,13 @@ namespace xpu::lab::testing {
 
 inline Fleet HandFleet(std::string_view yaml) {
   auto fleet = ParseFleet(yaml, "");
-  REQUIRE(fleet.ok());
+  REQUIRE_OK(fleet);
   return *std::move(fleet);
 }
 
 inline std::vector<Job> HandTrace(std::string_view csv) {
   auto jobs = ParseTrace(csv, "hand.csv");
-  REQUIRE(jobs.ok());
+  REQUIRE_OK(jobs);
   return *std::move(jobs);
 }
 
@@ -120,7 +121,7 @@ inline Fleet MigFleet(const xpu::testing::TempDir& dir, int mig_gpus, int nodes)
   std::ofstream(dir.path() + "/h200-mig.json") << api::ToJson(inventory).dump();
   auto fleet = ParseFleet(
       "nodes: [{inventory: h200-mig.json, count: " + std::to_string(nodes) + "}]\n", dir.path());
-  REQUIRE(fleet.ok());
+  REQUIRE_OK(fleet);
   return *std::move(fleet);
 }
 

@@ -14,8 +14,7 @@ namespace xpu::lab::testing {
 
 inline std::unique_ptr<StockAllocator> StartStockAllocator() {
   const StatusOr<std::string> binary = FindStockAllocator("");
-  INFO(binary.status().ToString());
-  REQUIRE(binary.ok());
+  REQUIRE_OK(binary);
   StatusOr<std::unique_ptr<StockAllocator>> stock = StockAllocator::Start(*binary);
   REQUIRE_OK(stock);
   return std::move(stock).value();
