@@ -17,33 +17,29 @@
 #include "api/client/informer.h"
 #include "api/core.h"
 #include "base/mutex.h"
+#include "base/testing/require_ok.h"
 #include "e2e/client/kube_sim_process.h"
 #include "e2e/client/wait.h"
 
 namespace xpu::e2e {
 namespace {
 
-using api::client::Client;
-using api::client::ClientOptions;
-using api::client::ClusterConfig;
-using api::client::Informer;
-using api::client::ObjectPtr;
-using nlohmann::json;
 namespace kc = api::client;
+using nlohmann::json;
 
 std::unique_ptr<KubeSimProcess> StartSim(const std::vector<std::string>& flags = {}) {
   auto sim = KubeSimProcess::Start(XPU_KUBE_SIM_BINARY, flags);
   INFO(sim.status().ToString());
-  REQUIRE(sim.ok());
+  REQUIRE_OK(sim);
   return std::move(sim).value();
 }
 
-std::unique_ptr<Client> Connect(const KubeSimProcess& sim, ClientOptions options = {}) {
+std::unique_ptr<kc::Client> Connect(const KubeSimProcess& sim, kc::ClientOptions options = {}) {
   auto config = sim.Config();
   INFO(config.status().ToString());
-  REQUIRE(config.ok());
-  auto client = Client::Create(*config, std::move(options));
-  REQUIRE(client.ok());
+  REQUIRE_OK(config);
+  auto client = kc::Client::Create(*config, std::move(options));
+  REQUIRE_OK(client);
   return std::move(client).value();
 }
 
@@ -88,10 +84,10 @@ TEST_CASE("client CRUD, conflicts and preconditions against kube-sim", "[e2e][cl
   auto client = Connect(*sim);
   REQUIRE(sim->url().rfind("https://", 0) == 0);
 
-  REQUIRE(client->Create(kc::Namespaces(), "", Namespace("xpu-dra")).ok());
+  REQUIRE_OK(client->Create(kc::Namespaces(), "", Namespace("xpu-dra")));
   const auto made = client->Create(kc::ResourceSlices(), "", Slice("n1-0", "n1", 4));
   INFO(made.status().ToString());
-  REQUIRE(made.ok());
+  REQUIRE_OK(made);
   CHECK((*made)["metadata"].contains("uid"));
   CHECK((*made)["apiVersion"] == "resource.k8s.io/v1");
 
@@ -102,7 +98,7 @@ TEST_CASE("client CRUD, conflicts and preconditions against kube-sim", "[e2e][cl
   json updated = *made;
   updated["spec"]["pool"]["generation"] = 2;
   const auto up = client->Update(kc::ResourceSlices(), "", updated);
-  REQUIRE(up.ok());
+  REQUIRE_OK(up);
   CHECK((*up)["metadata"]["generation"] == 2);
   // The same resourceVersion again is stale: 409 Conflict, handed back to re-read.
   const auto stale = client->Update(kc::ResourceSlices(), "", updated);
@@ -118,9 +114,9 @@ TEST_CASE("client CRUD, conflicts and preconditions against kube-sim", "[e2e][cl
   CHECK(client->Create(kc::Leases(), "absent", Lease("l1")).status().code() ==
         StatusCode::kNotFound);
   const auto lease = client->Create(kc::Leases(), "xpu-dra", Lease("l1"));
-  REQUIRE(lease.ok());
+  REQUIRE_OK(lease);
   const auto got = client->Get(kc::Leases(), "xpu-dra", "l1");
-  REQUIRE(got.ok());
+  REQUIRE_OK(got);
   CHECK((*got)["spec"]["holderIdentity"] == "a");
   CHECK(client->Get(kc::Leases(), "xpu-dra", "l2").status().code() == StatusCode::kNotFound);
 
@@ -130,12 +126,12 @@ TEST_CASE("client CRUD, conflicts and preconditions against kube-sim", "[e2e][cl
               {"metadata", {{"name", "n1"}}},
               {"status", {{"bootID", "b1"}}}};
   auto created_inv = client->Create(kc::NodeInventories(), "", inv);
-  REQUIRE(created_inv.ok());
+  REQUIRE_OK(created_inv);
   CHECK_FALSE(created_inv->contains("status"));  // ignored on the main resource
   json with_status = *created_inv;
   with_status["status"] = {{"bootID", "b1"}};
   const auto st = client->UpdateStatus(kc::NodeInventories(), "", with_status);
-  REQUIRE(st.ok());
+  REQUIRE_OK(st);
   CHECK((*st)["status"]["bootID"] == "b1");
 
   // Delete with preconditions.
@@ -157,15 +153,15 @@ TEST_CASE("the observe hook sees every attempt's verb and status code", "[e2e][c
   auto sim = StartSim();
   Mutex mu;
   std::vector<std::pair<std::string, int>> seen;
-  ClientOptions options;
+  kc::ClientOptions options;
   options.observe = [&](std::string_view verb, int code) {
     MutexLock lock(mu);
     seen.emplace_back(std::string(verb), code);
   };
   auto client = Connect(*sim, options);
-  REQUIRE(client->Create(kc::Namespaces(), "", Namespace("obs")).ok());
+  REQUIRE_OK(client->Create(kc::Namespaces(), "", Namespace("obs")));
   CHECK(client->Get(kc::Namespaces(), "", "nosuch").status().code() == StatusCode::kNotFound);
-  REQUIRE(client->List(kc::Namespaces(), "").ok());
+  REQUIRE_OK(client->List(kc::Namespaces(), ""));
   MutexLock lock(mu);
   CHECK(seen ==
         std::vector<std::pair<std::string, int>>{{"create", 201}, {"get", 404}, {"list", 200}});
@@ -174,23 +170,21 @@ TEST_CASE("the observe hook sees every attempt's verb and status code", "[e2e][c
 TEST_CASE("client lists with selectors and pagination", "[e2e][client]") {
   auto sim = StartSim();
   auto client = Connect(*sim);
-  REQUIRE(client->Create(kc::Namespaces(), "", Namespace("ns")).ok());
+  REQUIRE_OK(client->Create(kc::Namespaces(), "", Namespace("ns")));
   for (int i = 0; i < 23; ++i) {
-    REQUIRE(client
-                ->Create(kc::Leases(), "ns",
-                         Lease("l" + std::to_string(i), {{"parity", i % 2 ? "odd" : "even"}}))
-                .ok());
+    REQUIRE_OK(client->Create(
+        kc::Leases(), "ns", Lease("l" + std::to_string(i), {{"parity", i % 2 ? "odd" : "even"}})));
   }
   kc::ListOptions page;
   page.limit = 10;
   const auto first = client->List(kc::Leases(), "ns", page);
-  REQUIRE(first.ok());
+  REQUIRE_OK(first);
   CHECK(first->items.size() == 10);
   CHECK_FALSE(first->continue_token.empty());
   CHECK(first->items[0]["kind"] == "Lease");  // filled in when the server leaves it out
 
   const auto all = client->ListAll(kc::Leases(), "ns", page);
-  REQUIRE(all.ok());
+  REQUIRE_OK(all);
   std::set<std::string> names;
   for (const auto& item : all->items) names.insert(item["metadata"]["name"].get<std::string>());
   CHECK(names.size() == 23);
@@ -202,7 +196,7 @@ TEST_CASE("client lists with selectors and pagination", "[e2e][client]") {
   kc::ListOptions by_name;
   by_name.field_selector = "metadata.name=l7";
   const auto one = client->List(kc::Leases(), "", by_name);  // all namespaces
-  REQUIRE(one.ok());
+  REQUIRE_OK(one);
   REQUIRE(one->items.size() == 1);
   CHECK(one->items[0]["metadata"]["namespace"] == "ns");
 }
@@ -210,9 +204,9 @@ TEST_CASE("client lists with selectors and pagination", "[e2e][client]") {
 TEST_CASE("client watches: events in order, resume, bookmarks and 410", "[e2e][client]") {
   auto sim = StartSim({"--history", "8"});
   auto client = Connect(*sim);
-  REQUIRE(client->Create(kc::Namespaces(), "", Namespace("ns")).ok());
+  REQUIRE_OK(client->Create(kc::Namespaces(), "", Namespace("ns")));
   const auto start = client->List(kc::Leases(), "ns");
-  REQUIRE(start.ok());
+  REQUIRE_OK(start);
 
   Mutex mu;
   std::vector<std::string> seen;  // "TYPE name rv"
@@ -239,16 +233,16 @@ TEST_CASE("client watches: events in order, resume, bookmarks and 410", "[e2e][c
     CHECK(s.code() == StatusCode::kCancelled);  // the handler ended it
   });
   auto l1 = client->Create(kc::Leases(), "ns", Lease("a"));
-  REQUIRE(l1.ok());
+  REQUIRE_OK(l1);
   json changed = *l1;
   changed["spec"]["holderIdentity"] = "b";
-  REQUIRE(client->Update(kc::Leases(), "ns", changed).ok());
-  REQUIRE(client->Delete(kc::Leases(), "ns", "a").ok());
+  REQUIRE_OK(client->Update(kc::Leases(), "ns", changed));
+  REQUIRE_OK(client->Delete(kc::Leases(), "ns", "a"));
   watcher.join();
   REQUIRE(seen == std::vector<std::string>{"ADDED a", "MODIFIED a", "DELETED a"});
 
   // Resume from the last resourceVersion seen: only what came after.
-  REQUIRE(client->Create(kc::Leases(), "ns", Lease("b")).ok());
+  REQUIRE_OK(client->Create(kc::Leases(), "ns", Lease("b")));
   std::vector<std::string> resumed;
   options.resource_version = last_rv;
   const Status r = client->Watch(kc::Leases(), "ns", options, [&](kc::WatchEvent& e) {
@@ -277,7 +271,7 @@ TEST_CASE("client watches: events in order, resume, bookmarks and 410", "[e2e][c
 
   // Past the 8-event history, the old resourceVersion is gone: kOutOfRange (relist).
   for (int i = 0; i < 12; ++i) {
-    REQUIRE(client->Create(kc::Leases(), "ns", Lease("x" + std::to_string(i))).ok());
+    REQUIRE_OK(client->Create(kc::Leases(), "ns", Lease("x" + std::to_string(i))));
   }
   options.resource_version = start->resource_version;
   const Status gone =
@@ -290,10 +284,11 @@ TEST_CASE("client watches: events in order, resume, bookmarks and 410", "[e2e][c
 struct Recorder {
   Mutex mu;
   std::map<std::string, int> adds, updates, deletes;
-  void Attach(Informer& informer) {
-    informer.AddHandlers({[this](const ObjectPtr& o) { Bump(adds, *o); },
-                          [this](const ObjectPtr&, const ObjectPtr& n) { Bump(updates, *n); },
-                          [this](const ObjectPtr& o) { Bump(deletes, *o); }});
+  void Attach(kc::Informer& informer) {
+    informer.AddHandlers(
+        {[this](const kc::ObjectPtr& o) { Bump(adds, *o); },
+         [this](const kc::ObjectPtr&, const kc::ObjectPtr& n) { Bump(updates, *n); },
+         [this](const kc::ObjectPtr& o) { Bump(deletes, *o); }});
   }
   void Bump(std::map<std::string, int>& m, const json& o) {
     MutexLock lock(mu);
@@ -315,12 +310,12 @@ struct Recorder {
 TEST_CASE("informer syncs, follows changes, and relists after 410", "[e2e][client][informer]") {
   auto sim = StartSim({"--history", "5"});
   auto client = Connect(*sim);
-  REQUIRE(client->Create(kc::Namespaces(), "", Namespace("ns")).ok());
+  REQUIRE_OK(client->Create(kc::Namespaces(), "", Namespace("ns")));
   for (int i = 0; i < 3; ++i) {
-    REQUIRE(client->Create(kc::Leases(), "ns", Lease("pre" + std::to_string(i))).ok());
+    REQUIRE_OK(client->Create(kc::Leases(), "ns", Lease("pre" + std::to_string(i))));
   }
 
-  Informer informer(client.get(), kc::Leases(), InNamespace("ns"));
+  kc::Informer informer(client.get(), kc::Leases(), InNamespace("ns"));
   Recorder rec;
   rec.Attach(informer);
   informer.Start();
@@ -329,11 +324,11 @@ TEST_CASE("informer syncs, follows changes, and relists after 410", "[e2e][clien
   CHECK(rec.Count(rec.adds) == 3);
 
   auto a = client->Create(kc::Leases(), "ns", Lease("a"));
-  REQUIRE(a.ok());
+  REQUIRE_OK(a);
   REQUIRE(Eventually([&] { return informer.Get("ns/a") != nullptr; }));
   json changed = *a;
   changed["spec"]["holderIdentity"] = "z";
-  REQUIRE(client->Update(kc::Leases(), "ns", changed).ok());
+  REQUIRE_OK(client->Update(kc::Leases(), "ns", changed));
   REQUIRE(Eventually([&] {
     auto o = informer.Get("ns/a");
     return o && (*o)["spec"]["holderIdentity"] == "z";
@@ -344,9 +339,9 @@ TEST_CASE("informer syncs, follows changes, and relists after 410", "[e2e][clien
   // Stopped, the informer misses more than the 5-event history; started again it gets 410,
   // relists, and reports exactly the differences.
   informer.Stop();
-  REQUIRE(client->Delete(kc::Leases(), "ns", "pre0").ok());
+  REQUIRE_OK(client->Delete(kc::Leases(), "ns", "pre0"));
   for (int i = 0; i < 8; ++i) {
-    REQUIRE(client->Create(kc::Leases(), "ns", Lease("new" + std::to_string(i))).ok());
+    REQUIRE_OK(client->Create(kc::Leases(), "ns", Lease("new" + std::to_string(i))));
   }
   informer.Start();
   REQUIRE(Eventually([&] { return informer.size() == 3 - 1 + 1 + 8; }));
@@ -366,11 +361,11 @@ TEST_CASE("typed informer keeps decoded objects and leaves out what does not dec
           "[e2e][client][informer]") {
   auto sim = StartSim();
   auto client = Connect(*sim);
-  REQUIRE(client->Create(kc::Namespaces(), "", Namespace("ns")).ok());
-  REQUIRE(client->Create(kc::Leases(), "ns", Lease("good")).ok());
+  REQUIRE_OK(client->Create(kc::Namespaces(), "", Namespace("ns")));
+  REQUIRE_OK(client->Create(kc::Leases(), "ns", Lease("good")));
   json bad = Lease("bad");
   bad["spec"]["leaseDurationSeconds"] = "fifteen";  // kube-sim stores it; the codec refuses it
-  REQUIRE(client->Create(kc::Leases(), "ns", bad).ok());
+  REQUIRE_OK(client->Create(kc::Leases(), "ns", bad));
 
   kc::TypedInformer<api::core::Lease> leases(client.get(), kc::Leases(), InNamespace("ns"));
   std::atomic<int> adds{0};
@@ -392,9 +387,9 @@ TEST_CASE("typed informer keeps decoded objects and leaves out what does not dec
 
   // A fix of the bad object arrives as an add; the informer keeps going.
   auto stored = client->Get(kc::Leases(), "ns", "bad");
-  REQUIRE(stored.ok());
+  REQUIRE_OK(stored);
   (*stored)["spec"]["leaseDurationSeconds"] = 15;
-  REQUIRE(client->Update(kc::Leases(), "ns", *stored).ok());
+  REQUIRE_OK(client->Update(kc::Leases(), "ns", *stored));
   REQUIRE(Eventually([&] { return leases.Get("ns/bad") != nullptr; }));
   CHECK(adds == 2);
   leases.Stop();
@@ -406,15 +401,15 @@ TEST_CASE("client retries injected faults, the informer loses and duplicates not
   // 1 s, which the Retry-After test covers; here they would only make the test slow.)
   auto sim = StartSim({"--fault-rate", "0.2", "--fault-codes", "500", "--drop-rate", "0.1",
                        "--watch-close-after", "5", "--seed", "7"});
-  ClientOptions options;
+  kc::ClientOptions options;
   options.backoff = {std::chrono::milliseconds(5), std::chrono::milliseconds(50), 2, 12,
                      std::chrono::seconds(60)};
   options.seed = 11;
   auto client = Connect(*sim, options);
   // Faults hit every kind of request, so even setting up goes through the retries.
-  REQUIRE(client->Create(kc::Namespaces(), "", Namespace("ns")).ok());
+  REQUIRE_OK(client->Create(kc::Namespaces(), "", Namespace("ns")));
 
-  Informer informer(client.get(), kc::Leases(), InNamespace("ns"));
+  kc::Informer informer(client.get(), kc::Leases(), InNamespace("ns"));
   Recorder rec;
   rec.Attach(informer);
   informer.Start();
@@ -424,13 +419,13 @@ TEST_CASE("client retries injected faults, the informer loses and duplicates not
   for (int i = 0; i < kObjects; ++i) {
     const auto made = client->Create(kc::Leases(), "ns", Lease("l" + std::to_string(i)));
     INFO(made.status().ToString());
-    REQUIRE(made.ok());
+    REQUIRE_OK(made);
   }
   for (int i = 0; i < kObjects; i += 2) {
-    REQUIRE(client->Delete(kc::Leases(), "ns", "l" + std::to_string(i)).ok());
+    REQUIRE_OK(client->Delete(kc::Leases(), "ns", "l" + std::to_string(i)));
   }
   const auto truth = client->ListAll(kc::Leases(), "ns");
-  REQUIRE(truth.ok());
+  REQUIRE_OK(truth);
   REQUIRE(truth->items.size() == kObjects / 2);
   REQUIRE(Eventually([&] { return rec.Count(rec.deletes) == kObjects / 2; }));
   CHECK(informer.size() == kObjects / 2);
@@ -449,13 +444,13 @@ TEST_CASE("client retries injected faults, the informer loses and duplicates not
 
 TEST_CASE("client honours 429 Retry-After", "[e2e][client]") {
   auto sim = StartSim({"--fault-rate", "0.5", "--fault-codes", "429", "--seed", "3"});
-  ClientOptions options;
+  kc::ClientOptions options;
   options.backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(10), 2, 20,
                      std::chrono::seconds(60)};
   auto client = Connect(*sim, options);
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < 4; ++i) {
-    REQUIRE(client->Create(kc::Namespaces(), "", Namespace("n" + std::to_string(i))).ok());
+    REQUIRE_OK(client->Create(kc::Namespaces(), "", Namespace("n" + std::to_string(i))));
   }
   const auto throttled = client->stats().throttled;
   CHECK(throttled > 0);
@@ -466,13 +461,13 @@ TEST_CASE("client honours 429 Retry-After", "[e2e][client]") {
 TEST_CASE("client authentication and TLS verification", "[e2e][client]") {
   auto sim = StartSim({"--token", "right-token"});
   auto config = sim->Config();
-  REQUIRE(config.ok());
+  REQUIRE_OK(config);
   CHECK(config->token == "right-token");
 
-  ClusterConfig wrong = *config;
+  kc::ClusterConfig wrong = *config;
   wrong.token = "wrong-token";
-  auto bad = Client::Create(wrong);
-  REQUIRE(bad.ok());
+  auto bad = kc::Client::Create(wrong);
+  REQUIRE_OK(bad);
   const auto denied = (*bad)->Get(kc::Nodes(), "", "n1");
   CHECK(denied.status().code() == StatusCode::kUnauthenticated);
   CHECK(denied.status().message().find("get nodes n1: 401") == 0);
@@ -480,16 +475,16 @@ TEST_CASE("client authentication and TLS verification", "[e2e][client]") {
 
   // Another server's CA does not verify this one.
   auto other = StartSim();
-  ClusterConfig mismatched = *config;
+  kc::ClusterConfig mismatched = *config;
   mismatched.ca_pem = other->Config()->ca_pem;
-  auto untrusted = Client::Create(mismatched);
-  REQUIRE(untrusted.ok());
+  auto untrusted = kc::Client::Create(mismatched);
+  REQUIRE_OK(untrusted);
   CHECK((*untrusted)->Get(kc::Nodes(), "", "n1").status().code() ==
         StatusCode::kFailedPrecondition);
   // Neither does the system trust store.
-  ClusterConfig system_store = *config;
+  kc::ClusterConfig system_store = *config;
   system_store.ca_pem.clear();
-  CHECK((*Client::Create(system_store))->Get(kc::Nodes(), "", "n1").status().code() ==
+  CHECK((*kc::Client::Create(system_store))->Get(kc::Nodes(), "", "n1").status().code() ==
         StatusCode::kFailedPrecondition);
 }
 
@@ -497,20 +492,20 @@ TEST_CASE("client authenticates with a client certificate", "[e2e][client]") {
   auto sim = StartSim();
   auto config = api::client::LoadKubeconfig(sim->client_cert_kubeconfig());
   INFO(config.status().ToString());
-  REQUIRE(config.ok());
+  REQUIRE_OK(config);
   CHECK(config->token.empty());
   CHECK_FALSE(config->client_cert_pem.empty());
   CHECK(config->Describe().find("client certificate") != std::string::npos);
-  auto client = Client::Create(*config);
-  REQUIRE(client.ok());
+  auto client = kc::Client::Create(*config);
+  REQUIRE_OK(client);
   CHECK((*client)->Create(kc::Namespaces(), "", Namespace("by-cert")).ok());
   CHECK((*client)->Get(kc::Namespaces(), "", "by-cert").ok());
 
   // Without the certificate (and no token) the same server says 401.
-  ClusterConfig anonymous = *config;
+  kc::ClusterConfig anonymous = *config;
   anonymous.client_cert_pem.clear();
   anonymous.client_key_pem.clear();
-  CHECK((*Client::Create(anonymous))->Get(kc::Nodes(), "", "n1").status().code() ==
+  CHECK((*kc::Client::Create(anonymous))->Get(kc::Nodes(), "", "n1").status().code() ==
         StatusCode::kUnauthenticated);
 }
 
@@ -533,12 +528,12 @@ TEST_CASE("client falls back to the served resource.k8s.io version and speaks v1
     REQUIRE(slices.WaitForSync(std::chrono::seconds(20)));
     const auto made = client->Create(kc::ResourceSlices(), "", Slice("n1-0", "n1", 2));
     INFO(made.status().ToString());
-    REQUIRE(made.ok());
+    REQUIRE_OK(made);
     CHECK((*made)["apiVersion"] == "resource.k8s.io/v1");
     CHECK((*made)["spec"]["devices"][0]["attributes"]["index"]["int"] == 0);
     CHECK_FALSE((*made)["spec"]["devices"][0].contains("basic"));
     const auto listed = client->ListAll(kc::ResourceSlices(), "");
-    REQUIRE(listed.ok());
+    REQUIRE_OK(listed);
     REQUIRE(listed->items.size() == 1);
     CHECK(listed->items[0]["apiVersion"] == "resource.k8s.io/v1");
     // Watch events are converted too.
@@ -549,7 +544,7 @@ TEST_CASE("client falls back to the served resource.k8s.io version and speaks v1
     json changed = *made;
     changed["spec"]["pool"]["generation"] = 2;
     const auto up = client->Update(kc::ResourceSlices(), "", changed);
-    REQUIRE(up.ok());
+    REQUIRE_OK(up);
     CHECK((*up)["spec"]["pool"]["generation"] == 2);
     slices.Stop();
   }
@@ -566,12 +561,12 @@ TEST_CASE("client requests time out", "[e2e][client]") {
   REQUIRE(::listen(fd, 8) == 0);
   socklen_t len = sizeof(addr);
   REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ClusterConfig config;
+  kc::ClusterConfig config;
   config.server = "https://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
-  ClientOptions options;
+  kc::ClientOptions options;
   options.timeout = std::chrono::milliseconds(300);
-  auto client = Client::Create(config, options);
-  REQUIRE(client.ok());
+  auto client = kc::Client::Create(config, options);
+  REQUIRE_OK(client);
   const auto got = (*client)->Get(kc::Nodes(), "", "n1");
   CHECK(got.status().code() == StatusCode::kDeadlineExceeded);
   CHECK(got.status().message().find("get nodes n1: ") == 0);

@@ -1,5 +1,7 @@
 #include "e2e/cluster/harness.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -10,6 +12,12 @@ namespace xpu::e2e {
 
 namespace fs = std::filesystem;
 namespace kc = api::client;
+
+int RequestedMinor() {
+  const char* v = std::getenv("XPU_UPSTREAM_VERSION");  // NOLINT(concurrency-mt-unsafe)
+  if (v == nullptr || std::string(v).find('.') == std::string::npos) return 0;
+  return std::atoi(std::strchr(v, '.') + 1);
+}
 
 kc::ResourceRef Pods() { return kc::ResourceRef{"", "v1", "pods", true}; }
 

@@ -24,8 +24,8 @@ namespace xpu::e2e {
 
 // The built-in config (DefaultConfig) in attributes mode, as a file (a config file replaces the
 // built-in one whole), for the tests and the demo written for attributes mode, which from 1.36
-// is no longer the default of a config without a mode (upstream_test.cc checks it parses to
-// exactly that).
+// is no longer the default of a config without a mode (upstream_admission_test.cc checks it parses
+// to exactly that).
 inline constexpr const char* kBuiltInConfigAttributes = R"(publishing:
   mode: attributes
 capabilityClasses:
@@ -33,6 +33,9 @@ capabilityClasses:
 - {name: training-standard, minMemory: 32Gi, precisions: [bf16, fp16]}
 - {name: inference, minMemory: 16Gi, precisions: [fp16, int8]}
 )";
+
+// The minor version asked for with XPU_UPSTREAM_VERSION ("1.34.4" -> 34); 0 for the newest.
+int RequestedMinor();
 
 // Eventually with the pace of a real control plane: every 50 ms, for up to a minute by default.
 template <typename F>

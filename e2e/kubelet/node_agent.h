@@ -13,9 +13,9 @@
 //   - deletes the node's ResourceSlices of a driver whose plugin has been unreachable for
 //     --wipe-after (the kubelet's 30 s wipe).
 //
-// The pure parts (flags, claim names of a pod, claim readiness, the pod and node status
-// documents, the prepare record, unprepare reference counting) are free functions, tested without
-// a server.
+// The pure parts are free functions, tested without a server: the flags and the node's documents
+// here (node_agent_flags.cc), the pods' in pod_documents.h (claim names of a pod, claim readiness,
+// the pod status, the prepare record, unprepare reference counting).
 #ifndef XPU_E2E_KUBELET_NODE_AGENT_H_
 #define XPU_E2E_KUBELET_NODE_AGENT_H_
 
@@ -37,6 +37,7 @@
 #include "base/mutex.h"
 #include "base/status.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
+#include "e2e/kubelet/pod_documents.h"
 
 namespace xpu::e2e {
 
@@ -90,76 +91,6 @@ api::core::NodeStatus BuildNodeStatus(const NodeAgentOptions& options,
 api::core::Lease RenewedLease(std::optional<api::core::Lease> current, const std::string& node_name,
                               const std::string& node_uid,
                               std::chrono::system_clock::time_point now);
-
-// One spec.resourceClaims[] entry of a pod and the ResourceClaim it stands for.
-struct PodClaimRef {
-  std::string entry;  // spec.resourceClaims[].name
-  std::string claim;  // the ResourceClaim's name, in the pod's namespace
-  friend bool operator==(const PodClaimRef&, const PodClaimRef&) = default;
-};
-
-// The claims a pod needs, in spec order: resourceClaimName, or for resourceClaimTemplateName the
-// name in status.resourceClaimStatuses[] with the same name. A status entry without
-// resourceClaimName means no claim was needed, and the entry is left out (as upstream).
-// kUnavailable while a template's claim is not in the status yet (retry); kInvalidArgument for a
-// malformed pod: an entry with neither or both names, duplicate entry names, a status entry
-// naming no spec entry.
-StatusOr<std::vector<PodClaimRef>> PodClaims(const nlohmann::json& pod);
-
-// OK when `claim` is allocated and reserved for the pod `pod_uid`; kUnavailable with the reason
-// otherwise (the kubelet retries).
-Status ClaimReadyFor(const api::resource::ResourceClaim& claim, const std::string& pod_uid);
-// The drivers of the claim's allocation results, sorted, without duplicates.
-std::vector<std::string> ClaimDrivers(const api::resource::ResourceClaim& claim);
-
-// What was prepared for one claim of a pod.
-struct ClaimRecord {
-  std::string name;
-  std::string uid;
-  std::vector<std::string> drivers;    // whose plugins prepared it (to unprepare after a restart)
-  std::vector<KubeletDevice> devices;  // share_id is not recorded
-  friend bool operator==(const ClaimRecord&, const ClaimRecord&) = default;
-};
-
-// The record of a prepared pod, <state-dir>/pods/<namespace>_<name>.json:
-//   {"pod", "namespace", "uid", "claims": [{"name", "uid", "drivers",
-//    "devices": [{"requestNames", "poolName", "deviceName", "cdiDeviceIds"}]}]}
-struct PodRecord {
-  std::string pod;
-  std::string ns;
-  std::string uid;
-  std::vector<ClaimRecord> claims;
-  friend bool operator==(const PodRecord&, const PodRecord&) = default;
-
-  std::string Key() const { return ns + "/" + pod; }
-};
-
-nlohmann::json ToJson(const PodRecord& record);
-// kInvalidArgument naming the first bad member.
-StatusOr<PodRecord> PodRecordFromJson(const nlohmann::json& object);
-// <state_dir>/pods/<namespace>_<name>.json (namespaces and names cannot hold '_').
-std::string PodRecordPath(const std::string& state_dir, const std::string& ns,
-                          const std::string& name);
-
-// The claims of `leaving` (by uid) that no pod in `others` uses, in `leaving`'s order. `others`
-// may include `leaving` itself (matched by pod uid and skipped).
-std::vector<ClaimRecord> ClaimsToUnprepare(const PodRecord& leaving,
-                                           const std::vector<PodRecord>& others);
-
-// The pod's status once its resources are prepared, from its current status (qosClass,
-// resourceClaimStatuses and other members are kept): phase Running, conditions
-// PodReadyToStartContainers, Initialized, Ready, ContainersReady and PodScheduled True (other
-// conditions kept), hostIP/hostIPs, startTime, a running, ready containerStatuses entry per
-// container (init containers: completed, or running when restartPolicy is Always). Times already
-// set are kept. Tolerates any JSON: missing or mistyped members are skipped.
-nlohmann::json RunningPodStatus(const nlohmann::json& pod,
-                                std::chrono::system_clock::time_point now,
-                                const std::string& host_ip);
-
-// A core/v1 Warning Event about a pod (namespace, name and uid from `pod`).
-nlohmann::json PodEvent(const nlohmann::json& pod, const std::string& reason,
-                        const std::string& message, const std::string& node_name,
-                        std::chrono::system_clock::time_point now);
 
 // The agent. Run() starts four threads (node heartbeat, plugin watcher, pod informer, pod worker)
 // and returns when `stop` becomes true, with every thread joined. Not copyable; Run once.

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "base/testing/require_ok.h"
 #include "base/time.h"
 #include "e2e/client/child_process.h"
 
@@ -16,7 +17,7 @@ using nlohmann::json;
 
 std::chrono::system_clock::time_point At(const char* text) {
   auto t = ParseTime(text);
-  REQUIRE(t.ok());
+  REQUIRE_OK(t);
   return *t;
 }
 
@@ -52,7 +53,7 @@ TEST_CASE("node agent flags", "[node_agent]") {
                                 "--log-level",
                                 "debug"},
                                &help);
-  REQUIRE(o.ok());
+  REQUIRE_OK(o);
   CHECK_FALSE(help);
   CHECK(o->kubeconfig == "/k");
   CHECK(o->node_name == "n-0.rack");
@@ -69,7 +70,7 @@ TEST_CASE("node agent flags", "[node_agent]") {
   CHECK(o->Validate().ok());
 
   auto defaults = ParseNodeAgentFlags({"--node-name", "n1"}, &help);
-  REQUIRE(defaults.ok());
+  REQUIRE_OK(defaults);
   CHECK(defaults->cpu == "64");
   CHECK(defaults->memory == "512Gi");
   CHECK(defaults->pods == 110);
@@ -79,7 +80,7 @@ TEST_CASE("node agent flags", "[node_agent]") {
   CHECK(defaults->StateDir() == "/var/lib/xpu-node-agent/n1");
   CHECK(defaults->Validate().ok());
 
-  REQUIRE(ParseNodeAgentFlags({"--help"}, &help).ok());
+  REQUIRE_OK(ParseNodeAgentFlags({"--help"}, &help));
   CHECK(help);
 
   help = false;
@@ -145,10 +146,10 @@ TEST_CASE("node agent options validation names the flag", "[node_agent]") {
 
 TEST_CASE("node labels: the --node-labels flag is parsed", "[node_agent]") {
   auto empty = ParseNodeLabels("");
-  REQUIRE(empty.ok());
+  REQUIRE_OK(empty);
   CHECK(empty->empty());
   auto good = ParseNodeLabels("zone=a,example.com/tier=gold,flag=");
-  REQUIRE(good.ok());
+  REQUIRE_OK(good);
   CHECK(*good == std::map<std::string, std::string>{
                      {"zone", "a"}, {"example.com/tier", "gold"}, {"flag", ""}});
   for (const char* bad :
@@ -282,10 +283,10 @@ json PodWithClaims(json claims, json statuses = nullptr) {
 
 TEST_CASE("pod claims: names and templates", "[node_agent]") {
   auto none = PodClaims(json{{"spec", {{"containers", json::array()}}}});
-  REQUIRE(none.ok());
+  REQUIRE_OK(none);
   CHECK(none->empty());
   auto garbage = PodClaims(json::array({1, 2}));
-  REQUIRE(garbage.ok());
+  REQUIRE_OK(garbage);
   CHECK(garbage->empty());
 
   const json claims = json::array({{{"name", "a"}, {"resourceClaimName", "shared"}},
@@ -305,12 +306,12 @@ TEST_CASE("pod claims: names and templates", "[node_agent]") {
   auto ready = PodClaims(
       PodWithClaims(claims, json::array({{{"name", "c"}, {"resourceClaimName", nullptr}},
                                          {{"name", "b"}, {"resourceClaimName", "p-b-x7k2"}}})));
-  REQUIRE(ready.ok());
+  REQUIRE_OK(ready);
   CHECK(*ready == std::vector<PodClaimRef>{{"a", "shared"}, {"b", "p-b-x7k2"}});
   // A status entry without resourceClaimName at all also means no claim is needed.
   auto absent = PodClaims(PodWithClaims(
       claims, json::array({{{"name", "c"}}, {{"name", "b"}, {"resourceClaimName", "p-b-x7k2"}}})));
-  REQUIRE(absent.ok());
+  REQUIRE_OK(absent);
   CHECK(absent->size() == 2);
 }
 
@@ -445,8 +446,32 @@ TEST_CASE("pod record: round trip, path and bad input", "[node_agent]") {
              {"deviceName", "gpu-0"},
              {"cdiDeviceIds", {"xpu.dra.dev/gpu=claim-u1-gpu-0"}}});
   CHECK(written["claims"][1]["devices"] == json::array());
+  // The whole file, as the agent has always written it: empty lists are written too.
+  PodRecord small{"p", "ns", "pod-uid", {{"c", "u", {}, {{{}, "node-1", "gpu-0", {"a=b"}, "s"}}}}};
+  CHECK(ToJson(small).dump(2) == R"({
+  "claims": [
+    {
+      "devices": [
+        {
+          "cdiDeviceIds": [
+            "a=b"
+          ],
+          "deviceName": "gpu-0",
+          "poolName": "node-1",
+          "requestNames": []
+        }
+      ],
+      "drivers": [],
+      "name": "c",
+      "uid": "u"
+    }
+  ],
+  "namespace": "ns",
+  "pod": "p",
+  "uid": "pod-uid"
+})");
   auto back = PodRecordFromJson(json::parse(written.dump()));
-  REQUIRE(back.ok());
+  REQUIRE_OK(back);
   CHECK(*back == record);
   CHECK(back->Key() == "ns/p");
   CHECK(PodRecordPath("/var/state", "ns", "p") == "/var/state/pods/ns_p.json");
@@ -457,9 +482,9 @@ TEST_CASE("pod record: round trip, path and bad input", "[node_agent]") {
     const char* expect;
   };
   const std::vector<Case> cases = {
-      {"no uid", [](json& j) { j.erase("uid"); }, "pod record.uid"},
-      {"empty pod", [](json& j) { j["pod"] = ""; }, "pod record.pod"},
-      {"claims missing", [](json& j) { j.erase("claims"); }, "claims: expected an array"},
+      {"no uid", [](json& j) { j.erase("uid"); }, "uid: missing required field"},
+      {"empty pod", [](json& j) { j["pod"] = ""; }, "pod: expected a non-empty string"},
+      {"claims missing", [](json& j) { j.erase("claims"); }, "claims: missing required field"},
       {"claims an object", [](json& j) { j["claims"] = json::object(); }, "claims"},
       {"claim not an object", [](json& j) { j["claims"][0] = 3; }, "claims[0]: expected an object"},
       {"claim without uid", [](json& j) { j["claims"][1].erase("uid"); }, "claims[1].uid"},
@@ -468,6 +493,8 @@ TEST_CASE("pod record: round trip, path and bad input", "[node_agent]") {
       {"cdi id not a string", [](json& j) { j["claims"][0]["devices"][0]["cdiDeviceIds"][0] = 1; },
        "claims[0].devices[0].cdiDeviceIds[0]"},
       {"drivers not a list", [](json& j) { j["claims"][0]["drivers"] = "x"; }, "claims[0].drivers"},
+      {"unknown member", [](json& j) { j["claims"][0]["devices"][0]["shareId"] = "s"; },
+       "claims[0].devices[0]"},
   };
   for (const Case& c : cases) {
     json j = written;
@@ -632,7 +659,7 @@ TEST_CASE("xpu-node-agent: --help and flag errors", "[node_agent]") {
   std::filesystem::create_directories(dir);
   auto run = [&](const std::vector<std::string>& args, std::string* log) {
     auto child = ChildProcess::Start(XPU_NODE_AGENT_BINARY, args, dir + "/log");
-    REQUIRE(child.ok());
+    REQUIRE_OK(child);
     const int code = (*child)->Wait();
     *log = (*child)->Log();
     return code;

@@ -7,6 +7,8 @@
 
 #include "base/enum_names.h"
 #include "e2e/kubesim/convert.h"
+#include "e2e/kubesim/discovery.h"
+#include "e2e/kubesim/http_query.h"
 
 namespace xpu::kubesim {
 namespace {
@@ -104,144 +106,6 @@ Status ReadSelectors(const std::map<std::string, std::string>& query, ListOption
     ASSIGN_OR_RETURN(list->fields, Selector::ParseFields(it->second));
   }
   return OkStatus();
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-// Percent-decoding as Go's url.ParseQuery does it ('+' is a space); bad escapes stay as sent.
-std::string Decode(std::string_view s) {
-  std::string out;
-  for (size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '+') {
-      out += ' ';
-    } else if (s[i] == '%' && i + 2 < s.size() && HexDigit(s[i + 1]) >= 0 &&
-               HexDigit(s[i + 2]) >= 0) {
-      out += static_cast<char>(HexDigit(s[i + 1]) * 16 + HexDigit(s[i + 2]));
-      i += 2;
-    } else {
-      out += s[i];
-    }
-  }
-  return out;
-}
-
-std::map<std::string, std::string> ParseQuery(std::string_view q) {
-  std::map<std::string, std::string> out;
-  size_t start = 0;
-  while (start <= q.size()) {
-    const auto amp = q.find('&', start);
-    const auto part =
-        q.substr(start, amp == std::string_view::npos ? q.size() - start : amp - start);
-    if (!part.empty()) {
-      const auto eq = part.find('=');
-      out[Decode(part.substr(0, eq))] =
-          eq == std::string_view::npos ? "" : Decode(part.substr(eq + 1));
-    }
-    if (amp == std::string_view::npos) break;
-    start = amp + 1;
-  }
-  return out;
-}
-
-std::vector<std::string> SplitPath(std::string_view path) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start < path.size()) {
-    const auto slash = path.find('/', start);
-    const auto seg =
-        path.substr(start, slash == std::string_view::npos ? path.size() - start : slash - start);
-    if (!seg.empty()) out.push_back(Decode(seg));
-    if (slash == std::string_view::npos) break;
-    start = slash + 1;
-  }
-  return out;
-}
-
-std::string Lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
-json ResourceList(const std::vector<ResourceType>& types, const std::string& group,
-                  const std::string& version) {
-  json resources = json::array();
-  for (const auto& t : types) {
-    if (t.group != group || !t.Serves(version)) continue;
-    resources.push_back(
-        {{"name", t.resource},
-         {"singularName", Lower(t.kind)},
-         {"namespaced", t.namespaced},
-         {"kind", t.kind},
-         {"verbs", {"create", "delete", "get", "list", "patch", "update", "watch"}}});
-    if (t.has_status) {
-      resources.push_back({{"name", t.resource + "/status"},
-                           {"singularName", ""},
-                           {"namespaced", t.namespaced},
-                           {"kind", t.kind},
-                           {"verbs", {"get", "patch", "update"}}});
-    }
-  }
-  return {{"kind", "APIResourceList"},
-          {"apiVersion", "v1"},
-          {"groupVersion", group.empty() ? version : group + "/" + version},
-          {"resources", resources}};
-}
-
-json GroupDoc(const std::vector<ResourceType>& types, const std::string& group) {
-  std::vector<std::string> versions;
-  for (const auto& t : types) {
-    if (t.group != group) continue;
-    for (const auto& v : t.ServedVersions()) {
-      if (std::find(versions.begin(), versions.end(), v) == versions.end()) versions.push_back(v);
-    }
-  }
-  if (versions.empty()) return nullptr;
-  json list = json::array();
-  for (const auto& v : versions) {
-    std::string group_version = group;
-    group_version += "/";
-    group_version += v;
-    list.push_back({{"groupVersion", group_version}, {"version", v}});
-  }
-  return {{"kind", "APIGroup"},
-          {"apiVersion", "v1"},
-          {"name", group},
-          {"versions", list},
-          {"preferredVersion", list[0]}};
-}
-
-json Discovery(const std::vector<ResourceType>& types, const std::vector<std::string>& segs) {
-  if (segs.size() == 1 && segs[0] == "api") {
-    return {{"kind", "APIVersions"},
-            {"versions", {"v1"}},
-            {"serverAddressByClientCIDRs",
-             {{{"clientCIDR", "0.0.0.0/0"}, {"serverAddress", "127.0.0.1"}}}}};
-  }
-  if (segs.size() == 2 && segs[0] == "api" && segs[1] == "v1") return ResourceList(types, "", "v1");
-  if (segs.size() == 1 && segs[0] == "apis") {
-    json groups = json::array();
-    std::set<std::string> seen;
-    for (const auto& t : types) {
-      if (!t.group.empty() && seen.insert(t.group).second) {
-        json g = GroupDoc(types, t.group);
-        g.erase("kind");
-        g.erase("apiVersion");
-        groups.push_back(g);
-      }
-    }
-    return {{"kind", "APIGroupList"}, {"apiVersion", "v1"}, {"groups", groups}};
-  }
-  if (segs.size() == 2 && segs[0] == "apis") return GroupDoc(types, segs[1]);
-  if (segs.size() == 3 && segs[0] == "apis") {
-    json list = ResourceList(types, segs[1], segs[2]);
-    return list["resources"].empty() ? json() : list;
-  }
-  return nullptr;
 }
 
 Status NotFoundPath(const std::string& path) {
@@ -534,6 +398,28 @@ HttpResponse ApiHandler::HandleFeatureGates(const HttpRequest& request) {
   return JsonResponse(200, FeatureGatesJson(next));
 }
 
+// One request on a resource path, parsed.
+struct ApiHandler::Call {
+  const HttpRequest& request;
+  const std::map<std::string, std::string>& query;
+  size_t type_index = 0;
+  const ResourceType& type;
+  std::string version;
+  std::string ns;
+  std::string name;
+  bool status = false;  // the status subresource
+  json body;            // the request body, parsed; null when empty
+
+  // A Status object about this request's object.
+  HttpResponse Error(const Status& s, const api::FieldErrors* causes = nullptr) const {
+    return ErrorResponse(s, name, &type, causes);
+  }
+  // `object` (storage form) in the request's version.
+  HttpResponse Object(int code, json object) const {
+    return JsonResponse(code, FromStorage(type, version, std::move(object)));
+  }
+};
+
 ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
   const bool token_ok =
       !options_.token.empty() && request.authorization == "Bearer " + options_.token;
@@ -545,6 +431,55 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
   const auto query = ParseQuery(
       qpos == std::string::npos ? "" : std::string_view{request.target}.substr(qpos + 1));
   const auto segs = SplitPath(path);
+  if (std::optional<HttpResponse> served = HandleServerPath(request, path, segs)) {
+    return *std::move(served);
+  }
+  auto target = ParseTarget(*store_, path, segs);
+  if (!target.ok()) return ErrorResponse(target.status());
+  if (const int64_t latency = faults().latency_ms; latency > 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(latency));
+  }
+  if (DropConnection()) {
+    HttpResponse dropped;
+    dropped.drop_connection = true;
+    return dropped;
+  }
+  Call call{request,         query,      target->type_index, store_->types()[target->type_index],
+            target->version, target->ns, target->name,       target->status,
+            nullptr};
+  const bool collection = call.name.empty();
+  const bool watch = target->watch || Truthy(query, "watch");
+  if (request.method == "GET" && collection) {
+    ListOptions list;
+    if (Status s = ReadSelectors(query, &list); !s.ok()) return call.Error(s);
+    if (watch) return HandleWatch(call, list);
+    return HandleList(call, std::move(list));
+  }
+  if (watch) {
+    return call.Error(Status(StatusCode::kFailedPrecondition, "watch needs a collection path"));
+  }
+  if (request.method == "DELETE" && collection) return HandleDeleteCollection(call);
+  HttpResponse fault;
+  if (InjectFault(&fault)) return fault;
+  if (!request.body.empty()) {
+    call.body = json::parse(request.body, nullptr, false);
+    if (call.body.is_discarded()) {
+      return call.Error(
+          Status(StatusCode::kFailedPrecondition, "the request body is not valid JSON"));
+    }
+  }
+  if (request.method == "GET") return HandleGet(call);
+  if (request.method == "POST" && collection) return HandleCreate(call);
+  if (request.method == "PUT" && !collection) return HandleUpdate(call);
+  if (request.method == "PATCH" && !collection) return HandlePatch(call);
+  if (request.method == "DELETE" && !collection && !call.status) return HandleDelete(call);
+  return call.Error(Status(StatusCode::kUnimplemented,
+                           request.method + " is not allowed on the requested resource"));
+}
+
+std::optional<HttpResponse> ApiHandler::HandleServerPath(const HttpRequest& request,
+                                                         const std::string& path,
+                                                         const std::vector<std::string>& segs) {
   if (path == "/healthz" || path == "/readyz" || path == "/livez") {
     return HttpResponse{200, "ok", {}};
   }
@@ -558,7 +493,7 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
   }
   if (path == "/kube-sim/faults") return HandleFaults(request);
   if (path == "/kube-sim/feature-gates") return HandleFeatureGates(request);
-  if (json doc = Discovery(store_->types(), segs); !doc.is_null()) {
+  if (json doc = DiscoveryDocument(store_->types(), segs); !doc.is_null()) {
     if (request.method != "GET") {
       return ErrorResponse(Status(StatusCode::kUnimplemented,
                                   "the server does not allow this "
@@ -566,188 +501,173 @@ ApiHandler::Result ApiHandler::Handle(const HttpRequest& request) {
     }
     return JsonResponse(200, doc);
   }
-  auto target = ParseTarget(*store_, path, segs);
-  if (!target.ok()) return ErrorResponse(target.status());
-  if (const int64_t latency = faults().latency_ms; latency > 0) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(latency));
-  }
-  if (DropConnection()) {
-    HttpResponse dropped;
-    dropped.drop_connection = true;
-    return dropped;
-  }
-  const auto& t = *target;
-  const ResourceType& type = store_->types()[t.type_index];
-  auto error = [&](const Status& s, const api::FieldErrors* causes = nullptr) {
-    return ErrorResponse(s, t.name, &type, causes);
-  };
-  auto object_response = [&](int code, json obj) {
-    return JsonResponse(code, FromStorage(type, t.version, std::move(obj)));
-  };
-  const bool watch = t.watch || Truthy(query, "watch");
+  return std::nullopt;
+}
 
-  if (request.method == "GET" && t.name.empty()) {
-    ListOptions list;
-    if (Status s = ReadSelectors(query, &list); !s.ok()) return error(s);
-    if (watch) {
-      WatchStream::Params p;
-      p.type = type;
-      p.version = t.version;
-      p.filter = WatchFilter{t.type_index, t.ns, list.labels, list.fields};
-      p.bookmarks = Truthy(query, "allowWatchBookmarks");
-      p.bookmark_interval = options_.bookmark_interval;
-      auto timeout = options_.default_watch_timeout;
-      if (auto it = query.find("timeoutSeconds"); it != query.end()) {
-        auto secs = ParseInt(it->second, "timeoutSeconds");
-        if (!secs.ok()) return error(secs.status());
-        timeout = std::chrono::seconds(*secs);
-      }
-      p.deadline = Clock::now() + timeout;
-      const std::string rv = query.count("resourceVersion") ? query.at("resourceVersion") : "";
-      const FaultSettings faults_now = faults();
-      p.close_after_events = faults_now.watch_close_after;
-      if (faults_now.watch_close_after_ms > 0) {
-        p.deadline = std::min(
-            p.deadline, Clock::now() + std::chrono::milliseconds(faults_now.watch_close_after_ms));
-      }
-      if (rv.empty() || rv == "0") {
-        // "Any" version: the current state as ADDED events, then changes after it.
-        auto current = store_->List(t.type_index, t.ns, list);
-        if (!current.ok()) return error(current.status());
-        p.initial = std::move(current->items);
-        p.from = current->resource_version;
-      } else {
-        auto from = ParseInt(rv, "resourceVersion");
-        if (!from.ok()) return error(from.status());
-        if (const int64_t current = store_->ResourceVersion(); *from > current) {
-          // The watch cache waits for a future resourceVersion, then gives up with 504; kube-sim
-          // has no lagging cache to wait for.
-          return error(Status(StatusCode::kDeadlineExceeded,
-                              "Too large resource version: " + std::to_string(*from) +
-                                  ", current: " + std::to_string(current)));
-        }
-        p.from = *from;
-      }
-      return std::make_unique<WatchStream>(store_, std::move(p));
-    }
-    HttpResponse fault;
-    if (InjectFault(&fault)) return fault;
-    if (auto it = query.find("limit"); it != query.end()) {
-      auto limit = ParseInt(it->second, "limit");
-      if (!limit.ok()) return error(limit.status());
-      list.limit = *limit;
-    }
-    if (auto it = query.find("continue"); it != query.end()) list.continue_token = it->second;
-    if (auto it = query.find("resourceVersion"); it != query.end()) {
-      list.resource_version = it->second;
-    }
-    if (auto it = query.find("resourceVersionMatch"); it != query.end()) {
-      list.resource_version_match = it->second;
-    }
-    auto result = store_->List(t.type_index, t.ns, list);
-    if (!result.ok()) return error(result.status());
-    json meta = {{"resourceVersion", std::to_string(result->resource_version)}};
-    if (!result->continue_token.empty()) meta["continue"] = result->continue_token;
-    return JsonResponse(200, ListDocument(type, t.version, std::move(result->items), meta));
+ApiHandler::Result ApiHandler::HandleWatch(const Call& call, const ListOptions& list) {
+  const auto& query = call.query;
+  WatchStream::Params p;
+  p.type = call.type;
+  p.version = call.version;
+  p.filter = WatchFilter{call.type_index, call.ns, list.labels, list.fields};
+  p.bookmarks = Truthy(query, "allowWatchBookmarks");
+  p.bookmark_interval = options_.bookmark_interval;
+  auto timeout = options_.default_watch_timeout;
+  if (auto it = query.find("timeoutSeconds"); it != query.end()) {
+    auto secs = ParseInt(it->second, "timeoutSeconds");
+    if (!secs.ok()) return call.Error(secs.status());
+    timeout = std::chrono::seconds(*secs);
   }
-  if (watch) return error(Status(StatusCode::kFailedPrecondition, "watch needs a collection path"));
-  if (request.method == "DELETE" && t.name.empty()) {
-    HttpResponse fault;
-    if (InjectFault(&fault)) return fault;
-    ListOptions list;
-    if (Status s = ReadSelectors(query, &list); !s.ok()) return error(s);
-    auto deleted = store_->DeleteCollection(t.type_index, t.ns, list);
-    if (!deleted.ok()) return error(deleted.status());
-    const json meta = {{"resourceVersion", std::to_string(store_->ResourceVersion())}};
-    return JsonResponse(200, ListDocument(type, t.version, std::move(*deleted), meta));
+  p.deadline = Clock::now() + timeout;
+  const std::string rv = query.count("resourceVersion") ? query.at("resourceVersion") : "";
+  const FaultSettings faults_now = faults();
+  p.close_after_events = faults_now.watch_close_after;
+  if (faults_now.watch_close_after_ms > 0) {
+    p.deadline = std::min(
+        p.deadline, Clock::now() + std::chrono::milliseconds(faults_now.watch_close_after_ms));
   }
+  if (rv.empty() || rv == "0") {
+    // "Any" version: the current state as ADDED events, then changes after it.
+    auto current = store_->List(call.type_index, call.ns, list);
+    if (!current.ok()) return call.Error(current.status());
+    p.initial = std::move(current->items);
+    p.from = current->resource_version;
+  } else {
+    auto from = ParseInt(rv, "resourceVersion");
+    if (!from.ok()) return call.Error(from.status());
+    if (const int64_t current = store_->ResourceVersion(); *from > current) {
+      // The watch cache waits for a future resourceVersion, then gives up with 504; kube-sim
+      // has no lagging cache to wait for.
+      return call.Error(Status(StatusCode::kDeadlineExceeded,
+                               "Too large resource version: " + std::to_string(*from) +
+                                   ", current: " + std::to_string(current)));
+    }
+    p.from = *from;
+  }
+  return std::make_unique<WatchStream>(store_, std::move(p));
+}
+
+HttpResponse ApiHandler::HandleList(const Call& call, ListOptions list) {
   HttpResponse fault;
   if (InjectFault(&fault)) return fault;
+  const auto& query = call.query;
+  if (auto it = query.find("limit"); it != query.end()) {
+    auto limit = ParseInt(it->second, "limit");
+    if (!limit.ok()) return call.Error(limit.status());
+    list.limit = *limit;
+  }
+  if (auto it = query.find("continue"); it != query.end()) list.continue_token = it->second;
+  if (auto it = query.find("resourceVersion"); it != query.end()) {
+    list.resource_version = it->second;
+  }
+  if (auto it = query.find("resourceVersionMatch"); it != query.end()) {
+    list.resource_version_match = it->second;
+  }
+  auto result = store_->List(call.type_index, call.ns, list);
+  if (!result.ok()) return call.Error(result.status());
+  json meta = {{"resourceVersion", std::to_string(result->resource_version)}};
+  if (!result->continue_token.empty()) meta["continue"] = result->continue_token;
+  return JsonResponse(200, ListDocument(call.type, call.version, std::move(result->items), meta));
+}
 
-  json body;
-  if (!request.body.empty()) {
-    body = json::parse(request.body, nullptr, false);
-    if (body.is_discarded()) {
-      return error(Status(StatusCode::kFailedPrecondition, "the request body is not valid JSON"));
-    }
+HttpResponse ApiHandler::HandleDeleteCollection(const Call& call) {
+  HttpResponse fault;
+  if (InjectFault(&fault)) return fault;
+  ListOptions list;
+  if (Status s = ReadSelectors(call.query, &list); !s.ok()) return call.Error(s);
+  auto deleted = store_->DeleteCollection(call.type_index, call.ns, list);
+  if (!deleted.ok()) return call.Error(deleted.status());
+  const json meta = {{"resourceVersion", std::to_string(store_->ResourceVersion())}};
+  return JsonResponse(200, ListDocument(call.type, call.version, std::move(*deleted), meta));
+}
+
+HttpResponse ApiHandler::HandleGet(const Call& call) {
+  auto obj = store_->Get(call.type_index, call.ns, call.name);
+  return obj.ok() ? call.Object(200, *obj) : call.Error(obj.status());
+}
+
+HttpResponse ApiHandler::HandleCreate(const Call& call) {
+  const ResourceType& type = call.type;
+  if (type.namespaced && call.ns.empty()) {
+    return call.Error(Status(StatusCode::kUnimplemented, "create needs a namespace in the path"));
   }
-  if (request.method == "GET") {
-    auto obj = store_->Get(t.type_index, t.ns, t.name);
-    return obj.ok() ? object_response(200, *obj) : error(obj.status());
+  if (!call.body.is_object()) {
+    return call.Error(Status(StatusCode::kFailedPrecondition, "no object sent"));
   }
-  if (request.method == "POST" && t.name.empty()) {
-    if (type.namespaced && t.ns.empty()) {
-      return error(Status(StatusCode::kUnimplemented, "create needs a namespace in the path"));
+  json body = ToStorage(type, call.version, call.body);
+  body["kind"] = type.kind;
+  const std::string name = body.contains("metadata") && body["metadata"].is_object()
+                               ? body["metadata"].value("name", "")
+                               : "";
+  api::FieldErrors causes;
+  auto obj = store_->Create(call.type_index, call.ns, std::move(body), &causes, feature_gates());
+  if (obj.ok()) return call.Object(201, *obj);
+  return ErrorResponse(obj.status(), name, &type, &causes);
+}
+
+HttpResponse ApiHandler::HandleUpdate(const Call& call) {
+  if (!call.body.is_object()) {
+    return call.Error(Status(StatusCode::kFailedPrecondition, "no object sent"));
+  }
+  json body = ToStorage(call.type, call.version, call.body);
+  body["kind"] = call.type.kind;
+  api::FieldErrors causes;
+  auto obj = store_->Update(call.type_index, call.ns, call.name, std::move(body), call.status,
+                            &causes, feature_gates());
+  return obj.ok() ? call.Object(200, *obj) : call.Error(obj.status(), &causes);
+}
+
+HttpResponse ApiHandler::HandlePatch(const Call& call) {
+  const std::string& content_type = call.request.content_type;
+  const bool json_patch = content_type.find("json-patch") != std::string::npos;
+  const bool merge_patch = content_type.find("merge-patch") != std::string::npos;
+  if (!json_patch && !merge_patch) {
+    return call.Error(
+        Status(StatusCode::kUnimplemented, "unsupported patch type \"" + content_type + "\""));
+  }
+  const json& body = call.body;
+  const bool patch_sets_rv = body.is_object() && body.contains("metadata") &&
+                             body["metadata"].is_object() &&
+                             body["metadata"].contains("resourceVersion");
+  // Patches apply to the current object; retry when a concurrent writer wins in between.
+  for (int attempt = 0;; ++attempt) {
+    auto current = store_->Get(call.type_index, call.ns, call.name);
+    if (!current.ok()) return call.Error(current.status());
+    json obj = FromStorage(call.type, call.version, *current);
+    try {
+      if (json_patch) {
+        obj = obj.patch(body);
+      } else {
+        obj.merge_patch(body);
+      }
+    } catch (const json::exception& e) {
+      return call.Error(
+          Status(StatusCode::kInvalidArgument, std::string("apply patch: ") + e.what()));
     }
-    if (!body.is_object()) return error(Status(StatusCode::kFailedPrecondition, "no object sent"));
-    body = ToStorage(type, t.version, std::move(body));
-    body["kind"] = type.kind;
-    const std::string name = body.contains("metadata") && body["metadata"].is_object()
-                                 ? body["metadata"].value("name", "")
-                                 : "";
+    obj = ToStorage(call.type, call.version, std::move(obj));
     api::FieldErrors causes;
-    auto obj = store_->Create(t.type_index, t.ns, std::move(body), &causes, feature_gates());
-    if (obj.ok()) return object_response(201, *obj);
-    return ErrorResponse(obj.status(), name, &type, &causes);
-  }
-  if (request.method == "PUT" && !t.name.empty()) {
-    if (!body.is_object()) return error(Status(StatusCode::kFailedPrecondition, "no object sent"));
-    body = ToStorage(type, t.version, std::move(body));
-    body["kind"] = type.kind;
-    api::FieldErrors causes;
-    auto obj = store_->Update(t.type_index, t.ns, t.name, std::move(body), t.status, &causes,
-                              feature_gates());
-    return obj.ok() ? object_response(200, *obj) : error(obj.status(), &causes);
-  }
-  if (request.method == "PATCH" && !t.name.empty()) {
-    const bool json_patch = request.content_type.find("json-patch") != std::string::npos;
-    const bool merge_patch = request.content_type.find("merge-patch") != std::string::npos;
-    if (!json_patch && !merge_patch) {
-      return error(Status(StatusCode::kUnimplemented,
-                          "unsupported patch type \"" + request.content_type + "\""));
+    auto updated = store_->Update(call.type_index, call.ns, call.name, std::move(obj), call.status,
+                                  &causes, feature_gates());
+    if (!updated.ok() && updated.status().code() == StatusCode::kAborted && !patch_sets_rv &&
+        attempt < 5) {
+      continue;
     }
-    // Patches apply to the current object; retry when a concurrent writer wins in between.
-    for (int attempt = 0;; ++attempt) {
-      auto current = store_->Get(t.type_index, t.ns, t.name);
-      if (!current.ok()) return error(current.status());
-      json obj = FromStorage(type, t.version, *current);
-      try {
-        if (json_patch) {
-          obj = obj.patch(body);
-        } else {
-          obj.merge_patch(body);
-        }
-      } catch (const json::exception& e) {
-        return error(Status(StatusCode::kInvalidArgument, std::string("apply patch: ") + e.what()));
-      }
-      obj = ToStorage(type, t.version, std::move(obj));
-      api::FieldErrors causes;
-      auto updated = store_->Update(t.type_index, t.ns, t.name, std::move(obj), t.status, &causes,
-                                    feature_gates());
-      const bool patch_sets_rv = body.is_object() && body.contains("metadata") &&
-                                 body["metadata"].is_object() &&
-                                 body["metadata"].contains("resourceVersion");
-      if (!updated.ok() && updated.status().code() == StatusCode::kAborted && !patch_sets_rv &&
-          attempt < 5) {
-        continue;
-      }
-      return updated.ok() ? object_response(200, *updated) : error(updated.status(), &causes);
+    return updated.ok() ? call.Object(200, *updated) : call.Error(updated.status(), &causes);
+  }
+}
+
+HttpResponse ApiHandler::HandleDelete(const Call& call) {
+  const json& body = call.body;
+  Preconditions pre;
+  if (body.is_object() && body.contains("preconditions") && body["preconditions"].is_object()) {
+    const auto& p = body["preconditions"];
+    if (p.contains("uid") && p["uid"].is_string()) pre.uid = p["uid"].get<std::string>();
+    if (p.contains("resourceVersion") && p["resourceVersion"].is_string()) {
+      pre.resource_version = p["resourceVersion"].get<std::string>();
     }
   }
-  if (request.method == "DELETE" && !t.name.empty() && !t.status) {
-    Preconditions pre;
-    if (body.is_object() && body.contains("preconditions") && body["preconditions"].is_object()) {
-      const auto& p = body["preconditions"];
-      if (p.contains("uid") && p["uid"].is_string()) pre.uid = p["uid"].get<std::string>();
-      if (p.contains("resourceVersion") && p["resourceVersion"].is_string()) {
-        pre.resource_version = p["resourceVersion"].get<std::string>();
-      }
-    }
-    auto obj = store_->Delete(t.type_index, t.ns, t.name, pre);
-    return obj.ok() ? object_response(200, *obj) : error(obj.status());
-  }
-  return error(Status(StatusCode::kUnimplemented,
-                      request.method + " is not allowed on the requested resource"));
+  auto obj = store_->Delete(call.type_index, call.ns, call.name, pre);
+  return obj.ok() ? call.Object(200, *obj) : call.Error(obj.status());
 }
 
 }  // namespace xpu::kubesim

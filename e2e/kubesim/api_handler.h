@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
@@ -118,10 +119,26 @@ class ApiHandler {
   void set_feature_gates(const FeatureGates& gates);
 
  private:
+  // One request on a resource path, parsed (api_handler.cc).
+  struct Call;
+
   bool InjectFault(HttpResponse* response);
   bool DropConnection();
+  // Health, /version, the admin endpoints and discovery; nullopt for any other path.
+  std::optional<HttpResponse> HandleServerPath(const HttpRequest& request, const std::string& path,
+                                               const std::vector<std::string>& segs);
   HttpResponse HandleFaults(const HttpRequest& request);
   HttpResponse HandleFeatureGates(const HttpRequest& request);
+  // The verbs on a resource path, after the latency and connection-drop faults (Handle); the
+  // collection reads get the selectors Handle read into `list`.
+  Result HandleWatch(const Call& call, const ListOptions& list);
+  HttpResponse HandleList(const Call& call, ListOptions list);
+  HttpResponse HandleDeleteCollection(const Call& call);
+  HttpResponse HandleGet(const Call& call);
+  HttpResponse HandleCreate(const Call& call);
+  HttpResponse HandleUpdate(const Call& call);
+  HttpResponse HandlePatch(const Call& call);
+  HttpResponse HandleDelete(const Call& call);
 
   Store* store_;
   const HandlerOptions options_;

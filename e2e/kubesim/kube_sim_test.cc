@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "e2e/kubesim/tls.h"
 
 namespace xpu::kubesim {
@@ -17,7 +18,7 @@ StatusOr<Options> Parse(const std::vector<std::string>& args) {
 TEST_CASE("the flags other tools rely on keep parsing") {
   auto o = Parse({"--listen", "127.0.0.1:0", "--kubeconfig-out", "/tmp/k", "--token", "T", "--seed",
                   "5", "--fault-rate", "0.25", "--fault-codes", "429,503", "--history", "7"});
-  REQUIRE(o.ok());
+  REQUIRE_OK(o);
   CHECK(o->token == "T");
   CHECK(o->seed == 5);
   CHECK(o->faults.codes == std::vector<int>{429, 503});
@@ -29,7 +30,7 @@ TEST_CASE("fault, version and client-certificate flags") {
   auto o =
       Parse({"--drop-rate=0.1", "--watch-close-after", "3", "--watch-close-after-ms", "250",
              "--latency-ms", "20", "--kube-version", "v1.34", "--client-kubeconfig-out", "/tmp/c"});
-  REQUIRE(o.ok());
+  REQUIRE_OK(o);
   CHECK(o->faults.drop_rate == 0.1);
   CHECK(o->faults.watch_close_after == 3);
   CHECK(o->faults.watch_close_after_ms == 250);
@@ -58,10 +59,10 @@ TEST_CASE("the client-certificate kubeconfig carries the cert and key, no token"
 
 TEST_CASE("client certificates are issued by the generated CA") {
   auto material = GenerateTlsMaterial();
-  REQUIRE(material.ok());
+  REQUIRE_OK(material);
   CHECK(material->ca_key_pem.find("PRIVATE KEY") != std::string::npos);
   auto client = IssueClientCertificate(*material, "xpu-dra-test", "system:masters");
-  REQUIRE(client.ok());
+  REQUIRE_OK(client);
   CHECK(client->cert_pem.rfind("-----BEGIN CERTIFICATE-----", 0) == 0);
   CHECK(client->key_pem.find("PRIVATE KEY") != std::string::npos);
   CHECK(!IssueClientCertificate(TlsMaterial{}, "x", "").ok());
@@ -69,14 +70,14 @@ TEST_CASE("client certificates are issued by the generated CA") {
 
 TEST_CASE("the feature-gates flag sets gates, unknown gates and non-bool values are errors") {
   auto defaults = Parse({});
-  REQUIRE(defaults.ok());
+  REQUIRE_OK(defaults);
   CHECK(defaults->feature_gates == FeatureGates{});
   CHECK(defaults->feature_gates.dra_device_taints);
   CHECK(defaults->feature_gates.dra_device_binding_conditions);
 
   auto o = Parse({"--feature-gates", "DRADeviceTaints=false, DRAPartitionableDevices=False",
                   "--feature-gates=DRAConsumableCapacity=0,DRADeviceBindingConditions=true,"});
-  REQUIRE(o.ok());
+  REQUIRE_OK(o);
   CHECK_FALSE(o->feature_gates.dra_device_taints);
   CHECK_FALSE(o->feature_gates.dra_partitionable_devices);
   CHECK_FALSE(o->feature_gates.dra_consumable_capacity);

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu::kubesim {
 namespace {
 
@@ -11,7 +13,7 @@ json WithLabels(json labels) { return {{"metadata", {{"name", "a"}, {"labels", l
 
 bool LabelsMatch(const char* selector, const json& obj) {
   auto s = Selector::ParseLabels(selector);
-  REQUIRE(s.ok());
+  REQUIRE_OK(s);
   return s->MatchesLabels(obj);
 }
 
@@ -44,13 +46,13 @@ TEST_CASE("label selectors support equality, existence and set operators") {
 TEST_CASE("field selectors allow the supported fields only") {
   const json slice = {{"metadata", {{"name", "s1"}}}, {"spec", {{"nodeName", "n1"}}}};
   auto s = Selector::ParseFields("spec.nodeName=n1,metadata.name!=s2");
-  REQUIRE(s.ok());
+  REQUIRE_OK(s);
   CHECK(s->MatchesFields(slice));
   auto other = Selector::ParseFields("spec.nodeName=n2");
-  REQUIRE(other.ok());
+  REQUIRE_OK(other);
   CHECK_FALSE(other->MatchesFields(slice));
   auto absent = Selector::ParseFields("spec.driver=");
-  REQUIRE(absent.ok());
+  REQUIRE_OK(absent);
   CHECK(absent->MatchesFields(slice));  // absent fields compare as ""
   CHECK(Selector::ParseFields("spec.unknown=x").status().code() == StatusCode::kFailedPrecondition);
   CHECK_FALSE(Selector::ParseFields("spec.nodeName").ok());

@@ -4,6 +4,7 @@
 #include <regex>
 #include <thread>
 
+#include "base/testing/require_ok.h"
 #include "e2e/kubesim/convert.h"
 #include "e2e/kubesim/validate.h"
 
@@ -16,7 +17,7 @@ using std::chrono::steady_clock;
 struct StoreFixture {
   explicit StoreFixture(size_t history = 1000)
       : store(StoreOptions{BuiltinResources(), history, 7}) {
-    REQUIRE(store.Create(Type("", "namespaces"), "", {{"metadata", {{"name", "ns"}}}}).ok());
+    REQUIRE_OK(store.Create(Type("", "namespaces"), "", {{"metadata", {{"name", "ns"}}}}));
   }
   size_t Type(const char* group, const char* resource) {
     auto t = store.FindType(group, resource);
@@ -47,7 +48,7 @@ TEST_CASE("create sets server fields and refuses duplicates") {
   StoreFixture f;
   const size_t nodes = f.Type("", "nodes");
   auto n = f.store.Create(nodes, "", Named("n1"));
-  REQUIRE(n.ok());
+  REQUIRE_OK(n);
   const auto& meta = (*n)["metadata"];
   CHECK(std::regex_match(
       meta["uid"].get<std::string>(),
@@ -59,7 +60,7 @@ TEST_CASE("create sets server fields and refuses duplicates") {
   CHECK(f.store.Create(nodes, "", Named("n1")).status().code() == StatusCode::kAlreadyExists);
 
   auto generated = f.store.Create(nodes, "", {{"metadata", {{"generateName", "node-"}}}});
-  REQUIRE(generated.ok());
+  REQUIRE_OK(generated);
   CHECK(std::regex_match((*generated)["metadata"]["name"].get<std::string>(),
                          std::regex("node-[a-z0-9]{5}")));
   CHECK(f.store.Create(nodes, "", {{"metadata", json::object()}}).status().code() ==
@@ -78,12 +79,10 @@ TEST_CASE("a create that carries a resourceVersion is refused, as by the real se
 TEST_CASE("admin access to devices needs the namespace label") {
   StoreFixture f;
   const size_t namespaces = f.Type("", "namespaces");
-  REQUIRE(f.store
-              .Create(namespaces, "",
-                      {{"metadata",
-                        {{"name", "admin"},
-                         {"labels", {{"resource.kubernetes.io/admin-access", "true"}}}}}})
-              .ok());
+  REQUIRE_OK(f.store.Create(
+      namespaces, "",
+      {{"metadata",
+        {{"name", "admin"}, {"labels", {{"resource.kubernetes.io/admin-access", "true"}}}}}}));
   const json request = {{"name", "r"},
                         {"exactly", {{"deviceClassName", "c"}, {"adminAccess", true}}}};
   const json claim = {{"metadata", {{"name", "c1"}}},
@@ -111,7 +110,7 @@ TEST_CASE("namespaced objects need their namespace") {
   const size_t leases = f.Type("coordination.k8s.io", "leases");
   CHECK(f.store.Create(leases, "missing", Named("l")).status().code() == StatusCode::kNotFound);
   auto l = f.store.Create(leases, "ns", Named("l"));
-  REQUIRE(l.ok());
+  REQUIRE_OK(l);
   CHECK((*l)["metadata"]["namespace"] == "ns");
   CHECK(f.store.Get(leases, "ns", "l").ok());
   CHECK(f.store.Get(leases, "other", "l").status().code() == StatusCode::kNotFound);
@@ -121,25 +120,25 @@ TEST_CASE("update checks the resourceVersion and bumps generation on spec change
   StoreFixture f;
   const size_t nodes = f.Type("", "nodes");
   auto n = f.store.Create(nodes, "", Named("n1"));
-  REQUIRE(n.ok());
+  REQUIRE_OK(n);
   json changed = *n;
   changed["spec"]["x"] = 2;
   auto u = f.store.Update(nodes, "", "n1", changed, false);
-  REQUIRE(u.ok());
+  REQUIRE_OK(u);
   CHECK((*u)["metadata"]["generation"] == 2);
   CHECK(f.store.Update(nodes, "", "n1", changed, false).status().code() == StatusCode::kAborted);
 
   json labels_only = *u;
   labels_only["metadata"]["labels"] = {{"a", "b"}};
   auto l = f.store.Update(nodes, "", "n1", labels_only, false);
-  REQUIRE(l.ok());
+  REQUIRE_OK(l);
   CHECK((*l)["metadata"]["generation"] == 2);
 
   // No resourceVersion: last write wins. An unchanged object keeps its resourceVersion.
   json blind = *l;
   blind["metadata"].erase("resourceVersion");
   auto same = f.store.Update(nodes, "", "n1", blind, false);
-  REQUIRE(same.ok());
+  REQUIRE_OK(same);
   CHECK((*same)["metadata"]["resourceVersion"] == (*l)["metadata"]["resourceVersion"]);
   CHECK(f.store.Update(nodes, "", "n2", Named("n2"), false).status().code() ==
         StatusCode::kNotFound);
@@ -155,14 +154,14 @@ TEST_CASE("the status subresource and the main resource each keep the other's pa
   gang["spec"] = {{"nodes", 1}, {"devicesPerNode", 8}, {"capabilityClass", "training"}};
   gang["status"] = {{"phase", "Placed"}};
   auto c = f.store.Create(gangs, "ns", gang);
-  REQUIRE(c.ok());
+  REQUIRE_OK(c);
   CHECK_FALSE(c->contains("status"));
 
   json with_status = *c;
   with_status["status"] = {{"phase", "Pending"}};
   with_status["spec"]["nodes"] = 99;
   auto s = f.store.Update(gangs, "ns", "g", with_status, true);
-  REQUIRE(s.ok());
+  REQUIRE_OK(s);
   CHECK((*s)["spec"]["nodes"] == 1);
   CHECK((*s)["status"]["phase"] == "Pending");
   CHECK((*s)["metadata"]["generation"] == 1);
@@ -171,7 +170,7 @@ TEST_CASE("the status subresource and the main resource each keep the other's pa
   main.erase("status");
   main["spec"]["nodes"] = 5;
   auto m = f.store.Update(gangs, "ns", "g", main, false);
-  REQUIRE(m.ok());
+  REQUIRE_OK(m);
   CHECK((*m)["status"]["phase"] == "Pending");
   CHECK((*m)["metadata"]["generation"] == 2);
 }
@@ -185,13 +184,13 @@ TEST_CASE("custom resources are pruned to their CRD schema and validated against
   inv["spec"] = {{"undeclared", true}};
   inv["extra"] = 1;
   auto made = f.store.Create(inventories, "", inv);
-  REQUIRE(made.ok());
+  REQUIRE_OK(made);
   CHECK_FALSE(made->contains("extra"));
   CHECK((*made)["spec"] == json::object());
   json status = *made;
   status["status"] = {{"bootID", "b1"}, {"future", 1}};
   auto st = f.store.Update(inventories, "", "n1", status, true);
-  REQUIRE(st.ok());
+  REQUIRE_OK(st);
   CHECK((*st)["status"]["bootID"] == "b1");
   CHECK_FALSE((*st)["status"].contains("future"));
   // A declared field of the wrong type or value is 422 with the path.
@@ -211,26 +210,26 @@ TEST_CASE("delete honours preconditions and finalizers") {
   StoreFixture f;
   const size_t nodes = f.Type("", "nodes");
   auto n = f.store.Create(nodes, "", Named("n1"));
-  REQUIRE(n.ok());
+  REQUIRE_OK(n);
   CHECK(f.store.Delete(nodes, "", "n1", {std::string("wrong"), std::nullopt}).status().code() ==
         StatusCode::kAborted);
   CHECK(f.store.Delete(nodes, "", "n1", {std::nullopt, std::string("1")}).status().code() ==
         StatusCode::kAborted);
   const std::string uid = (*n)["metadata"]["uid"];
   const std::string rv = (*n)["metadata"]["resourceVersion"];
-  REQUIRE(f.store.Delete(nodes, "", "n1", {uid, rv}).ok());
+  REQUIRE_OK(f.store.Delete(nodes, "", "n1", {uid, rv}));
   CHECK(f.store.Get(nodes, "", "n1").status().code() == StatusCode::kNotFound);
   CHECK(f.store.Delete(nodes, "", "n1", {}).status().code() == StatusCode::kNotFound);
 
   json held = Named("n2");
   held["metadata"]["finalizers"] = {"example.com/hold"};
-  REQUIRE(f.store.Create(nodes, "", held).ok());
+  REQUIRE_OK(f.store.Create(nodes, "", held));
   auto marked = f.store.Delete(nodes, "", "n2", {});
-  REQUIRE(marked.ok());
+  REQUIRE_OK(marked);
   CHECK((*marked)["metadata"].contains("deletionTimestamp"));
   json release = *marked;
   release["metadata"]["finalizers"] = json::array();
-  REQUIRE(f.store.Update(nodes, "", "n2", release, false).ok());
+  REQUIRE_OK(f.store.Update(nodes, "", "n2", release, false));
   CHECK(f.store.Get(nodes, "", "n2").status().code() == StatusCode::kNotFound);
 }
 
@@ -240,31 +239,31 @@ TEST_CASE("deleting a node garbage-collects what it owns, a namespace takes its 
   const size_t slices = f.Type("resource.k8s.io", "resourceslices");
   const size_t leases = f.Type("coordination.k8s.io", "leases");
   auto n = f.store.Create(nodes, "", Named("n1"));
-  REQUIRE(n.ok());
+  REQUIRE_OK(n);
   json owned = Slice("owned", 1);
   owned["metadata"]["ownerReferences"] = {
       {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", "n1"}, {"uid", (*n)["metadata"]["uid"]}}};
-  REQUIRE(f.store.Create(slices, "", owned).ok());
-  REQUIRE(f.store.Create(slices, "", Slice("free", 1)).ok());
-  REQUIRE(f.store.Create(leases, "ns", Named("l")).ok());
-  REQUIRE(f.store.Delete(nodes, "", "n1", {}).ok());
+  REQUIRE_OK(f.store.Create(slices, "", owned));
+  REQUIRE_OK(f.store.Create(slices, "", Slice("free", 1)));
+  REQUIRE_OK(f.store.Create(leases, "ns", Named("l")));
+  REQUIRE_OK(f.store.Delete(nodes, "", "n1", {}));
   CHECK(f.store.Get(slices, "", "owned").status().code() == StatusCode::kNotFound);
   CHECK(f.store.Get(slices, "", "free").ok());
-  REQUIRE(f.store.Delete(f.Type("", "namespaces"), "", "ns", {}).ok());
+  REQUIRE_OK(f.store.Delete(f.Type("", "namespaces"), "", "ns", {}));
   CHECK(f.store.Get(leases, "ns", "l").status().code() == StatusCode::kNotFound);
 }
 
 TEST_CASE("list filters by namespace and selectors and pages with continue") {
   StoreFixture f;
   const size_t leases = f.Type("coordination.k8s.io", "leases");
-  REQUIRE(f.store.Create(f.Type("", "namespaces"), "", Named("other")).ok());
+  REQUIRE_OK(f.store.Create(f.Type("", "namespaces"), "", Named("other")));
   for (const char* name : {"a", "b", "c", "d", "e"}) {
-    REQUIRE(f.store.Create(leases, "ns", Named(name, {{"even", name[0] % 2 == 0 ? "yes" : "no"}}))
-                .ok());
+    REQUIRE_OK(
+        f.store.Create(leases, "ns", Named(name, {{"even", name[0] % 2 == 0 ? "yes" : "no"}})));
   }
-  REQUIRE(f.store.Create(leases, "other", Named("z")).ok());
+  REQUIRE_OK(f.store.Create(leases, "other", Named("z")));
   auto all = f.store.List(leases, "", {});
-  REQUIRE(all.ok());
+  REQUIRE_OK(all);
   CHECK(all->items.size() == 6);
   CHECK(all->resource_version == f.store.ResourceVersion());
   ListOptions even;
@@ -276,7 +275,7 @@ TEST_CASE("list filters by namespace and selectors and pages with continue") {
   std::vector<std::string> seen;
   for (int i = 0; i < 10; ++i) {
     auto r = f.store.List(leases, "ns", page);
-    REQUIRE(r.ok());
+    REQUIRE_OK(r);
     for (const auto& item : r->items) seen.push_back(item["metadata"]["name"]);
     if (r->continue_token.empty()) break;
     page.continue_token = r->continue_token;
@@ -291,14 +290,14 @@ TEST_CASE("watch events come from the history in resourceVersion order, 410 past
   const size_t nodes = f.Type("", "nodes");
   const int64_t start = f.store.ResourceVersion();
   auto n = f.store.Create(nodes, "", Named("n1"));
-  REQUIRE(n.ok());
+  REQUIRE_OK(n);
   json changed = *n;
   changed["spec"]["x"] = 3;
-  REQUIRE(f.store.Update(nodes, "", "n1", changed, false).ok());
-  REQUIRE(f.store.Delete(nodes, "", "n1", {}).ok());
+  REQUIRE_OK(f.store.Update(nodes, "", "n1", changed, false));
+  REQUIRE_OK(f.store.Delete(nodes, "", "n1", {}));
   WatchFilter filter{nodes, "", {}, {}};
   auto batch = f.store.WaitForEvents(filter, start, kSoon());
-  REQUIRE(batch.ok());
+  REQUIRE_OK(batch);
   REQUIRE(batch->events.size() == 3);
   CHECK(batch->events[0].type == "ADDED");
   CHECK(batch->events[1].type == "MODIFIED");
@@ -308,10 +307,10 @@ TEST_CASE("watch events come from the history in resourceVersion order, 410 past
   // Events of other types and of non-matching objects are skipped but scanned.
   WatchFilter leases{f.Type("coordination.k8s.io", "leases"), "", {}, {}};
   auto none = f.store.WaitForEvents(leases, start, kSoon());
-  REQUIRE(none.ok());
+  REQUIRE_OK(none);
   CHECK(none->events.empty());
 
-  for (const char* name : {"a", "b", "c"}) REQUIRE(f.store.Create(nodes, "", Named(name)).ok());
+  for (const char* name : {"a", "b", "c"}) REQUIRE_OK(f.store.Create(nodes, "", Named(name)));
   CHECK(f.store.WaitForEvents(filter, start, kSoon()).status().code() == StatusCode::kOutOfRange);
   CHECK(f.store.WaitForEvents(filter, f.store.ResourceVersion() - 4, kSoon()).ok());
 }
@@ -321,10 +320,10 @@ TEST_CASE("a waiting watch wakes on a write from another thread and on shutdown"
   const size_t nodes = f.Type("", "nodes");
   const int64_t start = f.store.ResourceVersion();
   WatchFilter filter{nodes, "", {}, {}};
-  std::thread writer([&] { REQUIRE(f.store.Create(nodes, "", Named("n1")).ok()); });
+  std::thread writer([&] { REQUIRE_OK(f.store.Create(nodes, "", Named("n1"))); });
   auto batch = f.store.WaitForEvents(filter, start, steady_clock::now() + std::chrono::minutes(1));
   writer.join();
-  REQUIRE(batch.ok());
+  REQUIRE_OK(batch);
   REQUIRE(batch->events.size() == 1);
 
   std::thread stopper([&] { f.store.Shutdown(); });
@@ -362,7 +361,7 @@ TEST_CASE("ResourceSlices are validated on create and update") {
         std::string::npos);
 
   auto stored = f.store.Get(slices, "", "ok");
-  REQUIRE(stored.ok());
+  REQUIRE_OK(stored);
   json grown = *stored;
   grown["spec"]["devices"].push_back({{"name", "extra"}});
   CHECK(f.store.Update(slices, "", "ok", grown, false).status().code() ==
@@ -406,23 +405,23 @@ TEST_CASE("a watch with a selector sees ADDED and DELETED when an update changes
   const size_t nodes = f.Type("", "nodes");
   const int64_t start = f.store.ResourceVersion();
   auto n = f.store.Create(nodes, "", Named("n1", {{"pool", "b"}}));
-  REQUIRE(n.ok());
+  REQUIRE_OK(n);
   json in = *n;
   in["metadata"]["labels"]["pool"] = "a";
   auto joined = f.store.Update(nodes, "", "n1", in, false);
-  REQUIRE(joined.ok());
+  REQUIRE_OK(joined);
   json still = *joined;
   still["spec"]["x"] = 2;
   auto modified = f.store.Update(nodes, "", "n1", still, false);
-  REQUIRE(modified.ok());
+  REQUIRE_OK(modified);
   json out = *modified;
   out["metadata"]["labels"]["pool"] = "c";
   auto left = f.store.Update(nodes, "", "n1", out, false);
-  REQUIRE(left.ok());
+  REQUIRE_OK(left);
 
   WatchFilter pool_a{nodes, "", *Selector::ParseLabels("pool=a"), {}};
   auto batch = f.store.WaitForEvents(pool_a, start, kSoon());
-  REQUIRE(batch.ok());
+  REQUIRE_OK(batch);
   REQUIRE(batch->events.size() == 3);
   CHECK(batch->events[0].type == "ADDED");
   CHECK(batch->events[0].object["metadata"]["labels"]["pool"] == "a");
@@ -436,7 +435,7 @@ TEST_CASE("a watch with a selector sees ADDED and DELETED when an update changes
   // Without a selector the same updates are plain MODIFIED events.
   WatchFilter all{nodes, "", {}, {}};
   auto plain = f.store.WaitForEvents(all, start, kSoon());
-  REQUIRE(plain.ok());
+  REQUIRE_OK(plain);
   REQUIRE(plain->events.size() == 4);
   CHECK(plain->events[3].type == "MODIFIED");
 }
@@ -444,15 +443,15 @@ TEST_CASE("a watch with a selector sees ADDED and DELETED when an update changes
 TEST_CASE("list resourceVersion, resourceVersionMatch and expired continue tokens") {
   StoreFixture f(6);
   const size_t nodes = f.Type("", "nodes");
-  REQUIRE(f.store.Create(nodes, "", Named("a")).ok());
+  REQUIRE_OK(f.store.Create(nodes, "", Named("a")));
   const int64_t one = f.store.ResourceVersion();
-  REQUIRE(f.store.Create(nodes, "", Named("b")).ok());
+  REQUIRE_OK(f.store.Create(nodes, "", Named("b")));
   auto a = f.store.Get(nodes, "", "a");
-  REQUIRE(a.ok());
+  REQUIRE_OK(a);
   json changed = *a;
   changed["spec"]["x"] = 7;
-  REQUIRE(f.store.Update(nodes, "", "a", changed, false).ok());
-  REQUIRE(f.store.Delete(nodes, "", "b", {}).ok());
+  REQUIRE_OK(f.store.Update(nodes, "", "a", changed, false));
+  REQUIRE_OK(f.store.Delete(nodes, "", "b", {}));
   const int64_t now = f.store.ResourceVersion();
 
   ListOptions options;
@@ -464,19 +463,19 @@ TEST_CASE("list resourceVersion, resourceVersionMatch and expired continue token
   CHECK(f.store.List(nodes, "", options).status().code() == StatusCode::kDeadlineExceeded);
   options.resource_version = std::to_string(one);
   auto not_older = f.store.List(nodes, "", options);
-  REQUIRE(not_older.ok());
+  REQUIRE_OK(not_older);
   CHECK(not_older->resource_version == now);
   CHECK(not_older->items.size() == 1);
 
   options.resource_version_match = "Exact";
   auto exact = f.store.List(nodes, "", options);
-  REQUIRE(exact.ok());
+  REQUIRE_OK(exact);
   CHECK(exact->resource_version == one);
   REQUIRE(exact->items.size() == 1);
   CHECK(exact->items[0]["spec"]["x"] == 1);  // as it was before the update
   options.resource_version = std::to_string(one + 1);
   auto both = f.store.List(nodes, "", options);
-  REQUIRE(both.ok());
+  REQUIRE_OK(both);
   CHECK(both->items.size() == 2);  // b before its delete
 
   ListOptions bad;
@@ -489,22 +488,22 @@ TEST_CASE("list resourceVersion, resourceVersionMatch and expired continue token
   CHECK(f.store.List(nodes, "", bad).status().code() == StatusCode::kFailedPrecondition);
 
   // A continue token lists the snapshot of its first page ...
-  for (const char* name : {"c", "d"}) REQUIRE(f.store.Create(nodes, "", Named(name)).ok());
+  for (const char* name : {"c", "d"}) REQUIRE_OK(f.store.Create(nodes, "", Named(name)));
   ListOptions page;
   page.limit = 1;
   auto first = f.store.List(nodes, "", page);
-  REQUIRE(first.ok());
+  REQUIRE_OK(first);
   REQUIRE(!first->continue_token.empty());
-  REQUIRE(f.store.Create(nodes, "", Named("e")).ok());
+  REQUIRE_OK(f.store.Create(nodes, "", Named("e")));
   page.continue_token = first->continue_token;
   page.limit = 10;
   auto rest = f.store.List(nodes, "", page);
-  REQUIRE(rest.ok());
+  REQUIRE_OK(rest);
   CHECK(rest->items.size() == 2);  // c and d, not e
   CHECK(rest->resource_version == first->resource_version);
   // ... until the history no longer reaches back to it: 410.
   for (const char* name : {"f", "g", "h", "i", "j", "k"}) {
-    REQUIRE(f.store.Create(nodes, "", Named(name)).ok());
+    REQUIRE_OK(f.store.Create(nodes, "", Named(name)));
   }
   CHECK(f.store.List(nodes, "", page).status().code() == StatusCode::kOutOfRange);
   options.resource_version = std::to_string(one);
@@ -516,13 +515,13 @@ TEST_CASE("DeleteCollection deletes what the selectors match") {
   StoreFixture f;
   const size_t leases = f.Type("coordination.k8s.io", "leases");
   for (const char* name : {"a", "b", "c"}) {
-    REQUIRE(
-        f.store.Create(leases, "ns", Named(name, {{"drop", name[0] == 'b' ? "no" : "yes"}})).ok());
+    REQUIRE_OK(
+        f.store.Create(leases, "ns", Named(name, {{"drop", name[0] == 'b' ? "no" : "yes"}})));
   }
   ListOptions drop;
   drop.labels = *Selector::ParseLabels("drop=yes");
   auto deleted = f.store.DeleteCollection(leases, "ns", drop);
-  REQUIRE(deleted.ok());
+  REQUIRE_OK(deleted);
   CHECK(deleted->size() == 2);
   auto left = f.store.List(leases, "ns", {});
   REQUIRE(left->items.size() == 1);
@@ -551,7 +550,7 @@ TEST_CASE("claims, classes, templates and slice updates are validated with all c
   const json request = {{"name", "gpu"}, {"exactly", {{"deviceClassName", "gpu"}}}};
   json claim = {{"metadata", {{"name", "c"}}}, {"spec", {{"devices", {{"requests", {request}}}}}}};
   auto stored = f.store.Create(claims, "ns", claim);
-  REQUIRE(stored.ok());
+  REQUIRE_OK(stored);
   json changed = *stored;
   changed["spec"]["devices"]["requests"][0]["exactly"]["count"] = 2;
   causes.clear();
@@ -574,7 +573,7 @@ TEST_CASE("claims, classes, templates and slice updates are validated with all c
   CHECK(causes.size() == 2);  // the name and the missing exactly / firstAvailable
 
   auto slice = f.store.Create(slices, "", Slice("s", 1));
-  REQUIRE(slice.ok());
+  REQUIRE_OK(slice);
   json moved = *slice;
   moved["spec"]["nodeName"] = "n2";
   causes.clear();
@@ -619,7 +618,7 @@ TEST_CASE("writes drop the fields of disabled feature gates unless the stored ob
 
   SECTION("create with every gate off stores none of them") {
     auto created = f.store.Create(slices, "", gated, nullptr, off);
-    REQUIRE(created.ok());
+    REQUIRE_OK(created);
     CHECK((*created)["spec"]["devices"][0] ==
           json{{"name", "d0"}, {"capacity", {{"mem", {{"value", "8Gi"}}}}}});
     CHECK((*f.store.Get(slices, "", "s"))["spec"]["devices"][0] ==
@@ -627,18 +626,18 @@ TEST_CASE("writes drop the fields of disabled feature gates unless the stored ob
   }
   SECTION("the default (all on) keeps everything") {
     auto created = f.store.Create(slices, "", gated);
-    REQUIRE(created.ok());
+    REQUIRE_OK(created);
     CHECK((*created)["spec"]["devices"][0] == device);
   }
   SECTION("update: each gate's fields stay only where the stored object uses that gate") {
     json plain = Slice("s", 1);
     plain["spec"]["devices"][0]["taints"] = taints;
     auto created = f.store.Create(slices, "", plain);
-    REQUIRE(created.ok());
+    REQUIRE_OK(created);
     json next = gated;
     next["metadata"]["resourceVersion"] = (*created)["metadata"]["resourceVersion"];
     auto updated = f.store.Update(slices, "", "s", next, false, nullptr, off);
-    REQUIRE(updated.ok());
+    REQUIRE_OK(updated);
     const json& d = (*updated)["spec"]["devices"][0];
     CHECK(d["taints"] == taints);
     CHECK_FALSE(d.contains("allowMultipleAllocations"));

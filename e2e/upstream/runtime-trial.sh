@@ -166,7 +166,7 @@ PYEOF
   wait_for 90 is_phase after Succeeded && ok "a new pod starts and completes after the restart" \
     || fail "pod after the restart: $(phase after)"
   report "after (h200, 2 GPUs)" < <(check after h200 nvidia on)
-  # The container start overhead of long1's spec, in h200's namespace (README, Performance).
+  # The container start overhead of long1's spec, in h200's namespace (docs/performance.md, "Kubelet plugin").
   spec=$(grep -ls "$(claim_uid long1)" "$NODES/h200/cdi"/*.json | head -1)
   devs=$($PY -c 'import json,sys; s=json.load(open(sys.argv[1])); print(" ".join(s["kind"] + "=" + d["name"] for d in s["devices"]))' "$spec" 2>/dev/null)
   if [ -n "$devs" ] && line=$(nsenter -t "$node_pid" -m "$ROOT/e2e/upstream/runtime/start-overhead.sh" \

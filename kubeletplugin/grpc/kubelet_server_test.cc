@@ -19,7 +19,9 @@
 #include <thread>
 
 #include "base/mutex.h"
+#include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
+#include "e2e/client/wait.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
 #include "kubeletplugin/grpc/internal/translate.h"
 #include "proto/dra_v1.grpc.pb.h"
@@ -36,15 +38,9 @@ constexpr char kDriver[] = "xpu.dra.dev";
 
 using testing::TempDir;
 
-// Polls `condition` until it holds or `timeout` passes.
-bool WaitFor(const std::function<bool()>& condition, milliseconds timeout = milliseconds(5000)) {
-  Clock::time_point deadline = Clock::now() + timeout;
-  while (!condition()) {
-    if (Clock::now() > deadline) return false;
-    std::this_thread::sleep_for(milliseconds(5));
-  }
-  return true;
-}
+// How long the tests wait for a condition, and how often they look.
+constexpr milliseconds kWaitTimeout{5000};
+constexpr milliseconds kWaitPeriod{5};
 
 class LogLines {
  public:
@@ -215,7 +211,7 @@ struct ServerTest {
 
 // A server on a temp dir, started with a fake service and a fake health source.
 struct ServingWithHealth : ServerTest {
-  ServingWithHealth() { REQUIRE(server.Start(&service, &health).ok()); }
+  ServingWithHealth() { REQUIRE_OK(server.Start(&service, &health)); }
   FakeHealth health;
   KubeletServer server{Options(dir)};
 };
@@ -260,7 +256,7 @@ TEST_CASE_METHOD(
   Clock::time_point start = Clock::now();
   StatusOr<e2e::PluginInfo> info = kubelet.GetInfo(server.registration_socket());
   CHECK(Clock::now() - start < milliseconds(1000));
-  REQUIRE(info.ok());
+  REQUIRE_OK(info);
   CHECK(info->type == "DRAPlugin");
   CHECK(info->name == kDriver);
   CHECK(info->endpoint == server.dra_socket());
@@ -268,16 +264,16 @@ TEST_CASE_METHOD(
                                                              "v1alpha1.DRAResourceHealth"});
 
   CHECK_FALSE(server.registered());
-  REQUIRE(kubelet.Register(server.registration_socket()).ok());
+  REQUIRE_OK(kubelet.Register(server.registration_socket()));
   CHECK(server.registered());
 }
 
 TEST_CASE_METHOD(ServerTest,
                  "kubelet server: without a health source no health service is advertised") {
   KubeletServer server(Options(dir));
-  REQUIRE(server.Start(&service, nullptr).ok());
+  REQUIRE_OK(server.Start(&service, nullptr));
   StatusOr<e2e::PluginInfo> info = e2e::KubeletStandIn().GetInfo(server.registration_socket());
-  REQUIRE(info.ok());
+  REQUIRE_OK(info);
   CHECK(info->supported_versions == std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin"});
   Status end;
   e2e::KubeletStandIn().WatchHealth(server.dra_socket(), milliseconds(2000), nullptr, &end);
@@ -287,7 +283,7 @@ TEST_CASE_METHOD(ServerTest,
 TEST_CASE_METHOD(ServerTest,
                  "kubelet server: sockets are mode 0600 and the directories it creates 0750") {
   KubeletServer server(Options(dir));
-  REQUIRE(server.Start(&service, nullptr).ok());
+  REQUIRE_OK(server.Start(&service, nullptr));
   CHECK(S_ISSOCK(Mode(server.dra_socket())));
   CHECK((Mode(server.dra_socket()) & 07777) == 0600);
   CHECK(S_ISSOCK(Mode(server.registration_socket())));
@@ -306,11 +302,11 @@ TEST_CASE_METHOD(
     MakeDeadSocket(options.DraSocket());
     MakeDeadSocket(options.RegistrationSocket());
     KubeletServer server(options);
-    REQUIRE(server.Start(&service, nullptr).ok());
-    REQUIRE(e2e::KubeletStandIn().Register(server.registration_socket()).ok());
+    REQUIRE_OK(server.Start(&service, nullptr));
+    REQUIRE_OK(e2e::KubeletStandIn().Register(server.registration_socket()));
     StatusOr<std::map<std::string, e2e::KubeletPrepareResult>> prepared =
         e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1", Claims({"uid-1"}));
-    REQUIRE(prepared.ok());
+    REQUIRE_OK(prepared);
     CHECK(prepared->count("uid-1") == 1);
   }
   SECTION("a regular file") {
@@ -338,7 +334,7 @@ TEST_CASE_METHOD(ServerTest,
   REQUIRE(registry_watch >= 0);
 
   KubeletServer server(options);
-  REQUIRE(server.Start(&service, nullptr).ok());
+  REQUIRE_OK(server.Start(&service, nullptr));
 
   std::vector<std::string> created;
   alignas(inotify_event) char buffer[4096];
@@ -362,14 +358,12 @@ TEST_CASE_METHOD(
     "kubelet server: registration status is recorded and a rejection logged as an error") {
   LogLines log;
   KubeletServer server(Options(dir, &log));
-  REQUIRE(server.Start(&service, nullptr).ok());
+  REQUIRE_OK(server.Start(&service, nullptr));
   e2e::KubeletStandIn kubelet;
-  REQUIRE(kubelet.NotifyRegistrationStatus(server.registration_socket(), true, "").ok());
+  REQUIRE_OK(kubelet.NotifyRegistrationStatus(server.registration_socket(), true, ""));
   CHECK(server.registered());
-  REQUIRE(kubelet
-              .NotifyRegistrationStatus(server.registration_socket(), false,
-                                        "endpoint already registered")
-              .ok());
+  REQUIRE_OK(kubelet.NotifyRegistrationStatus(server.registration_socket(), false,
+                                              "endpoint already registered"));
   CHECK_FALSE(server.registered());
   CHECK(log.Contains("ERROR registration rejected by kubelet: endpoint already registered"));
 }
@@ -378,11 +372,11 @@ TEST_CASE_METHOD(ServerTest, "kubelet server: prepare and unprepare over v1 carr
   service.share_id = "share-1";
   service.fail_uid = "uid-2";
   KubeletServer server(Options(dir));
-  REQUIRE(server.Start(&service, nullptr).ok());
+  REQUIRE_OK(server.Start(&service, nullptr));
   e2e::KubeletStandIn kubelet;
 
   auto prepared = kubelet.Prepare(server.dra_socket(), "v1", Claims({"uid-1", "uid-2"}));
-  REQUIRE(prepared.ok());
+  REQUIRE_OK(prepared);
   REQUIRE(prepared->size() == 2);
   const e2e::KubeletPrepareResult& ok = prepared->at("uid-1");
   CHECK(ok.error.empty());
@@ -400,7 +394,7 @@ TEST_CASE_METHOD(ServerTest, "kubelet server: prepare and unprepare over v1 carr
                               {.ns = "default", .name = "claim-uid-2", .uid = "uid-2"}});
 
   auto unprepared = kubelet.Unprepare(server.dra_socket(), "v1", Claims({"uid-1"}));
-  REQUIRE(unprepared.ok());
+  REQUIRE_OK(unprepared);
   CHECK(*unprepared == std::map<std::string, std::string>{{"uid-1", ""}});
   REQUIRE(service.unprepared.size() == 1);
   CHECK(service.unprepared[0][0].uid == "uid-1");
@@ -408,7 +402,7 @@ TEST_CASE_METHOD(ServerTest, "kubelet server: prepare and unprepare over v1 carr
   SECTION("no share_id when the device is not shared") {
     service.share_id.clear();
     auto again = kubelet.Prepare(server.dra_socket(), "v1", Claims({"uid-3"}));
-    REQUIRE(again.ok());
+    REQUIRE_OK(again);
     REQUIRE(again->at("uid-3").devices.size() == 1);
     CHECK_FALSE(again->at("uid-3").devices[0].share_id.has_value());
   }
@@ -417,11 +411,11 @@ TEST_CASE_METHOD(ServerTest, "kubelet server: prepare and unprepare over v1 carr
 TEST_CASE_METHOD(ServerTest, "kubelet server: prepare and unprepare over v1beta1") {
   service.share_id = "share-1";  // v1beta1 has no field for it
   KubeletServer server(Options(dir));
-  REQUIRE(server.Start(&service, nullptr).ok());
+  REQUIRE_OK(server.Start(&service, nullptr));
   e2e::KubeletStandIn kubelet;
 
   auto prepared = kubelet.Prepare(server.dra_socket(), "v1beta1", Claims({"uid-1"}));
-  REQUIRE(prepared.ok());
+  REQUIRE_OK(prepared);
   REQUIRE(prepared->at("uid-1").devices.size() == 1);
   const e2e::KubeletDevice& device = prepared->at("uid-1").devices[0];
   CHECK(device.pool_name == "node-1");
@@ -431,7 +425,7 @@ TEST_CASE_METHOD(ServerTest, "kubelet server: prepare and unprepare over v1beta1
   CHECK_FALSE(device.share_id.has_value());
 
   auto unprepared = kubelet.Unprepare(server.dra_socket(), "v1beta1", Claims({"uid-1", "uid-2"}));
-  REQUIRE(unprepared.ok());
+  REQUIRE_OK(unprepared);
   CHECK(*unprepared == std::map<std::string, std::string>{{"uid-1", ""}, {"uid-2", ""}});
 }
 
@@ -440,18 +434,18 @@ TEST_CASE_METHOD(ServerTest,
   service.forget_uid = "uid-2";
   LogLines log;
   KubeletServer server(Options(dir, &log));
-  REQUIRE(server.Start(&service, nullptr).ok());
+  REQUIRE_OK(server.Start(&service, nullptr));
   e2e::KubeletStandIn kubelet;
 
   auto prepared = kubelet.Prepare(server.dra_socket(), "v1", Claims({"uid-1", "uid-2"}));
-  REQUIRE(prepared.ok());
+  REQUIRE_OK(prepared);
   REQUIRE(prepared->size() == 2);  // not the unasked uid the driver added
   CHECK(prepared->at("uid-1").error.empty());
   CHECK_THAT(prepared->at("uid-2").error, Catch::Contains("no result"));
   CHECK(log.Contains("ERROR prepare claim default/claim-uid-2 (uid-2)"));
 
   auto unprepared = kubelet.Unprepare(server.dra_socket(), "v1beta1", Claims({"uid-1", "uid-2"}));
-  REQUIRE(unprepared.ok());
+  REQUIRE_OK(unprepared);
   REQUIRE(unprepared->size() == 2);
   CHECK(unprepared->at("uid-1").empty());
   CHECK_THAT(unprepared->at("uid-2"), Catch::Contains("no result"));
@@ -462,7 +456,7 @@ TEST_CASE_METHOD(ServerTest,
   service.throw_in_prepare = true;
   LogLines log;
   KubeletServer server(Options(dir, &log));
-  REQUIRE(server.Start(&service, nullptr).ok());
+  REQUIRE_OK(server.Start(&service, nullptr));
   auto prepared = e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1", Claims({"uid-1"}));
   CHECK(prepared.status().code() == StatusCode::kInternal);
   CHECK_THAT(prepared.status().message(), Catch::Contains("driver bug"));
@@ -476,7 +470,7 @@ TEST_CASE_METHOD(
     "kubelet server: a call whose caller gave up stops, and the next call is answered") {
   service.hang_uid = "uid-hang";
   KubeletServer server(Options(dir));
-  REQUIRE(server.Start(&service, nullptr).ok());
+  REQUIRE_OK(server.Start(&service, nullptr));
 
   // A caller that gives up after 200 ms, while the driver still works on its batch.
   auto stub = drav1::DRAPlugin::NewStub(
@@ -496,7 +490,7 @@ TEST_CASE_METHOD(
   // 45 s deadline) gets its answer; without that it would wait for the abandoned one's minute.
   auto next = e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1", Claims({"uid-1"}));
   INFO(next.status().ToString());
-  REQUIRE(next.ok());
+  REQUIRE_OK(next);
   CHECK(next->at("uid-1").error.empty());
   CHECK(service.saw_caller_leave);
 }
@@ -508,7 +502,7 @@ TEST_CASE_METHOD(
   KubeletServerOptions options = Options(dir);
   options.health_resend = std::chrono::minutes(5);  // only the change can cause a second message
   KubeletServer server(options);
-  REQUIRE(server.Start(&service, &health).ok());
+  REQUIRE_OK(server.Start(&service, &health));
 
   Clock::time_point opened = Clock::now();
   Clock::time_point changed;
@@ -537,7 +531,8 @@ TEST_CASE_METHOD(
   CHECK(messages[1].devices[0].last_updated_time == 2000);
 
   // The client left: the server's stream stops waiting on the health source.
-  CHECK(WaitFor([&] { return Clock::now() - health.last_wait() > milliseconds(500); }));
+  CHECK(e2e::Eventually([&] { return Clock::now() - health.last_wait() > milliseconds(500); },
+                        kWaitTimeout, kWaitPeriod));
 }
 
 TEST_CASE_METHOD(ServerTest,
@@ -546,7 +541,7 @@ TEST_CASE_METHOD(ServerTest,
   KubeletServerOptions options = Options(dir);
   options.health_resend = milliseconds(200);
   KubeletServer server(options);
-  REQUIRE(server.Start(&service, &health).ok());
+  REQUIRE_OK(server.Start(&service, &health));
 
   std::vector<e2e::KubeletHealthMessage> messages = e2e::KubeletStandIn().WatchHealth(
       server.dra_socket(), milliseconds(10'000),
@@ -576,7 +571,7 @@ TEST_CASE_METHOD(
         },
         &end);
   });
-  REQUIRE(WaitFor([&] { return streaming.load(); }));
+  REQUIRE(e2e::Eventually([&] { return streaming.load(); }, kWaitTimeout, kWaitPeriod));
 
   SECTION("its own sockets are removed") {
     Clock::time_point start = Clock::now();
@@ -604,10 +599,10 @@ TEST_CASE_METHOD(ServingWithHealth,
   CHECK(server.Start(&service, &health).code() == StatusCode::kFailedPrecondition);
   server.Stop();
   CHECK_FALSE(Exists(server.dra_socket()));
-  REQUIRE(server.Start(&service, &health).ok());
-  REQUIRE(e2e::KubeletStandIn().Register(server.registration_socket()).ok());
+  REQUIRE_OK(server.Start(&service, &health));
+  REQUIRE_OK(e2e::KubeletStandIn().Register(server.registration_socket()));
   CHECK(server.registered());
-  REQUIRE(e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1beta1", Claims({"uid-1"})).ok());
+  REQUIRE_OK(e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1beta1", Claims({"uid-1"})));
   CHECK(e2e::KubeletStandIn()
             .WatchHealth(server.dra_socket(), milliseconds(5000),
                          [](const e2e::KubeletHealthMessage&) { return false; })
@@ -618,14 +613,14 @@ TEST_CASE_METHOD(ServerTest, "kubelet server: rolling-update mode names the sock
   KubeletServerOptions options = Options(dir);
   options.rolling_update_uid = "pod-uid-1";
   KubeletServer server(options);
-  REQUIRE(server.Start(&service, nullptr).ok());
+  REQUIRE_OK(server.Start(&service, nullptr));
   CHECK(server.dra_socket() == dir.path() + "/plugins/xpu.dra.dev/dra-pod-uid-1.sock");
   CHECK(server.registration_socket() ==
         dir.path() + "/plugins_registry/xpu.dra.dev-pod-uid-1-reg.sock");
   StatusOr<e2e::PluginInfo> info = e2e::KubeletStandIn().Register(server.registration_socket());
-  REQUIRE(info.ok());
+  REQUIRE_OK(info);
   CHECK(info->endpoint == server.dra_socket());
-  REQUIRE(e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1", Claims({"uid-1"})).ok());
+  REQUIRE_OK(e2e::KubeletStandIn().Prepare(server.dra_socket(), "v1", Claims({"uid-1"})));
   CHECK(Exists(dir.path() + "/plugins/xpu.dra.dev/serialize.lock"));
 }
 
@@ -639,8 +634,8 @@ int MaxConcurrentCalls(const KubeletServerOptions& a_options,
   b_service.overlap = &overlap;
   KubeletServer a(a_options);
   KubeletServer b(b_options);
-  REQUIRE(a.Start(&a_service, nullptr).ok());
-  REQUIRE(b.Start(&b_service, nullptr).ok());
+  REQUIRE_OK(a.Start(&a_service, nullptr));
+  REQUIRE_OK(b.Start(&b_service, nullptr));
   std::atomic<int> failures{0};
   std::thread a_calls([&] {
     for (int i = 0; i < 3; ++i) {

@@ -6,16 +6,6 @@
 namespace xpu::plugin::internal {
 namespace {
 
-template <typename Request>
-std::vector<ClaimRef> Claims(const Request& request) {
-  std::vector<ClaimRef> claims;
-  claims.reserve(request.claims_size());
-  for (const auto& claim : request.claims()) {
-    claims.push_back(ClaimRef{.ns = claim.namespace_(), .name = claim.name(), .uid = claim.uid()});
-  }
-  return claims;
-}
-
 template <typename ProtoDevice>
 void DeviceToProto(const PreparedDevice& device, ProtoDevice* out) {
   for (const auto& name : device.request_names) out->add_request_names(name);
@@ -58,10 +48,34 @@ std::string MissingError(const char* call, const ClaimRef& claim) {
          ": internal error: the driver returned no result for this claim";
 }
 
+healthv1alpha1::HealthStatus HealthToProto(HealthState state) {
+  switch (state) {
+    case HealthState::kHealthy:
+      return healthv1alpha1::HEALTHY;
+    case HealthState::kUnhealthy:
+      return healthv1alpha1::UNHEALTHY;
+    case HealthState::kUnknown:
+      break;
+  }
+  return healthv1alpha1::UNKNOWN;
+}
+
+}  // namespace
+
+template <typename Request>
+std::vector<ClaimRef> ClaimsFromProto(const Request& request) {
+  std::vector<ClaimRef> claims;
+  claims.reserve(request.claims_size());
+  for (const auto& claim : request.claims()) {
+    claims.push_back(ClaimRef{.ns = claim.namespace_(), .name = claim.name(), .uid = claim.uid()});
+  }
+  return claims;
+}
+
 template <typename Response>
-std::vector<std::string> Prepared(const std::vector<ClaimRef>& asked,
-                                  const std::map<std::string, PrepareResult>& results,
-                                  Response* out) {
+std::vector<std::string> PrepareToProto(const std::vector<ClaimRef>& asked,
+                                        const std::map<std::string, PrepareResult>& results,
+                                        Response* out) {
   return EveryClaim("prepare", asked, results,
                     [out](const ClaimRef& claim, const PrepareResult* result) {
                       auto& entry = (*out->mutable_claims())[claim.uid];
@@ -78,9 +92,9 @@ std::vector<std::string> Prepared(const std::vector<ClaimRef>& asked,
 }
 
 template <typename Response>
-std::vector<std::string> Unprepared(const std::vector<ClaimRef>& asked,
-                                    const std::map<std::string, UnprepareResult>& results,
-                                    Response* out) {
+std::vector<std::string> UnprepareToProto(const std::vector<ClaimRef>& asked,
+                                          const std::map<std::string, UnprepareResult>& results,
+                                          Response* out) {
   return EveryClaim(
       "unprepare", asked, results, [out](const ClaimRef& claim, const UnprepareResult* result) {
         auto& entry = (*out->mutable_claims())[claim.uid];
@@ -88,53 +102,21 @@ std::vector<std::string> Unprepared(const std::vector<ClaimRef>& asked,
       });
 }
 
-healthv1alpha1::HealthStatus HealthToProto(HealthState state) {
-  switch (state) {
-    case HealthState::kHealthy:
-      return healthv1alpha1::HEALTHY;
-    case HealthState::kUnhealthy:
-      return healthv1alpha1::UNHEALTHY;
-    case HealthState::kUnknown:
-      break;
-  }
-  return healthv1alpha1::UNKNOWN;
-}
-
-}  // namespace
-
-std::vector<ClaimRef> ClaimsFromProto(const drav1::NodePrepareResourcesRequest& request) {
-  return Claims(request);
-}
-std::vector<ClaimRef> ClaimsFromProto(const drav1beta1::NodePrepareResourcesRequest& request) {
-  return Claims(request);
-}
-std::vector<ClaimRef> ClaimsFromProto(const drav1::NodeUnprepareResourcesRequest& request) {
-  return Claims(request);
-}
-std::vector<ClaimRef> ClaimsFromProto(const drav1beta1::NodeUnprepareResourcesRequest& request) {
-  return Claims(request);
-}
-
-std::vector<std::string> PrepareToProto(const std::vector<ClaimRef>& asked,
-                                        const std::map<std::string, PrepareResult>& results,
-                                        drav1::NodePrepareResourcesResponse* out) {
-  return Prepared(asked, results, out);
-}
-std::vector<std::string> PrepareToProto(const std::vector<ClaimRef>& asked,
-                                        const std::map<std::string, PrepareResult>& results,
-                                        drav1beta1::NodePrepareResourcesResponse* out) {
-  return Prepared(asked, results, out);
-}
-std::vector<std::string> UnprepareToProto(const std::vector<ClaimRef>& asked,
-                                          const std::map<std::string, UnprepareResult>& results,
-                                          drav1::NodeUnprepareResourcesResponse* out) {
-  return Unprepared(asked, results, out);
-}
-std::vector<std::string> UnprepareToProto(const std::vector<ClaimRef>& asked,
-                                          const std::map<std::string, UnprepareResult>& results,
-                                          drav1beta1::NodeUnprepareResourcesResponse* out) {
-  return Unprepared(asked, results, out);
-}
+// For the kubelet's messages of both wire versions.
+using Prepared = std::map<std::string, PrepareResult>;
+using Unprepared = std::map<std::string, UnprepareResult>;
+template std::vector<ClaimRef> ClaimsFromProto(const drav1::NodePrepareResourcesRequest&);
+template std::vector<ClaimRef> ClaimsFromProto(const drav1beta1::NodePrepareResourcesRequest&);
+template std::vector<ClaimRef> ClaimsFromProto(const drav1::NodeUnprepareResourcesRequest&);
+template std::vector<ClaimRef> ClaimsFromProto(const drav1beta1::NodeUnprepareResourcesRequest&);
+template std::vector<std::string> PrepareToProto(const std::vector<ClaimRef>&, const Prepared&,
+                                                 drav1::NodePrepareResourcesResponse*);
+template std::vector<std::string> PrepareToProto(const std::vector<ClaimRef>&, const Prepared&,
+                                                 drav1beta1::NodePrepareResourcesResponse*);
+template std::vector<std::string> UnprepareToProto(const std::vector<ClaimRef>&, const Unprepared&,
+                                                   drav1::NodeUnprepareResourcesResponse*);
+template std::vector<std::string> UnprepareToProto(const std::vector<ClaimRef>&, const Unprepared&,
+                                                   drav1beta1::NodeUnprepareResourcesResponse*);
 
 std::string TruncateHealthMessage(const std::string& message) {
   if (message.size() <= kMaxHealthMessageBytes) return message;

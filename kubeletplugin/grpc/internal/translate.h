@@ -21,27 +21,24 @@ namespace healthv1alpha1 = ::v1alpha1;
 // The most bytes of a health message the kubelet keeps; longer ones are cut to fit with "...".
 inline constexpr size_t kMaxHealthMessageBytes = 1024;
 
-std::vector<ClaimRef> ClaimsFromProto(const drav1::NodePrepareResourcesRequest& request);
-std::vector<ClaimRef> ClaimsFromProto(const drav1beta1::NodePrepareResourcesRequest& request);
-std::vector<ClaimRef> ClaimsFromProto(const drav1::NodeUnprepareResourcesRequest& request);
-std::vector<ClaimRef> ClaimsFromProto(const drav1beta1::NodeUnprepareResourcesRequest& request);
+// The claims of a kubelet request: a NodePrepareResourcesRequest or NodeUnprepareResourcesRequest
+// of either wire version (v1, v1beta1; instantiated for those four).
+template <typename Request>
+std::vector<ClaimRef> ClaimsFromProto(const Request& request);
 
-// Fill `out` with one entry per claim of `asked`. A claim the service left out of `results` gets
-// an error entry (the kubelet rejects an answer that skips a claim); an answer for a claim that
-// was not asked is dropped. Returns one line per such discrepancy, for the log. v1beta1 has no
-// share_id: it is dropped there.
+// Fill `out`, a NodePrepareResourcesResponse (Prepare...) or NodeUnprepareResourcesResponse
+// (Unprepare...) of either wire version, with one entry per claim of `asked`. A claim the service
+// left out of `results` gets an error entry (the kubelet rejects an answer that skips a claim);
+// an answer for a claim that was not asked is dropped. Returns one line per such discrepancy, for
+// the log. v1beta1 has no share_id: it is dropped there.
+template <typename Response>
 std::vector<std::string> PrepareToProto(const std::vector<ClaimRef>& asked,
                                         const std::map<std::string, PrepareResult>& results,
-                                        drav1::NodePrepareResourcesResponse* out);
-std::vector<std::string> PrepareToProto(const std::vector<ClaimRef>& asked,
-                                        const std::map<std::string, PrepareResult>& results,
-                                        drav1beta1::NodePrepareResourcesResponse* out);
+                                        Response* out);
+template <typename Response>
 std::vector<std::string> UnprepareToProto(const std::vector<ClaimRef>& asked,
                                           const std::map<std::string, UnprepareResult>& results,
-                                          drav1::NodeUnprepareResourcesResponse* out);
-std::vector<std::string> UnprepareToProto(const std::vector<ClaimRef>& asked,
-                                          const std::map<std::string, UnprepareResult>& results,
-                                          drav1beta1::NodeUnprepareResourcesResponse* out);
+                                          Response* out);
 
 // The complete device list as one health message; messages longer than kMaxHealthMessageBytes
 // are cut at a UTF-8 character boundary and end in "...".
