@@ -3,6 +3,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <latch>
 #include <thread>
 #include <vector>
 
@@ -35,14 +36,24 @@ bool FreeToAnotherThread(Mutex& mu) {
 
 TEST_CASE("a held mutex keeps other threads out until it is unlocked") {
   Shared s;
+  std::atomic<bool> tried_free{true};
   std::atomic<bool> entered{false};
+  std::latch about_to_lock(1);
   s.mu.Lock();
   std::thread other([&] {
+    if (s.mu.TryLock()) {
+      s.mu.Unlock();
+    } else {
+      tried_free = false;
+    }
+    about_to_lock.count_down();  // from here on it blocks in Lock until the test unlocks
     MutexLock lock(s.mu);
     entered = true;
   });
-  std::this_thread::sleep_for(milliseconds(50));
-  CHECK_FALSE(entered);
+  about_to_lock.wait();
+  CHECK_FALSE(tried_free);  // its TryLock found the mutex held
+  CHECK_FALSE(entered);     // and it has not got past Lock, although it has reached it
+  CHECK_FALSE(FreeToAnotherThread(s.mu));
   s.mu.Unlock();
   other.join();
   CHECK(entered);
@@ -96,13 +107,16 @@ TEST_CASE("a wait with a predicate returns once another thread makes it true and
   std::atomic<bool> done{false};
   std::thread waiter([&] {
     MutexLock lock(s.mu);
+    s.count = 1;  // waiting: it lets go of the mutex only inside Wait
+    s.cv.NotifyAll();
     s.cv.Wait(s.mu, [&]() REQUIRES(s.mu) { return s.ready; });
     done = s.ready;  // Catch2's CHECK is for the test's own thread
   });
-  std::this_thread::sleep_for(milliseconds(20));
-  CHECK_FALSE(done);
   {
+    // Taking the mutex with count 1 means the waiter is inside Wait.
     MutexLock lock(s.mu);
+    s.cv.Wait(s.mu, [&]() REQUIRES(s.mu) { return s.count == 1; });
+    CHECK_FALSE(done);
     s.ready = true;
   }
   s.cv.NotifyAll();
@@ -159,9 +173,10 @@ TEST_CASE("timed waits time out when nothing notifies") {
 TEST_CASE("a timed wait with a predicate returns true when notified before the deadline") {
   Shared s;
   std::thread notifier([&] {
-    std::this_thread::sleep_for(milliseconds(20));
     {
+      // Taking the mutex with count 1 means the test's thread is inside WaitFor.
       MutexLock lock(s.mu);
+      s.cv.Wait(s.mu, [&]() REQUIRES(s.mu) { return s.count == 1; });
       s.ready = true;
     }
     s.cv.NotifyAll();
@@ -169,6 +184,8 @@ TEST_CASE("a timed wait with a predicate returns true when notified before the d
   bool woke = false;
   {
     MutexLock lock(s.mu);
+    s.count = 1;  // waiting: the mutex is let go only inside WaitFor
+    s.cv.NotifyAll();
     woke = s.cv.WaitFor(s.mu, seconds(30), [&]() REQUIRES(s.mu) { return s.ready; });
   }
   notifier.join();

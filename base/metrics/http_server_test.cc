@@ -8,13 +8,15 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 
 #include "base/metrics/metrics.h"
+#include "base/testing/require_ok.h"
+#include "e2e/client/wait.h"
 
 namespace xpu::metrics {
 namespace {
@@ -37,6 +39,14 @@ class Client {
   Client& operator=(const Client&) = delete;
   ~Client() { close(fd_); }
 
+  // This end's port: with the server's, it names the connection in /proc/net/tcp.
+  int LocalPort() const {
+    sockaddr_in addr{};
+    socklen_t len = sizeof(addr);
+    REQUIRE(getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    return ntohs(addr.sin_port);
+  }
+
   void Send(const std::string& data) const {
     REQUIRE(send(fd_, data.data(), data.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(data.size()));
   }
@@ -54,6 +64,26 @@ class Client {
  private:
   int fd_;
 };
+
+// Bytes the server has not read yet on its end of the IPv4 connection from `client_port` to
+// `server_port` (the rx_queue of /proc/net/tcp), or -1 while the kernel shows no such socket.
+long UnreadByServer(int server_port, int client_port) {
+  std::ifstream tcp("/proc/net/tcp");
+  std::string line;
+  std::getline(tcp, line);  // the column names
+  while (std::getline(tcp, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote, state, queues;
+    fields >> slot >> local >> remote >> state >> queues;
+    const auto port = [](const std::string& address) {
+      return std::stoi(address.substr(address.find(':') + 1), nullptr, 16);
+    };
+    if (port(local) == server_port && port(remote) == client_port) {
+      return std::stol(queues.substr(queues.find(':') + 1), nullptr, 16);
+    }
+  }
+  return -1;
+}
 
 struct Reply {
   int code = 0;
@@ -96,7 +126,7 @@ HttpServerOptions Loopback() {
 
 std::unique_ptr<HttpServer> Started(const HttpServerOptions& options) {
   auto server = std::make_unique<HttpServer>(options);
-  REQUIRE(server->Start().ok());
+  REQUIRE_OK(server->Start());
   return server;
 }
 
@@ -251,7 +281,9 @@ TEST_CASE("http server stop returns promptly while a client holds a connection o
   idle.Send("GET /heal");  // an unfinished request: the only worker waits on it
   const Client queued(server->port());
   queued.Send("GET /healthz HTTP/1.1\r\n\r\n");
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // The worker has read the unfinished request, so it now waits on the connection for the rest;
+  // the queued one waits for the worker.
+  REQUIRE(e2e::Eventually([&] { return UnreadByServer(server->port(), idle.LocalPort()) == 0; }));
 
   const auto start = std::chrono::steady_clock::now();
   server->Stop();
@@ -278,13 +310,13 @@ TEST_CASE("StartHttpServer: none for an empty address, else started and logged")
   HttpServerOptions options;
   options.address = "";
   auto none = StartHttpServer(options, log);
-  REQUIRE(none.ok());
+  REQUIRE_OK(none);
   CHECK(*none == nullptr);
   CHECK(out.str().empty());
 
   options.address = "127.0.0.1:0";
   auto server = StartHttpServer(options, log);
-  REQUIRE(server.ok());
+  REQUIRE_OK(server);
   REQUIRE(*server != nullptr);
   CHECK(Request((*server)->port(), "GET", "/healthz").code == 200);
   CHECK(out.str().find("metrics on 127.0.0.1:0 (port " + std::to_string((*server)->port()) + ")") !=

@@ -1,6 +1,7 @@
-// Prometheus text exposition (format 0.0.4), our own small module: counters, gauges and
-// histograms, each a family with fixed label names; `# HELP` and `# TYPE` lines; label values
-// and help text escaped as the format requires. Thread-safe; cheap enough for every request.
+// The project's metrics API on prometheus-cpp: counters, gauges and histograms, each a family with
+// fixed label names. The series live in a prometheus::Registry (one prometheus::Family per
+// family), and Render() writes the text exposition (format 0.0.4) with prometheus::TextSerializer.
+// Thread-safe; cheap enough for every request.
 //
 // A Registry owns its families; the references AddCounter/AddGauge/AddHistogram return stay
 // valid for the registry's lifetime. Every family has its own mutex, so recording never waits
@@ -10,9 +11,16 @@
 // (bad names, a conflicting second registration) abort: they are programming errors.
 //
 // A family without labels always renders its one series (0 until recorded); a family with
-// labels renders the series recorded so far, sorted by label values.
+// labels renders the series recorded so far, sorted by label values, each with its labels in the
+// order of the label names; families are sorted by name.
 #ifndef XPU_BASE_METRICS_METRICS_H_
 #define XPU_BASE_METRICS_METRICS_H_
+
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
 
 #include <atomic>
 #include <chrono>
@@ -34,6 +42,56 @@ class Registry;
 
 enum class MetricType { kCounter, kGauge, kHistogram };
 
+// The prometheus-cpp series of one family by label values (one per label name, in order): the
+// first record of a label set adds its series to the prometheus::Family, later ones find it here
+// without building prometheus-cpp's label map.
+template <typename Metric>
+class SeriesIndex {
+ public:
+  SeriesIndex(prometheus::Family<Metric>& family, std::vector<std::string> label_names)
+      : family_(family), label_names_(std::move(label_names)) {}
+
+  // Runs `update` on the series of `values`, added first (built from `args`) when new.
+  template <typename Fn, typename... Args>
+  void Update(const std::vector<std::string>& values, Fn update, const Args&... args)
+      EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    auto it = series_.find(values);
+    if (it == series_.end()) {
+      prometheus::Labels labels;
+      for (size_t i = 0; i < label_names_.size(); ++i) labels.emplace(label_names_[i], values[i]);
+      it = series_.emplace(values, &family_.Add(labels, args...)).first;
+    }
+    update(*it->second);
+  }
+  // Adds the series of `values` (built from `args`) unless it is there: a label-less family's one
+  // series, rendered as 0 from the start.
+  template <typename... Args>
+  void Ensure(const std::vector<std::string>& values, const Args&... args) EXCLUDES(mu_) {
+    const auto leave_as_is = [](Metric&) {};
+    Update(values, leave_as_is, args...);
+  }
+  // `read` of the series of `values`, or `missing` when it has none.
+  template <typename Fn, typename T>
+  T Get(const std::vector<std::string>& values, Fn read, T missing) const EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    const auto it = series_.find(values);
+    return it == series_.end() ? missing : read(*it->second);
+  }
+  // Removes every series from the family.
+  void Clear() EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    for (const auto& [values, metric] : series_) family_.Remove(metric);
+    series_.clear();
+  }
+
+ private:
+  prometheus::Family<Metric>& family_;
+  const std::vector<std::string> label_names_;
+  mutable Mutex mu_;
+  std::map<std::vector<std::string>, Metric*> series_ GUARDED_BY(mu_);
+};
+
 // What the three kinds share: a name, help text, label names and the drop count.
 class Family {
  public:
@@ -52,75 +110,65 @@ class Family {
  protected:
   Family(std::string name, std::string help, std::vector<std::string> label_names);
 
-  bool LabelsFit(const std::vector<std::string>& labels) const {
-    return labels.size() == label_names_.size();
+  // Whether a sample is recorded: one value per label name, and a valid value (`value_ok`);
+  // otherwise it counts as dropped.
+  bool Accept(const std::vector<std::string>& labels, bool value_ok = true) {
+    if (labels.size() == label_names_.size() && value_ok) return true;
+    dropped_.fetch_add(1, std::memory_order_relaxed);
+    return false;
   }
-  void Drop() { dropped_.fetch_add(1, std::memory_order_relaxed); }
-  // Appends the `# HELP` / `# TYPE` lines and every series to `out`.
-  virtual void RenderTo(std::string& out) const = 0;
 
  private:
-  friend class Registry;
-
   const std::string name_;
   const std::string help_;
   const std::vector<std::string> label_names_;
   std::atomic<uint64_t> dropped_{0};
 };
 
-// What counters and gauges share: one value per series.
-class ScalarFamily : public Family {
- public:
-  // 0 for a series never recorded.
-  double Value(const std::vector<std::string>& labels = {}) const;
-
+// A family whose series are prometheus-cpp metrics of one type (Counter, Gauge); one without
+// labels has its single series from the start, so that it reads 0 before anything is recorded.
+template <typename Metric>
+class SeriesFamily : public Family {
  protected:
-  using Family::Family;
-
-  // Applies `update` to the value of the series with these label values (one per label name, in
-  // order); a wrong label count is dropped.
-  template <typename Update>
-  void Apply(const std::vector<std::string>& labels, Update update) {
-    if (!LabelsFit(labels)) {
-      Drop();
-      return;
-    }
-    MutexLock lock(mu_);
-    update(series_[labels]);
+  friend class Registry;
+  SeriesFamily(std::string name, std::string help, const std::vector<std::string>& label_names,
+               prometheus::Family<Metric>& family)
+      : Family(std::move(name), std::move(help), label_names), series_(family, label_names) {
+    if (label_names.empty()) series_.Ensure({});
   }
-  void ClearSeries();
-  void RenderTo(std::string& out) const override;
 
- private:
-  mutable Mutex mu_;
-  std::map<std::vector<std::string>, double> series_ GUARDED_BY(mu_);
+  SeriesIndex<Metric> series_;
 };
 
-class Counter final : public ScalarFamily {
+class Counter final : public SeriesFamily<prometheus::Counter> {
  public:
   // Adds `value` (>= 0) to the series with these label values (one per label name, in order).
   void Inc(const std::vector<std::string>& labels = {}, double value = 1);
+  // 0 for a series never recorded.
+  double Value(const std::vector<std::string>& labels = {}) const;
   MetricType type() const override { return MetricType::kCounter; }
 
  private:
   friend class Registry;
-  using ScalarFamily::ScalarFamily;
+  using SeriesFamily::SeriesFamily;
 };
 
-class Gauge final : public ScalarFamily {
+class Gauge final : public SeriesFamily<prometheus::Gauge> {
  public:
   void Set(const std::vector<std::string>& labels, double value);
   void Set(double value) { Set({}, value); }
   void Add(const std::vector<std::string>& labels, double delta);
   void Add(double delta) { Add({}, delta); }
+  // 0 for a series never recorded.
+  double Value(const std::vector<std::string>& labels = {}) const;
   // Removes every series (for gauges rebuilt from scratch, e.g. health by device); a gauge
   // without labels reads 0 again.
-  void Clear() { ClearSeries(); }
+  void Clear();
   MetricType type() const override { return MetricType::kGauge; }
 
  private:
   friend class Registry;
-  using ScalarFamily::ScalarFamily;
+  using SeriesFamily::SeriesFamily;
 };
 
 class Histogram final : public Family {
@@ -138,29 +186,17 @@ class Histogram final : public Family {
 
  private:
   friend class Registry;
-  struct Series {
-    std::vector<uint64_t> counts;  // per bucket, not cumulative; the last one is +Inf
-    double sum = 0;
-    uint64_t count = 0;
-  };
-  Histogram(std::string name, std::string help, std::vector<std::string> label_names,
-            std::vector<double> buckets);
-  void RenderTo(std::string& out) const override;
+  Histogram(std::string name, std::string help, const std::vector<std::string>& label_names,
+            std::vector<double> buckets, prometheus::Family<prometheus::Histogram>& family);
 
   const std::vector<double> buckets_;
-  mutable Mutex mu_;
-  std::map<std::vector<std::string>, Series> series_ GUARDED_BY(mu_);
+  SeriesIndex<prometheus::Histogram> series_;
 };
 
 // 0.0005 s to 10 s in 1-2.5-5 steps: request and RPC latencies.
 std::vector<double> LatencyBuckets();
 // `count` bounds: start, start*factor, ...; start > 0, factor > 1, count >= 1 (else aborts).
 std::vector<double> ExponentialBuckets(double start, double factor, int count);
-
-// A sample value as Prometheus writes it: integers below 1e21 without exponent ("3",
-// "1000000"), others in the shortest form that reads back exactly ("0.005", "1.5e-07"),
-// and "+Inf", "-Inf", "NaN".
-std::string FormatValue(double value);
 
 // Records the seconds from construction to destruction into a histogram. The labels may change
 // before the end (e.g. result="ok" to result="error" on an error path). Not thread-safe: one
@@ -204,8 +240,9 @@ class Registry {
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
-  // Names must match [a-zA-Z_:][a-zA-Z0-9_:]*, label names [a-zA-Z_][a-zA-Z0-9_]* (not starting
-  // with "__", no duplicates, no "le" on histograms); a second registration of a name returns
+  // Names must pass prometheus-cpp's checks (CheckMetricName: [a-zA-Z_:][a-zA-Z0-9_:]*, not
+  // starting with "__"; CheckLabelName: [a-zA-Z_][a-zA-Z0-9_]*, not starting with "__"), with no
+  // duplicate label names and no "le" on histograms; a second registration of a name returns
   // the same family (same type and labels, and buckets for histograms) or aborts the program
   // (a programming error, never outside input). A name that clashes with a histogram's
   // _bucket/_sum/_count series aborts too.
@@ -216,19 +253,21 @@ class Registry {
   Histogram& AddHistogram(const std::string& name, const std::string& help,
                           const std::vector<std::string>& label_names,
                           std::vector<double> buckets);  // upper bounds, ascending; +Inf added
-  // Every family, sorted by name, series sorted by label values.
+  // The text exposition of every family (prometheus::TextSerializer), families sorted by name,
+  // series by label values.
   std::string Render() const;
 
  private:
   // Checks names and conflicts; returns the existing family or null.
   Family* Find(const std::string& name, MetricType type,
                const std::vector<std::string>& label_names) const REQUIRES(mu_);
-  // Find, else the family `make` builds, added.
+  // Find, else the family `make` builds (its prometheus::Family registered in `registry_`) added.
   Family& FindOrAdd(const std::string& name, MetricType type,
                     const std::vector<std::string>& label_names,
                     const std::function<std::unique_ptr<Family>()>& make) EXCLUDES(mu_);
 
   mutable Mutex mu_;
+  prometheus::Registry registry_;  // registered to under mu_
   std::map<std::string, std::unique_ptr<Family>> families_ GUARDED_BY(mu_);
 };
 

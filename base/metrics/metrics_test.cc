@@ -14,6 +14,7 @@
 #include <limits>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace xpu::metrics {
@@ -35,6 +36,21 @@ TEST_CASE("counter exposition with labels, escaping and sorted series") {
 xpu_dra_test_requests_total{method="GET",result="ok"} 3
 xpu_dra_test_requests_total{method="POST",result="ok"} 1
 xpu_dra_test_requests_total{method="a\"b\\c\nd",result="error"} 0.5
+)txt");
+}
+
+TEST_CASE("labels keep the order of the label names, not prometheus-cpp's sorted one") {
+  Registry registry;
+  Counter& requests =
+      registry.AddCounter("xpu_dra_test_api_requests_total", "Attempts.", {"verb", "code"});
+  requests.Inc({"get", "200"}, 6);
+  requests.Inc({"create", "0"});
+  requests.Inc({"create", "201"}, 2);
+  CHECK(registry.Render() == R"txt(# HELP xpu_dra_test_api_requests_total Attempts.
+# TYPE xpu_dra_test_api_requests_total counter
+xpu_dra_test_api_requests_total{verb="create",code="0"} 1
+xpu_dra_test_api_requests_total{verb="create",code="201"} 2
+xpu_dra_test_api_requests_total{verb="get",code="200"} 6
 )txt");
 }
 
@@ -74,7 +90,7 @@ xpu_dra_test_up 0
 )txt");
 }
 
-TEST_CASE("histogram exposition has cumulative buckets, +Inf, sum and count") {
+TEST_CASE("histogram exposition has count, sum, cumulative buckets and +Inf") {
   Registry registry;
   Histogram& latency =
       registry.AddHistogram("xpu_dra_test_latency_seconds", "Latency.", {"op"}, {0.005, 0.5, 1});
@@ -87,18 +103,18 @@ TEST_CASE("histogram exposition has cumulative buckets, +Inf, sum and count") {
   CHECK(latency.Count({"none"}) == 0);
   CHECK(registry.Render() == R"txt(# HELP xpu_dra_test_latency_seconds Latency.
 # TYPE xpu_dra_test_latency_seconds histogram
+xpu_dra_test_latency_seconds_count{op="read"} 3
+xpu_dra_test_latency_seconds_sum{op="read"} 3.50390625
 xpu_dra_test_latency_seconds_bucket{op="read",le="0.005"} 1
 xpu_dra_test_latency_seconds_bucket{op="read",le="0.5"} 2
 xpu_dra_test_latency_seconds_bucket{op="read",le="1"} 2
 xpu_dra_test_latency_seconds_bucket{op="read",le="+Inf"} 3
-xpu_dra_test_latency_seconds_sum{op="read"} 3.50390625
-xpu_dra_test_latency_seconds_count{op="read"} 3
+xpu_dra_test_latency_seconds_count{op="write"} 1
+xpu_dra_test_latency_seconds_sum{op="write"} 1
 xpu_dra_test_latency_seconds_bucket{op="write",le="0.005"} 0
 xpu_dra_test_latency_seconds_bucket{op="write",le="0.5"} 0
 xpu_dra_test_latency_seconds_bucket{op="write",le="1"} 1
 xpu_dra_test_latency_seconds_bucket{op="write",le="+Inf"} 1
-xpu_dra_test_latency_seconds_sum{op="write"} 1
-xpu_dra_test_latency_seconds_count{op="write"} 1
 )txt");
 }
 
@@ -108,34 +124,36 @@ TEST_CASE("a label-less histogram renders zero buckets and an explicit +Inf boun
                         {0.0005, 2.5, std::numeric_limits<double>::infinity()});
   CHECK(registry.Render() == R"txt(# HELP xpu_dra_test_wait_seconds Wait.
 # TYPE xpu_dra_test_wait_seconds histogram
+xpu_dra_test_wait_seconds_count 0
+xpu_dra_test_wait_seconds_sum 0
 xpu_dra_test_wait_seconds_bucket{le="0.0005"} 0
 xpu_dra_test_wait_seconds_bucket{le="2.5"} 0
 xpu_dra_test_wait_seconds_bucket{le="+Inf"} 0
-xpu_dra_test_wait_seconds_sum 0
-xpu_dra_test_wait_seconds_count 0
 )txt");
 }
 
-TEST_CASE("values are formatted as Prometheus writes them") {
+TEST_CASE("values are written by prometheus-cpp's serializer") {
+  Registry registry;
+  Gauge& gauge = registry.AddGauge("xpu_dra_test_value", "V.", {"case"});
   const double inf = std::numeric_limits<double>::infinity();
-  CHECK(FormatValue(0) == "0");
-  CHECK(FormatValue(-0.0) == "0");
-  CHECK(FormatValue(3) == "3");
-  CHECK(FormatValue(-42) == "-42");
-  CHECK(FormatValue(1e6) == "1000000");
-  CHECK(FormatValue(9007199254740992.0) == "9007199254740992");
-  CHECK(FormatValue(1e20) == "100000000000000000000");
-  CHECK(FormatValue(1e21) == "1e+21");
-  CHECK(FormatValue(0.1) == "0.1");
-  CHECK(FormatValue(0.1 + 0.2) == "0.30000000000000004");
-  CHECK(FormatValue(0.005) == "0.005");
-  CHECK(FormatValue(0.0005) == "0.0005");
-  CHECK(FormatValue(0.00005) == "5e-05");
-  CHECK(FormatValue(-1.5e-7) == "-1.5e-07");
-  CHECK(FormatValue(123.25) == "123.25");
-  CHECK(FormatValue(inf) == "+Inf");
-  CHECK(FormatValue(-inf) == "-Inf");
-  CHECK(FormatValue(std::nan("")) == "NaN");
+  const std::vector<std::pair<std::string, double>> cases = {
+      {"a_zero", 0},         {"b_int", 3},           {"c_negative", -42},       {"d_million", 1e6},
+      {"e_fraction", 0.005}, {"f_small", 0.00005},   {"g_large", 150754820096}, {"h_inf", inf},
+      {"i_minus_inf", -inf}, {"j_nan", std::nan("")}};
+  for (const auto& [name, value] : cases) gauge.Set({name}, value);
+  CHECK(registry.Render() == R"txt(# HELP xpu_dra_test_value V.
+# TYPE xpu_dra_test_value gauge
+xpu_dra_test_value{case="a_zero"} 0
+xpu_dra_test_value{case="b_int"} 3
+xpu_dra_test_value{case="c_negative"} -42
+xpu_dra_test_value{case="d_million"} 1000000
+xpu_dra_test_value{case="e_fraction"} 0.005
+xpu_dra_test_value{case="f_small"} 5e-05
+xpu_dra_test_value{case="g_large"} 150754820096
+xpu_dra_test_value{case="h_inf"} +Inf
+xpu_dra_test_value{case="i_minus_inf"} -Inf
+xpu_dra_test_value{case="j_nan"} Nan
+)txt");
 }
 
 TEST_CASE("bad samples are dropped and counted, never recorded") {
@@ -193,6 +211,7 @@ TEST_CASE("registration mistakes abort") {
   CHECK_FALSE(Aborts([](Registry& r) { r.AddCounter("xpu_dra_test_total", "T.", {"result"}); }));
   CHECK(Aborts([](Registry& r) { r.AddCounter("1bad", "B."); }));
   CHECK(Aborts([](Registry& r) { r.AddCounter("bad-name", "B."); }));
+  CHECK(Aborts([](Registry& r) { r.AddCounter("__reserved_total", "B."); }));
   CHECK(Aborts([](Registry& r) { r.AddGauge("ok_name", "B.", {"__reserved"}); }));
   CHECK(Aborts([](Registry& r) { r.AddGauge("ok_name", "B.", {"a:b"}); }));
   CHECK(Aborts([](Registry& r) { r.AddGauge("ok_name", "B.", {"a", "a"}); }));
