@@ -1,6 +1,6 @@
 // AcceleratorGang (xpu.dra.dev/v1alpha1, namespaced): a request for `nodes` nodes with
 // `devicesPerNode` devices each of one capability class, placed together in the lowest fabric
-// tier that fits (DESIGN.md "Multi-node gangs"). Users write the spec; the controller places the
+// tier that fits (docs/gangs.md). Users write the spec; the controller places the
 // gang with topology::PlaceGang and writes the status: the chosen nodes with their node ranks and
 // devices, the tier and domain that hold them, and the rank table (one entry per device, global
 // rank order) handed to the pods. Fields are described in docs/node-inventory.md; the CRD is
@@ -56,7 +56,7 @@ struct AcceleratorGangSpec {
   std::string on_node_failure;
   // Only nodes with all these labels are candidates.
   std::map<std::string, std::string> node_selector;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const AcceleratorGangSpec&, const AcceleratorGangSpec&) = default;
 };
 
@@ -65,7 +65,7 @@ struct GangNode {
   int64_t rank = 0;  // node rank, 0..nodes-1, in fabric order
   std::vector<std::string> devices;
   std::string address = {};  // the Node's InternalIP, where it has one (HCCL server_id, NCCL hosts)
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const GangNode&, const GangNode&) = default;
 };
 
@@ -76,8 +76,8 @@ struct GangRank {
   std::string device;
   std::string ip_address;  // the device's collective-network address, where the vendor needs it
   int64_t local_rank = 0;  // the device's rank on its node
-  std::string super_pod_id = {};     // Ascend super-pod (HCCL rank table 1.2), where known
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  std::string super_pod_id = {};  // Ascend super-pod (HCCL rank table 1.2), where known
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const GangRank&, const GangRank&) = default;
 };
 
@@ -90,7 +90,7 @@ struct AcceleratorGangStatus {
   std::string resource_claim_name;  // the shared ResourceClaim the gang's pods reference
   std::vector<Condition> conditions;
   std::optional<int64_t> observed_generation;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const AcceleratorGangStatus&, const AcceleratorGangStatus&) = default;
 };
 
@@ -98,7 +98,7 @@ struct AcceleratorGang {
   ObjectMeta metadata;
   AcceleratorGangSpec spec;
   AcceleratorGangStatus status;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const AcceleratorGang&, const AcceleratorGang&) = default;
 };
 

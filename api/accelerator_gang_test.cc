@@ -6,6 +6,7 @@
 
 #include "api/testing/codec_checks.h"
 #include "api/testing/inventory_examples.h"
+#include "base/testing/require_ok.h"
 
 namespace xpu::api {
 namespace {
@@ -63,7 +64,7 @@ TEST_CASE("AcceleratorGang decoding names the JSON path of the problem") {
 }
 
 TEST_CASE("ValidateAcceleratorGang accepts the example and names the first broken rule") {
-  REQUIRE(ValidateAcceleratorGang(testing::ExampleAcceleratorGang()).ok());
+  REQUIRE_OK(ValidateAcceleratorGang(testing::ExampleAcceleratorGang()));
   const std::vector<testing::EditCase<AcceleratorGang>> cases = {
       {[](AcceleratorGang& g) { g.metadata.name = "Train"; }, "metadata.name: \"Train\""},
       {[](AcceleratorGang& g) { g.metadata.name = std::string(59, 'a'); },

@@ -1,8 +1,8 @@
 // The core/v1 Node (the parts the driver uses) and coordination.k8s.io/v1 Lease, with the same
 // codec conventions as api/meta.h: FromJson<T> names the JSON path of the first problem, ToJson
 // writes upstream member names, and members this code does not know are kept in `unknown` and
-// written back. Timestamps (Time and MicroTime) stay in their wire spelling. Value types,
-// thread-compatible.
+// written back (null while nothing is unknown). Timestamps (Time and MicroTime) stay in their wire
+// spelling. Value types, thread-compatible.
 #ifndef XPU_API_CORE_H_
 #define XPU_API_CORE_H_
 
@@ -23,7 +23,7 @@ struct Taint {
   std::string value;
   std::string effect;  // NoSchedule, PreferNoSchedule, NoExecute
   std::optional<std::string> time_added;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const Taint&, const Taint&) = default;
 };
 
@@ -31,7 +31,7 @@ struct NodeSpec {
   std::string provider_id;  // "providerID"
   bool unschedulable = false;
   std::vector<Taint> taints;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const NodeSpec&, const NodeSpec&) = default;
 };
 
@@ -44,7 +44,7 @@ struct NodeSystemInfo {
   std::string kubelet_version;
   std::string operating_system;
   std::string architecture;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const NodeSystemInfo&, const NodeSystemInfo&) = default;
 };
 
@@ -55,7 +55,7 @@ struct NodeCondition {
   std::string message;
   std::string last_heartbeat_time;
   std::string last_transition_time;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const NodeCondition&, const NodeCondition&) = default;
 };
 
@@ -64,7 +64,7 @@ struct NodeStatus {
   std::map<std::string, std::string> allocatable;  // quantities as sent
   std::vector<NodeCondition> conditions;
   NodeSystemInfo node_info;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const NodeStatus&, const NodeStatus&) = default;
 };
 
@@ -72,7 +72,7 @@ struct Node {
   ObjectMeta metadata;
   NodeSpec spec;
   NodeStatus status;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const Node&, const Node&) = default;
 
   // The Ready condition's status ("True", "False", "Unknown"), or "" when absent.
@@ -87,14 +87,14 @@ struct LeaseSpec {
   std::optional<int64_t> lease_transitions;
   std::optional<std::string> strategy;          // coordinated leader election (1.33+)
   std::optional<std::string> preferred_holder;  // coordinated leader election (1.33+)
-  nlohmann::json unknown = nullptr;             // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const LeaseSpec&, const LeaseSpec&) = default;
 };
 
 struct Lease {
   ObjectMeta metadata;
   LeaseSpec spec;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const Lease&, const Lease&) = default;
 };
 

@@ -2,6 +2,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu::api::core {
 namespace {
 
@@ -33,7 +35,7 @@ TEST_CASE("Node decodes the parts the driver uses and keeps the rest", "[core]")
   const json in = json::parse(kNode);
   const auto node = FromJson<Node>(in);
   INFO(node.status().ToString());
-  REQUIRE(node.ok());
+  REQUIRE_OK(node);
   CHECK(node->metadata.name == "n1");
   CHECK(node->spec.provider_id == "aws:///us-east-1a/i-0abc");
   REQUIRE(node->spec.taints.size() == 1);
@@ -70,7 +72,7 @@ TEST_CASE("Lease round-trips, with optional fields left out when unset", "[core]
                      {"leaseTransitions", 2},
                      {"futureField", "kept"}}}};
   const auto lease = FromJson<Lease>(in);
-  REQUIRE(lease.ok());
+  REQUIRE_OK(lease);
   CHECK(lease->spec.holder_identity == "n1");
   CHECK(lease->spec.lease_duration_seconds == 15);
   CHECK_FALSE(lease->spec.acquire_time.has_value());

@@ -11,6 +11,7 @@
 #include "api/node_inventory.h"
 #include "api/openapi_schema.h"
 #include "api/testing/inventory_examples.h"
+#include "base/testing/require_ok.h"
 #include "topology/testing/fixtures.h"
 
 namespace xpu::api {
@@ -70,7 +71,7 @@ void CheckExamplesCoverSchema(const std::vector<json>& examples, const json& sch
   for (const json& example : examples) {
     const Status valid = ValidateAgainstSchema(example, schema);
     INFO(valid.ToString());
-    REQUIRE(valid.ok());
+    REQUIRE_OK(valid);
     ValuePaths(example, schema, "", &got);
   }
   std::set<std::string> want;
@@ -108,7 +109,7 @@ NodeInventory PartitionedExample() {
   inventory.status.devices[1].partitioning = vnpu;
   const Status valid = ValidateNodeInventory(inventory);
   INFO(valid.ToString());
-  REQUIRE(valid.ok());
+  REQUIRE_OK(valid);
   return inventory;
 }
 

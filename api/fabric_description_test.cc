@@ -10,6 +10,7 @@
 
 #include "api/testing/codec_checks.h"
 #include "api/testing/temp_file.h"
+#include "base/testing/require_ok.h"
 #include "topology/fabric.h"
 
 namespace xpu::api {
@@ -45,7 +46,7 @@ using testing::TempFile;
 TEST_CASE("ParseFabricDescription reads every field and resolves tier names") {
   std::vector<int> free;
   StatusOr<FabricSpec> spec = ParseFabricDescription(ValidDoc(), &free);
-  REQUIRE(spec.ok());
+  REQUIRE_OK(spec);
   REQUIRE(spec->tiers.size() == 3);
   CHECK(spec->tiers[0].name == "leaf");
   CHECK(spec->tiers[0].bandwidth_gbps == 400);
@@ -64,7 +65,7 @@ TEST_CASE("ParseFabricDescription reads every field and resolves tier names") {
   CHECK(free == std::vector<int>{8, 0, 4, 0});
 
   StatusOr<topology::Fabric> fabric = topology::Fabric::Build(*spec);
-  REQUIRE(fabric.ok());
+  REQUIRE_OK(fabric);
   CHECK(fabric->NodeDomain(2, 1) == 0);
   // The free devices may be left out.
   CHECK(ParseFabricDescription(ValidDoc(), nullptr).ok());
@@ -73,12 +74,12 @@ TEST_CASE("ParseFabricDescription reads every field and resolves tier names") {
 TEST_CASE("FabricDescriptionToJson round trips and leaves out empty fields") {
   std::vector<int> free;
   StatusOr<FabricSpec> spec = ParseFabricDescription(ValidDoc(), &free);
-  REQUIRE(spec.ok());
+  REQUIRE_OK(spec);
   const json written = FabricDescriptionToJson(*spec, free, "two-leaves");
   CHECK(written == ValidDoc());
   std::vector<int> free_again;
   StatusOr<FabricSpec> again = ParseFabricDescription(written, &free_again);
-  REQUIRE(again.ok());
+  REQUIRE_OK(again);
   CHECK(free_again == free);
   CHECK(FabricDescriptionToJson(*again, free_again, "two-leaves").dump(2) == written.dump(2));
 
@@ -103,10 +104,10 @@ TEST_CASE("The bundled superpod fabric parses and builds") {
   std::vector<int> free;
   StatusOr<FabricSpec> spec = ReadFabricDescriptionFile(path, &free);
   INFO(spec.status().ToString());
-  REQUIRE(spec.ok());
+  REQUIRE_OK(spec);
   StatusOr<topology::Fabric> fabric = topology::Fabric::Build(*spec);
   INFO(fabric.status().ToString());
-  REQUIRE(fabric.ok());
+  REQUIRE_OK(fabric);
   CHECK(fabric->node_count() == 16);
   CHECK(fabric->domain_count() == 7);
   CHECK(fabric->tier_count() == 3);
@@ -172,7 +173,7 @@ TEST_CASE("Structural errors come from Fabric::Build and name the field") {
   };
   testing::CheckEditsFail(ValidDoc(), cases, [](const json& doc) {
     StatusOr<FabricSpec> spec = ParseFabricDescription(doc, nullptr);
-    REQUIRE(spec.ok());
+    REQUIRE_OK(spec);
     return topology::Fabric::Build(*spec);
   });
 }
@@ -182,7 +183,7 @@ TEST_CASE("ReadFabricDescriptionFile names the file in every error") {
     TempFile file(ValidDoc().dump(2));
     std::vector<int> free;
     StatusOr<FabricSpec> spec = ReadFabricDescriptionFile(file.path(), &free);
-    REQUIRE(spec.ok());
+    REQUIRE_OK(spec);
     CHECK(spec->nodes.size() == 4);
     CHECK(free.size() == 4);
   }

@@ -7,6 +7,12 @@
 #include "api/crds.h"
 #include "api/testing/generator.h"
 
+constexpr char kUsage[] = "usage: gen-crds DIR | gen-crds --json FILE_NAME\n";
+constexpr char kHelp[] =
+    "Writes the CustomResourceDefinitions of NodeInventory and AcceleratorGang,\n"
+    "generated from the C++ types, to DIR/<group>_<plural>.yaml (deploy/crds in the\n"
+    "repository), or prints one as JSON.\n";
+
 int main(int argc, char** argv) {
   if (argc == 3 && std::string(argv[1]) == "--json") {
     for (const auto& manifest : xpu::api::Crds()) {
@@ -18,11 +24,7 @@ int main(int argc, char** argv) {
     std::cerr << "gen-crds: unknown manifest " << argv[2] << "\n";
     return 1;
   }
-  if (auto exit = xpu::api::testing::CheckGeneratorArgs(
-          argc, argv, 1, "usage: gen-crds DIR | gen-crds --json FILE_NAME\n",
-          "Writes the CustomResourceDefinitions of NodeInventory and AcceleratorGang,\n"
-          "generated from the C++ types, to DIR/<group>_<plural>.yaml (deploy/crds in the\n"
-          "repository), or prints one as JSON.\n")) {
+  if (auto exit = xpu::api::testing::CheckGeneratorArgs(argc, argv, 1, kUsage, kHelp)) {
     return *exit;
   }
   for (const auto& manifest : xpu::api::Crds()) {

@@ -4,7 +4,8 @@
 // Codecs: `FromJson<T>(json)` reads a value, naming the JSON path of the first problem
 // ("metadata.ownerReferences[0].uid: expected a string, got number 3"); `ToJson(value)` writes the
 // upstream member names and leaves out unset optional fields. Members this code does not know are
-// kept in `unknown` and written back, so an update does not drop fields a newer API server set.
+// kept in `unknown` and written back, so an update does not drop fields a newer API server set
+// (`unknown` is null while nothing is unknown: no allocation).
 // Quantities and timestamps stay in their wire spelling. No exception escapes. Value types,
 // thread-compatible.
 #ifndef XPU_API_META_H_
@@ -39,7 +40,7 @@ struct OwnerReference {
   std::string uid;
   std::optional<bool> controller;
   std::optional<bool> block_owner_deletion;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const OwnerReference&, const OwnerReference&) = default;
 };
 
@@ -57,7 +58,7 @@ struct ObjectMeta {
   std::vector<OwnerReference> owner_references;
   std::vector<std::string> finalizers;
   // Everything else (managedFields, deletionGracePeriodSeconds, ...), written back unchanged.
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const ObjectMeta&, const ObjectMeta&) = default;
 };
 
@@ -69,14 +70,14 @@ struct Condition {
   std::string last_transition_time;  // RFC 3339
   std::string reason;                // CamelCase
   std::string message;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const Condition&, const Condition&) = default;
 };
 
 struct ListMeta {
   std::string resource_version;
-  std::string continue_token;        // "continue"
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  std::string continue_token;  // "continue"
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const ListMeta&, const ListMeta&) = default;
 };
 
@@ -154,8 +155,7 @@ struct ApiStatusDetails {
   std::string name;
   std::string group;
   std::string kind;
-  nlohmann::json unknown =
-      nullptr;  // null while nothing is unknown: no allocation  // causes, uid, retryAfterSeconds
+  nlohmann::json unknown = nullptr;  // causes, uid, retryAfterSeconds
   friend bool operator==(const ApiStatusDetails&, const ApiStatusDetails&) = default;
 };
 
@@ -165,7 +165,7 @@ struct ApiStatus {
   std::string reason;  // "NotFound", "Conflict", "AlreadyExists", ...
   int64_t code = 0;    // the HTTP status code
   std::optional<ApiStatusDetails> details;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const ApiStatus&, const ApiStatus&) = default;
 };
 

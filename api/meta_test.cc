@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu::api {
 namespace {
 
@@ -22,7 +24,7 @@ json FullMeta() {
 TEST_CASE("ObjectMeta round-trips every field") {
   const json doc = FullMeta();
   StatusOr<ObjectMeta> meta = FromJson<ObjectMeta>(doc);
-  REQUIRE(meta.ok());
+  REQUIRE_OK(meta);
   CHECK(meta->name == "slice-a");
   CHECK(meta->namespace_name == "default");
   CHECK(meta->generation == 3);
@@ -39,7 +41,7 @@ TEST_CASE("ObjectMeta keeps unknown members, also in owner references") {
   doc["deletionGracePeriodSeconds"] = 30;
   doc["ownerReferences"][0]["futureField"] = {{"x", 1}};
   StatusOr<ObjectMeta> meta = FromJson<ObjectMeta>(doc);
-  REQUIRE(meta.ok());
+  REQUIRE_OK(meta);
   CHECK(meta->unknown.contains("managedFields"));
   CHECK(meta->owner_references[0].unknown == json{{"futureField", {{"x", 1}}}});
   CHECK(ToJson(*meta) == doc);
@@ -48,7 +50,7 @@ TEST_CASE("ObjectMeta keeps unknown members, also in owner references") {
 TEST_CASE("ObjectMeta treats null as unset and leaves empty fields out") {
   StatusOr<ObjectMeta> meta =
       FromJson<ObjectMeta>(json{{"name", "a"}, {"creationTimestamp", nullptr}});
-  REQUIRE(meta.ok());
+  REQUIRE_OK(meta);
   CHECK(ToJson(*meta) == json{{"name", "a"}});
   CHECK(ToJson(ObjectMeta{}) == json::object());
 }
@@ -70,7 +72,7 @@ TEST_CASE("List envelopes decode their items and name the failing item") {
     "metadata": {"resourceVersion": "7", "continue": "token"},
     "items": [{"name": "a"}, {"name": "b"}]})");
   StatusOr<List<ObjectMeta>> list = ListFromJson<ObjectMeta>(doc);
-  REQUIRE(list.ok());
+  REQUIRE_OK(list);
   CHECK(list->type.kind == "List");
   CHECK(list->metadata.resource_version == "7");
   CHECK(list->metadata.continue_token == "token");
@@ -88,7 +90,7 @@ TEST_CASE("WatchEvent reads every event type") {
   for (const char* type : {"ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"}) {
     const json doc = {{"type", type}, {"object", {{"kind", "X"}}}};
     StatusOr<WatchEvent> event = FromJson<WatchEvent>(doc);
-    REQUIRE(event.ok());
+    REQUIRE_OK(event);
     CHECK(WatchEventTypeName(event->type) == type);
     CHECK(ToJson(*event) == doc);
   }
@@ -108,7 +110,7 @@ TEST_CASE("ApiStatus round-trips a conflict answer") {
     "details": {"name": "a", "group": "resource.k8s.io", "kind": "resourceslices",
                 "causes": [{"reason": "FieldValueInvalid"}]}})");
   StatusOr<ApiStatus> status = FromJson<ApiStatus>(doc);
-  REQUIRE(status.ok());
+  REQUIRE_OK(status);
   CHECK(status->code == 409);
   CHECK(status->reason == "Conflict");
   REQUIRE(status->details.has_value());

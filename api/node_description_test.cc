@@ -11,6 +11,7 @@
 
 #include "api/testing/codec_checks.h"
 #include "api/testing/temp_file.h"
+#include "base/testing/require_ok.h"
 #include "topology/model.h"
 #include "topology/testing/fixtures.h"
 
@@ -43,7 +44,7 @@ using testing::TempFile;
 
 TEST_CASE("ParseNodeDescription reads every field") {
   StatusOr<NodeSpec> spec = ParseNodeDescription(ValidNodeDoc());
-  REQUIRE(spec.ok());
+  REQUIRE_OK(spec);
   CHECK(spec->name == "test-node");
   CHECK(spec->model == "two MLUs on a card");
   CHECK(spec->rule_set.kind == topology::RuleSetKind::kRingSets);
@@ -95,7 +96,7 @@ TEST_CASE("Every bundled model survives spec -> JSON -> spec -> JSON") {
     INFO(model.name);
     const json first = NodeDescriptionToJson(model.spec);
     StatusOr<NodeSpec> parsed = ParseNodeDescription(first);
-    REQUIRE(parsed.ok());
+    REQUIRE_OK(parsed);
     CHECK(NodeDescriptionToJson(*parsed) == first);
     CHECK(topology::Node::Build(*parsed).ok());
   }
@@ -115,7 +116,7 @@ TEST_CASE("The committed fixtures match the C++ builders") {
       continue;
     }
     StatusOr<NodeSpec> read = ReadNodeDescriptionFile(path);
-    REQUIRE(read.ok());
+    REQUIRE_OK(read);
     CHECK(NodeDescriptionToJson(*read) == NodeDescriptionToJson(model.spec));
   }
 }
@@ -198,7 +199,7 @@ TEST_CASE("ReadNodeDescriptionFile names the file in every error") {
   SECTION("a valid file") {
     TempFile file(ValidNodeDoc().dump(2));
     StatusOr<NodeSpec> spec = ReadNodeDescriptionFile(file.path());
-    REQUIRE(spec.ok());
+    REQUIRE_OK(spec);
     CHECK(spec->name == "test-node");
   }
   SECTION("a missing file") {

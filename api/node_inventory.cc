@@ -50,7 +50,7 @@ struct VocabularyEntry {
   std::string_view type;
 };
 
-// DESIGN.md "Names and attributes"; memory is a capacity, not an attribute.
+// docs/architecture.md "Attribute vocabulary"; memory is a capacity, not an attribute.
 constexpr std::array<VocabularyEntry, 23> kVocabulary = {{
     {"vendor", "string"},
     {"family", "string"},
@@ -331,8 +331,8 @@ Status CheckAttribute(const std::string& name, const InventoryAttribute& attr,
   const std::optional<std::string_view> want = VocabularyAttributeType(name);
   if (!want && !qualified) {
     return InvalidArgumentError(path + ": unknown attribute \"" + name +
-                                "\"; bare names must be of the xpu-dra vocabulary (DESIGN.md), "
-                                "others need a domain");
+                                "\"; bare names must be of the xpu-dra vocabulary "
+                                "(docs/architecture.md), others need a domain");
   }
   if (want && *want != type) {
     return InvalidArgumentError(path + ": attribute \"" + name + "\" must be a " +

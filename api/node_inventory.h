@@ -7,8 +7,9 @@
 // Codec: `FromJson<NodeInventory>(json)` names the JSON path of the first problem
 // ("status.devices[2].index: expected an integer, got string \"x\""); `ToJson` writes the wire
 // names and leaves out unset optional fields. Members this code does not know are kept in
-// `unknown` and written back. Enumerated values (kinds, health, link types) stay strings, checked
-// by ValidateNodeInventory, so that an object from a newer plugin still reads.
+// `unknown` (null while nothing is unknown) and written back. Enumerated values (kinds, health,
+// link types) stay strings, checked by ValidateNodeInventory, so that an object from a newer plugin
+// still reads.
 //
 // NodeDescriptionFromInventory projects an inventory onto the topology node description that
 // `xpuctl plan` and the solver consume; InventoryFromNodeDescription is its inverse for the
@@ -34,13 +35,13 @@ inline constexpr std::string_view kXpuGroup = "xpu.dra.dev";
 inline constexpr std::string_view kXpuApiVersion = "xpu.dra.dev/v1alpha1";
 inline constexpr std::string_view kNodeInventoryKind = "NodeInventory";
 
-// A device attribute of the DESIGN.md vocabulary: exactly one value is set.
+// A device attribute of the docs/architecture.md vocabulary: exactly one value is set.
 struct InventoryAttribute {
   std::optional<int64_t> int_value;         // "int"
   std::optional<bool> bool_value;           // "bool"
   std::optional<std::string> string_value;  // "string"
   std::optional<std::string> version;       // "version", semver 2.0.0
-  nlohmann::json unknown = nullptr;         // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const InventoryAttribute&, const InventoryAttribute&) = default;
 };
 
@@ -55,7 +56,7 @@ struct PartitionProfile {
   int64_t slots = 0;                        // MIG: memory slots one placement spans
   std::vector<int64_t> placements;          // MIG: the legal first slots; empty: none (vNPU)
   int64_t max_instances = 0;                // without placements: at most this many at once
-  nlohmann::json unknown = nullptr;         // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const PartitionProfile&, const PartitionProfile&) = default;
 };
 
@@ -66,7 +67,7 @@ struct InventoryPartition {
   int64_t instance = 0;              // without placements: the instance number
   std::string uuid;                  // "MIG-...", the vNPU's id
   int64_t id = 0;                    // the vendor's id: GPU instance id, vdevice id
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const InventoryPartition&, const InventoryPartition&) = default;
 };
 
@@ -85,7 +86,7 @@ struct InventoryPartitioning {
   // made the partitions of `layout` at start). The node's config sets it.
   std::string fallback;
   std::string layout;  // fallback "layout": the entries of this device, "vir05_1c_16g*4"
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const InventoryPartitioning&, const InventoryPartitioning&) = default;
 };
 
@@ -109,7 +110,7 @@ struct InventoryDevice {
   // Where each fact came from: fact ("topology", "memory", "health", ...) -> source.
   std::map<std::string, std::string> sources;
   std::optional<InventoryPartitioning> partitioning;  // partitionable devices only
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const InventoryDevice&, const InventoryDevice&) = default;
 };
 
@@ -119,9 +120,9 @@ struct InventoryLink {
   std::string b;
   std::string type;  // "hccs", "nvswitch", "nvlink", "sio", "pcie-switch", ...
   double bandwidth_gbps = 0;
-  std::string state;                 // "up" (default when empty) or "down"
-  std::string source;                // how the link was found
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  std::string state;   // "up" (default when empty) or "down"
+  std::string source;  // how the link was found
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const InventoryLink&, const InventoryLink&) = default;
 };
 
@@ -130,7 +131,7 @@ struct InventoryGroup {
   std::string kind;  // topology group kind name: "hccs-ring", "hiam-module", "numa", ...
   std::vector<std::string> devices;  // ordered
   std::string source;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const InventoryGroup&, const InventoryGroup&) = default;
 };
 
@@ -141,15 +142,15 @@ struct InventoryNic {
   std::string pcie_root;
   std::optional<int64_t> numa_node;
   std::string ip_address;
-  std::string paired_device;         // device this NIC serves (Ascend per-NPU RoCE port)
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  std::string paired_device;  // device this NIC serves (Ascend per-NPU RoCE port)
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const InventoryNic&, const InventoryNic&) = default;
 };
 
 struct ComponentVersion {
-  std::string raw;                   // as the vendor reports it, "23.0.rc3"
-  std::string semver;                // normalised, "23.0.0-rc3"; empty when it cannot be normalised
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  std::string raw;     // as the vendor reports it, "23.0.rc3"
+  std::string semver;  // normalised, "23.0.0-rc3"; empty when it cannot be normalised
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const ComponentVersion&, const ComponentVersion&) = default;
 };
 
@@ -161,7 +162,7 @@ struct InventoryFabric {
   std::string rack_id;
   std::string leaf;
   std::string spine;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const InventoryFabric&, const InventoryFabric&) = default;
 };
 
@@ -171,13 +172,13 @@ struct InventoryPcieBandwidths {
   std::optional<double> host_bridge;
   std::optional<double> numa;
   std::optional<double> cross_numa;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const InventoryPcieBandwidths&, const InventoryPcieBandwidths&) = default;
 };
 
 // Reserved: the plugin owns the whole object and reports in status.
 struct NodeInventorySpec {
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const NodeInventorySpec&, const NodeInventorySpec&) = default;
 };
 
@@ -197,7 +198,7 @@ struct NodeInventoryStatus {
   std::string health;  // Healthy, Degraded, Unhealthy, Unknown
   std::vector<Condition> conditions;
   std::optional<int64_t> observed_generation;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const NodeInventoryStatus&, const NodeInventoryStatus&) = default;
 };
 
@@ -205,7 +206,7 @@ struct NodeInventory {
   ObjectMeta metadata;
   NodeInventorySpec spec;
   NodeInventoryStatus status;
-  nlohmann::json unknown = nullptr;  // null while nothing is unknown: no allocation
+  nlohmann::json unknown = nullptr;
   friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
 };
 
@@ -218,8 +219,8 @@ nlohmann::json ToJson(const NodeInventory& inventory);
 // the codec's field list.
 nlohmann::json NodeInventorySchema();
 
-// The type of a bare attribute name of the DESIGN.md vocabulary ("vendor" -> "string", "index"
-// -> "int", "driverVersion" -> "version", "bf16" -> "bool"), or of the two
+// The type of a bare attribute name of the docs/architecture.md vocabulary ("vendor" ->
+// "string", "index" -> "int", "driverVersion" -> "version", "bf16" -> "bool"), or of the two
 // resource.kubernetes.io names; nullopt for any other name.
 std::optional<std::string_view> VocabularyAttributeType(std::string_view name);
 
@@ -251,8 +252,8 @@ StatusOr<topology::NodeSpec> NodeDescriptionFromInventory(const NodeInventory& i
 // with its meshes expanded that way.
 NodeInventory InventoryFromNodeDescription(const topology::NodeSpec& spec);
 
-// A device of the `groups` publishing mode (DESIGN.md): one aligned group of the node's devices
-// (topology::AlignedGroups) offered as a single allocatable device.
+// A device of the `groups` publishing mode (docs/architecture.md): one aligned group of the node's
+// devices (topology::AlignedGroups) offered as a single allocatable device.
 struct GroupDevice {
   std::string name;  // "<kind>-x<size>-<n>": n counts from 0 in AlignedGroups order
   int size = 0;

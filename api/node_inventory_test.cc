@@ -11,6 +11,7 @@
 #include "api/testing/codec_checks.h"
 #include "api/testing/inventory_examples.h"
 #include "api/testing/temp_file.h"
+#include "base/testing/require_ok.h"
 #include "topology/model.h"
 #include "topology/solver.h"
 #include "topology/testing/fixtures.h"
@@ -46,7 +47,7 @@ TEST_CASE("NodeInventory keeps members it does not know") {
 
 TEST_CASE("An empty NodeInventory reads and writes") {
   StatusOr<NodeInventory> inv = FromJson<NodeInventory>(json{{"metadata", {{"name", "n1"}}}});
-  REQUIRE(inv.ok());
+  REQUIRE_OK(inv);
   CHECK(inv->metadata.name == "n1");
   CHECK(inv->status == NodeInventoryStatus{});
   CHECK(ToJson(*inv) == json{{"apiVersion", "xpu.dra.dev/v1alpha1"},
@@ -73,7 +74,7 @@ TEST_CASE("NodeInventory decoding names the JSON path of the problem") {
 }
 
 TEST_CASE("ValidateNodeInventory accepts the example and names the first broken rule") {
-  REQUIRE(ValidateNodeInventory(testing::ExampleNodeInventory()).ok());
+  REQUIRE_OK(ValidateNodeInventory(testing::ExampleNodeInventory()));
   const std::vector<testing::EditCase<NodeInventory>> cases = {
       {[](NodeInventory& i) { i.metadata.name = "Node_1"; }, "metadata.name: \"Node_1\""},
       {[](NodeInventory& i) { i.status.devices[0].name = "NPU-0"; },
@@ -140,7 +141,7 @@ TEST_CASE("ValidateNodeInventory accepts the example and names the first broken 
   testing::CheckEditsFail(testing::ExampleNodeInventory(), cases, ValidateNodeInventory);
 }
 
-TEST_CASE("The attribute vocabulary is that of DESIGN.md") {
+TEST_CASE("The attribute vocabulary is that of docs/architecture.md") {
   const std::map<std::string, std::string> types = {{"vendor", "string"},
                                                     {"index", "int"},
                                                     {"toolkitVersion", "version"},
@@ -160,7 +161,7 @@ TEST_CASE("The attribute vocabulary is that of DESIGN.md") {
 
 TEST_CASE("NodeDescriptionFromInventory projects the example") {
   StatusOr<NodeSpec> spec = NodeDescriptionFromInventory(testing::ExampleNodeInventory());
-  REQUIRE(spec.ok());
+  REQUIRE_OK(spec);
   CHECK(spec->name == "node-a3-1");
   CHECK(spec->model == "Huawei Atlas 800T A3");
   CHECK(spec->rule_set.kind == topology::RuleSetKind::kAscendA3);
@@ -216,17 +217,17 @@ void CheckProjection(const NodeSpec& spec) {
   CHECK(valid.ok());
   // Through JSON too, as the controller reads it.
   StatusOr<NodeInventory> read = FromJson<NodeInventory>(ToJson(inv));
-  REQUIRE(read.ok());
+  REQUIRE_OK(read);
   REQUIRE(*read == inv);
 
   StatusOr<NodeSpec> projected = NodeDescriptionFromInventory(*read);
-  REQUIRE(projected.ok());
+  REQUIRE_OK(projected);
   CHECK(NodeDescriptionToJson(*projected) == NodeDescriptionToJson(ExpandMeshes(spec)));
 
   StatusOr<topology::Node> want = topology::Node::Build(spec);
   StatusOr<topology::Node> got = topology::Node::Build(*projected);
-  REQUIRE(want.ok());
-  REQUIRE(got.ok());
+  REQUIRE_OK(want);
+  REQUIRE_OK(got);
   REQUIRE(got->size() == want->size());
   for (int a = 0; a < want->size(); ++a) {
     for (int b = 0; b < want->size(); ++b) {
@@ -267,7 +268,7 @@ TEST_CASE("Every committed topology fixture is a projection of its inventory") {
     if (entry.path().extension() != ".json") continue;
     INFO(entry.path().string());
     StatusOr<NodeSpec> spec = ReadNodeDescriptionFile(entry.path().string());
-    REQUIRE(spec.ok());
+    REQUIRE_OK(spec);
     CheckProjection(*spec);
     ++files;
   }
@@ -278,7 +279,7 @@ TEST_CASE("ReadNodeDescriptionFile reads a NodeInventory as its projection") {
   const NodeSpec model = topology::testing::Atlas800_9000();
   testing::TempFile file(ToJson(InventoryFromNodeDescription(model)).dump(2));
   StatusOr<NodeSpec> spec = ReadNodeDescriptionFile(file.path());
-  REQUIRE(spec.ok());
+  REQUIRE_OK(spec);
   CHECK(NodeDescriptionToJson(*spec) == NodeDescriptionToJson(ExpandMeshes(model)));
 
   NodeInventory bad = InventoryFromNodeDescription(model);
@@ -291,7 +292,7 @@ TEST_CASE("ReadNodeDescriptionFile reads a NodeInventory as its projection") {
 TEST_CASE("group devices: the aligned groups of each size, named by kind, size and order") {
   const NodeInventory inv = InventoryFromNodeDescription(topology::testing::Atlas800_9000());
   auto groups = GroupDevices(inv);
-  REQUIRE(groups.ok());
+  REQUIRE_OK(groups);
   std::map<int, std::vector<GroupDevice>> by_size;
   for (const GroupDevice& g : *groups) by_size[g.size].push_back(g);
   // Two rings of four: pairs and quads inside a ring, and the whole board.

@@ -9,6 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu::api {
 namespace {
 
@@ -21,7 +23,7 @@ constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
 Quantity MustParse(const std::string& text) {
   StatusOr<Quantity> q = Quantity::Parse(text);
   INFO(text << ": " << q.status().ToString());
-  REQUIRE(q.ok());
+  REQUIRE_OK(q);
   return *q;
 }
 
@@ -147,10 +149,10 @@ TEST_CASE("Quantity canonical spellings read back unchanged across scales and su
 TEST_CASE("a binary value with no whole power of 1024 is written bare, and reads back decimal") {
   // As Kubernetes does (found by the quantity fuzzer, whose invariant assumed a fixed point).
   StatusOr<Quantity> binary = Quantity::Parse("62.5Ki");
-  REQUIRE(binary.ok());
+  REQUIRE_OK(binary);
   CHECK(binary->String() == "64000");
   StatusOr<Quantity> again = Quantity::Parse(binary->String());
-  REQUIRE(again.ok());
+  REQUIRE_OK(again);
   CHECK(*again == *binary);
   CHECK(again->format() == Quantity::Format::kDecimalSI);
   CHECK(again->String() == "64k");
@@ -291,7 +293,7 @@ TEST_CASE("Quantity JSON is a string, integers and null are accepted on input") 
   for (const auto& [value, canonical] : ok) {
     INFO(value.dump());
     StatusOr<Quantity> q = QuantityFromJson(value);
-    REQUIRE(q.ok());
+    REQUIRE_OK(q);
     CHECK(q->String() == canonical);
   }
 
@@ -333,7 +335,7 @@ TEST_CASE("ParseQuantityBytes reads plain, binary and decimal quantities") {
   for (const auto& [text, bytes] : cases) {
     INFO(text);
     StatusOr<int64_t> parsed = ParseQuantityBytes(text);
-    REQUIRE(parsed.ok());
+    REQUIRE_OK(parsed);
     CHECK(*parsed == bytes);
   }
 }
@@ -382,7 +384,7 @@ TEST_CASE("FormatQuantityBytes picks the suffix leaving the smallest exact numbe
     INFO(bytes);
     CHECK(FormatQuantityBytes(bytes) == text);
     StatusOr<int64_t> back = ParseQuantityBytes(text);
-    REQUIRE(back.ok());
+    REQUIRE_OK(back);
     CHECK(*back == bytes);
   }
 }

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <tuple>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu::api {
 namespace {
 
@@ -32,7 +34,7 @@ AcceleratorGangStatus TwoNodes() {
 
 TEST_CASE("HCCL rank table 1.0 lists servers by node rank and devices by rank, all strings") {
   auto table = HcclRankTable(TwoNodes(), "1.0");
-  REQUIRE(table.ok());
+  REQUIRE_OK(table);
   const nlohmann::json want = nlohmann::json::parse(R"({
     "status": "completed", "version": "1.0", "server_count": "2",
     "server_list": [
@@ -47,7 +49,7 @@ TEST_CASE("HCCL rank table 1.0 lists servers by node rank and devices by rank, a
 
 TEST_CASE("HCCL rank table 1.2 adds the super-pod list") {
   auto table = HcclRankTable(TwoNodes(), "1.2");
-  REQUIRE(table.ok());
+  REQUIRE_OK(table);
   CHECK((*table)["version"] == "1.2");
   CHECK((*table)["super_pod_list"] ==
         nlohmann::json::parse(R"([{"super_pod_id": "sp0", "server_list": [{"server_id": "n1"}]},

@@ -34,7 +34,8 @@ inline constexpr std::string_view kGroup = "resource.k8s.io";
 inline constexpr std::string_view kApiVersionV1 = "resource.k8s.io/v1";
 
 using RawJson = nlohmann::json;
-// Members a struct does not know, as a JSON object; written back on output.
+// Members a struct does not know, as a JSON object; written back on output. Null while nothing
+// is unknown: no allocation.
 using Unknown = nlohmann::json;
 
 // ---- ResourceSlice ----
@@ -52,27 +53,27 @@ struct DeviceAttribute {
   std::optional<bool> bool_value;           // "bool"
   std::optional<std::string> string_value;  // "string"
   std::optional<std::string> version;       // "version", semver 2.0.0
-  Unknown unknown = nullptr;                // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceAttribute&, const DeviceAttribute&) = default;
 };
 
 struct DeviceCapacity {
   std::string value;                      // quantity
   std::optional<RawJson> request_policy;  // CapacityRequestPolicy
-  Unknown unknown = nullptr;              // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceCapacity&, const DeviceCapacity&) = default;
 };
 
 struct Counter {
-  std::string value;          // quantity
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  std::string value;  // quantity
+  Unknown unknown = nullptr;
   friend bool operator==(const Counter&, const Counter&) = default;
 };
 
 struct DeviceCounterConsumption {
   std::string counter_set;
   std::map<std::string, Counter> counters;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceCounterConsumption&,
                          const DeviceCounterConsumption&) = default;
 };
@@ -82,7 +83,7 @@ struct DeviceTaint {
   std::string value;
   std::string effect;  // NoSchedule, NoExecute (1.35+: None)
   std::optional<std::string> time_added;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
 };
 
@@ -99,14 +100,14 @@ struct Device {
   std::vector<std::string> binding_conditions;
   std::vector<std::string> binding_failure_conditions;
   std::optional<bool> allow_multiple_allocations;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const Device&, const Device&) = default;
 };
 
 struct CounterSet {
   std::string name;
   std::map<std::string, Counter> counters;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const CounterSet&, const CounterSet&) = default;
 };
 
@@ -114,7 +115,7 @@ struct ResourcePool {
   std::string name;
   int64_t generation = 0;
   int64_t resource_slice_count = 0;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const ResourcePool&, const ResourcePool&) = default;
 };
 
@@ -131,14 +132,14 @@ struct ResourceSliceSpec {
   // 1.37 alpha (DRAPartitionableDevicesType): the string attribute naming each counter-consuming
   // device's partition type; dropped by a server with the gate off.
   std::optional<std::string> partition_type_attribute;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const ResourceSliceSpec&, const ResourceSliceSpec&) = default;
 };
 
 struct ResourceSlice {
   ObjectMeta metadata;
   ResourceSliceSpec spec;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const ResourceSlice&, const ResourceSlice&) = default;
 };
 
@@ -146,20 +147,20 @@ struct ResourceSlice {
 
 struct CelDeviceSelector {
   std::string expression;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const CelDeviceSelector&, const CelDeviceSelector&) = default;
 };
 
 struct DeviceSelector {
   std::optional<CelDeviceSelector> cel;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceSelector&, const DeviceSelector&) = default;
 };
 
 struct OpaqueDeviceConfiguration {
   std::string driver;
   RawJson parameters = RawJson::object();  // a JSON object, usually with apiVersion and kind
-  Unknown unknown = nullptr;               // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const OpaqueDeviceConfiguration&,
                          const OpaqueDeviceConfiguration&) = default;
 };
@@ -170,13 +171,13 @@ struct DeviceToleration {
   std::string value;
   std::string effect;
   std::optional<int64_t> toleration_seconds;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceToleration&, const DeviceToleration&) = default;
 };
 
 struct CapacityRequirements {
   std::map<std::string, std::string> requests;  // quantities
-  Unknown unknown = nullptr;                    // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const CapacityRequirements&, const CapacityRequirements&) = default;
 };
 
@@ -184,7 +185,7 @@ struct CapacityRequirements {
 
 struct DeviceClassConfiguration {
   std::optional<OpaqueDeviceConfiguration> opaque;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceClassConfiguration&,
                          const DeviceClassConfiguration&) = default;
 };
@@ -193,14 +194,14 @@ struct DeviceClassSpec {
   std::vector<DeviceSelector> selectors;
   std::vector<DeviceClassConfiguration> config;
   std::optional<std::string> extended_resource_name;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceClassSpec&, const DeviceClassSpec&) = default;
 };
 
 struct DeviceClass {
   ObjectMeta metadata;
   DeviceClassSpec spec;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceClass&, const DeviceClass&) = default;
 };
 
@@ -214,7 +215,7 @@ struct ExactDeviceRequest {
   std::optional<bool> admin_access;
   std::vector<DeviceToleration> tolerations;
   std::optional<CapacityRequirements> capacity;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const ExactDeviceRequest&, const ExactDeviceRequest&) = default;
 };
 
@@ -226,7 +227,7 @@ struct DeviceSubRequest {
   int64_t count = 0;
   std::vector<DeviceToleration> tolerations;
   std::optional<CapacityRequirements> capacity;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceSubRequest&, const DeviceSubRequest&) = default;
 };
 
@@ -235,7 +236,7 @@ struct DeviceRequest {
   std::string name;
   std::optional<ExactDeviceRequest> exactly;
   std::vector<DeviceSubRequest> first_available;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceRequest&, const DeviceRequest&) = default;
 };
 
@@ -243,14 +244,14 @@ struct DeviceConstraint {
   std::vector<std::string> requests;
   std::optional<std::string> match_attribute;
   std::optional<std::string> distinct_attribute;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceConstraint&, const DeviceConstraint&) = default;
 };
 
 struct DeviceClaimConfiguration {
   std::vector<std::string> requests;
   std::optional<OpaqueDeviceConfiguration> opaque;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceClaimConfiguration&,
                          const DeviceClaimConfiguration&) = default;
 };
@@ -259,13 +260,13 @@ struct DeviceClaim {
   std::vector<DeviceRequest> requests;
   std::vector<DeviceConstraint> constraints;
   std::vector<DeviceClaimConfiguration> config;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceClaim&, const DeviceClaim&) = default;
 };
 
 struct ResourceClaimSpec {
   DeviceClaim devices;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const ResourceClaimSpec&, const ResourceClaimSpec&) = default;
 };
 
@@ -280,7 +281,7 @@ struct DeviceRequestAllocationResult {
   std::vector<std::string> binding_failure_conditions;
   std::optional<std::string> share_id;                   // "shareID"
   std::map<std::string, std::string> consumed_capacity;  // quantities
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceRequestAllocationResult&,
                          const DeviceRequestAllocationResult&) = default;
 };
@@ -289,7 +290,7 @@ struct DeviceAllocationConfiguration {
   std::string source;  // FromClass or FromClaim
   std::vector<std::string> requests;
   std::optional<OpaqueDeviceConfiguration> opaque;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceAllocationConfiguration&,
                          const DeviceAllocationConfiguration&) = default;
 };
@@ -297,7 +298,7 @@ struct DeviceAllocationConfiguration {
 struct DeviceAllocationResult {
   std::vector<DeviceRequestAllocationResult> results;
   std::vector<DeviceAllocationConfiguration> config;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const DeviceAllocationResult&, const DeviceAllocationResult&) = default;
 };
 
@@ -305,7 +306,7 @@ struct AllocationResult {
   DeviceAllocationResult devices;
   std::optional<RawJson> node_selector;  // core/v1 NodeSelector; unset: everywhere
   std::optional<std::string> allocation_timestamp;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const AllocationResult&, const AllocationResult&) = default;
 };
 
@@ -314,7 +315,7 @@ struct ResourceClaimConsumerReference {
   std::string resource;  // e.g. "pods"
   std::string name;
   std::string uid;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const ResourceClaimConsumerReference&,
                          const ResourceClaimConsumerReference&) = default;
 };
@@ -323,7 +324,7 @@ struct NetworkDeviceData {
   std::string interface_name;
   std::vector<std::string> ips;
   std::string hardware_address;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const NetworkDeviceData&, const NetworkDeviceData&) = default;
 };
 
@@ -335,7 +336,7 @@ struct AllocatedDeviceStatus {
   std::vector<RawJson> conditions;      // meta/v1 Condition
   std::optional<RawJson> data;
   std::optional<NetworkDeviceData> network_data;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const AllocatedDeviceStatus&, const AllocatedDeviceStatus&) = default;
 };
 
@@ -343,7 +344,7 @@ struct ResourceClaimStatus {
   std::optional<AllocationResult> allocation;
   std::vector<ResourceClaimConsumerReference> reserved_for;
   std::vector<AllocatedDeviceStatus> devices;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const ResourceClaimStatus&, const ResourceClaimStatus&) = default;
 };
 
@@ -352,14 +353,14 @@ struct ResourceClaim {
   ResourceClaimSpec spec;
   // Written only when something is set: a client never sends status with a create.
   ResourceClaimStatus status;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const ResourceClaim&, const ResourceClaim&) = default;
 };
 
 struct ResourceClaimTemplateSpec {
   ObjectMeta metadata;  // labels and annotations for the generated claims
   ResourceClaimSpec spec;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const ResourceClaimTemplateSpec&,
                          const ResourceClaimTemplateSpec&) = default;
 };
@@ -367,7 +368,7 @@ struct ResourceClaimTemplateSpec {
 struct ResourceClaimTemplate {
   ObjectMeta metadata;
   ResourceClaimTemplateSpec spec;
-  Unknown unknown = nullptr;  // null while nothing is unknown: no allocation
+  Unknown unknown = nullptr;
   friend bool operator==(const ResourceClaimTemplate&, const ResourceClaimTemplate&) = default;
 };
 

@@ -3,6 +3,7 @@
 
 #include "api/resource.h"
 #include "api/testing/resource_examples.h"
+#include "base/testing/require_ok.h"
 
 namespace xpu::api::resource {
 namespace {
@@ -12,7 +13,7 @@ using nlohmann::json;
 json Convert(const json& doc, ResourceVersion to) {
   StatusOr<json> out = ConvertResource(doc, to);
   INFO(out.status().ToString());
-  REQUIRE(out.ok());
+  REQUIRE_OK(out);
   return *out;
 }
 

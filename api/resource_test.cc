@@ -5,6 +5,7 @@
 
 #include "api/testing/codec_checks.h"
 #include "api/testing/resource_examples.h"
+#include "base/testing/require_ok.h"
 
 namespace xpu::api::resource {
 namespace {
@@ -143,7 +144,7 @@ TEST_CASE("a slice of shared counters alone leaves devices out (1.35+ rejects de
   CHECK_FALSE(doc["spec"].contains("devices"));
   REQUIRE(doc["spec"].contains("sharedCounters"));
   auto back = FromJson<ResourceSlice>(doc);
-  REQUIRE(back.ok());
+  REQUIRE_OK(back);
   CHECK(back->spec.devices.empty());
 }
 
@@ -166,7 +167,7 @@ TEST_CASE("unknown members survive a read and write, at every level") {
   slice["spec"]["devices"][0]["capacity"]["memory"]["futureField"] = "x";
   testing::CheckJsonRoundTrip<ResourceSlice>(slice);
   StatusOr<ResourceSlice> parsed = FromJson<ResourceSlice>(slice);
-  REQUIRE(parsed.ok());
+  REQUIRE_OK(parsed);
   CHECK(parsed->spec.devices[0].unknown.contains("nodeAllocatableResources"));
   CHECK(parsed->spec.unknown == json{{"skipNodeOperations", json::array({"*"})}});
 

@@ -38,6 +38,9 @@
 // deleted), allocation (immutable once set; results, config and nodeSelector on first set),
 // devices (fields, an allocated device, conditions, data, networkData).
 //
+// Implemented in resource_slice_validation.cc and resource_claim_validation.cc, on the collector of
+// field_errors.h and the shared checks of shared_validation.h.
+//
 // Not checked: pool-wide rules that span slices (device names, 1.35 counter-set names and
 // consumesCounters references), CEL compilation and cost, adminAccess' namespace label, ownerRef
 // contents.

@@ -108,20 +108,12 @@ std::string DnsSubdomainProblem(std::string_view v) {
   return "";
 }
 
-std::string ToLower(std::string_view v) {
-  std::string out(v);
-  for (char& c : out) {
-    if (IsUpper(c)) c = static_cast<char>(c - 'A' + 'a');
-  }
-  return out;
-}
-
 // Driver names and attribute domains: at most 63 bytes, a DNS subdomain once lower-cased.
 std::string DriverNameProblem(std::string_view v, std::string_view part) {
   std::string why(part);
   if (v.empty()) return why + "must not be empty";
   if (v.size() > kMaxDriverNameLength) return TooLong(part, v.size(), kMaxDriverNameLength);
-  if (!IsSubdomainShape(ToLower(v))) return why + std::string(kDnsSubdomainRule);
+  if (!IsSubdomainShape(Lower(v))) return why + std::string(kDnsSubdomainRule);
   return "";
 }
 
@@ -326,7 +318,7 @@ Status ValidateDriverName(std::string_view value, std::string_view field) {
 }
 
 Status ValidateAnnotationKey(std::string_view value, std::string_view field) {
-  const std::string lower = ToLower(value);
+  const std::string lower = Lower(value);
   Status status = ValidateLabelKey(lower, field);
   if (status.ok() || lower == value) return status;
   return Check(value, field, "an annotation key",

@@ -1,5 +1,5 @@
 // Field validation with the rules the Kubernetes API server applies to resource.k8s.io objects
-// (see docs/reference dra-api.md §1.2, §1.8, §5), so that a driver catches a bad name before it
+// (see docs/reference/dra-api.md §1.2, §1.8, §5), so that a driver catches a bad name before it
 // publishes a ResourceSlice.
 //
 // Each Validate* function is pure and returns OK or an invalid-argument Status whose message

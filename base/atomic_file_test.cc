@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <string>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu {
 namespace {
 
@@ -34,10 +36,10 @@ TEST_CASE("DirectoryOf") {
 TEST_CASE("WriteFileAtomically replaces the file with exactly the mode asked for") {
   const std::string dir = MakeTempDir();
   const std::string path = dir + "/f.json";
-  REQUIRE(WriteFileAtomically(path, "one", 0600).ok());
+  REQUIRE_OK(WriteFileAtomically(path, "one", 0600));
   CHECK(ModeOf(path) == 0600);
   CHECK(*ReadWholeFile(path) == "one");
-  REQUIRE(WriteFileAtomically(path, "two", 0644).ok());
+  REQUIRE_OK(WriteFileAtomically(path, "two", 0644));
   CHECK(ModeOf(path) == 0644);
   CHECK(*ReadWholeFile(path) == "two");
   CHECK_FALSE(fs::exists(path + ".tmp"));
@@ -51,16 +53,16 @@ TEST_CASE("WriteFileAtomically replaces the file with exactly the mode asked for
 TEST_CASE("ReadWholeFile, RemoveFileDurably and MakeDirectories") {
   const std::string dir = MakeTempDir();
   CHECK(ReadWholeFile(dir + "/none").status().code() == StatusCode::kNotFound);
-  REQUIRE(WriteFileAtomically(dir + "/f", std::string(40000, 'x'), 0644).ok());
+  REQUIRE_OK(WriteFileAtomically(dir + "/f", std::string(40000, 'x'), 0644));
   CHECK(ReadWholeFile(dir + "/f")->size() == 40000);
   CHECK(RemoveFileDurably(dir + "/f").ok());
   CHECK(RemoveFileDurably(dir + "/f").ok());
-  REQUIRE(MakeDirectories(dir + "/a/b/c", 0700).ok());
+  REQUIRE_OK(MakeDirectories(dir + "/a/b/c", 0700));
   CHECK(ModeOf(dir + "/a") == 0700);
   CHECK(ModeOf(dir + "/a/b/c") == 0700);
   CHECK(MakeDirectories(dir + "/a/b/c", 0755).ok());
   CHECK(ModeOf(dir + "/a/b/c") == 0700);  // an existing directory keeps its mode
-  REQUIRE(WriteFileAtomically(dir + "/file", "x", 0644).ok());
+  REQUIRE_OK(WriteFileAtomically(dir + "/file", "x", 0644));
   CHECK(MakeDirectories(dir + "/file", 0700).code() == StatusCode::kFailedPrecondition);
   fs::remove_all(dir);
 }

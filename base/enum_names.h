@@ -9,6 +9,7 @@
 //   constexpr std::string_view kModeNames[] = {"attributes", "groups"};
 //   static_assert(NamesCover(kModeNames, Mode::kGroups));
 //   std::string_view ModeName(Mode mode) { return NameAt(kModeNames, mode).value_or("?"); }
+//   std::optional<Mode> ParseMode(std::string_view s) { return ValueNamed<Mode>(kModeNames, s); }
 //
 // Sparse codes (a library's error numbers) take a table of {code, name} pairs and NameOf.
 #ifndef XPU_BASE_ENUM_NAMES_H_
@@ -28,6 +29,15 @@ constexpr std::optional<Name> NameAt(const Name (&names)[N], T value) {
   const auto i = static_cast<int64_t>(value);
   if (i < 0 || static_cast<uint64_t>(i) >= N) return std::nullopt;
   return names[i];
+}
+
+// The inverse of NameAt: the value whose name is `name`, or nullopt when none has it.
+template <typename E, size_t N>
+constexpr std::optional<E> ValueNamed(const std::string_view (&names)[N], std::string_view name) {
+  for (size_t i = 0; i < N; ++i) {
+    if (names[i] == name) return static_cast<E>(i);
+  }
+  return std::nullopt;
 }
 
 // Whether `names` has exactly one entry for each value from 0 to `last`.

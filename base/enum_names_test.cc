@@ -29,6 +29,13 @@ TEST_CASE("enum names: by value, nothing outside the table") {
   CHECK(NameAt(kReasons, static_cast<Color>(5)).value_or(Reason{500, "?"}).text == "?");
 }
 
+TEST_CASE("enum values by name: the inverse of NameAt, nothing for an unknown name") {
+  CHECK(ValueNamed<Color>(kColorNames, "red") == Color::kRed);
+  CHECK(ValueNamed<Color>(kColorNames, "blue") == Color::kBlue);
+  CHECK(ValueNamed<Color>(kColorNames, "Blue") == std::nullopt);
+  CHECK(ValueNamed<Color>(kColorNames, "") == std::nullopt);
+}
+
 TEST_CASE("code names: sparse codes, nothing for the rest") {
   constexpr CodeName kCodes[] = {{0, "ok"}, {-8001, "invalid parameter"}, {-8255, "not supported"}};
   CHECK(NameOf(kCodes, 0) == "ok");

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu {
 namespace {
 
@@ -78,7 +80,7 @@ TEST_CASE("flag table: parses into the options, stops at --help, names bad flags
   auto help = ParseFlagTable({"--name", "n", "--period=2s", "--on", "true", "--a-rather-long-count",
                               "3", "--item", "x", "--item=y"},
                              Table(&o));
-  REQUIRE(help.ok());
+  REQUIRE_OK(help);
   CHECK_FALSE(*help);
   CHECK(o.name == "n");
   CHECK(o.period == std::chrono::seconds(2));
@@ -120,7 +122,7 @@ TEST_CASE("flag table: the shared daemon rows parse into their fields") {
                                    DriverNameFlag(&driver)};
   auto help = ParseFlagTable(
       {"--log-level", "debug", "--kubeconfig=/etc/kc", "--driver-name", "gpu.example.com"}, table);
-  REQUIRE(help.ok());
+  REQUIRE_OK(help);
   CHECK_FALSE(*help);
   CHECK(level == "debug");
   CHECK(kubeconfig == "/etc/kc");

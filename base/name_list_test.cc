@@ -2,15 +2,17 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu {
 namespace {
 
 TEST_CASE("name lists split at commas, in order") {
   auto names = SplitNameList("npu-1,npu-0");
-  REQUIRE(names.ok());
+  REQUIRE_OK(names);
   CHECK(*names == std::vector<std::string>{"npu-1", "npu-0"});
   auto empty = SplitNameList("");
-  REQUIRE(empty.ok());
+  REQUIRE_OK(empty);
   CHECK(empty->empty());
 }
 

@@ -81,6 +81,14 @@ std::string HexEncode(std::string_view bytes) {
   return out;
 }
 
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
 std::optional<std::string> HexDecode(std::string_view hex) {
   if (hex.size() % 2 != 0) return std::nullopt;
   auto nibble = [](char c) -> int {

@@ -1,5 +1,5 @@
 // Text helpers: input echoed back to callers, which must not grow an answer without bound, hex
-// encoding and HTML escaping.
+// encoding and HTML escaping, joining lists and ASCII lower case.
 #ifndef XPU_BASE_TEXT_H_
 #define XPU_BASE_TEXT_H_
 
@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace xpu {
 
@@ -36,6 +37,24 @@ std::string BoundedCString(const char* buf, size_t cap);
 std::string HexEncode(std::string_view bytes);
 // The inverse of HexEncode; nullopt for an odd length or a character other than 0-9 and a-f.
 std::optional<std::string> HexDecode(std::string_view hex);
+
+// The items of `items` (any range of strings or string views) with `separator` between each two:
+// {"a", "b"} -> "a, b"; "" for none. An empty item still gets its separators ({"", "a"} -> ", a").
+template <typename Range>
+std::string Join(const Range& items, std::string_view separator = ", ") {
+  std::string out;
+  bool first = true;
+  for (const auto& item : items) {
+    const std::string_view text = item;
+    if (!first) out.append(separator);
+    out.append(text);
+    first = false;
+  }
+  return out;
+}
+
+// `text` with A-Z as a-z and every other byte kept, whatever the locale: "Class-A" -> "class-a".
+std::string Lower(std::string_view text);
 
 }  // namespace xpu
 

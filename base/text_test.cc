@@ -1,6 +1,9 @@
 #include "base/text.h"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace xpu {
 namespace {
@@ -67,6 +70,39 @@ TEST_CASE("HtmlEscape escapes the five HTML-special characters and keeps every o
   CHECK(HtmlEscape("<a href=\"x\" title='y'>&amp;</a>") ==
         "&lt;a href=&quot;x&quot; title=&#39;y&#39;&gt;&amp;amp;&lt;/a&gt;");
   CHECK(HtmlEscape("dev\xc2\xb7h\n\t") == "dev\xc2\xb7h\n\t");  // UTF-8 and whitespace kept
+}
+
+TEST_CASE("Join puts the separator between each two items") {
+  struct Case {
+    std::vector<std::string> items;
+    std::string_view separator;
+    std::string want;
+  };
+  const std::vector<Case> cases = {
+      {{}, ", ", ""},
+      {{"npu-0"}, ", ", "npu-0"},
+      {{"npu-0", "npu-1", "gpu-7"}, ", ", "npu-0, npu-1, gpu-7"},
+      {{"dev", "accel", "accel0"}, "/", "dev/accel/accel0"},
+      {{"0", "1"}, ",", "0,1"},
+      {{"", "a"}, ",", ",a"},
+      {{"a", ""}, ";", "a;"},
+      {{"a", "b"}, "", "ab"},
+  };
+  for (const Case& c : cases) {
+    INFO("want " << c.want);
+    CHECK(Join(c.items, c.separator) == c.want);
+  }
+  CHECK(Join(std::vector<std::string>{"cpu", "npu"}) == "cpu, npu");  // ", " by default
+  const std::vector<std::string_view> views = {"apiVersion", "kind"};
+  CHECK(Join(views) == "apiVersion, kind");
+}
+
+TEST_CASE("Lower lower-cases ASCII letters only") {
+  CHECK(Lower("").empty());
+  CHECK(Lower("Class-A") == "class-a");
+  CHECK(Lower("NVIDIA.COM/gpu-0") == "nvidia.com/gpu-0");
+  CHECK(Lower("already lower 123") == "already lower 123");
+  CHECK(Lower("Caf\xc3\x89") == "caf\xc3\x89");  // UTF-8 bytes kept, not case-folded
 }
 
 }  // namespace

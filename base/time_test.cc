@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu {
 namespace {
 
@@ -18,7 +20,7 @@ TEST_CASE("time formats a Kubernetes Time and MicroTime", "[time]") {
 TEST_CASE("time parses RFC 3339 with fractions and offsets", "[time]") {
   auto at = [](const char* s) {
     auto t = ParseTime(s);
-    REQUIRE(t.ok());
+    REQUIRE_OK(t);
     return std::chrono::duration_cast<std::chrono::microseconds>(t->time_since_epoch()).count();
   };
   CHECK(at("2026-11-30T10:35:00Z") == 1796034900LL * 1'000'000);
@@ -29,7 +31,7 @@ TEST_CASE("time parses RFC 3339 with fractions and offsets", "[time]") {
   CHECK(at("2026-11-30T09:35:00-01:00") == 1796034900LL * 1'000'000);
   const system_clock::time_point now = system_clock::now();
   auto back = ParseTime(FormatMicroTime(now));
-  REQUIRE(back.ok());
+  REQUIRE_OK(back);
   CHECK(std::chrono::duration_cast<std::chrono::microseconds>(now - *back).count() == 0);
 }
 

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "base/testing/require_ok.h"
 #include "topology/testing/fixtures.h"
 
 namespace xpu::topology {
@@ -15,7 +16,7 @@ bool Balanced(const std::string& dot) {
 
 TEST_CASE("node pictures show devices, groups, links and the chosen set") {
   StatusOr<Node> node = Node::Build(testing::Atlas800tA3());
-  REQUIRE(node.ok());
+  REQUIRE_OK(node);
   const std::string dot = ToDot(*node, DeviceSet::Of({2, 3}));
   CHECK(dot.rfind("graph \"atlas800t-a3\" {", 0) == 0);
   CHECK(Balanced(dot));
@@ -40,7 +41,7 @@ TEST_CASE("names with quotes are escaped") {
   spec.name = "odd \"name\"";
   spec.devices = {DeviceSpec{"gpu-0", "gpu", 0, 0, -1, {}}};
   StatusOr<Node> node = Node::Build(spec);
-  REQUIRE(node.ok());
+  REQUIRE_OK(node);
   CHECK(ToDot(*node).rfind("graph \"odd \\\"name\\\"\" {", 0) == 0);
 }
 
@@ -50,7 +51,7 @@ TEST_CASE("fabric pictures nest domains and highlight the gang") {
   spec.domains = {{"spine-0", 1, ""}, {"leaf-0", 0, "spine-0"}, {"leaf-1", 0, "spine-0"}};
   spec.nodes = {{"a", "leaf-0"}, {"b", "leaf-1"}, {"c", ""}};
   StatusOr<Fabric> f = Fabric::Build(spec);
-  REQUIRE(f.ok());
+  REQUIRE_OK(f);
   const std::string dot = ToDot(*f, {1});
   CHECK(Balanced(dot));
   CHECK(dot.find("label=\"leaf: leaf-0 (400 GB/s)\"") != std::string::npos);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu::topology {
 namespace {
 
@@ -33,7 +35,7 @@ FabricSpec Tree(int spines, int leaves_per_spine, int per_leaf) {
 Fabric Build(const FabricSpec& spec) {
   StatusOr<Fabric> f = Fabric::Build(spec);
   INFO(f.status().ToString());
-  REQUIRE(f.ok());
+  REQUIRE_OK(f);
   return *std::move(f);
 }
 

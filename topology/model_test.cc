@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "base/testing/require_ok.h"
 #include "topology/testing/fixtures.h"
 
 namespace xpu::topology {
@@ -35,19 +36,19 @@ TEST_CASE("every bundled model builds") {
 
 TEST_CASE("devices are ordered by vendor index") {
   StatusOr<Node> node = Node::Build(TwoGpus());
-  REQUIRE(node.ok());
+  REQUIRE_OK(node);
   CHECK(node->device(0).name == "gpu-0");
   CHECK(node->FindDevice("gpu-1") == 1);
   CHECK_FALSE(node->FindDevice("gpu-9").has_value());
   StatusOr<DeviceSet> list = node->ParseDeviceList("gpu-1,gpu-0");
-  REQUIRE(list.ok());
+  REQUIRE_OK(list);
   CHECK(list->size() == 2);
   CHECK(node->ParseDeviceList("gpu-0,gpu-7").status().message() ==
         "device gpu-7 is not on node two");
   CHECK(node->ParseDeviceList("gpu-0,gpu-0").status().message() ==
         "\"gpu-0\" is listed twice in \"gpu-0,gpu-0\"");
   CHECK(node->ParseDeviceList("gpu-0,,gpu-1").status().code() == StatusCode::kInvalidArgument);
-  REQUIRE(node->ParseDeviceList("").ok());
+  REQUIRE_OK(node->ParseDeviceList(""));
   CHECK(node->ParseDeviceList("")->empty());
 }
 
@@ -55,7 +56,7 @@ TEST_CASE("PCIe relations are derived from paths and NUMA nodes") {
   NodeSpec spec = TwoGpus();
   auto relation = [&]() {
     StatusOr<Node> node = Node::Build(spec);
-    REQUIRE(node.ok());
+    REQUIRE_OK(node);
     return node->PairLinkType(0, 1);
   };
   CHECK(relation() == LinkType::kPcieSwitch);
@@ -69,7 +70,7 @@ TEST_CASE("PCIe relations are derived from paths and NUMA nodes") {
   spec.links.push_back(LinkSpec{LinkType::kNvLink, 300, {"gpu-0", "gpu-1"}});
   CHECK(relation() == LinkType::kNvLink);
   StatusOr<Node> node = Node::Build(spec);
-  REQUIRE(node.ok());
+  REQUIRE_OK(node);
   CHECK(node->PairBandwidth(0, 1) == 300000);
   CHECK(node->Links().size() == 2);
 }
@@ -125,20 +126,20 @@ TEST_CASE("rule sets check the groups they need") {
 
 TEST_CASE("symmetry classes follow bandwidths and groups") {
   StatusOr<Node> hgx = Node::Build(testing::HgxH200());
-  REQUIRE(hgx.ok());
+  REQUIRE_OK(hgx);
   // GPUs behind one PCIe switch are interchangeable; across switches they are not.
   const auto& cls = hgx->singles().unit_class;
   CHECK(cls[0] == cls[1]);
   CHECK(cls[0] != cls[2]);
   StatusOr<Node> kunlun = Node::Build(testing::Kunlun8());
-  REQUIRE(kunlun.ok());
+  REQUIRE_OK(kunlun);
   // Ring sets name devices: every device is its own class.
   CHECK(kunlun->singles().unit_class == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7});
   StatusOr<Node> a3 = Node::Build(testing::Atlas800tA3());
-  REQUIRE(a3.ok());
+  REQUIRE_OK(a3);
   CHECK(a3->modules().units.size() == 8);
   StatusOr<Node> box = Node::Build(testing::Atlas200tA2Box16());
-  REQUIRE(box.ok());
+  REQUIRE_OK(box);
   REQUIRE(box->positions().units.size() == 8);
   CHECK(box->positions().units[3] == DeviceSet::Of({3, 11}));
 }

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "base/testing/sanitizers.h"
 #include "topology/solver.h"
 #include "topology/testing/fixtures.h"
@@ -50,7 +51,7 @@ Oracle BruteForce(const Node& node, DeviceSet free, int k, DeviceSet required) {
   return best;
 }
 
-int cases_checked = 0;  // reported per test case, so the README's figure can be checked
+int cases_checked = 0;  // reported per test case, so topology/README.md's figure can be checked
 
 void CheckAgainstOracle(const Node& node, DeviceSet free, int k, DeviceSet required) {
   ++cases_checked;
@@ -83,7 +84,7 @@ TEST_CASE("Solve equals the brute-force optimum on random free sets of every bun
   std::uniform_real_distribution<double> density(0.3, 1.0);
   for (const auto& model : testing::BundledModels()) {
     StatusOr<Node> built = Node::Build(model.spec);
-    REQUIRE(built.ok());
+    REQUIRE_OK(built);
     const Node& node = *built;
     int checked = 0;
     // 2,000 random free sets per model (400 under the sanitizers).
@@ -151,7 +152,7 @@ TEST_CASE("Solve equals the brute-force optimum on random uneven nodes") {
     const int n = 4 + static_cast<int>(rng() % 9);  // 4..12 devices
     StatusOr<Node> built = Node::Build(
         RandomNode(rng, n, node_trial % 2 == 0 ? RuleSetKind::kAny : RuleSetKind::kPcieTree));
-    REQUIRE(built.ok());
+    REQUIRE_OK(built);
     for (int trial = 0; trial < 20; ++trial) {
       const DeviceSet free = RandomSubset(rng, built->All(), 0.8);
       for (int k = 1; k <= free.size(); ++k) CheckAgainstOracle(*built, free, k, DeviceSet());
@@ -185,7 +186,7 @@ TEST_CASE("Solve equals the brute-force optimum on symmetric random nodes") {
     }
     spec.links.push_back(mesh);
     StatusOr<Node> built = Node::Build(spec);
-    REQUIRE(built.ok());
+    REQUIRE_OK(built);
     for (int trial = 0; trial < 40; ++trial) {
       const DeviceSet free = RandomSubset(rng, built->All(), 0.7);
       for (int k = 1; k <= free.size(); ++k) CheckAgainstOracle(*built, free, k, DeviceSet());

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "topology/testing/fixtures.h"
 
 namespace xpu::topology {
@@ -12,7 +13,7 @@ namespace {
 Node Build(const NodeSpec& spec) {
   StatusOr<Node> node = Node::Build(spec);
   INFO(node.status().ToString());
-  REQUIRE(node.ok());
+  REQUIRE_OK(node);
   return *std::move(node);
 }
 

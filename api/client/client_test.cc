@@ -4,6 +4,7 @@
 
 #include "api/client/informer.h"
 #include "api/client/transport.h"
+#include "base/testing/require_ok.h"
 
 namespace xpu::api::client {
 namespace {
@@ -109,7 +110,7 @@ TEST_CASE("Client maps a refused connection to kUnavailable after its retries", 
   options.backoff = {std::chrono::milliseconds(1), std::chrono::milliseconds(2), 2, 3,
                      std::chrono::seconds(60)};
   auto client = Client::Create(config, options);
-  REQUIRE(client.ok());
+  REQUIRE_OK(client);
   const auto got = (*client)->Get(Nodes(), "", "n1");
   CHECK(got.status().code() == StatusCode::kUnavailable);
   CHECK(got.status().message().rfind("get nodes n1: ", 0) == 0);
@@ -122,7 +123,7 @@ TEST_CASE("Client rejects unsafe names before sending anything", "[client]") {
   ClusterConfig config;
   config.server = "http://127.0.0.1:1";
   auto client = Client::Create(config);
-  REQUIRE(client.ok());
+  REQUIRE_OK(client);
   CHECK((*client)->Get(Nodes(), "", "../secrets").status().code() == StatusCode::kInvalidArgument);
   CHECK((*client)->Get(Leases(), "", "l1").status().message().find("namespace required") !=
         std::string::npos);

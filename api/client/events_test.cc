@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "base/testing/require_ok.h"
 #include "base/time.h"
 
 namespace xpu::api::client {
@@ -32,7 +33,7 @@ TEST_CASE("an event about a namespaced object lives beside it, named after it") 
   info.instance = "n1";
   info.host = "n1";
   const auto t = ParseTime("2026-12-02T08:00:00Z");
-  REQUIRE(t.ok());
+  REQUIRE_OK(t);
   const nlohmann::json e = MakeEvent(info, *t);
   CHECK(e["apiVersion"] == "v1");
   CHECK(e["kind"] == "Event");

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/testing/require_ok.h"
+
 namespace xpu::api::client {
 namespace {
 
@@ -70,7 +72,7 @@ users:
 TEST_CASE("LoadKubeconfig follows current-context with inline data", "[kubeconfig]") {
   TempDir dir;
   const auto config = LoadKubeconfig(dir.Write("kubeconfig", kTwoContexts));
-  REQUIRE(config.ok());
+  REQUIRE_OK(config);
   CHECK(config->server == "https://127.0.0.1:6443");  // trailing slash dropped
   CHECK(config->ca_pem == "-----BEGIN CERTIFICATE-----\nCA\n");
   CHECK(config->token == "s3cret");
@@ -89,7 +91,7 @@ TEST_CASE("LoadKubeconfig picks a named context and resolves relative files", "[
   dir.Write("certs/client.crt", "CERT");
   dir.Write("certs/client.key", "KEY");
   const auto config = LoadKubeconfig(dir.Write("kubeconfig", kTwoContexts), "prod");
-  REQUIRE(config.ok());
+  REQUIRE_OK(config);
   CHECK(config->server == "https://prod.example:443");
   CHECK(config->ca_pem == "PROD CA");
   CHECK(config->client_cert_pem == "CERT");
@@ -158,7 +160,7 @@ TEST_CASE("InClusterConfig reads the service account and the service environment
   const auto config = InClusterConfig(dir.path());
   ::unsetenv("KUBERNETES_SERVICE_HOST");
   ::unsetenv("KUBERNETES_SERVICE_PORT");
-  REQUIRE(config.ok());
+  REQUIRE_OK(config);
   CHECK(config->server == "https://[fd00::1]:443");
   CHECK(config->ca_pem == "CLUSTER CA");
   CHECK(config->ns == "xpu-dra");

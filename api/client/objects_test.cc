@@ -5,6 +5,7 @@
 
 #include "api/client/testing/fake_objects.h"
 #include "api/core.h"
+#include "base/testing/require_ok.h"
 
 namespace xpu::api::client {
 namespace {
@@ -43,8 +44,8 @@ TEST_CASE("ObjectKey names an object for messages and orders by namespace then n
 
 TEST_CASE("FakeObjects keeps same-named objects of two namespaces apart", "[objects]") {
   FakeObjects<core::Lease> leases("leases");
-  REQUIRE(leases.Create(LeaseIn("ns-a", "l", "a")).ok());
-  REQUIRE(leases.Create(LeaseIn("ns-b", "l", "b")).ok());
+  REQUIRE_OK(leases.Create(LeaseIn("ns-a", "l", "a")));
+  REQUIRE_OK(leases.Create(LeaseIn("ns-b", "l", "b")));
   CHECK(leases.Create(LeaseIn("ns-a", "l", "again")).status().code() == StatusCode::kAlreadyExists);
 
   CHECK(leases.Get(ObjectKey::Namespaced("ns-a", "l"))->spec.holder_identity == "a");
@@ -53,7 +54,7 @@ TEST_CASE("FakeObjects keeps same-named objects of two namespaces apart", "[obje
   CHECK(missing.status().code() == StatusCode::kNotFound);
   CHECK(missing.status().message() == "get leases ns-c/l: not found");
 
-  REQUIRE(leases.Delete(ObjectKey::Namespaced("ns-a", "l"), {}).ok());
+  REQUIRE_OK(leases.Delete(ObjectKey::Namespaced("ns-a", "l"), {}));
   CHECK_FALSE(leases.Find(ObjectKey::Namespaced("ns-a", "l")).has_value());
   CHECK(leases.Find(ObjectKey::Namespaced("ns-b", "l")).has_value());
   CHECK(leases.calls(FakeVerb::kGet) == 3);

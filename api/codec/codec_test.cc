@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/testing/temp_file.h"
+#include "base/testing/require_ok.h"
 
 namespace xpu::api::codec {
 namespace {
@@ -45,7 +46,7 @@ std::string Error(const json& doc) { return Decode<Settings>(doc).status().messa
 
 TEST_CASE("A struct without `unknown` rejects members its field list does not name") {
   StatusOr<Settings> settings = Decode<Settings>(json{{"name", "a"}, {"count", 3}});
-  REQUIRE(settings.ok());
+  REQUIRE_OK(settings);
   CHECK(settings->count == 3);
   // A misspelt member is named before the member it should have been.
   CHECK(Error({{"nmae", "a"}}) == "nmae: unknown field; expected one of name, count, strict, tags");
@@ -72,7 +73,7 @@ TEST_CASE("Optional members are written when set, Always members always") {
 TEST_CASE("A struct with `unknown` keeps other members and reads null as unset") {
   const json doc = {{"name", nullptr}, {"selector", {{"a", 1}}}, {"future", {1, 2}}};
   StatusOr<Object> object = Decode<Object>(doc);
-  REQUIRE(object.ok());
+  REQUIRE_OK(object);
   CHECK(object->name.empty());
   CHECK(object->unknown == json{{"future", {1, 2}}});
   CHECK(Encode(*object) == json{{"selector", {{"a", 1}}}, {"future", {1, 2}}});
@@ -91,7 +92,7 @@ TEST_CASE("ReadJsonFile starts every error with the context") {
   SECTION("a valid file") {
     testing::TempFile file(R"({"name": "x"})");
     StatusOr<json> doc = ReadJsonFile(file.path(), "read x");
-    REQUIRE(doc.ok());
+    REQUIRE_OK(doc);
     CHECK(*doc == json{{"name", "x"}});
   }
   SECTION("a missing file") {

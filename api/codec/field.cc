@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/text.h"
+
 namespace xpu::api::codec {
 namespace {
 
@@ -21,15 +23,8 @@ std::string Describe(const json& j) {
   return std::string(j.type_name()) + " " + text;
 }
 
-// "a, b, c".
-template <typename Names>
-std::string Join(const Names& names) {
-  std::string list;
-  for (const auto& name : names) list += (list.empty() ? "" : ", ") + std::string(name);
-  return list;
-}
-
-std::string Lower(std::string text) {
+// `text` with its first letter in lower case ("No such file" -> "no such file"), for strerror.
+std::string LowerFirst(std::string text) {
   if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
   return text;
 }
@@ -89,14 +84,14 @@ StatusOr<json> ReadJsonFile(const std::string& path, std::string_view context) {
   if (file == nullptr) {
     const int error = errno;
     return Status(error == ENOENT ? StatusCode::kNotFound : StatusCode::kInvalidArgument,
-                  prefix + Lower(std::strerror(error)));
+                  prefix + LowerFirst(std::strerror(error)));
   }
   char buffer[65536];
   size_t n = 0;
   while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) text.append(buffer, n);
   const int read_error = std::ferror(file) ? errno : 0;
   std::fclose(file);
-  if (read_error != 0) return InvalidArgumentError(prefix + Lower(std::strerror(read_error)));
+  if (read_error != 0) return InvalidArgumentError(prefix + LowerFirst(std::strerror(read_error)));
 
   try {
     return json::parse(text);

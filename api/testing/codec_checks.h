@@ -14,6 +14,7 @@
 
 #include "api/meta.h"
 #include "base/status.h"
+#include "base/testing/require_ok.h"
 
 namespace xpu::api::testing {
 
@@ -22,7 +23,7 @@ template <typename T>
 T CheckJsonRoundTrip(const nlohmann::json& doc) {
   StatusOr<T> value = FromJson<T>(doc);
   INFO(value.status().ToString());
-  REQUIRE(value.ok());
+  REQUIRE_OK(value);
   CHECK(ToJson(*value) == doc);
   return *std::move(value);
 }

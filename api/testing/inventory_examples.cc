@@ -82,20 +82,14 @@ NodeInventory ExampleNodeInventory() {
   }
   s.versions["driver"] = {"24.1.rc2", "24.1.0-rc2", nullptr};
   s.versions["cann"] = {"8.0.RC3", "8.0.0-rc3", nullptr};
-  InventoryPcieBandwidths pcie;
-  pcie.pcie_switch = 32;
-  pcie.host_bridge = 24;
-  pcie.numa = 16;
-  pcie.cross_numa = 10.5;
-  s.pcie_bandwidths = pcie;
-  InventoryFabric fabric;
-  fabric.clique_id = "clique-3";
-  fabric.cluster_uuid = "7d9e1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b";
-  fabric.super_pod_id = "superpod-0";
-  fabric.rack_id = "rack-12";
-  fabric.leaf = "leaf-3";
-  fabric.spine = "spine-1";
-  s.fabric = fabric;
+  s.pcie_bandwidths =
+      InventoryPcieBandwidths{.pcie_switch = 32, .host_bridge = 24, .numa = 16, .cross_numa = 10.5};
+  s.fabric = InventoryFabric{.clique_id = "clique-3",
+                             .cluster_uuid = "7d9e1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b",
+                             .super_pod_id = "superpod-0",
+                             .rack_id = "rack-12",
+                             .leaf = "leaf-3",
+                             .spine = "spine-1"};
   s.health = "Healthy";
   s.conditions = {TrueCondition("Ready", 2, "2026-11-30T22:00:00Z", "Probed", "all devices found")};
   s.observed_generation = 2;

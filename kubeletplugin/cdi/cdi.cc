@@ -9,6 +9,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <type_traits>
 #include <utility>
 
 #include "api/codec/codec.h"
@@ -18,7 +19,7 @@ namespace xpu::cdi {
 
 namespace codec = api::codec;
 
-// What a spec file may hold (the writer below spells the same members in the CDI order). Strict:
+// What a spec file may hold, in the CDI order (OrderedWriter below writes them so). Strict:
 // a member the model lacks (annotations, device node major/minor, ...) is an unknown field; a
 // null member reads as absent, as in the CDI library.
 template <typename V, codec::FieldsOf<DeviceNode> S>
@@ -223,46 +224,44 @@ Status CheckEdits(const ContainerEdits& edits, const std::string& field) {
 
 // ---- JSON ----
 
-OrderedJson EditsToJson(const ContainerEdits& edits) {
-  OrderedJson out = OrderedJson::object();
-  if (!edits.env.empty()) out["env"] = edits.env;
-  if (!edits.device_nodes.empty()) {
-    OrderedJson nodes = OrderedJson::array();
-    for (const DeviceNode& n : edits.device_nodes) {
-      OrderedJson node = OrderedJson::object();
-      node["path"] = n.path;
-      if (!n.host_path.empty()) node["hostPath"] = n.host_path;
-      if (!n.permissions.empty()) node["permissions"] = n.permissions;
-      nodes.push_back(std::move(node));
-    }
-    out["deviceNodes"] = std::move(nodes);
+template <typename T>
+OrderedJson ToOrderedJson(const T& value);
+
+// Writes the members a VisitFields above lists into an object, in the order listed (the CDI
+// order): a Required one always, an Optional one unless empty or unset.
+class OrderedWriter {
+ public:
+  template <typename T>
+  void Required(const char* name, const T& value) {
+    out_[name] = ToOrderedJson(value);
   }
-  if (!edits.mounts.empty()) {
-    OrderedJson mounts = OrderedJson::array();
-    for (const Mount& m : edits.mounts) {
-      OrderedJson mount = OrderedJson::object();
-      mount["hostPath"] = m.host_path;
-      mount["containerPath"] = m.container_path;
-      if (!m.options.empty()) mount["options"] = m.options;
-      if (!m.type.empty()) mount["type"] = m.type;
-      mounts.push_back(std::move(mount));
+  template <typename T>
+  void Optional(const char* name, const T& value) {
+    if constexpr (requires { value.has_value(); }) {
+      if (value.has_value()) out_[name] = ToOrderedJson(*value);
+    } else if (!value.empty()) {
+      out_[name] = ToOrderedJson(value);
     }
-    out["mounts"] = std::move(mounts);
   }
-  if (!edits.hooks.empty()) {
-    OrderedJson hooks = OrderedJson::array();
-    for (const Hook& h : edits.hooks) {
-      OrderedJson hook = OrderedJson::object();
-      hook["hookName"] = h.hook_name;
-      hook["path"] = h.path;
-      if (!h.args.empty()) hook["args"] = h.args;
-      if (!h.env.empty()) hook["env"] = h.env;
-      if (h.timeout) hook["timeout"] = *h.timeout;
-      hooks.push_back(std::move(hook));
-    }
-    out["hooks"] = std::move(hooks);
+  OrderedJson Finish() && { return std::move(out_); }
+
+ private:
+  OrderedJson out_ = OrderedJson::object();
+};
+
+template <typename T>
+OrderedJson ToOrderedJson(const T& value) {
+  if constexpr (std::is_same_v<T, std::string> || std::is_arithmetic_v<T>) {
+    return value;
+  } else if constexpr (requires { value.begin(); }) {
+    OrderedJson array = OrderedJson::array();
+    for (const auto& item : value) array.push_back(ToOrderedJson(item));
+    return array;
+  } else {
+    OrderedWriter writer;
+    VisitFields(writer, value);
+    return std::move(writer).Finish();
   }
-  return out;
 }
 
 // The document: cdiVersion around the spec.
@@ -358,11 +357,11 @@ std::string ToJson(const Spec& spec) {
   for (const Device& d : spec.devices) {
     OrderedJson device = OrderedJson::object();
     device["name"] = d.name;
-    device["containerEdits"] = EditsToJson(d.edits);
+    device["containerEdits"] = ToOrderedJson(d.edits);
     devices.push_back(std::move(device));
   }
   out["devices"] = std::move(devices);
-  if (!spec.edits.empty()) out["containerEdits"] = EditsToJson(spec.edits);
+  if (!spec.edits.empty()) out["containerEdits"] = ToOrderedJson(spec.edits);
   return out.dump(2) + "\n";
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 
 namespace xpu::cdi {
@@ -243,7 +244,7 @@ TEST_CASE("ToJson and FromJson round trip") {
                                   30});
   StatusOr<Spec> back = FromJson(ToJson(spec));
   INFO(back.status().ToString());
-  REQUIRE(back.ok());
+  REQUIRE_OK(back);
   CHECK(*back == spec);
 }
 
@@ -255,7 +256,7 @@ TEST_CASE("FromJson accepts the minimal spec of the CDI reference and null membe
      "mounts": [{"hostPath": "/usr/lib/v", "containerPath": "/usr/lib/v", "options": ["ro"]}]}}]})";
   StatusOr<Spec> spec = FromJson(text);
   INFO(spec.status().ToString());
-  REQUIRE(spec.ok());
+  REQUIRE_OK(spec);
   CHECK(spec->devices.at(0).edits.device_nodes.at(0).path == "/dev/accel0");
   CHECK(spec->devices.at(0).edits.mounts.at(0).options == std::vector<std::string>{"ro"});
 }
@@ -266,7 +267,7 @@ TEST_CASE("FromJson reads a null member as absent, as the CDI library does") {
   j["devices"][0]["containerEdits"]["deviceNodes"][0]["hostPath"] = nullptr;
   StatusOr<Spec> spec = FromJson(j.dump());
   INFO(spec.status().ToString());
-  REQUIRE(spec.ok());
+  REQUIRE_OK(spec);
   CHECK(spec->devices[0].edits.mounts.empty());
   CHECK(spec->devices[0].edits.device_nodes[0].host_path.empty());
   j["devices"][0]["name"] = nullptr;  // required: absent is missing
@@ -276,7 +277,7 @@ TEST_CASE("FromJson reads a null member as absent, as the CDI library does") {
 
 TEST_CASE("FromJson is strict") {
   const std::string good = ToJson(GoodSpec());
-  REQUIRE(FromJson(good).ok());
+  REQUIRE_OK(FromJson(good));
   const auto fails = [](const nlohmann::json& j, const std::string& needle) {
     StatusOr<Spec> spec = FromJson(j.dump());
     REQUIRE_FALSE(spec.ok());
@@ -378,7 +379,7 @@ TEST_CASE("SpecStore writes atomically with mode 0644, reads, lists and removes"
   TempDir dir;
   SpecStore store(dir.path(), kKind);
   const Spec spec = GoodSpec();
-  REQUIRE(store.Write(kUid, spec).ok());
+  REQUIRE_OK(store.Write(kUid, spec));
   const std::string path = store.PathFor(kUid);
   CHECK(Names(dir.path()) == std::vector<std::string>{fs::path(path).filename().string()});
   struct stat st {};
@@ -387,23 +388,23 @@ TEST_CASE("SpecStore writes atomically with mode 0644, reads, lists and removes"
 
   StatusOr<Spec> read = store.Read(kUid);
   INFO(read.status().ToString());
-  REQUIRE(read.ok());
+  REQUIRE_OK(read);
   CHECK(*read == spec);
 
   // A rewrite replaces the file; no temp file stays behind.
   Spec changed = spec;
   changed.edits.env.emplace_back("MORE=1");
-  REQUIRE(store.Write(kUid, changed).ok());
+  REQUIRE_OK(store.Write(kUid, changed));
   CHECK(*store.Read(kUid) == changed);
   CHECK(Names(dir.path()).size() == 1);
 
   const std::string uid2 = "00000000-0000-4000-8000-0000000000aa";
-  REQUIRE(store.Write(uid2, spec).ok());
+  REQUIRE_OK(store.Write(uid2, spec));
   StatusOr<std::vector<std::string>> claims = store.ListClaims();
-  REQUIRE(claims.ok());
+  REQUIRE_OK(claims);
   CHECK(*claims == std::vector<std::string>{uid2, kUid});
 
-  REQUIRE(store.Remove(kUid).ok());
+  REQUIRE_OK(store.Remove(kUid));
   CHECK(store.Remove(kUid).ok());  // idempotent
   CHECK(*store.ListClaims() == std::vector<std::string>{uid2});
   StatusOr<Spec> gone = store.Read(kUid);
@@ -423,7 +424,7 @@ TEST_CASE("SpecStore ListClaims skips other files and removes its own stale temp
   WriteText(dir.path() + "/k8s.other.dev-device_" + kUid + ".json.tmp", "{}");
   WriteText(dir.path() + "/vendor.yaml", "---");
   StatusOr<std::vector<std::string>> claims = store.ListClaims();
-  REQUIRE(claims.ok());
+  REQUIRE_OK(claims);
   CHECK(*claims == std::vector<std::string>{"00000000-0000-4000-8000-0000000000bb"});
   const std::vector<std::string> names = Names(dir.path());
   CHECK(std::find(names.begin(), names.end(), "k8s.xpu.dra.dev-device_" + kUid + ".json.tmp") ==
@@ -434,7 +435,7 @@ TEST_CASE("SpecStore ListClaims skips other files and removes its own stale temp
 TEST_CASE("SpecStore ListClaims of a missing directory is empty") {
   SpecStore store("/nonexistent/cdi-dir-of-a-test", kKind);
   StatusOr<std::vector<std::string>> claims = store.ListClaims();
-  REQUIRE(claims.ok());
+  REQUIRE_OK(claims);
   CHECK(claims->empty());
 }
 

@@ -11,6 +11,8 @@
 #include <tuple>
 #include <utility>
 
+#include "base/text.h"
+
 namespace xpu::cdi {
 namespace {
 
@@ -130,15 +132,6 @@ std::vector<std::string> NamesWithPrefix(const std::string& dir, std::string_vie
   return names;
 }
 
-std::string Join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const std::string& p : parts) {
-    if (!out.empty()) out += ',';
-    out += p;
-  }
-  return out;
-}
-
 }  // namespace
 
 DeviceFacts FactsOf(const api::InventoryDevice& device, std::string device_node) {
@@ -235,9 +228,9 @@ ClaimEdits EditsForClaim(const std::vector<DeviceFacts>& devices, const HostFile
     }
   }
   for (const auto& [name, values] : env_values) {
-    out.common.env.push_back(std::string(name) + "=" + Join(values));
+    out.common.env.push_back(std::string(name) + "=" + Join(values, ","));
   }
-  if (!devices.empty()) out.common.env.push_back("XPU_DRA_DEVICES=" + Join(names));
+  if (!devices.empty()) out.common.env.push_back("XPU_DRA_DEVICES=" + Join(names, ","));
   return out;
 }
 

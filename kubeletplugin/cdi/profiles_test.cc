@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/node_inventory.h"
+#include "base/testing/require_ok.h"
 #include "kubeletplugin/cdi/cdi.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/driverfiles/driver_files.h"
@@ -59,8 +60,18 @@ api::NodeInventory DiscoverFixture(const std::string& root) {
   options.probe_vendor_libraries = false;
   StatusOr<api::NodeInventory> inv = discovery::Discover(options);
   INFO(root << ": " << inv.status().ToString());
-  REQUIRE(inv.ok());
+  REQUIRE_OK(inv);
   return *inv;
+}
+
+// The facts of every device of a fixture host's inventory, each with the device node
+// discovery::DeviceNodePath names under `root`.
+std::vector<DeviceFacts> FactsOfAll(const api::NodeInventory& inv, const std::string& root) {
+  std::vector<DeviceFacts> facts;
+  for (const api::InventoryDevice& d : inv.status.devices) {
+    facts.push_back(FactsOf(d, discovery::DeviceNodePath(root, d)));
+  }
+  return facts;
 }
 
 // The spec the plugin writes for a claim of `facts`: one CDI device per claim device.
@@ -242,10 +253,7 @@ TEST_CASE("Every fixture host gives a valid spec for all its devices") {
     const std::string root = std::string(kHosts).append("/").append(host);
     const api::NodeInventory inv = DiscoverFixture(root);
     REQUIRE_FALSE(inv.status.devices.empty());
-    std::vector<DeviceFacts> facts;
-    for (const api::InventoryDevice& d : inv.status.devices) {
-      facts.push_back(FactsOf(d, discovery::DeviceNodePath(root, d)));
-    }
+    const std::vector<DeviceFacts> facts = FactsOfAll(inv, root);
     for (const DeviceFacts& f : facts) {
       INFO(f.name);
       CHECK_FALSE(f.device_node.empty());
@@ -259,7 +267,7 @@ TEST_CASE("Every fixture host gives a valid spec for all its devices") {
     const std::string json = ToJson(spec);
     StatusOr<Spec> back = FromJson(json);
     INFO(back.status().ToString());
-    REQUIRE(back.ok());
+    REQUIRE_OK(back);
     CHECK(*back == spec);
     CHECK(MinimumVersion(spec) == "0.5.0");  // device names start with the claim uid
   }
@@ -275,10 +283,7 @@ TEST_CASE("Write the spec of every fixture host", "[.write-specs]") {
   for (const std::string& host : FixtureHosts()) {
     const std::string root = std::string(kHosts).append("/").append(host);
     const api::NodeInventory inv = DiscoverFixture(root);
-    std::vector<DeviceFacts> facts;
-    for (const api::InventoryDevice& d : inv.status.devices) {
-      facts.push_back(FactsOf(d, discovery::DeviceNodePath(root, d)));
-    }
+    const std::vector<DeviceFacts> facts = FactsOfAll(inv, root);
     Spec spec = SpecFor(facts, EditsForClaim(facts, root));
     // With each vendor's driver files (kubeletplugin/driverfiles/), as the plugin writes them.
     std::set<std::string> vendors;
@@ -287,7 +292,7 @@ TEST_CASE("Write the spec of every fixture host", "[.write-specs]") {
       StatusOr<driverfiles::DriverFiles> files =
           driverfiles::FindDriverFiles(vendor, root, std::string(driverfiles::kDefaultHookPath));
       INFO(host << " " << vendor << ": " << files.status().ToString());
-      REQUIRE(files.ok());
+      REQUIRE_OK(files);
       for (const Mount& m : files->edits.mounts) spec.edits.mounts.push_back(m);
       for (const Hook& h : files->edits.hooks) spec.edits.hooks.push_back(h);
     }
@@ -297,7 +302,7 @@ TEST_CASE("Write the spec of every fixture host", "[.write-specs]") {
     uid.replace(uid.size() - number.size(), number.size(), number);
     const Status written = store.Write(uid, spec);
     INFO(host << ": " << written.ToString());
-    REQUIRE(written.ok());
+    REQUIRE_OK(written);
   }
 }
 

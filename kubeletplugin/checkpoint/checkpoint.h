@@ -1,9 +1,9 @@
-// The plugin's record of prepared claims (DESIGN.md "state"): versioned, checksummed, written
-// atomically (temp file, fsync, rename, fsync of the directory), mode 0600, with the boot id of
-// the node when it was written. A missing file is an empty checkpoint; a corrupt or unknown-
-// version file is a data-loss error (the plugin refuses to serve rather than forget claims).
-// A claim is recorded once its CDI spec is written (compute, then act), so every entry is a
-// prepared claim.
+// The plugin's record of prepared claims (docs/architecture.md "State and crashes"): versioned,
+// checksummed, written atomically (temp file, fsync, rename, fsync of the directory), mode 0600,
+// with the boot id of the node when it was written. A missing file is an empty checkpoint; a
+// corrupt or unknown-version file is a data-loss error (the plugin refuses to serve rather than
+// forget claims). A claim is recorded once its CDI spec is written (compute, then act), so every
+// entry is a prepared claim.
 #ifndef XPU_KUBELETPLUGIN_CHECKPOINT_CHECKPOINT_H_
 #define XPU_KUBELETPLUGIN_CHECKPOINT_CHECKPOINT_H_
 

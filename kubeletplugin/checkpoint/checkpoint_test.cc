@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 
 namespace xpu::checkpoint {
@@ -73,12 +74,12 @@ TEST_CASE("Encode and Decode round trip") {
   const std::string text = Encode(cp);
   StatusOr<Checkpoint> back = Decode(text, "test");
   INFO(back.status().ToString());
-  REQUIRE(back.ok());
+  REQUIRE_OK(back);
   CHECK(*back == cp);
   CHECK(Encode(*back) == text);  // canonical
 
   StatusOr<Checkpoint> empty = Decode(Encode(Checkpoint{}), "test");
-  REQUIRE(empty.ok());
+  REQUIRE_OK(empty);
   CHECK(*empty == Checkpoint{});
 }
 
@@ -110,7 +111,7 @@ TEST_CASE("partition records round trip, are left out while none, and a bad one 
                                  "vhcu", "20cu.16gb", -1, 2, -1, kPartitionCreating, {0, 1}));
   CHECK(cp.partitions[2].parent == "dcu-2");
   StatusOr<Checkpoint> back = Decode(Encode(cp), "test");
-  REQUIRE(back.ok());
+  REQUIRE_OK(back);
   CHECK(*back == cp);
   const nlohmann::json written = nlohmann::json::parse(Encode(cp))["data"]["partitions"];
   CHECK_FALSE(written[0].contains("idsBefore"));  // written only while there are some
@@ -151,7 +152,7 @@ TEST_CASE("Decode ignores member order and spacing of the data") {
   reordered["version"] = j["version"];
   StatusOr<Checkpoint> back = Decode(reordered.dump(4), "test");
   INFO(back.status().ToString());
-  REQUIRE(back.ok());
+  REQUIRE_OK(back);
   CHECK(*back == Sample());
 }
 
@@ -222,13 +223,13 @@ TEST_CASE("every entry is written Prepared, an older plugin's Preparing entry re
   nlohmann::json old = data;
   old["claims"][1]["state"] = "Preparing";
   StatusOr<Checkpoint> cp = Decode(WithData(old), "cp");
-  REQUIRE(cp.ok());
+  REQUIRE_OK(cp);
   CHECK(*cp == Sample());
 }
 
 TEST_CASE("Decode names a missing or wrong field") {
   const nlohmann::json good = nlohmann::json::parse(Encode(Sample()))["data"];
-  REQUIRE(Decode(WithData(good), "cp").ok());
+  REQUIRE_OK(Decode(WithData(good), "cp"));
   const auto fails = [](const std::string& text, const std::string& needle) {
     StatusOr<Checkpoint> cp = Decode(text, "cp");
     REQUIRE_FALSE(cp.ok());
@@ -287,7 +288,7 @@ TEST_CASE("CheckpointStore Load of a missing file is an empty checkpoint") {
   TempDir dir;
   CheckpointStore store(dir.path() + "/state/checkpoint.json");
   StatusOr<Checkpoint> cp = store.Load();
-  REQUIRE(cp.ok());
+  REQUIRE_OK(cp);
   CHECK(*cp == Checkpoint{});
   CHECK_FALSE(fs::exists(dir.path() + "/state"));  // Load creates nothing
 }
@@ -296,14 +297,14 @@ TEST_CASE("CheckpointStore Save creates the directory 0700 and the file 0600, Lo
   TempDir dir;
   const std::string state = dir.path() + "/var/lib/xpu-dra";
   CheckpointStore store(state + "/checkpoint.json");
-  REQUIRE(store.Save(Sample()).ok());
+  REQUIRE_OK(store.Save(Sample()));
   CHECK(store.writes() == 1);
   CHECK(Mode(state) == 0700);
   CHECK(Mode(store.path()) == 0600);
   CHECK_FALSE(fs::exists(store.path() + ".tmp"));
   StatusOr<Checkpoint> cp = store.Load();
   INFO(cp.status().ToString());
-  REQUIRE(cp.ok());
+  REQUIRE_OK(cp);
   CHECK(*cp == Sample());
 
   // A second save replaces the file; a leftover temp file from a crash does not matter.
@@ -311,7 +312,7 @@ TEST_CASE("CheckpointStore Save creates the directory 0700 and the file 0600, Lo
   ::chmod((store.path() + ".tmp").c_str(), 0666);
   Checkpoint next = Sample();
   next.claims.erase(next.claims.begin());
-  REQUIRE(store.Save(next).ok());
+  REQUIRE_OK(store.Save(next));
   CHECK(store.writes() == 2);
   CHECK(Mode(store.path()) == 0600);
   CHECK(*store.Load() == next);
@@ -322,7 +323,7 @@ TEST_CASE("CheckpointStore Save creates the directory 0700 and the file 0600, Lo
 TEST_CASE("CheckpointStore Load reports a corrupt file as data loss naming the path") {
   TempDir dir;
   CheckpointStore store(dir.path() + "/checkpoint.json");
-  REQUIRE(store.Save(Sample()).ok());
+  REQUIRE_OK(store.Save(Sample()));
   std::string text = ReadText(store.path());
   text[text.size() / 2] = static_cast<char>(text[text.size() / 2] ^ 0x20);
   WriteText(store.path(), text);

@@ -10,16 +10,17 @@
 
 #include "api/client/testing/fake_objects.h"
 #include "api/testing/inventory_examples.h"
+#include "base/testing/require_ok.h"
 #include "kubeletplugin/publisher/publisher.h"
 
 namespace xpu::plugin {
 namespace {
 
+using namespace std::chrono_literals;
 namespace kc = api::client;
 using kc::ObjectKey;
 using kc::testing::FakeObjects;
 using kc::testing::FakeVerb;
-using std::chrono::seconds;
 
 struct FakeApi {
   std::shared_ptr<FakeObjects<api::core::Node>> nodes =
@@ -57,7 +58,7 @@ TEST_CASE("publisher (fakes): writes once, owned by the Node, again only on chan
 
   const std::string uid = f.AddNode();
   StatusOr<bool> first = publisher.PublishOnce();
-  REQUIRE(first.ok());
+  REQUIRE_OK(first);
   CHECK(*first);
   std::optional<api::NodeInventory> stored = f.inventories->Find(ObjectKey::Cluster("n1"));
   REQUIRE(stored);
@@ -67,12 +68,12 @@ TEST_CASE("publisher (fakes): writes once, owned by the Node, again only on chan
 
   for (auto& c : found.status.conditions) c.last_transition_time = "2030-01-01T00:00:00Z";
   StatusOr<bool> same = publisher.PublishOnce();
-  REQUIRE(same.ok());
+  REQUIRE_OK(same);
   CHECK_FALSE(*same);
   CHECK(f.inventories->writes() == 2);
 
   found.status.devices[0].health = "Unhealthy";
-  REQUIRE(publisher.PublishOnce().ok());
+  REQUIRE_OK(publisher.PublishOnce());
   CHECK(f.inventories->Find(ObjectKey::Cluster("n1"))->status.devices[0].health == "Unhealthy");
   CHECK(publisher.stats().inventory_writes == 2);
   CHECK(publisher.stats().unchanged == 1);
@@ -83,12 +84,12 @@ TEST_CASE("publisher (fakes): a conflict is re-read and retried once, a new Node
   const std::string uid = f.AddNode();
   api::NodeInventory found = api::testing::ExampleNodeInventory();
   InventoryPublisher publisher(f.Api(), f.Options(), [&] { return found; });
-  REQUIRE(publisher.PublishOnce().ok());
+  REQUIRE_OK(publisher.PublishOnce());
 
   found.status.devices[0].health = "Unhealthy";
   f.inventories->FailNext(FakeVerb::kUpdateStatus, Status(StatusCode::kAborted, "409 Conflict"));
   StatusOr<bool> retried = publisher.PublishOnce();
-  REQUIRE(retried.ok());
+  REQUIRE_OK(retried);
   CHECK(*retried);
 
   found.status.devices[0].health = "Healthy";
@@ -98,10 +99,10 @@ TEST_CASE("publisher (fakes): a conflict is re-read and retried once, a new Node
   CHECK(publisher.PublishOnce().status().code() == StatusCode::kAborted);
 
   // The Node is replaced (a new uid): the owner reference follows before the status.
-  REQUIRE(f.nodes->Delete(ObjectKey::Cluster("n1"), {}).ok());
+  REQUIRE_OK(f.nodes->Delete(ObjectKey::Cluster("n1"), {}));
   const std::string new_uid = f.AddNode();
   REQUIRE(new_uid != uid);
-  REQUIRE(publisher.PublishOnce().ok());
+  REQUIRE_OK(publisher.PublishOnce());
   CHECK(f.inventories->Find(ObjectKey::Cluster("n1"))->metadata.owner_references.at(0).uid ==
         new_uid);
   CHECK(f.inventories->Find(ObjectKey::Cluster("n1"))->status.devices[0].health == "Healthy");
@@ -129,7 +130,7 @@ TEST_CASE("publisher (fakes): Run renews and rediscovers on the clock, sooner wh
   FakeApi f;
   f.AddNode();
   const auto start = f.clock.Now();
-  auto node = std::make_shared<NodeFrom>(f.clock, start + seconds(10), f.nodes.get());
+  auto node = std::make_shared<NodeFrom>(f.clock, start + 10s, f.nodes.get());
   PublisherApi api = f.Api();
   api.nodes = node;
   const PublisherOptions o = f.Options();
@@ -145,12 +146,12 @@ TEST_CASE("publisher (fakes): Run renews and rediscovers on the clock, sooner wh
 
   // No Node for 10 s: asked again every node_retry (2 s), with no discovery; the Lease is
   // created without an owner meanwhile (a Lease does not wait for its Node).
-  CHECK(first_discovery - start >= seconds(10));
-  CHECK(first_discovery - start < seconds(10) + o.node_retry + seconds(1));
+  CHECK(first_discovery - start >= 10s);
+  CHECK(first_discovery - start < 10s + o.node_retry + 1s);
   // Then ten discoveries, one per rediscover period (60 s).
   const auto elapsed = f.clock.Now() - first_discovery;
   CHECK(elapsed >= 9 * o.rediscover);
-  CHECK(elapsed < 9 * o.rediscover + seconds(1));
+  CHECK(elapsed < 9 * o.rediscover + 1s);
   // The Lease is renewed every 5 s over the whole run.
   const auto total = f.clock.Now() - start;
   const auto renewals = publisher.stats().lease_renewals;

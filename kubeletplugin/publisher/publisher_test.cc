@@ -10,6 +10,7 @@
 
 #include "api/core.h"
 #include "api/testing/inventory_examples.h"
+#include "base/testing/require_ok.h"
 #include "e2e/client/kube_sim_process.h"
 #include "e2e/client/wait.h"
 
@@ -26,17 +27,14 @@ struct Cluster {
 
 Cluster Start() {
   auto sim = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
-  REQUIRE(sim.ok());
+  REQUIRE_OK(sim);
   auto config = (*sim)->Config();
-  REQUIRE(config.ok());
+  REQUIRE_OK(config);
   auto client = kc::Client::Create(*config);
-  REQUIRE(client.ok());
-  REQUIRE(
-      (*client)
-          ->Create(
-              kc::Namespaces(), "",
-              {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "xpu-dra"}}}})
-          .ok());
+  REQUIRE_OK(client);
+  REQUIRE_OK((*client)->Create(
+      kc::Namespaces(), "",
+      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "xpu-dra"}}}}));
   return {std::move(sim).value(), std::move(client).value()};
 }
 
@@ -67,52 +65,52 @@ TEST_CASE("publisher writes the inventory once, owned by the Node, and only agai
   CHECK(early.status().message() == "node n1 does not exist (yet)");
 
   const auto node = c.client->Create(kc::Nodes(), "", Node("n1"));
-  REQUIRE(node.ok());
+  REQUIRE_OK(node);
   const auto first = publisher.PublishOnce();
   INFO(first.status().ToString());
-  REQUIRE(first.ok());
+  REQUIRE_OK(first);
   CHECK(*first);
   auto stored = c.client->Get(kc::NodeInventories(), "", "n1");
-  REQUIRE(stored.ok());
+  REQUIRE_OK(stored);
   CHECK((*stored)["metadata"]["ownerReferences"][0]["uid"] == (*node)["metadata"]["uid"]);
   CHECK((*stored)["metadata"]["ownerReferences"][0]["kind"] == "Node");
   auto typed = api::FromJson<api::NodeInventory>(*stored);
-  REQUIRE(typed.ok());
+  REQUIRE_OK(typed);
   CHECK(typed->status == found.status);
   const std::string rv = (*stored)["metadata"]["resourceVersion"];
 
   // The same facts again (even with a new condition timestamp): nothing written.
   for (auto& cond : found.status.conditions) cond.last_transition_time = "2030-01-01T00:00:00Z";
   const auto same = publisher.PublishOnce();
-  REQUIRE(same.ok());
+  REQUIRE_OK(same);
   CHECK_FALSE(*same);
   CHECK((*c.client->Get(kc::NodeInventories(), "", "n1"))["metadata"]["resourceVersion"] == rv);
 
   // A changed fact is written.
   found.status.devices[0].health = "Unhealthy";
   const auto changed = publisher.PublishOnce();
-  REQUIRE(changed.ok());
+  REQUIRE_OK(changed);
   CHECK(*changed);
   typed = api::FromJson<api::NodeInventory>(*c.client->Get(kc::NodeInventories(), "", "n1"));
-  REQUIRE(typed.ok());
+  REQUIRE_OK(typed);
   CHECK(typed->status.devices[0].health == "Unhealthy");
   CHECK(publisher.stats().inventory_writes == 2);
   CHECK(publisher.stats().unchanged == 1);
 
   // The Node goes: its inventory goes with it (ownerReference garbage collection).
-  REQUIRE(c.client->Delete(kc::Nodes(), "", "n1").ok());
+  REQUIRE_OK(c.client->Delete(kc::Nodes(), "", "n1"));
   CHECK(c.client->Get(kc::NodeInventories(), "", "n1").status().code() == StatusCode::kNotFound);
 }
 
 TEST_CASE("publisher keeps the plugin Lease renewed", "[plugin][publisher]") {
   Cluster c = Start();
-  REQUIRE(c.client->Create(kc::Nodes(), "", Node("n2")).ok());
+  REQUIRE_OK(c.client->Create(kc::Nodes(), "", Node("n2")));
   InventoryPublisher publisher(c.client.get(), Options("n2"),
                                [] { return api::testing::ExampleNodeInventory(); });
-  REQUIRE(publisher.RenewLease().ok());
+  REQUIRE_OK(publisher.RenewLease());
   auto lease =
       api::FromJson<api::core::Lease>(*c.client->Get(kc::Leases(), "xpu-dra", "xpu-dra-plugin-n2"));
-  REQUIRE(lease.ok());
+  REQUIRE_OK(lease);
   CHECK(lease->spec.holder_identity == "n2");
   CHECK(lease->spec.lease_duration_seconds == 15);
   CHECK(lease->metadata.owner_references.at(0).kind == "Node");
@@ -136,7 +134,7 @@ TEST_CASE("publisher keeps the plugin Lease renewed", "[plugin][publisher]") {
 TEST_CASE("an inventory the API server refuses is reported once and not sent again unchanged",
           "[plugin][publisher]") {
   Cluster c = Start();
-  REQUIRE(c.client->Create(kc::Nodes(), "", Node("n3")).ok());
+  REQUIRE_OK(c.client->Create(kc::Nodes(), "", Node("n3")));
   // A client that counts the publisher's writes by verb.
   std::mutex mu;
   std::map<std::string, int> writes;
@@ -146,9 +144,9 @@ TEST_CASE("an inventory the API server refuses is reported once and not sent aga
     if (verb != "get" && verb != "list") ++writes[std::string(verb)];
   };
   auto config = c.sim->Config();
-  REQUIRE(config.ok());
+  REQUIRE_OK(config);
   auto client = kc::Client::Create(*config, counted);
-  REQUIRE(client.ok());
+  REQUIRE_OK(client);
 
   api::NodeInventory found = api::testing::ExampleNodeInventory();
   found.status.devices[0].name = "Not_A_DNS_Label";  // the CRD's schema refuses it: 422
@@ -189,7 +187,7 @@ TEST_CASE("an inventory the API server refuses is reported once and not sent aga
     CHECK(refused == 1);
   }
   auto events = c.client->ListAll(kc::Events(), "xpu-dra");
-  REQUIRE(events.ok());
+  REQUIRE_OK(events);
   int rejected = 0;
   for (const json& e : events->items) {
     if (e["reason"] != "InventoryRejected") continue;
