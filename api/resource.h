@@ -2,11 +2,11 @@
 // DeviceClass, ResourceClaim and ResourceClaimTemplate, with their JSON codecs, and the
 // conversion of their wire form between v1, v1beta2 and v1beta1.
 //
-// Field names follow the upstream Go types (k8s.io/api resource/v1, see dra-api.md §1). Pointer
-// fields are std::optional; strings, lists and maps tagged omitempty upstream are left out when
-// empty. Quantities ("80Gi") and timestamps stay in their wire spelling; node selectors, opaque
-// parameters, conditions and similar pass through as raw JSON. Each struct keeps the members it
-// does not know in `unknown` and writes them back, so that updating an object read from a newer
+// Field names follow the upstream Go types (k8s.io/api resource/v1, see docs/reference/dra-api.md
+// §1). Pointer fields are std::optional; strings, lists and maps tagged omitempty upstream are left
+// out when empty. Quantities ("80Gi") and timestamps stay in their wire spelling; node selectors,
+// opaque parameters, conditions and similar pass through as raw JSON. Each struct keeps the members
+// it does not know in `unknown` and writes them back, so that updating an object read from a newer
 // API server keeps that server's fields.
 //
 // `FromJson<T>` reads the v1 form (apiVersion absent or "resource.k8s.io/v1"; convert other

@@ -12,7 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-// The wire examples of dra-api.md §1.9.
+// The wire examples of docs/reference/dra-api.md §1.9.
 constexpr const char* kPublishedSlice =
     R"({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice",
  "metadata": {"generateName": "node-1-gpu.example.com-",

@@ -1,6 +1,6 @@
 // Server-side validation of resource.k8s.io/v1 objects with the rules and per-release limits of
-// the Kubernetes API server (dra-api.md §1.2, §1.4-§1.6, §1.8), so that a driver (and kube-sim)
-// rejects an object the API server would reject.
+// the Kubernetes API server (docs/reference/dra-api.md §1.2, §1.4-§1.6, §1.8), so that a driver
+// (and kube-sim) rejects an object the API server would reject.
 //
 // Each `...Errors` function returns every problem found, in field order, as the API server lists
 // them in a Status' causes; the `Validate...` wrappers return OK or kInvalidArgument whose message

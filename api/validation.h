@@ -128,8 +128,8 @@ enum class KubeVersion {
   k1_35,  // also 1.36 for the numbers below (1.36 adds list attributes, not covered here)
 };
 
-// Per-release limits of resource.k8s.io objects (dra-api.md §1.8). kNoLimit marks a limit the
-// release does not have (it was added or replaced in another release).
+// Per-release limits of resource.k8s.io objects (docs/reference/dra-api.md §1.8). kNoLimit marks a
+// limit the release does not have (it was added or replaced in another release).
 struct Limits {
   static constexpr int kNoLimit = std::numeric_limits<int>::max();
 

@@ -1,7 +1,7 @@
 // The DeviceClasses the controller keeps in the cluster: one per known vendor (when
 // vendorClasses is on); per capability class, one for the class and one per allowed vendor; one
 // per partition kind; and the class of gang devices. Selectors are CEL over this driver's
-// attributes (dra-api.md §2.2):
+// attributes (docs/reference/dra-api.md §2.2):
 //
 //   huawei.xpu.dra.dev:          device.driver == 'xpu.dra.dev' &&
 //                                device.attributes['xpu.dra.dev'].vendor == 'huawei' &&
@@ -71,7 +71,7 @@ std::string CelLiteral(std::string_view text);
 // Builds a DeviceClass or request selector over one driver's attributes: clauses joined by &&,
 // the first one `device.driver == '<driver>'`. Every attribute or capacity access sits behind an
 // `in` test: a device that lacks it then simply does not match, where a bare access would be a
-// runtime error that aborts the scheduler's allocation (dra-api.md §2.2).
+// runtime error that aborts the scheduler's allocation (docs/reference/dra-api.md §2.2).
 class CelSelector {
  public:
   explicit CelSelector(std::string_view driver);

@@ -11,7 +11,8 @@
 //      Gangs never share a node, so each node sees at most
 //      one slice of the pool: each slice is a whole pool (resourceSliceCount 1), and a new or
 //      moved one takes a generation above every slice of the pool, so a stale one left on a node
-//      never wins (dra-api.md §6). The selector is matchExpressions kubernetes.io/hostname In
+//      never wins (docs/reference/dra-api.md §6). The selector is matchExpressions
+//      kubernetes.io/hostname In
 //      [...] (the label every kubelet sets; the node name where a Node lacks it): matchFields
 //      metadata.name takes only one value. Not placed: no slice;
 //   3. the shared ResourceClaim "<name>-gang" asking for that device (DeviceClass

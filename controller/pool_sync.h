@@ -1,5 +1,5 @@
 // Writes one pool's ResourceSlices to match what is desired, with the upstream publishing rules
-// (dra-api.md §6):
+// (docs/reference/dra-api.md §6):
 //   1. a pool no longer desired: delete all its slices;
 //   2. generation = the highest pool.generation among its slices; slices of a lower generation
 //      are obsolete;

@@ -67,7 +67,7 @@ inline constexpr int kGroupKindCount = 9;
 std::string_view GroupKindName(GroupKind kind);
 std::optional<GroupKind> ParseGroupKind(std::string_view name);
 
-// Allocation rules of a server family (hardware.md §1.1, §1.3, §3).
+// Allocation rules of a server family (docs/reference/hardware.md §1.1, §1.3, §3).
 enum class RuleSetKind {
   kAny,              // any count 1..n (910B x8, xGMI boards, generic)
   kAscend910Ring,    // counts 1,2,4,8; <=4 inside one HCCS ring; published ring preference

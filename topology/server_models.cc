@@ -9,16 +9,20 @@ namespace {
 // Bandwidths (GB/s, one direction). Where hardware.md has no published figure (§6) these are
 // model values that rank the scale-up link above the PCIe model values (32 GB/s through a
 // switch), as the vendors' collective libraries do.
-constexpr double kHccs910 = 60;         // Ascend 910 HCCS: not published (hw §6)
-constexpr double kHccs910B = 56;        // Ascend 910B HCCS per link: not published (hw §6)
-constexpr double kSioA3 = 224;          // A3 die-to-die: above the switch, so pairs keep SIO
-constexpr double kHccsSwitchA3 = 56;    // A3 in-node HCCS through the switch: not published
-constexpr double kNvSwitchHgx = 450;    // HGX H100/H200: 900 GB/s bidirectional (hw §2.1)
-constexpr double kNvSwitchNvl72 = 900;  // GB200 NVL72: 1.8 TB/s per GPU (hw §2.1)
-constexpr double kMluLinkCard = 200;    // MLU-Link on a card: not published
-constexpr double kMluLinkRing = 50;     // MLU-Link card to card: not published
-constexpr double kXpuLink = 50;         // Kunlunxin: not published
-constexpr double kXgmiInstinct = 64;    // MI300X: 128 GB/s bidirectional per link (hw §3.8)
+constexpr double kHccs910 = 60;  // Ascend 910 HCCS: not published (docs/reference/hardware.md §6)
+constexpr double kHccs910B =
+    56;  // Ascend 910B HCCS per link: not published (docs/reference/hardware.md §6)
+constexpr double kSioA3 = 224;        // A3 die-to-die: above the switch, so pairs keep SIO
+constexpr double kHccsSwitchA3 = 56;  // A3 in-node HCCS through the switch: not published
+constexpr double kNvSwitchHgx =
+    450;  // HGX H100/H200: 900 GB/s bidirectional (docs/reference/hardware.md §2.1)
+constexpr double kNvSwitchNvl72 =
+    900;  // GB200 NVL72: 1.8 TB/s per GPU (docs/reference/hardware.md §2.1)
+constexpr double kMluLinkCard = 200;  // MLU-Link on a card: not published
+constexpr double kMluLinkRing = 50;   // MLU-Link card to card: not published
+constexpr double kXpuLink = 50;       // Kunlunxin: not published
+constexpr double kXgmiInstinct =
+    64;  // MI300X: 128 GB/s bidirectional per link (docs/reference/hardware.md §3.8)
 
 using Names = std::vector<std::string>;
 
@@ -56,38 +60,38 @@ Names Pick(const Names& devices, std::initializer_list<size_t> indices) {
 ServerModelLayout ServerModelLayoutOf(ServerModelId id, const std::vector<std::string>& d) {
   ServerModelLayout m;
   switch (id) {
-    case ServerModelId::kAtlas800_9000:  // hw §1.1, §1.3
+    case ServerModelId::kAtlas800_9000:  // docs/reference/hardware.md §1.1, §1.3
       m.rule_set.kind = RuleSetKind::kAscend910Ring;
       m.groups = Blocks(d, "ring", GroupKind::kHccsRing, 4);
       MeshPerGroup(m.links, LinkType::kHccs, kHccs910, m.groups);
       break;
-    case ServerModelId::kAtlas800tA2:  // hw §1.1: any 1..8
+    case ServerModelId::kAtlas800tA2:  // docs/reference/hardware.md §1.1: any 1..8
       m.rule_set.kind = RuleSetKind::kAny;
       m.groups = Blocks(d, "hccs", GroupKind::kLinkDomain, 8);
       MeshPerGroup(m.links, LinkType::kHccs, kHccs910B, m.groups);
       break;
-    case ServerModelId::kAtlas200tA2Box16:  // hw §1.1: areas 0-7 and 8-15
+    case ServerModelId::kAtlas200tA2Box16:  // docs/reference/hardware.md §1.1: areas 0-7 and 8-15
       m.rule_set.kind = RuleSetKind::kAscend910BBox16;
       m.groups = Blocks(d, "area", GroupKind::kHccsArea, 8);
       MeshPerGroup(m.links, LinkType::kHccs, kHccs910B, m.groups);
       break;
-    case ServerModelId::kAtlas800tA3:  // hw §1.1: HiAM modules of 2 dies
+    case ServerModelId::kAtlas800tA3:  // docs/reference/hardware.md §1.1: HiAM modules of 2 dies
       m.rule_set.kind = RuleSetKind::kAscendA3;
       m.groups = Blocks(d, "module", GroupKind::kHiamModule, 2);
       MeshPerGroup(m.links, LinkType::kSio, kSioA3, m.groups);
       m.links.push_back({LinkType::kHccsSwitch, kHccsSwitchA3, d});
       break;
-    case ServerModelId::kHgx8Gpu:  // hw §2.1
+    case ServerModelId::kHgx8Gpu:  // docs/reference/hardware.md §2.1
       m.rule_set.kind = RuleSetKind::kNvSwitch;
       m.groups = Blocks(d, "board", GroupKind::kNvSwitchBoard, d.size());
       MeshPerGroup(m.links, LinkType::kNvSwitch, kNvSwitchHgx, m.groups);
       break;
-    case ServerModelId::kGb200Tray:  // hw §2.1
+    case ServerModelId::kGb200Tray:  // docs/reference/hardware.md §2.1
       m.rule_set.kind = RuleSetKind::kNvSwitch;
       m.groups = Blocks(d, "board", GroupKind::kNvSwitchBoard, d.size());
       MeshPerGroup(m.links, LinkType::kNvSwitch, kNvSwitchNvl72, m.groups);
       break;
-    case ServerModelId::kMlu370X8: {  // hw §3.2: rings only for 2, 4, 8
+    case ServerModelId::kMlu370X8: {  // docs/reference/hardware.md §3.2: rings only for 2, 4, 8
       m.rule_set.kind = RuleSetKind::kRingSets;
       m.groups = Blocks(d, "card", GroupKind::kCard, 2);
       MeshPerGroup(m.links, LinkType::kMluLink, kMluLinkCard, m.groups);
@@ -105,7 +109,7 @@ ServerModelLayout ServerModelLayoutOf(ServerModelId id, const std::vector<std::s
       m.groups.push_back({"mlulink-0", GroupKind::kLinkDomain, d});
       break;
     }
-    case ServerModelId::kKunlun8: {  // hw §3.7
+    case ServerModelId::kKunlun8: {  // docs/reference/hardware.md §3.7
       m.rule_set.kind = RuleSetKind::kRingSets;
       m.groups = Blocks(d, "quad", GroupKind::kLinkDomain, 4);
       MeshPerGroup(m.links, LinkType::kXpuLink, kXpuLink, m.groups);
@@ -126,7 +130,7 @@ ServerModelLayout ServerModelLayoutOf(ServerModelId id, const std::vector<std::s
       m.rule_set.valid_sets[8] = {d};
       break;
     }
-    case ServerModelId::kInstinct8Gpu:  // hw §3.8: 8 GPUs fully connected
+    case ServerModelId::kInstinct8Gpu:  // docs/reference/hardware.md §3.8: 8 GPUs fully connected
       m.rule_set.kind = RuleSetKind::kAny;
       m.groups = Blocks(d, "xgmi", GroupKind::kLinkDomain, d.size());
       MeshPerGroup(m.links, LinkType::kXgmi, kXgmiInstinct, m.groups);

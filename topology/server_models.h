@@ -1,7 +1,7 @@
 // The published server models: for each server family, the scale-up links with their bandwidths,
 // the vendor groups and the allocation rule set, laid over a list of device names in index
-// order (hardware.md §1.1, §1.3, §2.1, §3.2, §3.7, §3.8). One source for both the hardware
-// discovery (kubeletplugin/discovery, when no vendor library reports the topology) and the
+// order (docs/reference/hardware.md §1.1, §1.3, §2.1, §3.2, §3.7, §3.8). One source for both the
+// hardware discovery (kubeletplugin/discovery, when no vendor library reports the topology) and the
 // bundled node descriptions (topology/testing, e2e/fixtures/topologies/). Pure.
 #ifndef XPU_TOPOLOGY_SERVER_MODELS_H_
 #define XPU_TOPOLOGY_SERVER_MODELS_H_

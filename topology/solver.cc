@@ -25,8 +25,9 @@ std::vector<const Group*> GroupsOf(const Node& node, GroupKind kind) {
 
 int AreaSize(const Node& node) { return node.size() / 2; }
 
-// Published Ascend 910 preference (hardware.md §1.3): for a request of k inside one ring, the
-// free counts of the ring in order of preference (the other ring's state does not matter).
+// Published Ascend 910 preference (docs/reference/hardware.md §1.3): for a request of k inside one
+// ring, the free counts of the ring in order of preference (the other ring's state does not
+// matter).
 int Ascend910RingRank(int k, int ring_free) {
   static constexpr std::array<std::array<int, 4>, 5> kPreference = {{
       {0, 0, 0, 0},

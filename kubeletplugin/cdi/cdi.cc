@@ -65,8 +65,8 @@ namespace {
 using Json = nlohmann::json;
 using OrderedJson = nlohmann::ordered_json;
 
-// The versions the CDI library knows, oldest first (dra-api.md §4.1); 0.3.0 is the earliest a
-// current runtime accepts.
+// The versions the CDI library knows, oldest first (docs/reference/dra-api.md §4.1); 0.3.0 is the
+// earliest a current runtime accepts.
 constexpr std::array<std::string_view, 8> kKnownVersions = {"0.3.0", "0.4.0", "0.5.0", "0.6.0",
                                                             "0.7.0", "0.8.0", "1.0.0", "1.1.0"};
 

@@ -1,6 +1,7 @@
-// CDI (Container Device Interface) specs for prepared claims (dra-api.md §4): the spec model,
-// the lowest cdiVersion its fields need, strict validation of names and kinds, and a store that
-// writes one transient spec per claim atomically (temp file, fsync, rename, directory fsync).
+// CDI (Container Device Interface) specs for prepared claims (docs/reference/dra-api.md §4): the
+// spec model, the lowest cdiVersion its fields need, strict validation of names and kinds, and a
+// store that writes one transient spec per claim atomically (temp file, fsync, rename, directory
+// fsync).
 #ifndef XPU_KUBELETPLUGIN_CDI_CDI_H_
 #define XPU_KUBELETPLUGIN_CDI_CDI_H_
 

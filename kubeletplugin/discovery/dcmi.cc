@@ -288,7 +288,8 @@ class ChipProbe {
     if (Ok("dcmi_get_device_network_health", rc)) out_->network_health = NetworkHealthName(result);
   }
 
-  // "For PCIe inference and training hardware, HCCS is not supported" (hardware.md §1.6).
+  // "For PCIe inference and training hardware, HCCS is not supported" (docs/reference/hardware.md
+  // §1.6).
   void HccsStatus() {
     dc::dcmi_hccs_statues st{};
     int rc = ReadHccsStatus(api_, out_->card_id, out_->device_id, &st);

@@ -40,7 +40,8 @@ using internal::StringAttr;
 using internal::VersionAttr;
 
 constexpr uint16_t kNvidia = 0x10de;
-constexpr uint16_t kOtherBridge = 0x0680;  // how NVSwitch shows up (hw §0, fixtures)
+constexpr uint16_t kOtherBridge =
+    0x0680;  // how NVSwitch shows up (docs/reference/hardware.md §0, fixtures)
 
 // ---- The stages of Discover, in order ----
 
@@ -71,7 +72,7 @@ bool HasNvSwitch(const PciScan& pci) {
   });
 }
 
-// Accelerators, by vendor and class (hw §0), in PCI scan order.
+// Accelerators, by vendor and class (docs/reference/hardware.md §0), in PCI scan order.
 std::vector<Found> FindAccelerators(const PciScan& pci) {
   std::vector<Found> found;
   for (const PciFunction& f : pci.functions) {
@@ -88,7 +89,8 @@ std::vector<Found> FindAccelerators(const PciScan& pci) {
 
 // Index: the vendor's physical index where sysfs/procfs gives it (NVIDIA device minor), else
 // the order by PCI address within the device kind (= the physical id order on the Ascend
-// servers, hw §1.5). Collisions fall back to the next free index. Sorts by kind and index.
+// servers, docs/reference/hardware.md §1.5). Collisions fall back to the next free index. Sorts by
+// kind and index.
 void AssignIndexes(const HostRoot& host, std::vector<Found>& found, Problems& problems) {
   std::map<std::string, std::set<int64_t>> used;
   std::map<std::string, int64_t> next;

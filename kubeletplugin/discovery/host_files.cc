@@ -113,7 +113,7 @@ std::map<int, KfdNode> ReadKfd(const HostRoot& host, std::vector<std::string>& p
         const std::optional<int64_t> type = ParseInt(KeyValue(*lp, "type", ' '));
         const std::optional<int64_t> to = ParseInt(KeyValue(*lp, "node_to", ' '));
         const std::optional<int64_t> bw = ParseInt(KeyValue(*lp, "max_bandwidth", ' '));
-        if (type == 11 && to) {  // 11 = XGMI (hw §3.8)
+        if (type == 11 && to) {  // 11 = XGMI (docs/reference/hardware.md §3.8)
           node.xgmi.emplace_back(static_cast<int>(*to),
                                  bw && *bw > 0 ? static_cast<double>(*bw) / 1000 : 50);
         }

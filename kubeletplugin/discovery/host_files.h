@@ -35,11 +35,12 @@ std::optional<std::string> ReadOptional(const HostRoot& host, std::string_view r
 std::optional<int> NvidiaMinor(const HostRoot& host, const std::string& bdf,
                                std::vector<std::string>& problems);
 
-// /etc/hccn.conf (hw §1.4): the RoCE address of each Ascend device, address_<phy id>=<ip>, for
-// ids 0..1023 and addresses of at most 45 bytes. Empty when the file is absent.
+// /etc/hccn.conf (docs/reference/hardware.md §1.4): the RoCE address of each Ascend device,
+// address_<phy id>=<ip>, for ids 0..1023 and addresses of at most 45 bytes. Empty when the file is
+// absent.
 std::map<int, std::string> HccnAddresses(const HostRoot& host, std::vector<std::string>& problems);
 
-// One GPU node of the KFD topology (hw §3.1, §3.8).
+// One GPU node of the KFD topology (docs/reference/hardware.md §3.1, §3.8).
 struct KfdNode {
   std::string bdf;                           // its PCI address, "0000:13:00.0"
   int64_t local_mem = 0;                     // bytes; 0 when not reported

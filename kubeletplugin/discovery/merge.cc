@@ -42,7 +42,8 @@ void ApplyNvmlDevice(const NvmlDevice& d, api::InventoryDevice& dev, Problems& p
     dev.attributes["numaNode"] = IntAttr(*d.numa_node);
     dev.sources["numaNode"] = "nvml";
   }
-  // Application XIDs (13, 31, 43, 45, 68, 109) say nothing about the GPU (hw §2.6).
+  // Application XIDs (13, 31, 43, 45, 68, 109) say nothing about the GPU
+  // (docs/reference/hardware.md §2.6).
   const bool critical_xid = std::any_of(d.xid_events.begin(), d.xid_events.end(),
                                         [](uint64_t x) { return !IsApplicationXid(x); });
   if (!d.healthy || critical_xid) {

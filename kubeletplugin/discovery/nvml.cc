@@ -180,8 +180,8 @@ class DeviceProbe {
     if (!Ok("nvmlDeviceGetGpuFabricInfo", rc)) return;
     out_->fabric_state = FabricStateName(info.state);
     out_->cluster_uuid = FormatUuid(info.clusterUuid);
-    // The NVIDIA DRA driver's rule (hardware.md §2.4): a clique only once registration completed
-    // successfully and the GPU sits in a real cluster.
+    // The NVIDIA DRA driver's rule (docs/reference/hardware.md §2.4): a clique only once
+    // registration completed successfully and the GPU sits in a real cluster.
     if (info.state == nv::kFabricStateCompleted) {
       if (info.status != nv::kSuccess) {
         Ok("nvmlDeviceGetGpuFabricInfo: fabric status", info.status);

@@ -25,7 +25,8 @@ namespace {
 
 namespace nv = ::xpu::discovery::nvml;
 
-// XIDs the NVIDIA device plugin treats as application errors, not device faults (hardware.md §2.6).
+// XIDs the NVIDIA device plugin treats as application errors, not device faults
+// (docs/reference/hardware.md §2.6).
 constexpr unsigned long long kApplicationXids[] = {13, 31, 43, 45, 68, 109};
 
 }  // namespace
@@ -214,7 +215,7 @@ bool IsApplicationXid(uint64_t xid) {
 }
 
 std::string_view XidDescription(uint64_t xid) {
-  // NVIDIA's XID catalogue, the ones a node operator meets (hardware.md §2.6).
+  // NVIDIA's XID catalogue, the ones a node operator meets (docs/reference/hardware.md §2.6).
   static constexpr std::pair<uint64_t, std::string_view> kKnown[] = {
       {48, "double-bit ECC error"},
       {62, "internal micro-controller halt"},

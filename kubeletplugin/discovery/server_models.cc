@@ -12,8 +12,8 @@ using topology::ServerModelId;
 
 constexpr std::string_view kSource = "server-model";
 
-// Which published model a host is (hardware.md §1.1, §2.1, §3.2, §3.8), with its description
-// and its linkType attribute.
+// Which published model a host is (docs/reference/hardware.md §1.1, §2.1, §3.2, §3.8), with its
+// description and its linkType attribute.
 struct Match {
   ServerModelId id;
   std::string description;
@@ -73,8 +73,8 @@ ServerModel MatchServerModel(const ServerModelQuery& q) {
   ServerModel m;
   const std::optional<Match> match = Find(q);
   if (!match) {
-    // No published topology (hw §6 for Hygon, MetaX, Enflame, Biren, Moore Threads): the PCIe
-    // tree decides.
+    // No published topology (docs/reference/hardware.md §6 for Hygon, MetaX, Enflame, Biren, Moore
+    // Threads): the PCIe tree decides.
     if (!q.devices.empty()) {
       m.description =
           "PCIe server, " + std::to_string(q.devices.size()) + "x " + std::string(q.model);

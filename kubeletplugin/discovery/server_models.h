@@ -1,8 +1,9 @@
 // Which published server model a host is: when no vendor library reports the link topology, the
 // accelerator model, the device count and whether NVSwitch functions are present decide it
-// (hardware.md §1.1, §2.1, §3.2, §3.8), and its layout (topology/server_models.h, the one source
-// the bundled node descriptions of e2e/fixtures/topologies/ are built from too) gives the rule
-// set, the vendor groups and the links, as inventory entries with source "server-model".
+// (docs/reference/hardware.md §1.1, §2.1, §3.2, §3.8), and its layout (topology/server_models.h,
+// the one source the bundled node descriptions of e2e/fixtures/topologies/ are built from too)
+// gives the rule set, the vendor groups and the links, as inventory entries with source
+// "server-model".
 #ifndef XPU_KUBELETPLUGIN_DISCOVERY_SERVER_MODELS_H_
 #define XPU_KUBELETPLUGIN_DISCOVERY_SERVER_MODELS_H_
 

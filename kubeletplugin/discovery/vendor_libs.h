@@ -26,7 +26,7 @@ struct LibraryStatus {
   std::vector<std::string> missing_symbols;  // optional functions this version lacks
 };
 
-// ---- NVML (hardware.md §2.3, §2.4, §2.6) ----
+// ---- NVML (docs/reference/hardware.md §2.3, §2.4, §2.6) ----
 
 struct NvmlLink {
   int link = 0;
@@ -114,7 +114,7 @@ unsigned MigProfileSlots(const NvmlMigProfile& profile);
 // slots goes by its base's name (its instances sit where the base's do).
 std::map<unsigned, std::string> MigProfileNames(const NvmlMig& mig);
 
-// ---- DCMI (hardware.md §1.5, §1.6) ----
+// ---- DCMI (docs/reference/hardware.md §1.5, §1.6) ----
 
 // A virtual NPU that exists (dcmi_get_device_info VDEV_MNG, GET_VDEV_RESOURCE).
 struct DcmiVdevice {

@@ -14,7 +14,8 @@ constexpr uint16_t kProcessingAccelerator = 0x1200;
 
 const std::vector<VendorInfo>& Vendors() {
   static const std::vector<VendorInfo> vendors = {
-      // hw §0 "Huawei Ascend": 0x19e5; d801 910, d802 910B (A2), d803 910_93 (A3), d500 310P,
+      // docs/reference/hardware.md §0 "Huawei Ascend": 0x19e5; d801 910, d802 910B (A2), d803
+      // 910_93 (A3), d500 310P,
       // d100 310; /dev/davinci<phy id> (§1.5). Hi1822 NICs share the vendor id: class 0x0200.
       // Memory and precisions: assumed (public product sheets), DCMI reports HBM when loaded.
       {0x19e5,
@@ -29,7 +30,8 @@ const std::vector<VendorInfo>& Vendors() {
         {0xd100, "Ascend310", "ascend310", 8 * kGiB, false, true, false, true}},
        DevNode::kIndexed,
        "dev/davinci%d"},
-      // hw §0 "NVIDIA": 0x10de, /dev/nvidia<minor>; NVSwitch functions are class 0x0680. Device
+      // docs/reference/hardware.md §0 "NVIDIA": 0x10de, /dev/nvidia<minor>; NVSwitch functions are
+      // class 0x0680. Device
       // ids and memory: assumed, as scripts/gen-host-fixtures (H200 memory: NVML on a real H200).
       {0x10de,
        "nvidia",
@@ -43,8 +45,10 @@ const std::vector<VendorInfo>& Vendors() {
         {0x2941, "GB200", "blackwell", 189471 * kMiB, true, true, true, true}},
        DevNode::kIndexed,
        "dev/nvidia%d"},
-      // hw §0 / §3.1 "Hygon DCU": 0x1d94, /dev/kfd + /dev/dri/renderD*; device ids are a GAP
-      // (hw §6): any display/accelerator function of the vendor. 0x6320: assumed.
+      // docs/reference/hardware.md §0 / §3.1 "Hygon DCU": 0x1d94, /dev/kfd + /dev/dri/renderD*;
+      // device ids are a GAP
+      // (docs/reference/hardware.md §6): any display/accelerator function of the vendor. 0x6320:
+      // assumed.
       {0x1d94,
        "hygon",
        "dcu",
@@ -53,7 +57,8 @@ const std::vector<VendorInfo>& Vendors() {
        {{0x6320, "DCU-6320", "hygon-dcu", 64 * kGiB, true, true, false, true}},
        DevNode::kDrmRender,
        ""},
-      // hw §0 / §3.2 "Cambricon MLU": 0xcabc, /dev/cambricon_dev<N>. 0x0370: assumed.
+      // docs/reference/hardware.md §0 / §3.2 "Cambricon MLU": 0xcabc, /dev/cambricon_dev<N>.
+      // 0x0370: assumed.
       {0xcabc,
        "cambricon",
        "mlu",
@@ -62,7 +67,8 @@ const std::vector<VendorInfo>& Vendors() {
        {{0x0370, "MLU370", "mlu370", 24 * kGiB, true, true, false, true}},
        DevNode::kIndexed,
        "dev/cambricon_dev%d"},
-      // hw §0 / §3.4 "MetaX": 0x9999 (low confidence in hw), /dev/mxcd + DRM render nodes.
+      // docs/reference/hardware.md §0 / §3.4 "MetaX": 0x9999 (low confidence in hw), /dev/mxcd +
+      // DRM render nodes.
       // 0x4000 = C500: assumed.
       {0x9999,
        "metax",
@@ -72,7 +78,7 @@ const std::vector<VendorInfo>& Vendors() {
        {{0x4000, "C500", "c500", 64 * kGiB, true, true, false, true}},
        DevNode::kDrmRender,
        ""},
-      // hw §0 / §3.3 "Biren": 0x1ee0, /dev/biren/card_<N>.
+      // docs/reference/hardware.md §0 / §3.3 "Biren": 0x1ee0, /dev/biren/card_<N>.
       {0x1ee0,
        "biren",
        "gpu",
@@ -81,7 +87,8 @@ const std::vector<VendorInfo>& Vendors() {
        {},
        DevNode::kIndexed,
        "dev/biren/card_%d"},
-      // hw §0 / §3.5 "Enflame GCU": 0x1e36, /dev/gcu<N>. 0xc033 = S60: assumed.
+      // docs/reference/hardware.md §0 / §3.5 "Enflame GCU": 0x1e36, /dev/gcu<N>. 0xc033 = S60:
+      // assumed.
       {0x1e36,
        "enflame",
        "gcu",
@@ -90,7 +97,8 @@ const std::vector<VendorInfo>& Vendors() {
        {{0xc033, "S60", "s60", 48 * kGiB, true, true, false, true}},
        DevNode::kIndexed,
        "dev/gcu%d"},
-      // hw §0 "Moore Threads": vendor id is a GAP in hw; 0x1ed5 from the public pci.ids
+      // docs/reference/hardware.md §0 "Moore Threads": vendor id is a GAP in hw; 0x1ed5 from the
+      // public pci.ids
       // (assumed, unverified). /dev/mtgpu.<N>.
       {0x1ed5,
        "mthreads",
@@ -100,7 +108,8 @@ const std::vector<VendorInfo>& Vendors() {
        {},
        DevNode::kIndexed,
        "dev/mtgpu.%d"},
-      // hw §0 "AMD Instinct" (reference): 0x1002; only the Instinct ids of the table, so that a
+      // docs/reference/hardware.md §0 "AMD Instinct" (reference): 0x1002; only the Instinct ids of
+      // the table, so that a
       // Radeon display adapter is not taken for an accelerator. Memory: AMD product pages.
       {0x1002,
        "amd",

@@ -1,7 +1,8 @@
 // Which PCI functions are accelerators, and what each model is: the vendor and model tables of
-// docs/reference/hardware.md (cited as "hw §x"). A function is an accelerator
-// when both its vendor id and its PCI class match (NVSwitch bridges are NVIDIA functions of class
-// 0x0680, not GPUs). Values hardware.md does not give are marked "assumed" in vendors.cc.
+// docs/reference/hardware.md (cited as "docs/reference/hardware.md §x"). A function is an
+// accelerator when both its vendor id and its PCI class match (NVSwitch bridges are NVIDIA
+// functions of class 0x0680, not GPUs). Values hardware.md does not give are marked "assumed" in
+// vendors.cc.
 #ifndef XPU_KUBELETPLUGIN_DISCOVERY_VENDORS_H_
 #define XPU_KUBELETPLUGIN_DISCOVERY_VENDORS_H_
 

@@ -47,8 +47,8 @@ struct VersionFile {
   std::string_view role;  // "driver", "firmware", "toolkit" (the device attribute it feeds)
 };
 
-// Version files per vendor (hw §1.5 for Ascend; the others as scripts/gen-host-fixtures lays them
-// out, paths marked assumed there).
+// Version files per vendor (docs/reference/hardware.md §1.5 for Ascend; the others as
+// scripts/gen-host-fixtures lays them out, paths marked assumed there).
 std::vector<VersionFile> VersionFiles(std::string_view vendor) {
   if (vendor == "huawei") {
     return {{"driver", "usr/local/Ascend/driver/version.info", "Version", '=', "driver"},

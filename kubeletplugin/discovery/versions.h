@@ -20,12 +20,13 @@ namespace xpu::discovery {
 // longer than 64 bytes, a number above 2^64-1).
 std::string NormalizeSemver(std::string_view raw);
 
-// Reads the version files of `vendor` ("nvidia", "huawei", ...: hw §1.5 for Ascend, the others
-// as scripts/gen-host-fixtures lays them out) under the host root into status.versions (raw and
-// normalised; the first file of a component wins, an empty or over-128-byte version is left
-// out; Ascend's CANN toolkit from ascend-toolkit/latest/<arch>/ascend_toolkit_install.info).
-// Returns the raw version of each role the files feed ("driver", "firmware", "toolkit"). Files
-// that exist but cannot be read are appended to `problems`.
+// Reads the version files of `vendor` ("nvidia", "huawei", ...: docs/reference/hardware.md §1.5 for
+// Ascend, the others as scripts/gen-host-fixtures lays them out) under the host root into
+// status.versions (raw and normalised; the first file of a component wins, an empty or
+// over-128-byte version is left out; Ascend's CANN toolkit from
+// ascend-toolkit/latest/<arch>/ascend_toolkit_install.info). Returns the raw version of each role
+// the files feed ("driver", "firmware", "toolkit"). Files that exist but cannot be read are
+// appended to `problems`.
 std::map<std::string, std::string> ReadVersions(const HostRoot& host, std::string_view vendor,
                                                 api::NodeInventoryStatus& status,
                                                 std::vector<std::string>& problems);

@@ -1,7 +1,7 @@
-// NVIDIA XID events watched continuously (hardware.md §2.6). Discovery's probe only sees the XIDs
-// that arrive while it runs (NVML keeps no history); the plugin's health watcher keeps NVML
-// initialised, waits on an event set for critical XIDs and marks a device unhealthy the moment
-// one arrives. The same drain code serves the probe, the telemetry counter and this watcher
+// NVIDIA XID events watched continuously (docs/reference/hardware.md §2.6). Discovery's probe only
+// sees the XIDs that arrive while it runs (NVML keeps no history); the plugin's health watcher
+// keeps NVML initialised, waits on an event set for critical XIDs and marks a device unhealthy the
+// moment one arrives. The same drain code serves the probe, the telemetry counter and this watcher
 // (nvml.cc), so the three never disagree on which events count.
 #ifndef XPU_KUBELETPLUGIN_DISCOVERY_XID_EVENTS_H_
 #define XPU_KUBELETPLUGIN_DISCOVERY_XID_EVENTS_H_

@@ -1,7 +1,8 @@
 // The slice of Huawei's DCMI C API (libdcmi.so, dcmi_interface_api.h) that the probe calls and the
 // fake library exports, declared here so that neither needs the Ascend driver's header. Names,
 // values and layouts follow dcmi_interface_api.h as shipped with the Ascend driver and used by
-// Ascend/mind-cluster (ascend-common/devmanager/dcmi) — hardware.md §1.6. Plain C types only.
+// Ascend/mind-cluster (ascend-common/devmanager/dcmi) — docs/reference/hardware.md §1.6. Plain C
+// types only.
 #ifndef XPU_KUBELETPLUGIN_DISCOVERY_INTERNAL_DCMI_TYPES_H_
 #define XPU_KUBELETPLUGIN_DISCOVERY_INTERNAL_DCMI_TYPES_H_
 
