@@ -1,0 +1,1 @@
+"""xpu_acceptance: the device-agnostic PyTorch acceptance workload of xpu-dra (deploy/acceptance)."""

@@ -1,0 +1,138 @@
+"""Vendor facts, in one table: the only module of the workload that names a vendor.
+
+Everything else in the workload is device-agnostic: it asks ``torch.accelerator`` for the device
+and ``torch.distributed.get_default_backend_for_device`` for the collective backend. The vendor
+comes in through the image (which extension is installed) and the claim (XPU_ACCEPT_VENDOR and
+the device visibility variables the driver's CDI spec sets).
+
+Each entry:
+  deviceType   the torch device type the vendor's PyTorch build registers
+  extensions   Python modules that register the device with torch (imported when present)
+  visibility   environment variables that list the claimed devices (the CDI spec sets the first)
+  toolkit      (module, attribute path) pairs naming the toolkit version, first found wins
+  fallbackWarnings  regular expressions of the extension's "falling back to CPU" warnings;
+               the operators stage turns them into errors (warnings.filterwarnings, which
+               matches them case-insensitively from the start of the message)
+"""
+
+# Warnings PyTorch's own dispatcher and the out-of-tree extensions print when an operator has no
+# kernel on the accelerator and runs on the host instead (MPS, torch_npu, torch_mlu, torch_musa,
+# torch_gcu all use variants of these sentences).
+COMMON_FALLBACK_WARNINGS = [
+    r".*fall(s|ing)? ?back to (run )?(on )?(the )?cpu",
+    r".*not (currently )?supported on the \S+ backend",
+    r".*(cpu fallback|fallback to cpu)",
+]
+
+VENDORS = {
+    "nvidia": {
+        "deviceType": "cuda",
+        "extensions": [],
+        "visibility": ["NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"],
+        "toolkit": [("torch", "version.cuda")],
+        "fallbackWarnings": [],
+    },
+    "huawei": {
+        "deviceType": "npu",
+        "extensions": ["torch_npu"],
+        "visibility": ["ASCEND_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"],
+        "toolkit": [("torch_npu", "version.cann"), ("torch_npu", "__version__")],
+        "fallbackWarnings": [r".*CAUTION: The operator .* will fall ?back"],
+    },
+    "cambricon": {
+        "deviceType": "mlu",
+        "extensions": ["torch_mlu"],
+        "visibility": ["CAMBRICON_VISIBLE_DEVICES", "MLU_VISIBLE_DEVICES"],
+        "toolkit": [("torch_mlu", "version.cntoolkit"), ("torch_mlu", "__version__")],
+        "fallbackWarnings": [r".*on the MLU backend and will fall ?back"],
+    },
+    "mthreads": {
+        "deviceType": "musa",
+        "extensions": ["torch_musa"],
+        "visibility": ["MTHREADS_VISIBLE_DEVICES", "MUSA_VISIBLE_DEVICES"],
+        "toolkit": [("torch_musa", "version.musa"), ("torch_musa", "__version__")],
+        "fallbackWarnings": [r".*on the MUSA backend and will fall ?back"],
+    },
+    "enflame": {
+        "deviceType": "gcu",
+        "extensions": ["torch_gcu"],
+        "visibility": ["ENFLAME_VISIBLE_DEVICES", "TOPS_VISIBLE_DEVICES"],
+        "toolkit": [("torch_gcu", "version.tops"), ("torch_gcu", "__version__")],
+        "fallbackWarnings": [r".*on the GCU backend and will fall ?back"],
+    },
+    # ROCm/DTK builds of PyTorch register their devices as "cuda" (HIP underneath).
+    "hygon": {
+        "deviceType": "cuda",
+        "extensions": [],
+        "visibility": ["HIP_VISIBLE_DEVICES"],
+        "toolkit": [("torch", "version.hip")],
+        "fallbackWarnings": [],
+    },
+    "amd": {
+        "deviceType": "cuda",
+        "extensions": [],
+        "visibility": ["HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"],
+        "toolkit": [("torch", "version.hip")],
+        "fallbackWarnings": [],
+    },
+    # MetaX (MACA) builds of PyTorch present the "cuda" device type.
+    "metax": {
+        "deviceType": "cuda",
+        "extensions": [],
+        "visibility": ["CUDA_VISIBLE_DEVICES"],
+        "toolkit": [("torch", "version.cuda")],
+        "fallbackWarnings": [],
+    },
+    "biren": {
+        "deviceType": "supa",
+        "extensions": ["torch_br"],
+        "visibility": ["SUPA_VISIBLE_DEVICES"],
+        "toolkit": [("torch_br", "__version__")],
+        "fallbackWarnings": [r".*on the SUPA backend and will fall ?back"],
+    },
+    "cpu": {
+        "deviceType": "cpu",
+        "extensions": [],
+        "visibility": [],
+        "toolkit": [],
+        "fallbackWarnings": [],
+    },
+}
+
+
+def all_extensions():
+    """Every extension module name, in table order, without repeats."""
+    out = []
+    for v in VENDORS.values():
+        out += [m for m in v["extensions"] if m not in out]
+    return out
+
+
+def all_visibility_variables():
+    """Every visibility variable, in table order, without repeats."""
+    out = []
+    for v in VENDORS.values():
+        out += [x for x in v["visibility"] if x not in out]
+    return out
+
+
+def fallback_warnings(vendor=None):
+    """The fallback-warning patterns: the common ones plus the vendor's (or every vendor's)."""
+    out = list(COMMON_FALLBACK_WARNINGS)
+    for name, v in VENDORS.items():
+        if vendor in (None, name):
+            out += v["fallbackWarnings"]
+    return out
+
+
+def vendor_for_device_type(device_type):
+    """The first vendor whose build registers DEVICE_TYPE ("cpu" when none does)."""
+    for name, v in VENDORS.items():
+        if v["deviceType"] == device_type:
+            return name
+    return "cpu"
+
+
+def facts(vendor):
+    """The table entry of VENDOR (the cpu entry for an unknown vendor)."""
+    return VENDORS.get(vendor, VENDORS["cpu"])
