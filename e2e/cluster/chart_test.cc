@@ -635,7 +635,7 @@ TEST_CASE("chart: SubjectAccessReviews show least privilege for both identities"
     CHECK_FALSE(Allowed(user, "create", "", "pods/eviction", kNs));
     CHECK_FALSE(Allowed(user, "update", "", "nodes"));
     CHECK_FALSE(Allowed(user, "delete", "", "nodes"));
-    CHECK_FALSE(Allowed(user, "update", "resource.k8s.io", "resourceclaims/status", "default"));
+    CHECK_FALSE(Allowed(user, "update", "resource.k8s.io", "resourceclaims", "default"));
     CHECK_FALSE(Allowed(user, "deletecollection", "resource.k8s.io", "resourceslices"));
     CHECK_FALSE(Allowed(user, "patch", "resource.k8s.io", "resourceslices"));
     CHECK_FALSE(Allowed(user, "delete", "xpu.dra.dev", "nodeinventories"));
@@ -673,6 +673,13 @@ TEST_CASE("chart: SubjectAccessReviews show least privilege for both identities"
   CHECK(Allowed(plugin, "get", "xpu.dra.dev", "acceleratorgangs", "default"));
   CHECK_FALSE(Allowed(plugin, "list", "xpu.dra.dev", "acceleratorgangs", "default"));
   CHECK_FALSE(Allowed(plugin, "list", "resource.k8s.io", "resourceclaims"));
+  // Energy per claim: the claims' status (status.devices[].data), and from 1.36 the driver's
+  // node-scoped status verbs; never the claim itself.
+  CHECK(Allowed(plugin, "update", "resource.k8s.io", "resourceclaims/status", "default"));
+  CHECK(Allowed(plugin, "associated-node:update", "resource.k8s.io", "resourceclaims/driver",
+                "default", "xpu.dra.dev"));
+  CHECK_FALSE(Allowed(plugin, "arbitrary-node:update", "resource.k8s.io", "resourceclaims/driver",
+                      "default", "xpu.dra.dev"));
   CHECK(Allowed(plugin, "get", "", "nodes"));
   CHECK_FALSE(Allowed(plugin, "list", "", "nodes"));
   for (const char* verb : {"get", "create", "update"}) {

@@ -153,6 +153,7 @@ size_t DeviceTelemetrySampler::Sample() {
   MutexLock lock(mu_);
   rendered_ = std::move(text);
   errors_ = std::move(errors);
+  samples_ = std::move(samples);
   return with_readings;
 }
 
@@ -164,6 +165,11 @@ std::string DeviceTelemetrySampler::Rendered() const {
 std::vector<std::string> DeviceTelemetrySampler::errors() const {
   MutexLock lock(mu_);
   return errors_;
+}
+
+std::vector<DeviceTelemetry> DeviceTelemetrySampler::samples() const {
+  MutexLock lock(mu_);
+  return samples_;
 }
 
 }  // namespace xpu::plugin

@@ -60,6 +60,8 @@ class DeviceTelemetrySampler {
   std::string Rendered() const EXCLUDES(mu_);
   // Errors of the last sample (library or device), one per line, for the log.
   std::vector<std::string> errors() const EXCLUDES(mu_);
+  // The readings of the last sample (energy per claim integrates their power).
+  std::vector<discovery::DeviceTelemetry> samples() const EXCLUDES(mu_);
 
  private:
   struct Source {
@@ -77,6 +79,7 @@ class DeviceTelemetrySampler {
   mutable Mutex mu_;
   std::string rendered_ GUARDED_BY(mu_);
   std::vector<std::string> errors_ GUARDED_BY(mu_);
+  std::vector<discovery::DeviceTelemetry> samples_ GUARDED_BY(mu_);
 };
 
 }  // namespace xpu::plugin

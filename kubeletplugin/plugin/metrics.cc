@@ -52,7 +52,28 @@ PluginMetrics::PluginMetrics(metrics::Registry& r)
                              "Fatal XID events seen by the health watcher, by XID.", {"xid"})),
       device_recoveries(r.AddCounter("xpu_dra_plugin_device_recoveries_total",
                                      "Devices made healthy again after a verified recovery from "
-                                     "a fatal XID.")) {}
+                                     "a fatal XID.")),
+      fallbacks(r.AddCounter("xpu_dra_plugin_fallbacks_total",
+                             "Writes of a field the API server refused or dropped, after which "
+                             "the plugin does without it (status.devices: energy per claim in "
+                             "the metrics only).",
+                             {"field", "reason"})),
+      claim_status_writes(r.AddCounter("xpu_dra_plugin_claim_status_writes_total",
+                                       "Writes of energy per claim into ResourceClaim "
+                                       "status.devices, by result (ok, retry, fallback).",
+                                       {"result"})),
+      claim_energy_joules(r.AddGauge("xpu_dra_claim_energy_joules",
+                                     "Energy of a claim's device since prepare.",
+                                     {"namespace", "claim", "device"})),
+      claim_average_watts(r.AddGauge("xpu_dra_claim_power_average_watts",
+                                     "Average power of a claim's device: joules / seconds held.",
+                                     {"namespace", "claim", "device"})),
+      claim_peak_watts(r.AddGauge("xpu_dra_claim_power_peak_watts",
+                                  "The largest power read of a claim's device while held.",
+                                  {"namespace", "claim", "device"})),
+      claim_held_seconds(r.AddGauge("xpu_dra_claim_held_seconds",
+                                    "Seconds a claim's device was held (prepare to unprepare).",
+                                    {"namespace", "claim", "device"})) {}
 
 void PluginMetrics::Collect(const DriverStats& stats) {
   prepared_claims.Set(static_cast<double>(stats.prepared_claims));
@@ -92,6 +113,22 @@ void PluginMetrics::SetHealth(const std::vector<DeviceHealth>& health) {
                         : h.health == HealthState::kUnhealthy ? "unhealthy"
                                                               : "unknown";
     device_health.Set({h.device, state}, 1);
+  }
+}
+
+void PluginMetrics::SetClaimEnergy(const std::vector<ClaimEnergy>& accounts) {
+  for (metrics::Gauge* g :
+       {&claim_energy_joules, &claim_average_watts, &claim_peak_watts, &claim_held_seconds}) {
+    g->Clear();
+  }
+  for (const ClaimEnergy& a : accounts) {
+    for (const DeviceEnergy& d : a.devices) {
+      const std::vector<std::string> labels = {a.ns, a.name, d.device};
+      claim_energy_joules.Set(labels, d.joules);
+      claim_average_watts.Set(labels, d.average_watts);
+      claim_peak_watts.Set(labels, d.peak_watts);
+      claim_held_seconds.Set(labels, d.seconds_held);
+    }
   }
 }
 

@@ -22,6 +22,19 @@
 //   xpu_dra_plugin_xid_watched_devices                NVIDIA GPUs the XID watcher waits on
 //   xpu_dra_plugin_xid_fatal_events_total{xid}        fatal XIDs the watcher saw
 //   xpu_dra_plugin_device_recoveries_total            verified recoveries (device healthy again)
+//   xpu_dra_plugin_fallbacks_total{field,reason}      writes the API server refused or dropped,
+//                                                     after which the plugin does without the
+//                                                     field: status.devices (energy per claim):
+//                                                     dropped, forbidden, not_found, invalid
+//   xpu_dra_plugin_claim_status_writes_total{result}  energy writes into claims' status.devices
+//
+// Energy per claim (claim_energy.h), labels namespace, claim, device; for the claims held and
+// those unprepared in the last 5 minutes, whether or not status.devices carries them:
+//
+//   xpu_dra_claim_energy_joules              energy since prepare (since a restart: "since")
+//   xpu_dra_claim_power_average_watts        joules / seconds held
+//   xpu_dra_claim_power_peak_watts           the largest power read while held
+//   xpu_dra_claim_held_seconds               prepare to unprepare, or to now
 //
 // `result` is "ok" or "error" (a call is "error" when any of its claims failed).
 //
@@ -55,6 +68,7 @@
 #include "base/mutex.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/service.h"
+#include "kubeletplugin/plugin/claim_energy.h"
 #include "kubeletplugin/publisher/publisher.h"
 
 namespace xpu::plugin {
@@ -80,6 +94,12 @@ struct PluginMetrics {
   metrics::Gauge& xid_watched;
   metrics::Counter& xid_fatal;
   metrics::Counter& device_recoveries;
+  metrics::Counter& fallbacks;
+  metrics::Counter& claim_status_writes;
+  metrics::Gauge& claim_energy_joules;
+  metrics::Gauge& claim_average_watts;
+  metrics::Gauge& claim_peak_watts;
+  metrics::Gauge& claim_held_seconds;
 
   // Brings the gauges and the checkpoint counter up to date with the driver's counts.
   void Collect(const DriverStats& stats);
@@ -87,6 +107,8 @@ struct PluginMetrics {
   void Collect(const PublisherStats& stats);
   // Replaces the device health series with `health`.
   void SetHealth(const std::vector<DeviceHealth>& health);
+  // Replaces the energy-per-claim series with `accounts`.
+  void SetClaimEnergy(const std::vector<ClaimEnergy>& accounts);
 
  private:
   Mutex mu_;

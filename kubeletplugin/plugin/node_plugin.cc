@@ -181,6 +181,7 @@ NodePlugin::NodePlugin(PluginOptions options, const std::atomic<bool>& stop, std
       inventory_(std::make_unique<InventoryHolder>(
           [this](api::NodeInventory* inventory) { OverlayOn(inventory); })),
       health_(options_.node_name),
+      energy_(clock_, {.period = options_.claim_status_interval}),
       telemetry_({.node_name = options_.node_name,
                   .host_root = options_.host_root,
                   .vendor_lib_dirs = vendor_lib_dirs_},
@@ -273,7 +274,11 @@ StatusOr<api::NodeInventory> NodePlugin::DiscoverNow() {
 void NodePlugin::UpdateHealth(const api::NodeInventory& published) {
   if (health_.Update(published)) {
     uint64_t generation = 0;
-    m_.SetHealth(health_.Snapshot(&generation));
+    const std::vector<DeviceHealth> health = health_.Snapshot(&generation);
+    m_.SetHealth(health);
+    for (const DeviceHealth& h : health) {
+      energy_.OnHealth(h.pool, h.device, h.health == HealthState::kUnhealthy);
+    }
     wake_ = true;  // republish the inventory with the new health
   }
 }
@@ -325,8 +330,36 @@ int NodePlugin::StartDriver() {
   }
   if (std::optional<api::NodeInventory> pinned = inventory_->Reapply()) UpdateHealth(*pinned);
   m_.Collect(driver_->stats());
-  service_ = std::make_unique<InstrumentedService>(driver_.get(), &m_);
+  StartEnergy();
+  service_ = std::make_unique<InstrumentedService>(energy_service_.get(), &m_);
   return 0;
+}
+
+void NodePlugin::StartEnergy() {
+  auto pci = [this](const std::string& pool, const std::string& device) {
+    return pool == options_.node_name
+               ? node_plugin_cc::PciAddressOf(inventory_->Get().get(), device)
+               : std::string();
+  };
+  // Claims prepared before a restart: accounted from now, marked "since": "restart".
+  for (const auto& [uid, c] : driver_->Snapshot().claims) {
+    EnergyClaim claim{.uid = uid, .ns = c.ns, .name = c.name, .devices = {}};
+    for (const checkpoint::Device& d : c.devices) {
+      claim.devices.push_back({.pool = d.pool,
+                               .device = d.device,
+                               .pci_address = pci(d.pool, d.device),
+                               .share_id = d.share_id});
+    }
+    energy_.Start(claim, "restart");
+  }
+  energy_service_ =
+      std::make_unique<EnergyAccountingService>(driver_.get(), &energy_, clock_, std::move(pci));
+  status_api_ = NewClaimStatusApi(client_.get());
+  status_writer_ = std::make_unique<ClaimStatusWriter>(status_api_.get(), options_.driver_name);
+  if (options_.telemetry_interval.count() <= 0) {
+    log_.Log("warning",
+             "--telemetry-interval 0: no device telemetry, so energy per claim reads zero");
+  }
 }
 
 void NodePlugin::AddPartitionBackends() {
@@ -377,6 +410,7 @@ int NodePlugin::StartPublisher() {
 std::string NodePlugin::RenderMetrics() {
   if (driver_ != nullptr) m_.Collect(driver_->stats());
   if (publisher_ != nullptr) m_.Collect(publisher_->stats());
+  m_.SetClaimEnergy(energy_.Accounts());
   return registry_.Render() + telemetry_.Rendered();
 }
 
@@ -448,18 +482,63 @@ void NodePlugin::HealthLoop(Clock& clock) {
 
 void NodePlugin::TelemetryLoop(Clock& clock) {
   if (options_.telemetry_interval.count() <= 0) return;
-  Ticker sample(clock, options_.telemetry_interval, Ticker::kAtOnce);
+  // Energy per claim integrates power x time at 1 Hz at least: a longer period is shortened to a
+  // second while a claim is held.
+  const std::chrono::nanoseconds held_period =
+      std::min<std::chrono::nanoseconds>(options_.telemetry_interval, std::chrono::seconds(1));
+  std::optional<Clock::SteadyTime> last;
   std::vector<std::string> logged;  // errors are logged when they change, not every period
   while (!Stopping()) {
-    if (sample.Due()) {
+    const std::chrono::nanoseconds period =
+        energy_.Holding() ? held_period : std::chrono::nanoseconds(options_.telemetry_interval);
+    if (!last || clock.Now() - *last >= period) {
+      last = clock.Now();
       metrics::ScopeTimer timer(m_.telemetry_seconds);
       telemetry_.Sample();
+      std::vector<EnergyReading> readings;
+      for (const discovery::DeviceTelemetry& t : telemetry_.samples()) {
+        readings.push_back({.pci_address = t.pci_address,
+                            .watts = t.power_watts,
+                            .energy_joules = std::nullopt,  // NVML total energy: not read yet
+                            .xid_total = t.xid_errors});
+      }
+      energy_.OnReadings(readings);
       if (std::vector<std::string> errors = telemetry_.errors(); errors != logged) {
         for (const std::string& e : errors) log_.Log("warning", "telemetry: " + e);
         logged = std::move(errors);
       }
     }
     clock.Sleep(std::chrono::milliseconds(100), done_);
+  }
+}
+
+void NodePlugin::ClaimStatusLoop(Clock& clock) {
+  while (!Stopping()) {
+    for (const ClaimEnergy& account : energy_.Due()) {
+      if (Stopping()) break;
+      WriteClaimStatus(account);
+    }
+    clock.Sleep(std::chrono::milliseconds(200), done_);
+  }
+  // The final writes of claims unprepared just before the stop: tried once more.
+  for (const ClaimEnergy& account : energy_.Due()) {
+    if (account.final) WriteClaimStatus(account);
+  }
+}
+
+void NodePlugin::WriteClaimStatus(const ClaimEnergy& account) {
+  const ClaimStatusWrite w = status_writer_->Write(account);
+  energy_.Written(account, w.outcome);
+  const char* result = w.outcome == EnergyWriteOutcome::kWritten ? "ok"
+                       : w.fallback.empty()                      ? "retry"
+                                                                 : "fallback";
+  if (w.outcome == EnergyWriteOutcome::kGiveUp && w.fallback.empty() && w.message.empty()) return;
+  m_.claim_status_writes.Inc({result});
+  if (!w.fallback.empty()) {
+    m_.fallbacks.Inc({"status.devices", w.fallback});
+    log_.Log("warning", "energy per claim: " + w.message + "; metrics only");
+  } else if (!w.message.empty()) {
+    log_.Log("debug", "energy per claim: " + w.message);
   }
 }
 
@@ -526,6 +605,7 @@ bool NodePlugin::OnXidEvents(const api::NodeInventory* inventory,
   for (const discovery::XidEvent& e : events) {
     const std::string device = node_plugin_cc::DeviceAt(inventory, e.pci_address);
     m_.xid_fatal.Inc({std::to_string(e.xid)});
+    if (!device.empty()) energy_.OnXid(device);
     log_.Log("warning", "XID " + std::to_string(e.xid) + " on " +
                             (device.empty() ? e.pci_address : device) +
                             (device.empty() ? " (not in the inventory)" : ": unhealthy"));

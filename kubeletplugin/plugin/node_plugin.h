@@ -31,6 +31,8 @@
 #include "kubeletplugin/discovery/xid_events.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/health_monitor.h"
+#include "kubeletplugin/plugin/claim_energy.h"
+#include "kubeletplugin/plugin/claim_status_writer.h"
 #include "kubeletplugin/plugin/device_metrics.h"
 #include "kubeletplugin/plugin/metrics.h"
 #include "kubeletplugin/plugin/plugin.h"
@@ -71,10 +73,15 @@ class NodePlugin {
   // collects claims deleted from the API every --claim-gc (at once first), and keeps the
   // registered gauge. Naps of 100 ms.
   void HealthLoop(Clock& clock);
-  // Device telemetry for /metrics every --telemetry-interval (at once first; none when zero);
-  // its errors are logged when they change. Apart from the health loop, so that a slow vendor
-  // library delays neither.
+  // Device telemetry for /metrics every --telemetry-interval (at once first; none when zero),
+  // and at least once a second while a claim is held, each sample fed to the claims' energy
+  // accounts; its errors are logged when they change. Apart from the health loop, so that a slow
+  // vendor library delays neither.
   void TelemetryLoop(Clock& clock);
+  // Energy per claim into the claims' status.devices, when due (claim_energy.h: every
+  // --claim-status-interval while held, and the final write queued by unprepare, which so never
+  // waits on the API). On Finish, the final writes due are tried once more. Naps of 200 ms.
+  void ClaimStatusLoop(Clock& clock);
   // XIDs: NVML's event set waited on continuously, so that a fatal XID makes its GPU unhealthy at
   // once, and faulted GPUs checked every --health-interval until they recover; a change is
   // published at once.
@@ -111,6 +118,10 @@ class NodePlugin {
   StatusOr<api::NodeInventory> DiscoverNow();
   // The health stream brought up to date with `published`; a change wakes the publisher.
   void UpdateHealth(const api::NodeInventory& published);
+  // Energy per claim: the accounts of the claims in the checkpoint (a restart), the service
+  // that starts and ends them, one status write.
+  void StartEnergy();
+  void WriteClaimStatus(const ClaimEnergy& account);
   // The overlay on every inventory: partition pins, fallback, the checklist, the XID faults.
   void OverlayOn(api::NodeInventory* inventory);
   // The XID loop's steps: the event source (re)opened when due; the events of one wait and the
@@ -144,6 +155,11 @@ class NodePlugin {
   std::atomic<bool> wake_{false};  // the publisher's: publish now
   DriverOptions driver_options_;
   std::unique_ptr<Driver> driver_;
+  // Energy per claim: the accounts, started and ended by energy_service_ around the driver.
+  ClaimEnergyLedger energy_;
+  std::unique_ptr<EnergyAccountingService> energy_service_;
+  std::unique_ptr<ClaimStatusApi> status_api_;
+  std::unique_ptr<ClaimStatusWriter> status_writer_;
   std::unique_ptr<InstrumentedService> service_;
   std::unique_ptr<InventoryPublisher> publisher_;
   std::atomic<bool> serving_{false};

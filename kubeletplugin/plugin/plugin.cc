@@ -62,6 +62,10 @@ Status PluginOptions::Validate() const {
   if (health_recovery_settle.count() < 0) {
     return InvalidArgumentError("--health-recovery-settle must not be negative");
   }
+  if (claim_status_interval.count() < 0 ||
+      (claim_status_interval.count() > 0 && claim_status_interval < std::chrono::seconds(1))) {
+    return InvalidArgumentError("--claim-status-interval: must be 0 (metrics only) or at least 1s");
+  }
   if (health_resend >= std::chrono::seconds(30)) {
     return InvalidArgumentError(
         "--health-resend must be shorter than the kubelet's 30 s health timeout");
@@ -124,8 +128,23 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        "NVML answers for it and no fatal XID came for this long\n"
        "(default 60s)",
        DurationFlag(&o->health_recovery_settle)},
-      {"--telemetry-interval", "DURATION", "device telemetry period (default 10s; 0: none)",
+      {"--telemetry-interval", "DURATION",
+       "device telemetry period (default 10s; 0: none, and no\n"
+       "energy per claim); at least 1 Hz while a claim is held",
        DurationFlag(&o->telemetry_interval)},
+      {"--claim-status-interval", "DURATION",
+       "write energy per claim into the claim's status.devices\n"
+       "at most this often while held, and once at unprepare\n"
+       "(default 30s; 0: metrics only)",
+       [o](FlagReader& flags) -> Status {  // a duration, or 0
+         ASSIGN_OR_RETURN(const std::string v, flags.Value());
+         if (v == "0") {
+           o->claim_status_interval = std::chrono::milliseconds::zero();
+           return OkStatus();
+         }
+         ASSIGN_OR_RETURN(o->claim_status_interval, ParseDuration("--claim-status-interval", v));
+         return OkStatus();
+       }},
       {"--claim-gc", "DURATION", "unprepare claims deleted from the API (default 60s)",
        DurationFlag(&o->claim_gc)},
       {"--cdi-driver-files", "auto|off|VENDOR=auto|off,...",
@@ -185,6 +204,7 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   std::thread health_thread([&] { plugin.HealthLoop(clock); });
   std::thread telemetry_thread([&] { plugin.TelemetryLoop(clock); });
   std::thread xid_thread([&] { plugin.XidLoop(clock); });
+  std::thread status_thread([&] { plugin.ClaimStatusLoop(clock); });
   std::thread checklist_thread([&] { plugin.RunChecklist(clock); });
   plugin.PublishLoop();
   plugin.Finish();
@@ -192,6 +212,7 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   health_thread.join();
   telemetry_thread.join();
   xid_thread.join();
+  status_thread.join();
   plugin.Stop();
   return 0;
 }

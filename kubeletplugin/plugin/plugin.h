@@ -46,6 +46,10 @@ struct PluginOptions {
   std::chrono::milliseconds claim_gc{60'000};  // unprepare claims deleted from the API
   // Device telemetry sampling period for /metrics (xpu_dra_device_*); zero: no telemetry.
   std::chrono::milliseconds telemetry_interval{10'000};
+  // Energy per claim (claim_energy.h) is written into the claim's status.devices[].data at most
+  // this often while it is held, and once at unprepare; zero: no status writes, metrics only.
+  // While a claim is held the telemetry is sampled at least once a second.
+  std::chrono::milliseconds claim_status_interval{30'000};
   std::string log_level = "info";  // error, warning, info, debug
   // KEP-5304 device metadata files (Kubernetes 1.36 alpha, 1.37 beta): written per request and
   // mounted at /var/run/dra-device-attributes/<claim>/<request>/<driver>-metadata.json.

@@ -97,6 +97,16 @@ TEST_CASE("plugin flags", "[plugin]") {
   auto nope = ParseFlags({"--partition-fallback", "some"}, "n", &help);
   CHECK(nope->Validate().message() ==
         "--partition-fallback: \"some\" is not whole, existing or layout");
+  // Energy per claim into the claim's status: 30 s by default, 0 for metrics only, not below 1 s.
+  CHECK(o->claim_status_interval == std::chrono::seconds(30));
+  CHECK(Usage().find("--claim-status-interval") != std::string::npos);
+  auto off = ParseFlags({"--claim-status-interval", "0"}, "n", &help);
+  REQUIRE_OK(off);
+  CHECK(off->claim_status_interval.count() == 0);
+  CHECK(off->Validate().ok());
+  auto hasty = ParseFlags({"--claim-status-interval", "100ms"}, "n", &help);
+  CHECK(hasty->Validate().message() ==
+        "--claim-status-interval: must be 0 (metrics only) or at least 1s");
 }
 
 using e2e::Eventually;
