@@ -31,28 +31,6 @@ std::optional<std::string> AttributeText(const api::InventoryDevice& device,
   return std::nullopt;
 }
 
-// Calls `visit` with every `k`-subset of `ids`; stops when it returns false. Returns whether it
-// went through all of them.
-template <typename F>
-bool ForEachSubset(const std::vector<int>& ids, int k, F&& visit) {
-  const int n = static_cast<int>(ids.size());
-  if (k > n || k < 1) return true;
-  std::vector<int> pick(static_cast<size_t>(k));
-  for (int i = 0; i < k; ++i) pick[static_cast<size_t>(i)] = i;
-  while (true) {
-    DeviceSet set;
-    for (int i : pick) set.Add(ids[static_cast<size_t>(i)]);
-    if (!visit(set)) return false;
-    int i = k - 1;
-    while (i >= 0 && pick[static_cast<size_t>(i)] == n - k + i) --i;
-    if (i < 0) return true;
-    ++pick[static_cast<size_t>(i)];
-    for (int j = i + 1; j < k; ++j) {
-      pick[static_cast<size_t>(j)] = pick[static_cast<size_t>(j - 1)] + 1;
-    }
-  }
-}
-
 std::string ServerNames(const std::vector<ServerView>& views, const std::vector<size_t>& which) {
   std::vector<std::string> names;
   for (size_t i : which) names.push_back(views[i].server->name);
@@ -212,7 +190,7 @@ SetsJudged JudgeSets(const ServerView& view, DeviceSet devices, int count,
   }
   SetsJudged out;
   for (const auto& [value, ids] : parts) {
-    const bool all = ForEachSubset(ids, count, [&](DeviceSet set) {
+    const bool all = topology::ForEachSubset(ids, count, [&](DeviceSet set) {
       ++out.sets;
       if (!topology::RuleAllows(view.node, set)) {
         out.all_keep = false;

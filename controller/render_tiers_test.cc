@@ -326,28 +326,15 @@ std::optional<std::string> PublishedValue(const api::resource::Device& d, std::s
 // Every `count`-set of `ids` (node ids) sharing each attribute's value keeps the node's rules.
 // Returns the number of sets seen, or -1 at the first that breaks them.
 int64_t CheckEverySet(const topology::Node& node, const std::vector<int>& ids, int count) {
-  const int n = static_cast<int>(ids.size());
-  if (count > n) return 0;
   int64_t seen = 0;
-  std::vector<int> pick(static_cast<size_t>(count));
-  for (int i = 0; i < count; ++i) pick[static_cast<size_t>(i)] = i;
-  while (true) {
-    topology::DeviceSet set;
-    for (int i : pick) set.Add(ids[static_cast<size_t>(i)]);
+  const bool all = topology::ForEachSubset(ids, count, [&](topology::DeviceSet set) {
     ++seen;
-    if (!topology::RuleAllows(node, set)) {
-      INFO("breaks the rules: " << JoinNames(node.Names(set), ","));
-      CHECK(false);
-      return -1;
-    }
-    int i = count - 1;
-    while (i >= 0 && pick[static_cast<size_t>(i)] == n - count + i) --i;
-    if (i < 0) return seen;
-    ++pick[static_cast<size_t>(i)];
-    for (int j = i + 1; j < count; ++j) {
-      pick[static_cast<size_t>(j)] = pick[static_cast<size_t>(j - 1)] + 1;
-    }
-  }
+    if (topology::RuleAllows(node, set)) return true;
+    INFO("breaks the rules: " << JoinNames(node.Names(set), ","));
+    CHECK(false);
+    return false;
+  });
+  return all ? seen : -1;
 }
 
 // A reference server as the property check sees it: its topology and its published singles.

@@ -65,6 +65,29 @@ class DeviceSet {
   uint64_t mask_ = 0;
 };
 
+// Calls `visit(DeviceSet)` with every `k`-subset of `ids`, in lexicographic order of their
+// positions in `ids`; stops when it returns false. Returns whether it went through all of them
+// (true at once when there is none: k < 1 or k > ids.size()).
+template <typename F>
+bool ForEachSubset(const std::vector<int>& ids, int k, F&& visit) {
+  const int n = static_cast<int>(ids.size());
+  if (k > n || k < 1) return true;
+  std::vector<int> pick(static_cast<size_t>(k));
+  for (int i = 0; i < k; ++i) pick[static_cast<size_t>(i)] = i;
+  while (true) {
+    DeviceSet set;
+    for (int i : pick) set.Add(ids[static_cast<size_t>(i)]);
+    if (!visit(set)) return false;
+    int i = k - 1;
+    while (i >= 0 && pick[static_cast<size_t>(i)] == n - k + i) --i;
+    if (i < 0) return true;
+    ++pick[static_cast<size_t>(i)];
+    for (int j = i + 1; j < k; ++j) {
+      pick[static_cast<size_t>(j)] = pick[static_cast<size_t>(j - 1)] + 1;
+    }
+  }
+}
+
 }  // namespace xpu::topology
 
 #endif  // XPU_TOPOLOGY_DEVICE_SET_H_

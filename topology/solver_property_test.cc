@@ -20,34 +20,17 @@ struct Oracle {
   Score score;
 };
 
-// Visits every size-k subset of `free` that contains `required`.
-template <typename Visit>
-void ForEachSubset(const std::vector<int>& free, size_t k, size_t start, DeviceSet chosen,
-                   Visit& visit) {
-  if (static_cast<size_t>(chosen.size()) == k) {
-    visit(chosen);
-    return;
-  }
-  for (size_t i = start; i + (k - static_cast<size_t>(chosen.size())) <= free.size(); ++i) {
-    DeviceSet next = chosen;
-    next.Add(free[i]);
-    ForEachSubset(free, k, i + 1, next, visit);
-  }
-}
-
 Oracle BruteForce(const Node& node, DeviceSet free, int k, DeviceSet required) {
   Oracle best;
-  auto visit = [&](DeviceSet set) {
-    if (!required.IsSubsetOf(set) || !RuleAllows(node, set)) return;
+  ForEachSubset(free.Ids(), k, [&](DeviceSet set) {
+    if (!required.IsSubsetOf(set) || !RuleAllows(node, set)) return true;
     const Score score = Evaluate(node, free, set);
     if (!best.feasible || score.BetterThan(best.score) ||
         (score == best.score && DeviceSet::LexLess(set, best.devices))) {
       best = Oracle{true, set, score};
     }
-  };
-  if (k >= 1 && k <= free.size()) {
-    ForEachSubset(free.Ids(), static_cast<size_t>(k), 0, DeviceSet(), visit);
-  }
+    return true;
+  });
   return best;
 }
 
