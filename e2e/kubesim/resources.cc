@@ -37,12 +37,15 @@ Status ServeResourceVersions(std::vector<ResourceType>* types,
 std::vector<ResourceType> BuiltinResources() {
   const std::vector<std::string> core = {"v1"};
   const std::vector<std::string> resource = {"v1", "v1beta2", "v1beta1"};
+  const std::vector<std::string> batch = {"v1"};
   const std::vector<std::string> xpu = {"v1alpha1"};
   return {
       {"", "namespaces", "Namespace", false, false, core},
       {"", "nodes", "Node", false, false, core},
       {"coordination.k8s.io", "leases", "Lease", true, false, core},
       {"", "events", "Event", true, false, core},
+      {"", "pods", "Pod", true, true, core},
+      {"batch", "jobs", "Job", true, true, batch},
       {"resource.k8s.io", "resourceslices", "ResourceSlice", false, false, resource},
       {"resource.k8s.io", "deviceclasses", "DeviceClass", false, false, resource},
       {"resource.k8s.io", "resourceclaims", "ResourceClaim", true, true, resource},

@@ -31,8 +31,9 @@ struct ResourceType {
   std::string ApiVersion(const std::string& version) const;
 };
 
-// Core v1 namespaces, nodes and events, coordination.k8s.io leases, resource.k8s.io (v1, v1beta2,
-// v1beta1) and xpu.dra.dev/v1alpha1. Namespaces come first.
+// Core v1 namespaces, nodes, events and pods, batch/v1 Jobs, coordination.k8s.io leases,
+// resource.k8s.io (v1, v1beta2, v1beta1) and xpu.dra.dev/v1alpha1. Namespaces come first. Pods and
+// Jobs are stored only: kube-sim runs no job controller, scheduler or kubelet.
 std::vector<ResourceType> BuiltinResources();
 
 // Serves only `versions` (preferred first) of resource.k8s.io. kInvalidArgument naming the
