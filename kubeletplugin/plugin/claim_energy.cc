@@ -55,7 +55,7 @@ ClaimEnergyLedger::ClaimEnergyLedger(Clock& clock, EnergyStatusOptions options)
 void ClaimEnergyLedger::Start(const EnergyClaim& claim, const std::string& since) {
   MutexLock lock(mu_);
   // Held: a repeated prepare. Ended: prepared again for a later pod, a new account.
-  if (auto it = accounts_.find(claim.uid); it != accounts_.end()) {
+  if (auto it = accounts_.find(claim.ref.uid); it != accounts_.end()) {
     if (!it->second.write.ended) return;
     accounts_.erase(it);
   }
@@ -70,7 +70,7 @@ void ClaimEnergyLedger::Start(const EnergyClaim& claim, const std::string& since
     }
     a.devices.push_back(std::move(da));
   }
-  accounts_.emplace(claim.uid, std::move(a));
+  accounts_.emplace(claim.ref.uid, std::move(a));
 }
 
 void ClaimEnergyLedger::Stop(const std::string& uid, Clock::SteadyTime end) {
@@ -154,9 +154,9 @@ bool ClaimEnergyLedger::Holding() const {
 
 ClaimEnergy ClaimEnergyLedger::SnapshotLocked(const Account& a, Clock::SteadyTime now) const {
   const Clock::SteadyTime end = a.write.ended.value_or(now);
-  ClaimEnergy out{.uid = a.claim.uid,
-                  .ns = a.claim.ns,
-                  .name = a.claim.name,
+  ClaimEnergy out{.uid = a.claim.ref.uid,
+                  .ns = a.claim.ref.ns,
+                  .name = a.claim.ref.name,
                   .final = a.write.ended.has_value(),
                   .devices = {}};
   const std::string updated = FormatTime(clock_.WallNow());
@@ -239,7 +239,7 @@ std::map<std::string, PrepareResult> EnergyAccountingService::Prepare(
   for (const ClaimRef& ref : claims) {
     auto it = out.find(ref.uid);
     if (it == out.end() || !it->second.error.empty()) continue;
-    EnergyClaim claim{.uid = ref.uid, .ns = ref.ns, .name = ref.name, .devices = {}};
+    EnergyClaim claim{.ref = ref, .devices = {}};
     for (const PreparedDevice& d : it->second.devices) {
       claim.devices.push_back({.pool = d.pool,
                                .device = d.device,

@@ -48,9 +48,7 @@ struct EnergyDevice {
 };
 
 struct EnergyClaim {
-  std::string uid;
-  std::string ns;
-  std::string name;
+  ClaimRef ref;
   std::vector<EnergyDevice> devices;
 };
 

@@ -23,9 +23,7 @@ constexpr const char* kPci0 = "0000:18:00.0";
 constexpr const char* kPci1 = "0000:2A:00.0";
 
 EnergyClaim TwoGpus() {
-  return {.uid = "u1",
-          .ns = "default",
-          .name = "e1",
+  return {.ref = {.ns = "default", .name = "e1", .uid = "u1"},
           .devices = {{.pool = "n1", .device = "gpu-0", .pci_address = kPci0, .share_id = ""},
                       {.pool = "n1", .device = "gpu-1", .pci_address = kPci1, .share_id = ""}}};
 }

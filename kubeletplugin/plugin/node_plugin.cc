@@ -343,7 +343,7 @@ void NodePlugin::StartEnergy() {
   };
   // Claims prepared before a restart: accounted from now, marked "since": "restart".
   for (const auto& [uid, c] : driver_->Snapshot().claims) {
-    EnergyClaim claim{.uid = uid, .ns = c.ns, .name = c.name, .devices = {}};
+    EnergyClaim claim{.ref = {.ns = c.ns, .name = c.name, .uid = uid}, .devices = {}};
     for (const checkpoint::Device& d : c.devices) {
       claim.devices.push_back({.pool = d.pool,
                                .device = d.device,
