@@ -30,11 +30,31 @@ struct FlagSpec {
 };
 
 struct Command {
-  std::string_view name;
+  std::string_view name;  // a group's commands are two words: "accept render"
   std::string_view summary;
   std::vector<FlagSpec> flags;
   StatusOr<int> (*run)(const Flags&, std::ostream&);
+  // The placeholder of the positional arguments ("RESULT.json..."), at least one of which is
+  // then required; empty: the command takes none. They reach the command as flags["args"].
+  std::string_view positional = {};
 };
+
+// A command group: `xpuctl <name> <command>`, listed once in the main usage.
+struct CommandGroup {
+  std::string_view name;
+  std::string_view summary;
+  std::string_view description;  // the group usage's paragraph
+};
+
+constexpr CommandGroup kAcceptGroup = {
+    "accept",
+    "the acceptance kit: a Job per vendor on the driver's claims, run them, report "
+    "('xpuctl accept --help')",
+    "The acceptance kit: for each vendor a capability class allows, a Job runs the acceptance\n"
+    "workload (environment, operators, convergence, performance, power, stability,\n"
+    "collectives) in the vendor's image on a claim for that vendor's devices; run applies the\n"
+    "Jobs and collects their results and the claims' energy, report compares the vendors\n"
+    "(docs/acceptance.md)."};
 
 constexpr FlagSpec kTopologyFlag = {
     "topology", '\0', "FILE", false,
@@ -155,6 +175,75 @@ std::vector<Command> PublishingCommands() {
   };
 }
 
+// The flags `accept render` and `accept run` share: what to render.
+std::vector<FlagSpec> AcceptRenderFlags(std::string_view run_id_help) {
+  return {
+      {"class", '\0', "NAME", true,
+       "the capability class to accept: its vendors and their images come from the config"},
+      kConfigFlag,
+      {"vendors", '\0', "V,...", false,
+       "only these vendors, each allowed by the class (default: every vendor it allows)"},
+      {"stages", '\0', "S,...", false,
+       "stages to run, of environment, operators, convergence, performance, power, stability, "
+       "collectives (default all)"},
+      {"gang", '\0', "M", false,
+       "per vendor an AcceleratorGang of M >= 2 nodes and an Indexed Job of M pods on its "
+       "claims, for the cross-node collectives"},
+      {"count", '\0', "K", false, "devices per pod, per node with --gang (default 1)"},
+      {"policy", '\0', "FILE", false,
+       "thresholds (YAML or JSON) merged over the defaults, deploy/acceptance/policy.default.json"},
+      {"namespace", '\0', "NS", false, "namespace of the Jobs and claims (default default)"},
+      {"name", '\0', "PREFIX", false, "objects are named PREFIX-<vendor> (default accept-<class>)"},
+      {"run-id", '\0', "ID", false, run_id_help},
+      {"pod-patch", '\0', "FILE", false,
+       "a patch (YAML or JSON) of each Job's pod spec, as kubectl's strategic merge: "
+       "containers merged by name (env by name, volumeMounts by mountPath, ...), volumes, "
+       "imagePullSecrets and resourceClaims by name, tolerations appended, {name: X, $patch: "
+       "delete} removes an entry; other fields as a JSON merge patch (RFC 7386, null deletes)"},
+      {"kubernetes-version", '\0', "1.34|1.35|1.36|1.37", false,
+       "the API server's release, for the publishing mode when the config sets none, which "
+       "decides the claims' subrequests (default 1.37, the newest supported)"},
+  };
+}
+
+// `xpuctl accept render|run|report`.
+std::vector<Command> AcceptCommands() {
+  std::vector<FlagSpec> render =
+      AcceptRenderFlags("the xpu.dra.dev/accept-run label of every object (default render)");
+  render.push_back({"output", 'o', "yaml|json", false, "output format (default yaml)"});
+  std::vector<FlagSpec> run = AcceptRenderFlags(
+      "the xpu.dra.dev/accept-run label of every object, which the clean-up selects on "
+      "(default: a new one per run)");
+  run.insert(run.end(),
+             {{"kubeconfig", '\0', "FILE", true, "the cluster to run on"},
+              {"timeout", '\0', "DURATION", false,
+               "give up on the Jobs after this long, e.g. 30s, 10m (default: the policy's "
+               "run.timeoutSeconds)"},
+              {"results-dir", '\0', "DIR", false,
+               "write each Job's result JSON here (default ./accept-results)"},
+              {"label-nodes", '\0', "", false,
+               "label the nodes of passed runs xpu.dra.dev/accepted.<class>=<date>"},
+              {"keep", '\0', "", false, "leave what the run created in the cluster (no clean-up)"},
+              {"output", 'o', "text|json", false, "output format (default text)"}});
+  return {
+      {"accept render",
+       "write a Job per vendor the class allows, each on its own claim for that vendor",
+       std::move(render), internal::RunAcceptRender},
+      {"accept run",
+       "apply the Jobs, wait, collect the results and the claims' energy, then clean up",
+       std::move(run), internal::RunAcceptRun},
+      {"accept report",
+       "compare results per vendor and stage: a terminal table, JSON or one HTML page",
+       {{"baseline", '\0', "VENDOR", false, "the vendor the others' numbers are compared to"},
+        {"config", '\0', "FILE", false,
+         "controller config whose supportMatrix answers the support-boundary item"},
+        {"output", 'o', "html|json|text", false, "output format (default text)"},
+        {"out", '\0', "FILE", false, "write to FILE instead of standard output"}},
+       internal::RunAcceptReport,
+       "RESULT.json..."},
+  };
+}
+
 // The commands that check a node and compare placement policies.
 std::vector<Command> OperatorCommands() {
   return {
@@ -213,7 +302,8 @@ std::vector<Command> OperatorCommands() {
 const std::vector<Command>& Commands() {
   static const std::vector<Command> commands = [] {
     std::vector<Command> all;
-    for (std::vector<Command> group : {NodeCommands(), PublishingCommands(), OperatorCommands()}) {
+    for (std::vector<Command> group :
+         {NodeCommands(), PublishingCommands(), OperatorCommands(), AcceptCommands()}) {
       all.insert(all.end(), std::make_move_iterator(group.begin()),
                  std::make_move_iterator(group.end()));
     }
@@ -231,7 +321,15 @@ std::string MainUsage() {
   std::string text =
       "xpuctl: the xpu-dra operator tool\n\n"
       "usage: xpuctl <command> [flags]\n\ncommands:\n";
+  bool accept_listed = false;
   for (const Command& c : Commands()) {
+    if (c.name.starts_with(std::string(kAcceptGroup.name) + " ")) {
+      if (!accept_listed) {
+        text += "  " + Pad(kAcceptGroup.name, 10) + std::string(kAcceptGroup.summary) + "\n";
+      }
+      accept_listed = true;
+      continue;
+    }
     text += "  " + Pad(c.name, 10) + std::string(c.summary) + "\n";
   }
   text += "  " + Pad("help", 10);
@@ -240,6 +338,19 @@ std::string MainUsage() {
       "Flags take their value as '--flag value' or '--flag=value'.\n"
       "Exit status: 0 ok, 1 internal error, 2 bad usage or input, 3 infeasible (doctor: a\n"
       "check failed).\n";
+  return text;
+}
+
+// The usage of `xpuctl accept`: its commands, one per line.
+std::string GroupUsage(const CommandGroup& group) {
+  const std::string prefix = std::string(group.name) + " ";
+  std::string text = "usage: xpuctl " + prefix + "<command> [flags]\n\n" +
+                     std::string(group.description) + "\n\ncommands:\n";
+  for (const Command& c : Commands()) {
+    if (!c.name.starts_with(prefix)) continue;
+    text += "  " + Pad(c.name.substr(prefix.size()), 10) + std::string(c.summary) + "\n";
+  }
+  text += "\n'xpuctl " + prefix + "<command> --help' shows a command's flags.\n";
   return text;
 }
 
@@ -260,9 +371,11 @@ std::vector<FlagSpec> FlagsOf(const Command& c) {
 std::string CommandUsage(const Command& c) {
   std::string text = "usage: xpuctl " + std::string(c.name);
   for (const FlagSpec& f : c.flags) {
-    const std::string flag = "--" + std::string(f.name) + " " + std::string(f.value);
+    std::string flag = "--" + std::string(f.name);
+    if (!f.value.empty()) flag += " " + std::string(f.value);
     text += f.required ? " " + flag : " [" + flag + "]";
   }
+  if (!c.positional.empty()) text += " " + std::string(c.positional);
   text += "\n\n" + std::string(c.summary) + "\n\nflags:\n";
   for (const FlagSpec& f : FlagsOf(c)) {
     text += "  " + Pad(FlagLabel(f), 26) + std::string(f.help) + (f.required ? " (required)" : "") +
@@ -279,15 +392,21 @@ const Command* FindCommand(std::string_view name) {
 }
 
 // Parses args[1..] as the flags of `command`: "--name value", "--name=value", "-o value",
-// "-o=value"; then checks the required ones (unless --help was given).
+// "-o=value", and where the command takes them, positional arguments (into "args", joined with
+// '\n'); then checks the required ones (unless --help was given).
 StatusOr<Flags> ParseFlags(const Command& command, const std::vector<std::string>& args) {
   const std::vector<FlagSpec> known = FlagsOf(command);
   Flags flags;
+  std::vector<std::string> positional;
   for (size_t i = 1; i < args.size(); ++i) {
     const std::string& arg = args[i];
     const bool is_long = arg.starts_with("--");
     if (!arg.starts_with("-") || arg.size() < 2) {
-      return InvalidArgumentError("unexpected argument \"" + arg + "\"");
+      if (command.positional.empty()) {
+        return InvalidArgumentError("unexpected argument \"" + arg + "\"");
+      }
+      positional.push_back(arg);
+      continue;
     }
     const size_t eq = arg.find('=');
     const size_t start = is_long ? 2 : 1;
@@ -316,7 +435,13 @@ StatusOr<Flags> ParseFlags(const Command& command, const std::vector<std::string
       return InvalidArgumentError("--" + std::string(spec->name) + " given twice");
     }
   }
+  if (!positional.empty()) flags.emplace("args", JoinNames(positional, "\n"));
   if (flags.contains("help")) return flags;
+  if (!command.positional.empty() && positional.empty()) {
+    std::string_view what = command.positional;
+    if (what.ends_with("...")) what.remove_suffix(3);
+    return InvalidArgumentError("at least one " + std::string(what) + " is required");
+  }
   for (const FlagSpec& f : command.flags) {
     if (f.required && !flags.contains(f.name)) {
       return InvalidArgumentError("--" + std::string(f.name) + " is required");
@@ -347,7 +472,22 @@ int Dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << MainUsage();
     return kExitOk;
   }
-  const std::string& name = help ? args[1] : args[0];
+  std::vector<std::string> rest(args.begin() + (help ? 1 : 0), args.end());
+  // A group's commands are "<group> <command>": `xpuctl accept render ...`.
+  if (rest[0] == kAcceptGroup.name) {
+    if (rest.size() == 1 || rest[1] == "--help" || rest[1] == "-h") {
+      (help || rest.size() > 1 ? out : err) << GroupUsage(kAcceptGroup);
+      return help || rest.size() > 1 ? kExitOk : kExitUsage;
+    }
+    if (FindCommand(rest[0] + " " + rest[1]) == nullptr) {
+      err << "xpuctl " << rest[0] << ": unknown command \"" << rest[1] << "\"\nrun 'xpuctl "
+          << rest[0] << " --help' for the list of commands\n";
+      return kExitUsage;
+    }
+    rest[0] += " " + rest[1];
+    rest.erase(rest.begin() + 1);
+  }
+  const std::string& name = rest[0];
   const Command* command = FindCommand(name);
   if (command == nullptr) {
     err << "xpuctl: unknown command \"" << name
@@ -358,7 +498,7 @@ int Dispatch(const std::vector<std::string>& args, std::ostream& out, std::ostre
     out << CommandUsage(*command);
     return kExitOk;
   }
-  StatusOr<Flags> flags = ParseFlags(*command, args);
+  StatusOr<Flags> flags = ParseFlags(*command, rest);
   if (!flags.ok()) {
     err << "xpuctl " << name << ": " << flags.status().message() << "\nrun 'xpuctl " << name
         << " --help' for usage\n";

@@ -1,7 +1,12 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
+#include "xpuctl/cli.h"
 #include "xpuctl/internal/commands.h"
 
 namespace xpu::cli::internal {
@@ -87,6 +92,29 @@ void PrintDocument(const json& doc, std::string_view format, std::ostream& out) 
   } else {
     out << doc.dump(2, ' ', false, json::error_handler_t::replace) << "\n";
   }
+}
+
+StatusOr<std::string> ReadInputFile(std::string_view what, const std::string& path) {
+  std::ifstream file(path);
+  if (!file) {
+    return NotFoundError("read " + std::string(what) + " " + path + ": cannot open the file");
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+StatusOr<int> WriteOutput(const Flags& flags, std::ostream& out, const std::string& text) {
+  auto file = flags.find("out");
+  if (file == flags.end()) {
+    out << text;
+    return kExitOk;
+  }
+  std::ofstream stream(file->second, std::ios::binary | std::ios::trunc);
+  stream << text;
+  stream.close();
+  if (!stream) return UnavailableError("write " + file->second + ": " + std::strerror(errno));
+  return kExitOk;
 }
 
 }  // namespace xpu::cli::internal

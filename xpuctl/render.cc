@@ -1,10 +1,8 @@
 // xpuctl render: a capability request as the objects to apply (controller/render.h).
 #include "controller/render.h"
 
-#include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,11 +16,8 @@ namespace xpu::cli::internal {
 StatusOr<int> RunRender(const Flags& flags, std::ostream& out) {
   ASSIGN_OR_RETURN(const std::string format, ChoiceFlag(flags, "output", {"yaml", "json"}));
   const std::string& path = flags.at("request");
-  std::ifstream file(path);
-  if (!file) return NotFoundError("read request " + path + ": cannot open the file");
-  std::stringstream text;
-  text << file.rdbuf();
-  StatusOr<controller::CapabilityRequest> request = controller::ParseCapabilityRequest(text.str());
+  ASSIGN_OR_RETURN(const std::string text, ReadInputFile("request", path));
+  StatusOr<controller::CapabilityRequest> request = controller::ParseCapabilityRequest(text);
   if (!request.ok()) return request.status().WithContext("read request " + path);
   controller::RenderOptions options;
   ASSIGN_OR_RETURN(options.config, LoadConfigFlag(flags));

@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 
 #include "lab/fleet.h"
 #include "lab/result.h"
@@ -70,11 +69,8 @@ StatusOr<std::pair<std::vector<lab::Job>, std::string>> LoadTrace(const Flags& f
       return InvalidArgumentError("--partitions goes with --synthetic; a trace file says its own");
     }
     const std::string& path = flags.at("trace");
-    std::ifstream in(path);
-    if (!in) return NotFoundError("read trace " + path + ": cannot open the file");
-    std::stringstream text;
-    text << in.rdbuf();
-    ASSIGN_OR_RETURN(std::vector<lab::Job> jobs, lab::ParseTrace(text.str(), path));
+    ASSIGN_OR_RETURN(const std::string text, ReadInputFile("trace", path));
+    ASSIGN_OR_RETURN(std::vector<lab::Job> jobs, lab::ParseTrace(text, path));
     return std::make_pair(std::move(jobs), path);
   }
   ASSIGN_OR_RETURN(const int count, PositiveIntFlag(flags, "synthetic"));

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <optional>
 #include <vector>
 
@@ -167,18 +166,7 @@ StatusOr<int> RunTopo(const Flags& flags, std::ostream& out) {
     if (!dot) return FailedPreconditionError("graphviz 'dot' not found on PATH; use --format dot");
     ASSIGN_OR_RETURN(text, RunFilter(*dot, {"dot", "-Tsvg"}, text));
   }
-  auto file = flags.find("out");
-  if (file == flags.end()) {
-    out << text;
-    return kExitOk;
-  }
-  std::ofstream stream(file->second, std::ios::binary | std::ios::trunc);
-  stream << text;
-  stream.close();
-  if (!stream) {
-    return UnavailableError("write " + file->second + ": " + std::strerror(errno));
-  }
-  return kExitOk;
+  return WriteOutput(flags, out, text);
 }
 
 }  // namespace xpu::cli::internal

@@ -16,6 +16,7 @@
 #include "topology/device_set.h"
 #include "topology/fabric.h"
 #include "topology/model.h"
+#include "xpuctl/accept/jobs.h"
 
 namespace xpu::cli::internal {
 
@@ -40,6 +41,22 @@ StatusOr<api::NodeInventory> ReadInventoryFile(const std::string& path);
 StatusOr<controller::Config> LoadConfigFlag(const Flags& flags);
 StatusOr<int> RunDoctor(const Flags& flags, std::ostream& out);
 StatusOr<int> RunReplay(const Flags& flags, std::ostream& out);
+
+// The acceptance kit (xpuctl/accept/): `xpuctl accept render|run|report`. A command's positional
+// arguments (report's RESULT.json...) are in flags["args"], read with RepeatedFlag(flags, "args").
+StatusOr<int> RunAcceptRender(const Flags& flags, std::ostream& out);
+StatusOr<int> RunAcceptRun(const Flags& flags, std::ostream& out);
+StatusOr<int> RunAcceptReport(const Flags& flags, std::ostream& out);
+
+// What the flags `accept render` and `accept run` share give: the request (--class, --vendors,
+// --stages, --gang, --count, --policy, --namespace, --name, --run-id, --pod-patch,
+// --kubernetes-version) and the controller config (--config, else the built-in one). Errors name
+// the flag or the file ("policy FILE: key: ...", "read pod patch FILE: ...").
+struct AcceptRenderInput {
+  accept::RenderRequest request;
+  controller::Config config;
+};
+StatusOr<AcceptRenderInput> LoadAcceptRender(const Flags& flags);
 
 // Reads and builds the node of --topology or --inventory (exactly one); errors read
 // "read topology FILE: <field>: ...".
@@ -67,6 +84,13 @@ std::vector<std::string> RepeatedFlag(const Flags& flags, std::string_view name)
 // --<name> checked against `allowed` ("json", "yaml"); absent: the first allowed value.
 StatusOr<std::string> ChoiceFlag(const Flags& flags, std::string_view name,
                                  std::initializer_list<std::string_view> allowed);
+
+// The text of the file at `path`; one that cannot be opened is a not-found error
+// "read WHAT PATH: cannot open the file".
+StatusOr<std::string> ReadInputFile(std::string_view what, const std::string& path);
+// Writes `text` to the file of --out, else to `out`: kExitOk, or an unavailable error
+// "write FILE: <errno text>".
+StatusOr<int> WriteOutput(const Flags& flags, std::ostream& out, const std::string& text);
 
 // Prints `doc` as JSON (indent 2) or YAML, per --output; `format` is "json" or "yaml".
 void PrintDocument(const nlohmann::json& doc, std::string_view format, std::ostream& out);
