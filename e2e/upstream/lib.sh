@@ -2,6 +2,9 @@
 # e2e/demo/containers.sh): check lines, a trial's end, waiting on a condition, a free port, and
 # the kubelet's configuration for a node without a cgroup hierarchy of its own. Sourced, never run.
 
+# PY: the machine's Python the trials' checks run (not a virtual environment's).
+PY=${PY:-/usr/bin/python3}
+
 # ok/fail MESSAGE: one check's line; PASS and FAILS count them.
 PASS=${PASS:-0} FAILS=${FAILS:-0}
 ok() { PASS=$((PASS + 1)); echo "ok: $*"; }
@@ -28,6 +31,14 @@ trial_finish() {
   fi
   echo "$name: $PASS passed, $FAILS failed (logs in $WORK)"
   return 1
+}
+
+# cluster_left_running: a trial_finish CHECK: nothing of the nodes is left running after
+# scripts/cluster down (containerd, its shims, kubelets, plugins, containers under WORK/cluster).
+cluster_left_running() {
+  local left
+  left=$(pgrep -fa -- "$WORK/cluster" | grep -v pgrep || true)
+  if [ -n "$left" ]; then fail "processes left after scripts/cluster down: $left"; fi
 }
 
 wait_for() {  # wait_for SECONDS COMMAND...: true once the command succeeds

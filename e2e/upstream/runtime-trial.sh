@@ -32,13 +32,7 @@ WORK=$(mktemp -d /tmp/xpu-runtime-trial.XXXXXX)
 PY=/usr/bin/python3
 PASS=0 FAILS=0 PIDS=()
 . "$ROOT/e2e/upstream/lib.sh"
-# Nothing of the nodes is left running: containerd, its shims, kubelets, plugins, containers.
-left_running() {
-  local left
-  left=$(pgrep -fa -- "$WORK/cluster" | grep -v pgrep || true)
-  if [ -n "$left" ]; then fail "processes left after scripts/cluster down: $left"; fi
-}
-trap 'trial_finish "runtime trial" left_running; exit $?' EXIT
+trap 'trial_finish "runtime trial" cluster_left_running; exit $?' EXIT
 [ "$(id -u)" -eq 0 ] || { fail "the runtime tier needs root (mount namespaces, containerd)"; exit 1; }
 
 UP=$("$ROOT/scripts/build-upstream" ${VERSION:+"$VERSION"} --with-kubelet | tail -1)
