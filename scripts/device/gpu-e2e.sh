@@ -11,7 +11,10 @@
 #   5. inside: cuInit, the visible devices and their UUID, a kernel's result, nvidia-smi -L;
 #   6. the plugin's telemetry (power, utilisation, memory, temperature) idle and under a
 #      matrix-multiply load;
-#   7. unprepare: the spec is gone.
+#   7. the acceptance kit's stages (deploy/acceptance, `python3 -m xpu_acceptance`) on the claimed
+#      GPU, where the machine has a Python with a CUDA torch (none is installed by this script: no
+#      network), its result reported with `xpuctl accept report`;
+#   8. unprepare: the spec is gone, and the claim's status holds its energy (status.devices).
 # Writes $OUT/gpu-e2e.json (one summary: each step's result) and $OUT/gpu-e2e.log, and copies of
 # what it read (discover.json, doctor.json, the CDI spec, the container's output). Exits 0 with
 # {"gpu": false, ...} on a machine without an NVIDIA GPU; never needs the network.
@@ -21,7 +24,7 @@
 #   scripts/device/gpu-e2e.sh --make-bundle      # build/gpu-bundle/ and build/gpu-bundle.tar.xz
 #                                                # (carry the .tar.xz: the device tool's limit)
 #   OUT=/some/dir scripts/device/gpu-e2e.sh      # on the GPU machine
-# XPU_GPU_E2E_FIXTURE=hgx-h200 rehearses steps 1-3, 6 and 7 on a fixture host with its fake NVML
+# XPU_GPU_E2E_FIXTURE=hgx-h200 rehearses steps 1-3, 6 and 8 on a fixture host with its fake NVML
 # (no container: the fixture's device nodes are plain files), to check the script off the device.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -47,13 +50,18 @@ make_bundle() {
     cp -L "$lib" "$BUNDLE/lib/"
   done
   cp "$ROOT/scripts/device/cuda_check.cu" "$BUNDLE/src/"
+  # The acceptance kit's workload and its default policy (Python sources: a few hundred KiB).
+  mkdir -p "$BUNDLE/acceptance"
+  cp -r "$ROOT/deploy/acceptance/xpu_acceptance" "$ROOT/deploy/acceptance/policy.default.json" \
+    "$BUNDLE/acceptance/"
+  find "$BUNDLE/acceptance" -name __pycache__ -prune -exec rm -rf {} +
   strip --strip-unneeded "$BUNDLE"/lib/*.so* 2>/dev/null || true
   # Carried compressed (the device tool carries at most 64 MiB): about a third of the folder.
   tar -C "$(dirname "$BUNDLE")" -cJf "$BUNDLE.tar.xz" "$(basename "$BUNDLE")"
   echo "gpu-e2e: bundle in $BUNDLE ($(du -sh "$BUNDLE" | cut -f1)), carry $BUNDLE.tar.xz ($(du -sh "$BUNDLE.tar.xz" | cut -f1))"
 }
 if [ "${1:-}" = --make-bundle ]; then make_bundle; exit; fi
-case "${1:-}" in -h | --help) sed -n '2,29s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
+case "${1:-}" in -h | --help) sed -n '2,28s/^# \{0,1\}//p' "$0"; exit 0 ;; esac
 
 mkdir -p "$OUT" && OUT=$(cd "$OUT" && pwd)
 LOG=$OUT/gpu-e2e.log
@@ -203,11 +211,44 @@ else
   record telemetry-load skip "no CUDA check to run, or no time left"
 fi
 
-# --- 7. unprepare ------------------------------------------------------------------------------------
+# --- 7. the acceptance kit on the claimed GPU ---------------------------------------------------------
+# On the host (the runc root above has no Python), with the claim's GPU made visible as the spec
+# makes it visible in a container; short stage sizes, so it fits the device budget.
+TORCH_PY=""
+for py in python3 /usr/bin/python3 /opt/conda/bin/python3; do
+  if timeout 60 "$py" -c 'import sys, torch; sys.exit(0 if torch.accelerator.is_available() else 1)' >/dev/null 2>&1; then
+    TORCH_PY=$py; break
+  fi
+done
+if [ -z "$REHEARSAL" ] && [ -n "$TORCH_PY" ] && [ -n "$CDI_ID" ] && [ $((DEADLINE - SECONDS)) -gt 90 ]; then
+  printf '%s\n' '{"convergence": {"steps": 30}, "performance": {"steps": 10}, "stability": {"durationSeconds": 20},' \
+    '"collectives": {"minBytes": 1048576, "maxBytes": 67108864, "gateBytes": 67108864}}' >"$WORK/policy.json"
+  VISIBLE=$(grep -o '"NVIDIA_VISIBLE_DEVICES=[^"]*"' "$OUT/cdi-spec.json" | head -1 | sed 's/.*=//; s/"//')
+  CUDA_VISIBLE_DEVICES=${VISIBLE:-0} PYTHONPATH=$BUNDLE/acceptance XPU_ACCEPT_VENDOR=nvidia \
+    XPU_ACCEPT_NODE=gpu-node XPU_ACCEPT_IMAGE="host $($TORCH_PY -c 'import torch; print("torch", torch.__version__)' 2>/dev/null)" \
+    timeout $((DEADLINE - SECONDS - 30)) "$TORCH_PY" -m xpu_acceptance --policy "$WORK/policy.json" \
+    --out "$OUT/accept-result.json" --termination-log "$OUT/accept-termination.txt" >"$WORK/accept.out" 2>>"$LOG"
+  rc=$?
+  record accept "$([ $rc -eq 0 ] && echo ok || echo fail)" "exit $rc: $(head -c 500 "$OUT/accept-termination.txt" 2>/dev/null)"
+  [ -s "$OUT/accept-result.json" ] && run_b xpuctl accept report "$OUT/accept-result.json" -o html \
+    --out "$OUT/accept-report.html" >>"$LOG" 2>&1
+else
+  record accept skip "$([ -n "$REHEARSAL" ] && echo 'a rehearsal: no device' || { [ -n "$TORCH_PY" ] && echo 'nothing prepared, or no time left' || echo 'no Python with a CUDA torch on this machine (the kit needs the framework; none is installed here: no network)'; })"
+fi
+
+# --- 8. unprepare ------------------------------------------------------------------------------------
 if [ -n "$UID_" ]; then
   run_b xpu-kubelet-call unprepare "$WORK/plugins/dra.sock" "default/gpu/$UID_" >>"$LOG" 2>&1
   if ls "$WORK"/cdi/*.json >/dev/null 2>&1; then record unprepare fail "a spec is left: $(ls "$WORK/cdi")"
   else record unprepare ok "the spec is gone"; fi
+  # The energy the plugin accounted for the claim, written into its status at unprepare.
+  for _ in $(seq 20); do
+    api GET /apis/resource.k8s.io/v1/namespaces/default/resourceclaims/gpu >"$OUT/claim-status.json"
+    grep -q '"joules"' "$OUT/claim-status.json" && break
+    sleep 0.5
+  done
+  record energy "$(grep -q '"joules"' "$OUT/claim-status.json" && echo ok || echo fail)" \
+    "$(tr -d ' \n' <"$OUT/claim-status.json" | grep -o '"energy":{[^}]*}' | head -1)"
 fi
 cp "$WORK/plugin.log" "$OUT/plugin.log" 2>/dev/null
 [ -n "$REHEARSAL" ] && finish false "a rehearsal on the fixture host $REHEARSAL, no GPU"

@@ -11,7 +11,8 @@ the largest buffer (nccl-tests' "size": the full vector of all_reduce and broadc
 gathered output of all_gather, the input of reduce_scatter). Each size: 2 warm-up runs, then
 iterations timed together after a device synchronize; seconds = the slowest rank's time per
 iteration. algBandwidthGBps = bytes / seconds / 1e9; busBandwidthGBps = algbw x 2(n-1)/n
-(all_reduce), (n-1)/n (all_gather, reduce_scatter), 1 (broadcast), nccl-tests' PERFORMANCE.md.
+(all_reduce), (n-1)/n (all_gather, reduce_scatter), 1 (broadcast), as in the PERFORMANCE note
+of nccl-tests (docs/acceptance.md).
 Results are checked exactly: inputs are small integers in fp32, so every sum is exact.
 The gate: all_reduce bus bandwidth at gateBytes in the widest scope, against
 expectedBusBandwidthGBps[vendor] x minShareOfExpected; "skip" when the vendor has no value.

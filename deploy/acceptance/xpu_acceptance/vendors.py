@@ -24,79 +24,52 @@ COMMON_FALLBACK_WARNINGS = [
     r".*(cpu fallback|fallback to cpu)",
 ]
 
+
+def _entry(device_type, visibility, toolkit, extensions=(), fallback_warnings=()):
+    return {
+        "deviceType": device_type,
+        "extensions": list(extensions),
+        "visibility": list(visibility),
+        "toolkit": list(toolkit),
+        "fallbackWarnings": list(fallback_warnings),
+    }
+
+
+def _extension_entry(device_type, extension, visibility, toolkit_attribute, fallback_warning=None):
+    """A vendor whose out-of-tree EXTENSION registers DEVICE_TYPE with torch: the toolkit version
+    is the extension's TOOLKIT_ATTRIBUTE, else its __version__; the fallback warning defaults to
+    the extensions' common "on the <TYPE> backend and will fall back" sentence."""
+    warning = fallback_warning or rf".*on the {device_type.upper()} backend and will fall ?back"
+    return _entry(device_type, visibility,
+                  [(extension, toolkit_attribute), (extension, "__version__")],
+                  [extension], [warning])
+
+
 VENDORS = {
-    "nvidia": {
-        "deviceType": "cuda",
-        "extensions": [],
-        "visibility": ["NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"],
-        "toolkit": [("torch", "version.cuda")],
-        "fallbackWarnings": [],
-    },
-    "huawei": {
-        "deviceType": "npu",
-        "extensions": ["torch_npu"],
-        "visibility": ["ASCEND_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"],
-        "toolkit": [("torch_npu", "version.cann"), ("torch_npu", "__version__")],
-        "fallbackWarnings": [r".*CAUTION: The operator .* will fall ?back"],
-    },
-    "cambricon": {
-        "deviceType": "mlu",
-        "extensions": ["torch_mlu"],
-        "visibility": ["CAMBRICON_VISIBLE_DEVICES", "MLU_VISIBLE_DEVICES"],
-        "toolkit": [("torch_mlu", "version.cntoolkit"), ("torch_mlu", "__version__")],
-        "fallbackWarnings": [r".*on the MLU backend and will fall ?back"],
-    },
-    "mthreads": {
-        "deviceType": "musa",
-        "extensions": ["torch_musa"],
-        "visibility": ["MTHREADS_VISIBLE_DEVICES", "MUSA_VISIBLE_DEVICES"],
-        "toolkit": [("torch_musa", "version.musa"), ("torch_musa", "__version__")],
-        "fallbackWarnings": [r".*on the MUSA backend and will fall ?back"],
-    },
-    "enflame": {
-        "deviceType": "gcu",
-        "extensions": ["torch_gcu"],
-        "visibility": ["ENFLAME_VISIBLE_DEVICES", "TOPS_VISIBLE_DEVICES"],
-        "toolkit": [("torch_gcu", "version.tops"), ("torch_gcu", "__version__")],
-        "fallbackWarnings": [r".*on the GCU backend and will fall ?back"],
-    },
+    "nvidia": _entry("cuda", ["NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"],
+                     [("torch", "version.cuda")]),
+    "huawei": _extension_entry("npu", "torch_npu",
+                               ["ASCEND_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"],
+                               "version.cann", r".*CAUTION: The operator .* will fall ?back"),
+    "cambricon": _extension_entry("mlu", "torch_mlu",
+                                  ["CAMBRICON_VISIBLE_DEVICES", "MLU_VISIBLE_DEVICES"],
+                                  "version.cntoolkit"),
+    "mthreads": _extension_entry("musa", "torch_musa",
+                                 ["MTHREADS_VISIBLE_DEVICES", "MUSA_VISIBLE_DEVICES"],
+                                 "version.musa"),
+    "enflame": _extension_entry("gcu", "torch_gcu",
+                                ["ENFLAME_VISIBLE_DEVICES", "TOPS_VISIBLE_DEVICES"],
+                                "version.tops"),
     # ROCm/DTK builds of PyTorch register their devices as "cuda" (HIP underneath).
-    "hygon": {
-        "deviceType": "cuda",
-        "extensions": [],
-        "visibility": ["HIP_VISIBLE_DEVICES"],
-        "toolkit": [("torch", "version.hip")],
-        "fallbackWarnings": [],
-    },
-    "amd": {
-        "deviceType": "cuda",
-        "extensions": [],
-        "visibility": ["HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"],
-        "toolkit": [("torch", "version.hip")],
-        "fallbackWarnings": [],
-    },
+    "hygon": _entry("cuda", ["HIP_VISIBLE_DEVICES"], [("torch", "version.hip")]),
+    "amd": _entry("cuda", ["HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"],
+                  [("torch", "version.hip")]),
     # MetaX (MACA) builds of PyTorch present the "cuda" device type.
-    "metax": {
-        "deviceType": "cuda",
-        "extensions": [],
-        "visibility": ["CUDA_VISIBLE_DEVICES"],
-        "toolkit": [("torch", "version.cuda")],
-        "fallbackWarnings": [],
-    },
-    "biren": {
-        "deviceType": "supa",
-        "extensions": ["torch_br"],
-        "visibility": ["SUPA_VISIBLE_DEVICES"],
-        "toolkit": [("torch_br", "__version__")],
-        "fallbackWarnings": [r".*on the SUPA backend and will fall ?back"],
-    },
-    "cpu": {
-        "deviceType": "cpu",
-        "extensions": [],
-        "visibility": [],
-        "toolkit": [],
-        "fallbackWarnings": [],
-    },
+    "metax": _entry("cuda", ["CUDA_VISIBLE_DEVICES"], [("torch", "version.cuda")]),
+    # Biren's torch_br has no toolkit attribute of its own: __version__ only.
+    "biren": _entry("supa", ["SUPA_VISIBLE_DEVICES"], [("torch_br", "__version__")],
+                    ["torch_br"], [r".*on the SUPA backend and will fall ?back"]),
+    "cpu": _entry("cpu", [], []),
 }
 
 
