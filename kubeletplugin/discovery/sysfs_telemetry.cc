@@ -61,7 +61,7 @@ std::vector<std::string> HostLibraryDirs(const std::string& host_root) {
   for (const char* rel :
        {"/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib64", "/usr/lib",
         "/usr/local/Ascend/driver/lib64/driver", "/usr/local/Ascend/driver/lib64/common",
-        "/usr/local/Ascend/driver/lib64", "/usr/local/dcmi", "/opt/hyhal/lib"}) {
+        "/usr/local/Ascend/driver/lib64", "/opt/hyhal/lib"}) {
     dirs.push_back(root + rel);
   }
   return dirs;

@@ -67,11 +67,11 @@ inline void AddTelemetryError(DeviceTelemetry* t, const std::string& error) {
 // them (Hygon's DCU driver is an amdgpu fork). Unset what is absent or unreadable.
 DeviceTelemetry ReadSysfsTelemetry(const std::string& host_root, const std::string& pci_address);
 
-// Where a host keeps its driver libraries, under `host_root`: the multiarch and lib64 folders,
-// the Ascend driver's lib64 folders and /usr/local/dcmi (where the Ascend driver installs
-// libdcmi.so), and Hygon's /opt/hyhal/lib. For a plugin whose host root is mounted into its
-// container (/host) the vendor libraries are found without --vendor-lib-dir. Empty for the root
-// "/" (the loader's default search path, with the driver's ld.so.conf entries, covers those).
+// Where a host keeps its driver libraries, under `host_root`: the multiarch and lib64 folders and
+// the Ascend driver's lib64 folders, and Hygon's /opt/hyhal/lib. For a plugin whose host root is
+// mounted into its container
+// (/host) the vendor libraries are found without --vendor-lib-dir. Empty for the root "/" (the
+// loader's default search path already covers those folders).
 std::vector<std::string> HostLibraryDirs(const std::string& host_root);
 
 }  // namespace xpu::discovery

@@ -273,7 +273,10 @@ nlohmann::json Claim(const std::string& rv = "7") {
     "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
     "metadata": {"name": "e1", "namespace": "default", "uid": "u1", "resourceVersion": ")" +
                                rv + R"("},
-    "status": {"devices": [
+    "status": {"allocation": {"devices": {"results": [
+      {"request": "gpus", "driver": "xpu.dra.dev", "pool": "n1", "device": "gpu-0"},
+      {"request": "gpus", "driver": "xpu.dra.dev", "pool": "n1", "device": "gpu-1"}]}},
+    "devices": [
       {"driver": "net.example.com", "pool": "n1", "device": "nic-0", "data": {"x": 1}},
       {"driver": "xpu.dra.dev", "pool": "n1", "device": "gpu-0",
        "conditions": [{"type": "Ready", "status": "True"}], "data": {"mine": true}}]}})");
@@ -321,12 +324,15 @@ class FakeApi final : public ClaimStatusApi {
   std::deque<StatusOr<std::string>> updates;
   Status get_error;
   int gets = 0;
+  bool deallocated = false;  // the claim controller deallocated the claim
   std::vector<nlohmann::json> written;
 
   StatusOr<nlohmann::json> GetClaim(const std::string&, const std::string&) override {
     ++gets;
     if (!get_error.ok()) return get_error;
-    return Claim(std::to_string(gets));
+    nlohmann::json claim = Claim(std::to_string(gets));
+    if (deallocated) claim["status"].erase("allocation");
+    return claim;
   }
   StatusOr<nlohmann::json> UpdateClaimStatus(const std::string&,
                                              const nlohmann::json& claim) override {
@@ -354,6 +360,14 @@ TEST_CASE("ClaimStatusWriter: conflicts re-read, refusals and a dropped field fa
     CHECK(api.gets == 2);
     REQUIRE(api.written.size() == 1);
     CHECK(api.written[0]["metadata"]["resourceVersion"] == "2");
+  }
+  SECTION("a claim deallocated after its pod ended: no write, no fallback") {
+    api.deallocated = true;
+    const ClaimStatusWrite w = writer.Write(Account());
+    CHECK(w.outcome == EnergyWriteOutcome::kGiveUp);
+    CHECK(w.fallback.empty());
+    CHECK(api.written.empty());
+    CHECK_FALSE(writer.dropped());
   }
   SECTION("conflicts beyond the retries: tried again later") {
     api.updates = {Status(StatusCode::kAborted, "c"), Status(StatusCode::kAborted, "c"),

@@ -74,6 +74,28 @@ StatusOr<nlohmann::json> MergeEnergyStatus(const nlohmann::json& claim, const st
   return out;
 }
 
+// Every device of `account` is still among the claim's allocation results: the API server refuses
+// status.devices entries for devices no longer allocated (the claim controller deallocates a
+// claim as soon as its pods are done, often before the write at unprepare).
+bool StillAllocated(const nlohmann::json& claim, const std::string& driver,
+                    const ClaimEnergy& account) {
+  const nlohmann::json* results = nullptr;
+  if (claim.is_object()) {
+    const nlohmann::json::json_pointer path("/status/allocation/devices/results");
+    if (claim.contains(path) && claim.at(path).is_array()) results = &claim.at(path);
+  }
+  if (results == nullptr) return false;
+  for (const DeviceEnergy& d : account.devices) {
+    bool found = false;
+    for (const nlohmann::json& r : *results) {
+      found = found || (r.is_object() && r.value("driver", "") == driver &&
+                        r.value("pool", "") == d.pool && r.value("device", "") == d.device);
+    }
+    if (!found) return false;
+  }
+  return true;
+}
+
 bool HasEnergyStatus(const nlohmann::json& claim, const std::string& driver,
                      const ClaimEnergy& account) {
   if (!claim.is_object()) return false;
@@ -114,6 +136,11 @@ ClaimStatusWrite ClaimStatusWriter::Write(const ClaimEnergy& account) {
         return {.outcome = EnergyWriteOutcome::kGiveUp, .fallback = "", .message = ""};
       }
       return {.outcome = EnergyWriteOutcome::kRetry, .message = claim.status().message()};
+    }
+    if (!StillAllocated(*claim, driver_, account)) {  // deallocated: the last write stands
+      return {.outcome = EnergyWriteOutcome::kGiveUp,
+              .fallback = "",
+              .message = what + ": the claim is no longer allocated; its last write stands"};
     }
     StatusOr<nlohmann::json> merged = MergeEnergyStatus(*claim, driver_, account);
     if (!merged.ok()) {  // replaced by a claim of the same name

@@ -37,6 +37,11 @@ class ClaimStatusApi {
 // The client's calls. `client` outlives it.
 std::unique_ptr<ClaimStatusApi> NewClaimStatusApi(api::client::Client* client);
 
+// Whether every device of `account` is still in the claim's allocation results: the API server
+// refuses status.devices entries for devices no longer allocated.
+bool StillAllocated(const nlohmann::json& claim, const std::string& driver,
+                    const ClaimEnergy& account);
+
 // `claim` (as served, v1) with the account's entries of `driver` set; other entries kept.
 // InvalidArgument when the claim is not the account's (another uid).
 StatusOr<nlohmann::json> MergeEnergyStatus(const nlohmann::json& claim, const std::string& driver,
