@@ -43,7 +43,9 @@ PASS=0 FAILS=0 PIDS=()
 trap 'trial_finish "accept trial" cluster_left_running; exit $?' EXIT
 [ "$(id -u)" -eq 0 ] || { fail "the accept tier needs root (mount namespaces, containerd)"; exit 1; }
 XPUCTL=$BUILD/bin/xpuctl
-"$XPUCTL" accept run --help 2>&1 | grep -q -- --pod-patch || { fail "$XPUCTL has no 'accept run ... --pod-patch'"; exit 1; }
+# Read whole, then matched: under pipefail grep -q exiting early would fail the pipeline.
+run_help=$("$XPUCTL" accept run --help 2>&1)
+[[ $run_help == *--pod-patch* ]] || { fail "$XPUCTL has no 'accept run ... --pod-patch'"; exit 1; }
 [ -f "$ROOT/deploy/acceptance/xpu_acceptance/__main__.py" ] || { fail "no workload in deploy/acceptance/xpu_acceptance"; exit 1; }
 
 start=$(date +%s)
