@@ -16,7 +16,8 @@ std::string CompactJson(const nlohmann::json& object) {
 }
 
 StatusOr<api::NodeInventory> DecodeInventory(const StoredInventory& stored) {
-  return api::FromJson<api::NodeInventory>(nlohmann::json::parse(stored.json, nullptr, false));
+  return api::FromJson<api::NodeInventory>(
+      nlohmann::json::parse(stored.json.Text(), nullptr, false));
 }
 
 std::shared_ptr<const api::NodeInventory> DecodedInventoryOrNull(const StoredInventory* stored) {
@@ -28,7 +29,7 @@ std::shared_ptr<const api::NodeInventory> DecodedInventoryOrNull(const StoredInv
 
 StatusOr<std::shared_ptr<const api::resource::ResourceSlice>> DecodeSlice(
     const StoredSlice& stored) {
-  nlohmann::json j = nlohmann::json::parse(stored.json, nullptr, false);
+  nlohmann::json j = nlohmann::json::parse(stored.json.Text(), nullptr, false);
   if (j.is_discarded()) return InternalError("decode stored slice " + stored.name);
   ASSIGN_OR_RETURN(api::resource::ResourceSlice slice,
                    api::FromJson<api::resource::ResourceSlice>(j));
@@ -98,14 +99,14 @@ template <>
 StatusOr<StoredInventory> FromJson<StoredInventory>(const nlohmann::json& json) {
   ASSIGN_OR_RETURN(NodeInventory inventory, FromJson<NodeInventory>(json));
   return StoredInventory{inventory.metadata.name, inventory.metadata.resource_version,
-                         controller::CompactJson(json)};
+                         controller::PackedJson(controller::CompactJson(json))};
 }
 
 template <>
 StatusOr<StoredSlice> FromJson<StoredSlice>(const nlohmann::json& json) {
   ASSIGN_OR_RETURN(resource::ResourceSlice slice, FromJson<resource::ResourceSlice>(json));
   return StoredSlice{slice.metadata.name, slice.metadata.resource_version, slice.spec.pool.name,
-                     controller::CompactJson(json)};
+                     controller::PackedJson(controller::CompactJson(json))};
 }
 
 template <>

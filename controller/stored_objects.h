@@ -1,7 +1,9 @@
 // What the controller keeps of the objects it watches between syncs (its informers' stored
 // forms): what its handlers and the liveness check need, and the rest as compact JSON
-// (managedFields dropped), decoded when a pool is synced. Decoded inventories and slices take
-// about three times their JSON; at 5,000 nodes that is most of the controller's memory. Each is
+// (managedFields dropped), deflated (packed_json.h), decoded when a pool is synced. Decoded
+// inventories and slices take about three times their JSON, and the JSON about eight times its
+// deflated bytes; at 65,000 nodes the inventories and slices are most of the controller's
+// memory (docs/performance.md, "Controller"). Each is
 // checked by decoding when it arrives (the FromJson specializations below), so a malformed
 // object is counted by the informer and left out, as a decoded one would be.
 #ifndef XPU_CONTROLLER_STORED_OBJECTS_H_
@@ -18,6 +20,7 @@
 #include "api/resource.h"
 #include "base/status.h"
 #include "controller/autoscaler.h"
+#include "controller/packed_json.h"
 
 namespace xpu::controller {
 
@@ -26,7 +29,7 @@ namespace xpu::controller {
 struct StoredInventory {
   std::string name;
   std::string resource_version;
-  std::string json;
+  PackedJson json;
 };
 // A ResourceSlice of the driver: what the slice cache indexes it by, and the rest as JSON
 // (DecodeSlice).
@@ -34,7 +37,7 @@ struct StoredSlice {
   std::string name;
   std::string resource_version;
   std::string pool;
-  std::string json;
+  PackedJson json;
 };
 // A Node: only what the pool sync (uid, labels) and gang placement (labels, address) read; its
 // status (heartbeats) is dropped.

@@ -230,24 +230,21 @@ StatusOr<json> Store::Get(size_t type, const std::string& ns, const std::string&
   return it->second;
 }
 
-StatusOr<Store::Objects> Store::ObjectsAtLocked(size_t type, int64_t resource_version) const {
+StatusOr<Store::Undo> Store::UndoSinceLocked(size_t type, int64_t resource_version) const {
   if (resource_version < compacted_) {
     return Status(StatusCode::kOutOfRange, "The resourceVersion for the provided list is too old.");
   }
-  Objects objects = objects_[type];
-  // Undo the newer events of this type, newest first.
+  // Newest first: the last assignment to a key is its oldest change after the version, whose
+  // old object is the key's state at the version.
+  Undo undo;
   for (auto it = history_.rbegin(); it != history_.rend(); ++it) {
     if (it->resource_version <= resource_version) break;
     if (it->type_index != type) continue;
     const auto& meta = it->object["metadata"];
     const std::string key = Key(meta.value("namespace", ""), meta.value("name", ""));
-    if (it->type == "ADDED") {
-      objects.erase(key);
-    } else {
-      objects[key] = it->old_object;
-    }
+    undo[key] = it->type == "ADDED" ? nullptr : &it->old_object;
   }
-  return objects;
+  return undo;
 }
 
 StatusOr<ListResult> Store::List(size_t type, const std::string& ns,
@@ -308,34 +305,50 @@ StatusOr<ListResult> Store::List(size_t type, const std::string& ns,
   }
   ListResult result;
   result.resource_version = resource_version_;
-  const Objects* objects = &objects_[type];
-  Objects past;
+  const Objects& objects = objects_[type];
+  Undo undo;
   int64_t at = 0;
   if (token_rv > 0 && token_rv < resource_version_) at = token_rv;
   if (match == "Exact" && requested < resource_version_) at = requested;
   if (at > 0) {
-    auto rebuilt = ObjectsAtLocked(type, at);
-    if (!rebuilt.ok()) {
+    auto changes = UndoSinceLocked(type, at);
+    if (!changes.ok()) {
       if (token_rv > 0) {
         return Status(StatusCode::kOutOfRange,
                       "The provided continue parameter is too old to display a consistent list "
                       "result. You can start a new list without the continue parameter.");
       }
-      return rebuilt.status();
+      return changes.status();
     }
-    past = *std::move(rebuilt);
-    objects = &past;
+    undo = *std::move(changes);
     result.resource_version = at;
   }
-  for (auto it = after.empty() ? objects->begin() : objects->upper_bound(after);
-       it != objects->end(); ++it) {
-    if (!MatchesFilter(filter, it->second)) continue;
+  // The objects at the list's version, in key order after `after`: the current ones merged with
+  // the undone changes.
+  auto now = after.empty() ? objects.begin() : objects.upper_bound(after);
+  auto then = after.empty() ? undo.begin() : undo.upper_bound(after);
+  std::string last;
+  while (now != objects.end() || then != undo.end()) {
+    const json* object = nullptr;
+    std::string key;
+    if (then != undo.end() && (now == objects.end() || then->first <= now->first)) {
+      if (now != objects.end() && now->first == then->first) ++now;
+      key = then->first;
+      object = then->second;
+      ++then;
+    } else {
+      key = now->first;
+      object = &now->second;
+      ++now;
+    }
+    if (object == nullptr || !MatchesFilter(filter, *object)) continue;
     if (options.limit > 0 && static_cast<int64_t>(result.items.size()) == options.limit) {
       result.continue_token =
-          HexEncode(json{{"rv", result.resource_version}, {"start", std::prev(it)->first}}.dump());
+          HexEncode(json{{"rv", result.resource_version}, {"start", last}}.dump());
       break;
     }
-    result.items.push_back(it->second);
+    result.items.push_back(*object);
+    last = std::move(key);
   }
   return result;
 }

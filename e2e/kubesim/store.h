@@ -143,9 +143,12 @@ class Store {
                     const nlohmann::json& old = nullptr) REQUIRES(mu_);
   StatusOr<nlohmann::json> DeleteLocked(size_t type, const std::string& key,
                                         const Preconditions& preconditions) REQUIRES(mu_);
-  // The objects of `type` as they were at `resource_version` (kOutOfRange when the history no
-  // longer reaches back that far).
-  StatusOr<Objects> ObjectsAtLocked(size_t type, int64_t resource_version) const REQUIRES(mu_);
+  // How the objects of `type` at `resource_version` differ from now: key -> the object then, or
+  // null when it did not exist (kOutOfRange when the history no longer reaches back that far).
+  // A page of a list at an older version merges it with the current objects, so a list's pages
+  // cost what they return and the changes since, not a copy of every object per page.
+  using Undo = std::map<std::string, const nlohmann::json*>;
+  StatusOr<Undo> UndoSinceLocked(size_t type, int64_t resource_version) const REQUIRES(mu_);
   void RemoveLocked(size_t type, const std::string& key) REQUIRES(mu_);
   std::string NewUidLocked() REQUIRES(mu_);
   std::string Key(const std::string& ns, const std::string& name) const { return ns + "/" + name; }

@@ -511,6 +511,37 @@ TEST_CASE("list resourceVersion, resourceVersionMatch and expired continue token
   CHECK(f.store.List(nodes, "", options).status().code() == StatusCode::kOutOfRange);
 }
 
+TEST_CASE("the pages of a list show its first page's version through updates and deletions") {
+  StoreFixture f;
+  const size_t nodes = f.Type("", "nodes");
+  for (const char* name : {"a", "b", "c", "d"}) REQUIRE_OK(f.store.Create(nodes, "", Named(name)));
+  ListOptions page;
+  page.limit = 1;
+  auto first = f.store.List(nodes, "", page);
+  REQUIRE_OK(first);
+  json b = Named("b");
+  b["spec"]["x"] = 2;
+  REQUIRE_OK(f.store.Update(nodes, "", "b", b, false));
+  b["spec"]["x"] = 3;
+  REQUIRE_OK(f.store.Update(nodes, "", "b", b, false));  // two changes since: undone to the first
+  REQUIRE_OK(f.store.Delete(nodes, "", "c", {}));
+  REQUIRE_OK(f.store.Create(nodes, "", Named("bb")));  // new since: not listed
+  page.continue_token = first->continue_token;
+  page.limit = 2;
+  auto second = f.store.List(nodes, "", page);
+  REQUIRE_OK(second);
+  REQUIRE(second->items.size() == 2);
+  CHECK(second->items[0]["metadata"]["name"] == "b");
+  CHECK(second->items[0]["spec"]["x"] == 1);
+  CHECK(second->items[1]["metadata"]["name"] == "c");  // deleted since, still in this snapshot
+  page.continue_token = second->continue_token;
+  auto rest = f.store.List(nodes, "", page);
+  REQUIRE_OK(rest);
+  REQUIRE(rest->items.size() == 1);
+  CHECK(rest->items[0]["metadata"]["name"] == "d");
+  CHECK(rest->continue_token.empty());
+}
+
 TEST_CASE("DeleteCollection deletes what the selectors match") {
   StoreFixture f;
   const size_t leases = f.Type("coordination.k8s.io", "leases");
