@@ -668,11 +668,14 @@ TEST_CASE("chart: SubjectAccessReviews show least privilege for both identities"
   CHECK(Allowed(ctl, "create", "", "events", "default"));
   CHECK_FALSE(Allowed(ctl, "create", "", "events", "kube-system"));
   // The plugin: its claims at prepare, its Node, its inventory and Lease, Events beside the
-  // Lease; no ResourceSlice at all (the controller is the only writer), no list of anything.
+  // Lease; no ResourceSlice at all (the controller is the only writer). It lists claims (a huge
+  // prepare batch reads its namespace in one paged LIST, docs/kubelet-plugin.md) but never
+  // watches them, and lists nothing else.
   CHECK(Allowed(plugin, "get", "resource.k8s.io", "resourceclaims", "default"));
   CHECK(Allowed(plugin, "get", "xpu.dra.dev", "acceleratorgangs", "default"));
   CHECK_FALSE(Allowed(plugin, "list", "xpu.dra.dev", "acceleratorgangs", "default"));
-  CHECK_FALSE(Allowed(plugin, "list", "resource.k8s.io", "resourceclaims"));
+  CHECK(Allowed(plugin, "list", "resource.k8s.io", "resourceclaims"));
+  CHECK_FALSE(Allowed(plugin, "watch", "resource.k8s.io", "resourceclaims"));
   // Energy per claim: the claims' status (status.devices[].data), and from 1.36 the driver's
   // node-scoped status verbs; never the claim itself.
   CHECK(Allowed(plugin, "update", "resource.k8s.io", "resourceclaims/status", "default"));

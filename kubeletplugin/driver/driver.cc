@@ -101,13 +101,15 @@ Driver::Driver(DriverOptions options, api::client::Client* client, InventoryFn i
                  client, api::client::ResourceClaims()),
              std::move(inventory), std::move(log),
              std::make_shared<api::client::ApiObjects<api::AcceleratorGang>>(
-                 client, api::client::AcceleratorGangs())) {}
+                 client, api::client::AcceleratorGangs()),
+             std::make_shared<ApiClaimLister>(client)) {}
 
 Driver::Driver(DriverOptions options, std::shared_ptr<ClaimReader> claims, InventoryFn inventory,
-               LogFn log, std::shared_ptr<GangReader> gangs)
+               LogFn log, std::shared_ptr<GangReader> gangs, std::shared_ptr<ClaimLister> lister)
     : options_(std::move(options)),
       claims_(std::move(claims)),
       gangs_(std::move(gangs)),
+      lister_(std::move(lister)),
       inventory_(std::move(inventory)),
       log_(std::move(log)),
       specs_(options_.cdi_dir, cdi::KindForDriver(options_.driver_name)),
@@ -222,14 +224,19 @@ Status Driver::WriteGangFile(const std::string& path, const std::string& content
 }
 
 Driver::Fetched Driver::Fetch(const ClaimRef& ref) {
-  Fetched f;
-  const std::string what = "ResourceClaim " + ref.ns + "/" + ref.name;
   StatusOr<res::ResourceClaim> claim = claims_->Get(ObjectKey::Namespaced(ref.ns, ref.name));
   if (!claim.ok()) {
+    Fetched f;
     f.status = claim.status();
     return f;
   }
-  f.claim = std::move(*claim);
+  return Check(ref, std::move(claim).value());
+}
+
+Driver::Fetched Driver::Check(const ClaimRef& ref, res::ResourceClaim claim) {
+  Fetched f;
+  const std::string what = "ResourceClaim " + ref.ns + "/" + ref.name;
+  f.claim = std::move(claim);
   if (f.claim.metadata.uid != ref.uid) {
     f.status = FailedPreconditionError(what + " has uid " + f.claim.metadata.uid +
                                        ", the kubelet asked for " + ref.uid);
@@ -253,6 +260,88 @@ Driver::Fetched Driver::Fetch(const ClaimRef& ref) {
     }
   }
   return f;
+}
+
+void Driver::ListInto(const std::vector<const ClaimRef*>& todo, const CallBounds& bounds,
+                      CallBounds::Clock::duration reserve, std::vector<Fetched>* fetched,
+                      std::vector<std::optional<res::ResourceClaim>>* listed,
+                      std::vector<bool>* done) {
+  if (lister_ == nullptr) return;
+  const ListPlan plan = PlanLists(todo);
+  for (size_t l = 0; l < plan.lists.size(); ++l) {
+    const std::string& ns = plan.lists[l];
+    const std::string where = ns.empty() ? "all namespaces" : "namespace " + ns;
+    std::set<ObjectKey> wanted;
+    for (size_t i = 0; i < todo.size(); ++i) {
+      if (plan.list_of[i] == static_cast<int>(l)) {
+        wanted.insert(ObjectKey::Namespaced(todo[i]->ns, todo[i]->name));
+      }
+    }
+    // Never more requests than the GETs it stands for.
+    const int max_pages = static_cast<int>(wanted.size());
+    ListedClaims result =
+        ListClaims(*lister_, ns, wanted, max_pages, [&] { return bounds.Live(reserve); });
+    if (!result.error.ok()) {
+      log_(result.error.message() + "; reading the " +
+           std::to_string(wanted.size() - result.found.size()) + " claims of " + where +
+           " it did not find one by one");
+    }
+    for (size_t i = 0; i < todo.size(); ++i) {
+      if (plan.list_of[i] != static_cast<int>(l)) continue;
+      const ClaimRef& ref = *todo[i];
+      auto it = result.found.find(ObjectKey::Namespaced(ref.ns, ref.name));
+      if (it != result.found.end()) {
+        (*listed)[i] = it->second;  // copied: a name may come twice, with two uids
+      } else if (result.complete) {
+        (*fetched)[i].status = NotFoundError("ResourceClaim " + ref.ns + "/" + ref.name +
+                                             ": not found (not in the list of " + where + ")");
+        (*done)[i] = true;
+      }
+    }
+  }
+}
+
+std::vector<Driver::Fetched> Driver::FetchAll(const std::vector<const ClaimRef*>& todo,
+                                              const CallBounds& bounds,
+                                              CallBounds::Clock::duration reserve) {
+  std::vector<Fetched> fetched(todo.size());
+  std::vector<std::optional<res::ResourceClaim>> listed(todo.size());
+  std::vector<bool> done(todo.size(), false);
+  ListInto(todo, bounds, reserve, &fetched, &listed, &done);
+  // Listed claims are checked here (a gang's GET at most each); the rest are read with GETs,
+  // at most fetch_parallelism at a time. Every lookup first asks whether the call is live.
+  std::vector<size_t> to_get;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    if (done[i]) continue;
+    if (!listed[i]) {
+      to_get.push_back(i);
+    } else if (!bounds.Live(reserve)) {
+      fetched[i].status = UnavailableError(NotReached(bounds, "prepared"));
+    } else {
+      fetched[i] = Check(*todo[i], std::move(*listed[i]));
+    }
+  }
+  const auto parallel = static_cast<size_t>(options_.fetch_parallelism);
+  for (size_t start = 0; start < to_get.size(); start += parallel) {
+    if (!bounds.Live(reserve)) {
+      for (size_t k = start; k < to_get.size(); ++k) {
+        fetched[to_get[k]].status = UnavailableError(NotReached(bounds, "prepared"));
+      }
+      break;
+    }
+    const size_t end = std::min(to_get.size(), start + parallel);
+    if (end - start == 1) {
+      fetched[to_get[start]] = Fetch(*todo[to_get[start]]);
+      continue;
+    }
+    std::vector<std::future<Fetched>> running;
+    for (size_t k = start; k < end; ++k) {
+      running.push_back(
+          std::async(std::launch::async, [this, ref = todo[to_get[k]]] { return Fetch(*ref); }));
+    }
+    for (size_t k = start; k < end; ++k) fetched[to_get[k]] = running[k - start].get();
+  }
+  return fetched;
 }
 
 std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>& claims,
@@ -295,29 +384,8 @@ std::map<std::string, PrepareResult> Driver::Prepare(const std::vector<ClaimRef>
       todo.push_back(&ref);
     }
   }
-  // Fetch concurrently, at most fetch_parallelism at a time, while the call is live.
-  std::vector<Fetched> fetched(todo.size());
-  for (size_t start = 0; start < todo.size();
-       start += static_cast<size_t>(options_.fetch_parallelism)) {
-    if (!bounds.Live(reserve)) {
-      for (size_t i = start; i < todo.size(); ++i) {
-        fetched[i].status = UnavailableError(NotReached(bounds, "prepared"));
-      }
-      break;
-    }
-    const size_t end =
-        std::min(todo.size(), start + static_cast<size_t>(options_.fetch_parallelism));
-    if (end - start == 1) {
-      fetched[start] = Fetch(*todo[start]);
-      continue;
-    }
-    std::vector<std::future<Fetched>> running;
-    for (size_t i = start; i < end; ++i) {
-      running.push_back(
-          std::async(std::launch::async, [this, ref = todo[i]] { return Fetch(*ref); }));
-    }
-    for (size_t i = start; i < end; ++i) fetched[i] = running[i - start].get();
-  }
+  // Read and check the claims (listed or fetched), while the call is live.
+  std::vector<Fetched> fetched = FetchAll(todo, bounds, reserve);
   CrashPoint("prepare-after-get");
 
   MutexLock lock(mu_);

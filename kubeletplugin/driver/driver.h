@@ -15,11 +15,17 @@
 // Unprepare works from the checkpoint alone (the claim may be gone from the API): remove the
 // spec, then the entry; an unknown uid succeeds.
 //
-// A call is bounded by its caller (CallBounds): no GET is started once the caller went away or
-// less than a reserve (a fifth of the call's time, 0.5 to 5 s) is left, and no claim is written
-// once half of that reserve is left; the claims not reached answer with a retryable error. So a
-// batch larger than the API's rate allows answers in time with what it did, and an abandoned call
-// stops early and frees the next one.
+// A call is bounded by its caller (CallBounds): no lookup (a GET, a LIST page, a gang's GET) is
+// started once the caller went away or less than a reserve (a fifth of the call's time, 0.5 to
+// 5 s) is left, whatever the earlier lookups answered, and no claim is written once half of that
+// reserve is left; the claims not reached answer with a retryable error. So a batch larger than
+// the API's rate allows answers in time with what it did, and an abandoned call stops early and
+// frees the next one. A namespace with many claims in one batch (claim_lookup.h) is read with one
+// paged LIST instead of a GET per claim (and many claims spread over small namespaces with one
+// LIST of all namespaces): a claim a complete list lacks answers "not found" at once, so 10,000
+// claims that do not exist cost a few requests, not 10,000 rate-limited GETs, and the batch's
+// real claims are prepared within the kubelet's deadline. A LIST the API refuses (RBAC without
+// `list`, an error) or one that would cost more requests than the GETs falls back to the GETs.
 //
 // Partitions (docs/partitions.md; partitions.h, which the driver calls under its lock). A result
 // naming a partition device (a vNPU, a MIG instance) is made sure of before computing: one recorded
@@ -48,6 +54,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +68,7 @@
 #include "kubeletplugin/cdi/cdi.h"
 #include "kubeletplugin/checkpoint/checkpoint.h"
 #include "kubeletplugin/discovery/partition_backend.h"
+#include "kubeletplugin/driver/claim_lookup.h"
 #include "kubeletplugin/driver/crash_point.h"
 #include "kubeletplugin/driver/health_monitor.h"
 #include "kubeletplugin/driver/partitions.h"
@@ -114,9 +122,11 @@ class Driver : public NodeService {
   Driver(DriverOptions options, api::client::Client* client, InventoryFn inventory, LogFn log);
   // Claims read through `claims` (tests hand it api/client/testing/fake_objects.h).
   // A claim holding a gang device has its AcceleratorGang read through `gangs` (none: such a
-  // claim fails with a retryable error).
+  // claim fails with a retryable error). A large batch lists its namespace through `lister`
+  // (none: every claim is read with a GET).
   Driver(DriverOptions options, std::shared_ptr<ClaimReader> claims, InventoryFn inventory,
-         LogFn log, std::shared_ptr<GangReader> gangs = nullptr);
+         LogFn log, std::shared_ptr<GangReader> gangs = nullptr,
+         std::shared_ptr<ClaimLister> lister = nullptr);
 
   // The backend that creates partitions of its kind; before Start.
   void AddPartitionBackend(std::shared_ptr<discovery::PartitionBackend> backend) EXCLUDES(mu_);
@@ -156,8 +166,20 @@ class Driver : public NodeService {
 
  private:
   struct Fetched;
-  // The claim GET, never with mu_ held.
+  // Every claim of `todo` read (listed or GET) and checked, while `bounds` leave `reserve`;
+  // never with mu_ held.
+  std::vector<Fetched> FetchAll(const std::vector<const ClaimRef*>& todo, const CallBounds& bounds,
+                                CallBounds::Clock::duration reserve) EXCLUDES(mu_);
+  // The LISTs `todo` is worth (claim_lookup.h: PlanLists): claims found go to `listed`, claims
+  // a complete list lacks get their error in `fetched` (and `done`); the others are left to a GET.
+  void ListInto(const std::vector<const ClaimRef*>& todo, const CallBounds& bounds,
+                CallBounds::Clock::duration reserve, std::vector<Fetched>* fetched,
+                std::vector<std::optional<api::resource::ResourceClaim>>* listed,
+                std::vector<bool>* done) EXCLUDES(mu_);
+  // The claim GET, then Check.
   Fetched Fetch(const ClaimRef& ref) EXCLUDES(mu_);
+  // What needs only the claim: its uid, its allocation, a gang device's AcceleratorGang (a GET).
+  Fetched Check(const ClaimRef& ref, api::resource::ResourceClaim claim) EXCLUDES(mu_);
   PrepareResult PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
                               std::map<std::string, checkpoint::Claim>* batch) REQUIRES(mu_);
   Status SaveLocked() REQUIRES(mu_);
@@ -170,6 +192,7 @@ class Driver : public NodeService {
   const DriverOptions options_;
   const std::shared_ptr<ClaimReader> claims_;
   const std::shared_ptr<GangReader> gangs_;
+  const std::shared_ptr<ClaimLister> lister_;
   const InventoryFn inventory_;
   const LogFn log_;
   cdi::SpecStore specs_;

@@ -43,6 +43,10 @@ struct UnprepareResult {
   friend bool operator==(const UnprepareResult&, const UnprepareResult&) = default;
 };
 
+// The deadline the kubelet gives each NodePrepareResources / NodeUnprepareResources call. The
+// gRPC edge assumes it for a caller that sets none, so no call runs unbounded.
+inline constexpr std::chrono::seconds kKubeletCallTimeout{45};
+
 // What bounds one call: the caller's deadline (the kubelet gives each call 45 s) and whether the
 // caller went away. Work is only started while the call is live; the claims it leaves answer
 // with a retryable error, so the kubelet gets an answer in time and asks again for the rest.

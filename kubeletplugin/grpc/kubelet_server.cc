@@ -129,14 +129,17 @@ bool SameSocket(const std::string& path, const SocketIdentity& id) {
 }
 
 // The caller's deadline and cancellation, for the driver. gRPC gives the deadline on the system
-// clock; one further away than a day is taken as none.
+// clock; one further away than a day is taken as none, and a call without one gets the kubelet's
+// (kKubeletCallTimeout): the kubelet always sets it, and a batch no caller bounds could hold the
+// plugin's one call at a time for minutes.
 CallBounds BoundsOf(::grpc::ServerContext* context) {
   CallBounds bounds;
   const auto left = context->deadline() - std::chrono::system_clock::now();
-  if (left < std::chrono::hours(24)) {
-    bounds.deadline =
-        CallBounds::Clock::now() + std::chrono::duration_cast<CallBounds::Clock::duration>(left);
-  }
+  bounds.deadline =
+      CallBounds::Clock::now() +
+      (left < std::chrono::hours(24)
+           ? std::chrono::duration_cast<CallBounds::Clock::duration>(left)
+           : std::chrono::duration_cast<CallBounds::Clock::duration>(kKubeletCallTimeout));
   bounds.cancelled = [context] { return context->IsCancelled(); };
   return bounds;
 }

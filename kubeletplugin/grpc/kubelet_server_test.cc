@@ -105,6 +105,7 @@ class FakeService : public NodeService {
     if (throw_in_prepare) throw std::runtime_error("driver bug");
     MutexLock lock(mu_);
     prepared.push_back(claims);
+    deadlines.push_back(bounds.deadline);
     std::map<std::string, PrepareResult> out;
     for (const auto& claim : claims) {
       if (claim.uid == forget_uid) continue;
@@ -139,6 +140,7 @@ class FakeService : public NodeService {
   std::atomic<bool> saw_caller_leave{false};
   OverlapDetector* overlap = nullptr;
   std::vector<std::vector<ClaimRef>> prepared;
+  std::vector<CallBounds::Clock::time_point> deadlines;  // of each prepare call
   std::vector<std::vector<ClaimRef>> unprepared;
 
  private:
@@ -493,6 +495,39 @@ TEST_CASE_METHOD(
   REQUIRE_OK(next);
   CHECK(next->at("uid-1").error.empty());
   CHECK(service.saw_caller_leave);
+}
+
+TEST_CASE_METHOD(ServerTest,
+                 "kubelet server: a call without a deadline is bounded by the kubelet's 45 s") {
+  KubeletServer server(Options(dir));
+  REQUIRE_OK(server.Start(&service, nullptr));
+  auto stub = drav1::DRAPlugin::NewStub(
+      ::grpc::CreateChannel("unix://" + server.dra_socket(), ::grpc::InsecureChannelCredentials()));
+  drav1::NodePrepareResourcesRequest request;
+  drav1::Claim* claim = request.add_claims();
+  claim->set_namespace_("default");
+  claim->set_name("a");
+  claim->set_uid("uid-1");
+  {
+    ::grpc::ClientContext context;  // no deadline
+    drav1::NodePrepareResourcesResponse response;
+    const Clock::time_point sent = Clock::now();
+    REQUIRE(stub->NodePrepareResources(&context, request, &response).ok());
+    const Clock::time_point answered = Clock::now();
+    REQUIRE(service.deadlines.size() == 1);
+    CHECK(service.deadlines[0] >= sent + kKubeletCallTimeout - milliseconds(1000));
+    CHECK(service.deadlines[0] <= answered + kKubeletCallTimeout);
+  }
+  {
+    // A caller's own deadline, nearer or further, is kept.
+    ::grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(3));
+    drav1::NodePrepareResourcesResponse response;
+    const Clock::time_point sent = Clock::now();
+    REQUIRE(stub->NodePrepareResources(&context, request, &response).ok());
+    REQUIRE(service.deadlines.size() == 2);
+    CHECK(service.deadlines[1] >= sent + std::chrono::minutes(3) - milliseconds(1000));
+  }
 }
 
 TEST_CASE_METHOD(
