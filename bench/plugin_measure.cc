@@ -2,9 +2,12 @@
 //   - start to registration socket (budget 200 ms): spawn to the socket answering GetInfo
 //   - NodePrepareResources, 1 claim x 8 devices, incl. the claim GET over TLS and both fsyncs
 //     (budget p50 5 ms): prepared and unprepared --claims times over the real sockets
-//   - resident memory with 100 prepared claims (budget 20 MB): VmRSS of the plugin
+//   - memory with 100 prepared claims (budget PSS 20 MB): the plugin's PSS, RSS and private bytes
+//     (/proc/PID/smaps_rollup), and the other processes of the same executable, which PSS splits
+//     shared pages with
 //   - one NodePrepareResources call for batches of 1, 10, 100 and 1,000 new claims
 // Uses the atlas800t-a2 fixture host (8 NPUs) and the kubelet stand-in.
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
@@ -12,8 +15,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
+#include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -42,7 +48,6 @@ using Clock = std::chrono::steady_clock;
 
 using xpu::bench::Ms;
 using xpu::bench::Percentile;
-using xpu::bench::StatusMb;
 
 int Fail(const std::string& what) { return xpu::bench::Fail("plugin_measure", what); }
 
@@ -50,7 +55,8 @@ constexpr std::string_view kUsage =
     "usage: plugin_measure [--claims N] [--plugin-flag FLAG]...\n"
     "Measures xpu-dra-plugin against kube-sim: start to registration socket,\n"
     "NodePrepareResources of 1 claim x 8 devices (N times, default 100), the\n"
-    "plugin's resident memory with 100 prepared claims, and one prepare call\n"
+    "plugin's memory (PSS, RSS, private) with 100 prepared claims whatever N is,\n"
+    "and one prepare call\n"
     "for batches of 1, 10, 100 and 1,000 new claims. The prepare is set beside\n"
     "the fsync floor of the same run: the checkpoint's atomic write alone. The\n"
     "kubelet stand-in keeps one connection to the plugin, as the kubelet does.\n"
@@ -286,12 +292,113 @@ xpu::StatusOr<std::vector<Batch>> MeasureBatches(kc::Client& c, xpu::e2e::Kubele
   return batches;
 }
 
-// The plugin's resident memory, in MB.
+// A process's memory from /proc/PID/smaps_rollup, in MB. PSS counts each page divided by the
+// number of processes mapping it: what other processes share (libc, libcrypto) is not all ours.
+struct Rollup {
+  double rss = 0;
+  double pss = 0;
+  double priv = 0;  // Private_Clean + Private_Dirty: mapped by this process alone
+  double anon = 0;  // Anonymous: heap, stacks
+};
+
+xpu::StatusOr<Rollup> ReadRollup(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/smaps_rollup";
+  std::ifstream in(path);
+  std::map<std::string, double> kb;
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos || !line.ends_with(" kB")) continue;
+    kb[line.substr(0, colon)] = std::atof(line.c_str() + colon + 1);
+  }
+  if (!kb.contains("Pss")) return xpu::InternalError(path + ": no Pss field");
+  return Rollup{.rss = kb["Rss"] / 1024,
+                .pss = kb["Pss"] / 1024,
+                .priv = (kb["Private_Clean"] + kb["Private_Dirty"]) / 1024,
+                .anon = kb["Anonymous"] / 1024};
+}
+
+// The other processes running the executable of `pid` (the same file, whatever its path).
+int OtherProcessesOfExe(pid_t pid) {
+  struct stat exe {};
+  if (::stat(("/proc/" + std::to_string(pid) + "/exe").c_str(), &exe) != 0) return -1;
+  int others = 0;
+  for (const auto& entry :
+       fs::directory_iterator("/proc", fs::directory_options::skip_permission_denied)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit) ||
+        name == std::to_string(pid)) {
+      continue;
+    }
+    struct stat other {};
+    if (::stat((entry.path() / "exe").c_str(), &other) == 0 && other.st_dev == exe.st_dev &&
+        other.st_ino == exe.st_ino) {
+      ++others;
+    }
+  }
+  return others;
+}
+
+std::string Format(const char* format, double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// The resident pages of `pid` (its page frame numbers, /proc/PID/pagemap); empty without the
+// right to read them (CAP_SYS_ADMIN), when the kernel shows every frame number as 0.
+std::vector<uint64_t> ResidentFrames(const std::string& pid) {
+  std::ifstream maps("/proc/" + pid + "/maps");
+  const int fd = ::open(("/proc/" + pid + "/pagemap").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::vector<uint64_t> frames;
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (std::string line; std::getline(maps, line);) {
+    uint64_t from = 0;
+    uint64_t to = 0;
+    if (std::sscanf(line.c_str(), "%" SCNx64 "-%" SCNx64, &from, &to) != 2) continue;
+    std::vector<uint64_t> entries((to - from) / page);
+    const ssize_t n =
+        ::pread(fd, entries.data(), entries.size() * 8, static_cast<off_t>(from / page * 8));
+    for (ssize_t i = 0; i < n / 8; ++i) {
+      const uint64_t e = entries[static_cast<size_t>(i)];
+      if ((e >> 63) & 1) frames.push_back(e & ((uint64_t{1} << 55) - 1));  // present: the PFN
+    }
+  }
+  ::close(fd);
+  if (std::all_of(frames.begin(), frames.end(), [](uint64_t f) { return f == 0; })) return {};
+  return frames;
+}
+
+// The plugin's PSS in MB as if this benchmark did not run: it links gRPC and protobuf for the
+// kubelet stand-in, so the plugin's pages of those libraries count half in its plain PSS (and in
+// no node's). Each resident page counts 1 / (the processes mapping it, less this one), from
+// /proc/kpagecount. -1 where the frames cannot be read (not root).
+double PssWithoutThisBenchmark(pid_t pid) {
+  const std::vector<uint64_t> plugin = ResidentFrames(std::to_string(pid));
+  std::vector<uint64_t> self = ResidentFrames("self");
+  const int counts = ::open("/proc/kpagecount", O_RDONLY | O_CLOEXEC);
+  if (plugin.empty() || self.empty() || counts < 0) {
+    if (counts >= 0) ::close(counts);
+    return -1;
+  }
+  std::sort(self.begin(), self.end());
+  double pages = 0;
+  for (const uint64_t frame : plugin) {
+    uint64_t mapped = 1;
+    if (::pread(counts, &mapped, 8, static_cast<off_t>(frame * 8)) != 8) mapped = 1;
+    if (std::binary_search(self.begin(), self.end(), frame)) --mapped;
+    pages += 1.0 / static_cast<double>(std::max<uint64_t>(mapped, 1));
+  }
+  ::close(counts);
+  return pages * static_cast<double>(::sysconf(_SC_PAGESIZE)) / (1024.0 * 1024.0);
+}
+
+// The plugin's memory at start and with 100 prepared claims.
 struct Memory {
-  double rss_start = 0;  // at start
-  double rss = 0;        // with 100 prepared claims, and of it:
-  double anon = 0;
-  double file = 0;
+  Rollup start;
+  Rollup prepared;
+  int others = 0;         // other processes of the plugin's executable
+  double pss_alone = -1;  // PssWithoutThisBenchmark, with 100 prepared claims
 };
 
 void PrintReport(bool shm, int claims, double start_ms, const PrepareTimes& t, const Memory& m,
@@ -314,11 +421,24 @@ void PrintReport(bool shm, int claims, double start_ms, const PrepareTimes& t, c
       Percentile(t.prepare_ms, 0.5) / std::max(1e-9, Percentile(t.floor_ms, 0.5)));
   std::printf("  NodeUnprepareResources (n=%d)                      p50 %6.2f ms  p90 %6.2f ms\n",
               claims, Percentile(t.unprepare_ms, 0.5), Percentile(t.unprepare_ms, 0.9));
-  std::printf("  resident memory at start                          %8.1f MB\n", m.rss_start);
+  // This benchmark maps gRPC and protobuf too (the kubelet stand-in): the PSS that counts is the
+  // one without it, where the frames can be read.
+  const bool alone = m.pss_alone >= 0;
   std::printf(
-      "  resident memory with 100 prepared claims          %8.1f MB  (budget 20 MB): "
-      "%.1f MB anonymous, %.1f MB file-backed (shared libraries)\n",
-      m.rss, m.anon, m.file);
+      "  plugin memory with 100 prepared claims: PSS %.1f MB (budget 20 MB; %s), RSS %.1f MB, "
+      "private %.1f MB (Private_Clean + Private_Dirty; %.1f MB anonymous); %d other processes "
+      "of the same executable\n",
+      alone ? m.pss_alone : m.prepared.pss,
+      alone ? ("without this benchmark's share of the libraries; " +
+               Format("%.1f", m.prepared.pss) + " MB with it")
+                  .c_str()
+            : "with this benchmark's share of gRPC and protobuf; run as root for the figure "
+              "without it",
+      m.prepared.rss, m.prepared.priv, m.prepared.anon, m.others);
+  std::printf(
+      "  plugin memory at start: PSS %.1f MB (with this benchmark's share), RSS %.1f MB, private "
+      "%.1f MB (%.1f MB anonymous)\n",
+      m.start.pss, m.start.rss, m.start.priv, m.start.anon);
   for (const Batch& b : batches) {
     std::printf(
         "  one call, a batch of %4d new claims: prepare %8.1f ms (%d answered with an error), "
@@ -349,13 +469,20 @@ int main(int argc, char** argv) {
   if (!started.ok()) return Fail(started.status().message());
   const pid_t pid = started->pid;
   Memory memory;
-  memory.rss_start = StatusMb(pid, "VmRSS");
+  const xpu::StatusOr<Rollup> at_start = ReadRollup(pid);
+  if (!at_start.ok()) return Fail(at_start.status().message());
+  memory.start = *at_start;
   const xpu::StatusOr<PrepareTimes> times = MeasurePrepare(c, kubelet, dirs, options->claims);
   if (!times.ok()) return Fail(times.status().message());
   if (const xpu::Status s = PrepareHundred(c, kubelet, dirs); !s.ok()) return Fail(s.message());
-  memory.rss = StatusMb(pid, "VmRSS");
-  memory.anon = StatusMb(pid, "RssAnon");
-  memory.file = StatusMb(pid, "RssFile");
+  // Read 2 s after the last prepare, as scale.sh does: the plugin gives the pages a burst of
+  // calls freed back 200 ms after it (kubeletplugin/plugin/heap.h).
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const xpu::StatusOr<Rollup> prepared = ReadRollup(pid);
+  if (!prepared.ok()) return Fail(prepared.status().message());
+  memory.prepared = *prepared;
+  memory.others = OtherProcessesOfExe(pid);
+  memory.pss_alone = PssWithoutThisBenchmark(pid);
   const xpu::StatusOr<std::vector<Batch>> batches = MeasureBatches(c, kubelet, dirs);
   if (!batches.ok()) return Fail(batches.status().message());
   ::kill(pid, SIGTERM);

@@ -134,6 +134,22 @@ void PluginMetrics::SetClaimEnergy(const std::vector<ClaimEnergy>& accounts) {
 
 namespace {
 
+// Tells the heap trimmer that a kubelet call runs, for its scope.
+class TrimAfter {
+ public:
+  explicit TrimAfter(HeapTrimmer* trimmer) : trimmer_(trimmer) {
+    if (trimmer_ != nullptr) trimmer_->CallStarted();
+  }
+  ~TrimAfter() {
+    if (trimmer_ != nullptr) trimmer_->CallEnded();
+  }
+  TrimAfter(const TrimAfter&) = delete;
+  TrimAfter& operator=(const TrimAfter&) = delete;
+
+ private:
+  HeapTrimmer* const trimmer_;
+};
+
 // Times one call (labelled "error" when any claim failed) and counts its claims by result.
 template <typename Result>
 std::map<std::string, Result> Measured(metrics::Histogram& seconds, metrics::Counter& claims,
@@ -151,12 +167,14 @@ std::map<std::string, Result> Measured(metrics::Histogram& seconds, metrics::Cou
 
 std::map<std::string, PrepareResult> InstrumentedService::Prepare(
     const std::vector<ClaimRef>& claims, const CallBounds& bounds) {
+  const TrimAfter call(trimmer_);
   return Measured<PrepareResult>(metrics_->prepare_seconds, metrics_->prepare_claims,
                                  [&] { return inner_->Prepare(claims, bounds); });
 }
 
 std::map<std::string, UnprepareResult> InstrumentedService::Unprepare(
     const std::vector<ClaimRef>& claims, const CallBounds& bounds) {
+  const TrimAfter call(trimmer_);
   return Measured<UnprepareResult>(metrics_->unprepare_seconds, metrics_->unprepare_claims,
                                    [&] { return inner_->Unprepare(claims, bounds); });
 }

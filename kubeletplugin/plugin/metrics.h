@@ -69,6 +69,7 @@
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/service.h"
 #include "kubeletplugin/plugin/claim_energy.h"
+#include "kubeletplugin/plugin/heap.h"
 #include "kubeletplugin/publisher/publisher.h"
 
 namespace xpu::plugin {
@@ -120,11 +121,12 @@ struct PluginMetrics {
   uint64_t terminal_errors_seen_ GUARDED_BY(mu_) = 0;
 };
 
-// A NodeService that times and counts the calls of another one.
+// A NodeService that times and counts the calls of another one, and tells `trimmer` (when given)
+// when each starts and ends.
 class InstrumentedService : public NodeService {
  public:
-  InstrumentedService(NodeService* inner, PluginMetrics* metrics)
-      : inner_(inner), metrics_(metrics) {}
+  InstrumentedService(NodeService* inner, PluginMetrics* metrics, HeapTrimmer* trimmer = nullptr)
+      : inner_(inner), metrics_(metrics), trimmer_(trimmer) {}
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
                                                const CallBounds& bounds) override;
   std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims,
@@ -133,6 +135,7 @@ class InstrumentedService : public NodeService {
  private:
   NodeService* const inner_;
   PluginMetrics* const metrics_;
+  HeapTrimmer* const trimmer_;
 };
 
 }  // namespace xpu::plugin

@@ -182,6 +182,7 @@ NodePlugin::NodePlugin(PluginOptions options, const std::atomic<bool>& stop, std
           [this](api::NodeInventory* inventory) { OverlayOn(inventory); })),
       health_(options_.node_name),
       energy_(clock_, {.period = options_.claim_status_interval}),
+      trimmer_(clock_, std::chrono::milliseconds(200)),
       telemetry_({.node_name = options_.node_name,
                   .host_root = options_.host_root,
                   .vendor_lib_dirs = vendor_lib_dirs_},
@@ -331,7 +332,7 @@ int NodePlugin::StartDriver() {
   if (std::optional<api::NodeInventory> pinned = inventory_->Reapply()) UpdateHealth(*pinned);
   m_.Collect(driver_->stats());
   StartEnergy();
-  service_ = std::make_unique<InstrumentedService>(energy_service_.get(), &m_);
+  service_ = std::make_unique<InstrumentedService>(energy_service_.get(), &m_, &trimmer_);
   return 0;
 }
 
@@ -475,6 +476,7 @@ void NodePlugin::HealthLoop(Clock& clock) {
       if (Status s = driver_->CollectDeletedClaims(); !s.ok()) log_.Error(s.message());
     }
     m_.registered.Set(server_->registered() ? 1 : 0);
+    trimmer_.Poll();
     // Short naps: the /dev watcher is polled, and done is seen promptly.
     clock.Sleep(std::chrono::milliseconds(100), done_);
   }

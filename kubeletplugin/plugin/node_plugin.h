@@ -34,6 +34,7 @@
 #include "kubeletplugin/plugin/claim_energy.h"
 #include "kubeletplugin/plugin/claim_status_writer.h"
 #include "kubeletplugin/plugin/device_metrics.h"
+#include "kubeletplugin/plugin/heap.h"
 #include "kubeletplugin/plugin/metrics.h"
 #include "kubeletplugin/plugin/plugin.h"
 #include "kubeletplugin/plugin/xid_health.h"
@@ -70,8 +71,9 @@ class NodePlugin {
   // The loops need a successful Start (the telemetry loop does not).
   //
   // Health: discovers every --health-interval (and when device nodes change under <host-root>/dev),
-  // collects claims deleted from the API every --claim-gc (at once first), and keeps the
-  // registered gauge. Naps of 100 ms.
+  // collects claims deleted from the API every --claim-gc (at once first), keeps the registered
+  // gauge, and trims the heap after the start and after each burst of kubelet calls (heap.h).
+  // Naps of 100 ms.
   void HealthLoop(Clock& clock);
   // Device telemetry for /metrics every --telemetry-interval (at once first; none when zero),
   // and at least once a second while a claim is held, each sample fed to the claims' energy
@@ -160,6 +162,8 @@ class NodePlugin {
   std::unique_ptr<EnergyAccountingService> energy_service_;
   std::unique_ptr<ClaimStatusApi> status_api_;
   std::unique_ptr<ClaimStatusWriter> status_writer_;
+  // The kubelet's calls free what they allocated; the pages go back once a burst is over.
+  HeapTrimmer trimmer_;
   std::unique_ptr<InstrumentedService> service_;
   std::unique_ptr<InventoryPublisher> publisher_;
   std::atomic<bool> serving_{false};
