@@ -5,48 +5,14 @@
 #include <utility>
 
 #include "controller/device_classes.h"
-#include "topology/solver.h"
+#include "controller/pending_facts.h"
 
 namespace xpu::controller {
 namespace {
 
-// The alternative's device count for the rules: All asks for at least one.
-int Wanted(const ClaimAlternative& a) { return a.all ? 1 : static_cast<int>(a.count); }
-
-std::string Describe(const ClaimAlternative& a) {
-  return (a.all ? std::string("all") : std::to_string(a.count)) + " of " + a.device_class;
-}
-
 bool ClassIsOurs(const std::string& device_class, const Config& config, std::string_view driver) {
   // DeviceInClass answers for the classes this config generates, whatever the device.
   return DeviceInClass(config, device_class, driver, api::InventoryDevice{}).has_value();
-}
-
-// Why `server` (a group's template inventory, nothing held) cannot serve any alternative of
-// `claim`, or what it offers.
-GroupVerdict JudgeGroup(const PendingClaimInput& claim, const NodeGroupProfile& group,
-                        const Config& config, std::string_view driver) {
-  GroupVerdict v{.group = group.name, .fits = true, .reason = ""};
-  for (const ClaimDemand& d : claim.demands) {
-    std::string why;
-    bool any = false;
-    for (const ClaimAlternative& a : d.alternatives) {
-      std::optional<std::string> no = CannotServe(group.inventory, {}, a, config, driver);
-      if (!no) {
-        any = true;
-        v.reason += (v.reason.empty() ? "" : "; ") + d.request + ": " + Describe(a) + " on a new " +
-                    group.inventory.status.server_model;
-        break;
-      }
-      why += (why.empty() ? "" : "; ") + *no;
-    }
-    if (!any) {
-      v.fits = false;
-      v.reason = d.request + ": " + why;
-      return v;
-    }
-  }
-  return v;
 }
 
 }  // namespace
@@ -55,37 +21,10 @@ std::optional<std::string> CannotServe(const api::NodeInventory& inventory,
                                        const std::set<std::string>& allocated,
                                        const ClaimAlternative& alternative, const Config& config,
                                        std::string_view driver) {
-  StatusOr<topology::NodeSpec> spec = api::NodeDescriptionFromInventory(inventory);
-  StatusOr<topology::Node> node =
-      spec.ok() ? topology::Node::Build(*spec) : StatusOr<topology::Node>(spec.status());
-  if (!node.ok()) return "its inventory has no usable topology: " + node.status().message();
-  topology::DeviceSet free;
-  int in_class = 0;
-  for (const api::InventoryDevice& d : inventory.status.devices) {
-    const std::optional<bool> in = DeviceInClass(config, alternative.device_class, driver, d);
-    if (!in.has_value()) return std::nullopt;  // not ours to judge
-    if (!*in) continue;
-    ++in_class;
-    if (allocated.contains(d.name) || d.health != "Healthy") continue;
-    if (const std::optional<int> id = node->FindDevice(d.name)) free.Add(*id);
-  }
-  const int want = Wanted(alternative);
-  if (in_class == 0) return "no device of class " + alternative.device_class;
-  if (free.size() < want) {
-    return std::to_string(free.size()) + " of its " + std::to_string(in_class) + " " +
-           alternative.device_class + " devices free, " + std::to_string(want) + " wanted";
-  }
-  if (alternative.all) {
-    return free.size() == in_class
-               ? std::nullopt
-               : std::optional<std::string>("not all of its " + alternative.device_class +
-                                            " devices are free");
-  }
-  if (!topology::Solve(*node, free, want).feasible) {
-    return "its free " + alternative.device_class + " devices hold no set of " +
-           std::to_string(want) + " its rules allow";
-  }
-  return std::nullopt;
+  PendingModels models;
+  const PendingNode node = models.Of(inventory);
+  return CannotServe(*node.model, node.healthy, DeviceIds(*node.model, allocated), alternative,
+                     config, driver);
 }
 
 bool ClassesAreOurs(const PendingClaimInput& claim, const Config& config, std::string_view driver) {
@@ -103,43 +42,18 @@ std::vector<PendingReport> PendingClaims(const std::vector<PendingClaimInput>& c
                                          const std::function<bool(LiveNode*)>& next,
                                          const std::vector<NodeGroupProfile>& groups,
                                          const Config& config, std::string_view driver) {
-  // Per claim still unserved: per request, the reasons nodes gave (the last one kept).
-  std::vector<const PendingClaimInput*> open;
-  for (const PendingClaimInput& c : claims) {
-    if (ClassesAreOurs(c, config, driver)) open.push_back(&c);
-  }
-  std::map<const PendingClaimInput*, int> refusals;
-  int live = 0;
+  // Each node's facts, taken while its inventory is decoded; equal models are shared.
+  PendingModels models;
+  std::vector<PendingNodeInput> nodes;
   LiveNode node;
-  while (!open.empty() && next(&node)) {
+  while (next(&node)) {
     if (node.inventory == nullptr) continue;
-    ++live;
-    std::erase_if(open, [&](const PendingClaimInput* c) {
-      for (const ClaimDemand& d : c->demands) {
-        const bool served =
-            std::any_of(d.alternatives.begin(), d.alternatives.end(), [&](const auto& a) {
-              return !CannotServe(*node.inventory, node.allocated, a, config, driver);
-            });
-        if (!served) {
-          ++refusals[c];
-          return false;
-        }
-      }
-      return true;
-    });
+    PendingNodeInput in{.facts = models.Of(*node.inventory), .allocated = {}};
+    in.allocated = DeviceIds(*in.facts.model, node.allocated);
+    nodes.push_back(std::move(in));
+    node.inventory.reset();
   }
-  std::vector<PendingReport> out;
-  for (const PendingClaimInput* c : open) {
-    PendingReport r;
-    r.ns = c->ns;
-    r.name = c->name;
-    r.created = c->created;
-    r.reason = live == 0 ? "no live node of this driver"
-                         : "none of the " + std::to_string(live) + " live nodes can serve it";
-    for (const NodeGroupProfile& g : groups) r.groups.push_back(JudgeGroup(*c, g, config, driver));
-    out.push_back(std::move(r));
-  }
-  return out;
+  return JudgePendingClaims(claims, nodes, groups, config, driver);
 }
 
 nlohmann::json PendingJson(const std::vector<PendingReport>& reports,

@@ -77,8 +77,10 @@ struct PendingReport {
 };
 
 // Walks live nodes one at a time (`next` yields each node's inventory and held devices, false
-// when done), so that only one decoded inventory is alive at a time; claims some node can serve
-// drop out. What is left is reported against every node group.
+// when done), so that only one decoded inventory is alive at a time, keeping each node's facts
+// (controller/pending_facts.h); claims some node can serve drop out. What is left is reported
+// against every node group. The controller judges from facts it keeps between requests instead
+// (JudgePendingClaims over controller/pending_cache.h).
 struct LiveNode {
   std::string name;
   std::shared_ptr<const api::NodeInventory> inventory;

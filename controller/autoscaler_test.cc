@@ -1,9 +1,15 @@
 #include "controller/autoscaler.h"
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <random>
 
 #include "base/testing/require_ok.h"
+#include "controller/device_classes.h"
+#include "controller/pending_cache.h"
+#include "controller/pending_facts.h"
 #include "controller/reference_servers.h"
+#include "topology/solver.h"
 
 namespace xpu::controller {
 namespace {
@@ -124,6 +130,179 @@ TEST_CASE("template drift: a node like its template has none, another server mod
   REQUIRE_OK(other);
   CHECK_FALSE(TemplateDrift(*other, *tmpl).empty());
   CHECK(TemplateDrift(*other, *tmpl, 2).size() == 2);
+}
+
+// CannotServe as it was before the facts: every call from the decoded inventory.
+std::optional<std::string> CannotServeDecoded(const api::NodeInventory& inventory,
+                                              const std::set<std::string>& allocated,
+                                              const ClaimAlternative& alternative,
+                                              const Config& config) {
+  StatusOr<topology::NodeSpec> spec = api::NodeDescriptionFromInventory(inventory);
+  StatusOr<topology::Node> node =
+      spec.ok() ? topology::Node::Build(*spec) : StatusOr<topology::Node>(spec.status());
+  if (!node.ok()) return "its inventory has no usable topology: " + node.status().message();
+  topology::DeviceSet free;
+  int in_class = 0;
+  for (const api::InventoryDevice& d : inventory.status.devices) {
+    const std::optional<bool> in =
+        DeviceInClass(config, alternative.device_class, "xpu.dra.dev", d);
+    if (!in.has_value()) return std::nullopt;
+    if (!*in) continue;
+    ++in_class;
+    if (allocated.contains(d.name) || d.health != "Healthy") continue;
+    if (const std::optional<int> id = node->FindDevice(d.name)) free.Add(*id);
+  }
+  const int want = alternative.all ? 1 : static_cast<int>(alternative.count);
+  const std::string& c = alternative.device_class;
+  if (in_class == 0) return "no device of class " + c;
+  if (free.size() < want) {
+    return std::to_string(free.size()) + " of its " + std::to_string(in_class) + " " + c +
+           " devices free, " + std::to_string(want) + " wanted";
+  }
+  if (alternative.all) {
+    if (free.size() == in_class) return std::nullopt;
+    return "not all of its " + c + " devices are free";
+  }
+  if (!topology::Solve(*node, free, want).feasible) {
+    return "its free " + c + " devices hold no set of " + std::to_string(want) + " its rules allow";
+  }
+  return std::nullopt;
+}
+
+TEST_CASE("pending claims from shared node facts answer as the decoded inventories did",
+          "[autoscaler][pending]") {
+  const Config config = DefaultConfig();
+  const std::vector<std::string> models = {"atlas800t-a2", "atlas800-9000", "hgx-h200",
+                                           "atlas800t-a3"};
+  std::mt19937 rng(36);
+  // 200 nodes of four models, some devices unhealthy, some held, each with its own uuids.
+  std::vector<api::NodeInventory> fleet;
+  std::vector<std::set<std::string>> held;
+  for (int i = 0; i < 200; ++i) {
+    api::NodeInventory inv = Server(models[static_cast<size_t>(i) % models.size()]);
+    inv.metadata.name = "n" + std::to_string(i);
+    std::set<std::string> h;
+    for (api::InventoryDevice& d : inv.status.devices) {
+      d.uuid = inv.metadata.name + "-" + d.name;
+      if (rng() % 10 == 0) d.health = "Unhealthy";
+      if (rng() % 4 == 0) h.insert(d.name);
+    }
+    fleet.push_back(std::move(inv));
+    held.push_back(std::move(h));
+  }
+  std::vector<ClaimAlternative> asks;
+  for (const char* cls : {"huawei.xpu.dra.dev", "nvidia.xpu.dra.dev"}) {
+    for (int64_t n : {1, 2, 3, 4, 8, 16})
+      asks.push_back({.name = "", .device_class = cls, .count = n});
+    asks.push_back({.name = "", .device_class = cls, .count = 0, .all = true});
+  }
+  // Every node and alternative: the same words as before.
+  PendingModels interned;
+  for (size_t i = 0; i < fleet.size(); ++i) {
+    const PendingNode node = interned.Of(fleet[i]);
+    for (const ClaimAlternative& a : asks) {
+      INFO(fleet[i].metadata.name << " " << a.count << " of " << a.device_class);
+      CHECK(CannotServe(*node.model, node.healthy, DeviceIds(*node.model, held[i]), a, config,
+                        "xpu.dra.dev") == CannotServeDecoded(fleet[i], held[i], a, config));
+    }
+  }
+  // One model per server model, whatever the uuids and health.
+  CHECK(interned.size() == models.size());
+
+  // The claims no node serves, as the walk over decoded inventories finds them.
+  std::vector<PendingClaimInput> claims;
+  for (size_t i = 0; i < asks.size(); ++i) {
+    claims.push_back(Claim("c" + std::to_string(i), {asks[i]}));
+    claims.push_back(Claim("d" + std::to_string(i), {asks[i], asks[(i + 5) % asks.size()]}));
+  }
+  auto profile = ParseNodeGroupProfile("name: a3\nmodel: atlas800t-a3\nmaxSize: 2\n", "");
+  REQUIRE_OK(profile);
+  // Few nodes, so that some claims stay pending.
+  for (size_t live : {size_t{0}, size_t{1}, size_t{3}, size_t{200}}) {
+    std::vector<PendingNodeInput> nodes;
+    std::set<std::string> expected;
+    for (const PendingClaimInput& c : claims) {
+      bool served = false;
+      for (size_t i = 0; i < live && !served; ++i) {
+        for (const ClaimAlternative& a : c.demands[0].alternatives) {
+          served |= !CannotServeDecoded(fleet[i], held[i], a, config).has_value();
+        }
+      }
+      if (!served) expected.insert(c.name);
+    }
+    for (size_t i = 0; i < live; ++i) {
+      PendingNodeInput in{.facts = interned.Of(fleet[i]), .allocated = {}};
+      in.allocated = DeviceIds(*in.facts.model, held[i]);
+      nodes.push_back(std::move(in));
+    }
+    const auto reports = JudgePendingClaims(claims, nodes, {*profile}, config, "xpu.dra.dev");
+    std::set<std::string> got;
+    for (const PendingReport& r : reports) {
+      got.insert(r.name);
+      CHECK(r.groups.size() == 1);
+      CHECK(r.reason == (live == 0
+                             ? "no live node of this driver"
+                             : "none of the " + std::to_string(live) + " live nodes can serve it"));
+    }
+    INFO(live << " live nodes");
+    CHECK(got == expected);
+    CHECK_FALSE(expected.empty());
+  }
+}
+
+api::NodeInventory Versioned(std::string_view model, const std::string& node,
+                             const std::string& version) {
+  api::NodeInventory inv = Server(model);
+  inv.metadata.name = node;
+  inv.metadata.resource_version = version;
+  return inv;
+}
+
+StoredInventory Stored(const api::NodeInventory& inv) {
+  auto stored = api::FromJson<StoredInventory>(api::ToJson(inv));
+  REQUIRE_OK(stored);
+  return *stored;
+}
+
+TEST_CASE("the pending cache keeps one model per server model and follows inventory versions",
+          "[autoscaler][pending]") {
+  PendingCache cache;
+  cache.Note(Stored(Versioned("atlas800t-a2", "n1", "1")));
+  cache.Note(Stored(Versioned("atlas800t-a2", "n2", "2")));
+  cache.Note(Stored(Versioned("hgx-h200", "n3", "3")));
+  CHECK(cache.counts().nodes == 3);
+  CHECK(cache.counts().models == 2);
+  CHECK(cache.counts().noted == 3);
+  // The same version again (a relist): not noted (nor decoded) again.
+  cache.Note(Stored(Versioned("atlas800t-a2", "n1", "1")));
+  CHECK(cache.counts().noted == 3);
+
+  const Config config = DefaultConfig();
+  const std::vector<PendingClaimInput> claims = {Claim("four", {Huawei(4)})};
+  auto judge = [&](const std::vector<std::string>& live) {
+    std::vector<PendingNodeInput> nodes;
+    for (PendingNode& f : cache.Facts(live)) nodes.push_back({.facts = f, .allocated = {}});
+    return JudgePendingClaims(claims, nodes, {}, config, "xpu.dra.dev");
+  };
+  CHECK(judge({"n1"}).empty());
+  // n1 changes: six NPUs unhealthy. Still the A2 model, another health mask.
+  api::NodeInventory sick = Versioned("atlas800t-a2", "n1", "4");
+  for (size_t i = 0; i < 6; ++i) sick.status.devices[i].health = "Unhealthy";
+  cache.Note(Stored(sick));
+  CHECK(cache.counts().noted == 4);
+  REQUIRE(judge({"n1"}).size() == 1);
+  CHECK(judge({"n1", "n2"}).empty());
+  CHECK(judge({"n1", "n3"}).size() == 1);
+  // n3's H200 replaced by an A2; the H200 model goes with it.
+  cache.Note(Stored(Versioned("atlas800t-a2", "n3", "5")));
+  CHECK(cache.counts().models == 1);
+  CHECK(judge({"n1", "n3"}).empty());
+  // Deleted: no facts, not counted as live.
+  cache.Forget("n3");
+  const auto reports = judge({"n1", "n3"});
+  REQUIRE(reports.size() == 1);
+  CHECK(reports[0].reason == "none of the 1 live nodes can serve it");
+  CHECK(cache.counts().nodes == 2);
 }
 
 }  // namespace

@@ -151,6 +151,9 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
   inventories_.AddHandlers(
       {inventory_changed, [inventory_changed](const auto&, const auto& n) { inventory_changed(n); },
        inventory_changed});
+  // /autoscaler/pending's facts are noted where a pool sync decodes the inventory
+  // (DesiredPoolOf), so each version is decoded once; a deleted inventory's are dropped here.
+  inventories_.AddHandlers({nullptr, nullptr, [this](const auto& o) { pending_.Forget(o->name); }});
   nodes_.AddHandlers({pool_of_node,
                       [this](const auto& o, const auto& n) {
                         // Heartbeats change status only; labels and uid matter here.
@@ -246,6 +249,11 @@ void Controller::ResyncAll() {
   }
   queue_.Add(kClassesKey);
   gang_sync_.QueueGangs(std::chrono::milliseconds(0));
+  // The gang slices too: a gang deleted while this controller was not yet leader (its key was
+  // dropped then) is no longer listed, and only its slice says it must go.
+  for (const SlicePtr& s : slice_cache_.Existing(std::string(kGangPool))) {
+    if (auto gang = GangOfSlice(s->metadata.name)) queue_.Add(GangQueueKey(gang->String()));
+  }
 }
 
 void Controller::OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
@@ -407,27 +415,28 @@ std::string Controller::PendingJson() {
   }
   std::shared_ptr<const Config> cfg = config();
   std::vector<std::string> nodes;
+  std::map<std::string, std::vector<std::string>> held;
   {
     MutexLock lock(mu_);
     for (const auto& [node, is_live] : live_) {
-      if (is_live) nodes.push_back(node);
+      if (!is_live) continue;
+      nodes.push_back(node);
+      if (auto it = allocated_.find(node); it != allocated_.end()) {
+        held[node].assign(it->second.begin(), it->second.end());
+      }
     }
   }
-  size_t next = 0;
-  const std::vector<PendingReport> reports = PendingClaims(
-      claims,
-      [&](LiveNode* out) {
-        if (next >= nodes.size()) return false;
-        out->name = nodes[next++];
-        out->inventory = DecodedInventoryOrNull(inventories_.Get(out->name).get());
-        out->allocated.clear();
-        MutexLock lock(mu_);
-        if (auto it = allocated_.find(out->name); it != allocated_.end()) {
-          out->allocated.insert(it->second.begin(), it->second.end());
-        }
-        return true;
-      },
-      options_.node_groups, *cfg, options_.driver);
+  std::vector<PendingNode> facts = pending_.Facts(nodes);
+  std::vector<PendingNodeInput> live;
+  live.reserve(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    PendingNodeInput in{.facts = std::move(facts[i]), .allocated = {}};
+    auto it = held.find(nodes[i]);
+    if (in.facts.model && it != held.end()) in.allocated = DeviceIds(*in.facts.model, it->second);
+    live.push_back(std::move(in));
+  }
+  const std::vector<PendingReport> reports =
+      JudgePendingClaims(claims, live, options_.node_groups, *cfg, options_.driver);
   return controller::PendingJson(reports, options_.node_groups).dump();
 }
 

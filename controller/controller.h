@@ -44,6 +44,7 @@
 #include "controller/gang_reconciler.h"
 #include "controller/metrics.h"
 #include "controller/node_groups.h"
+#include "controller/pending_cache.h"
 #include "controller/pool_reconciler.h"
 #include "controller/pool_sync.h"
 #include "controller/slice_cache.h"
@@ -118,9 +119,12 @@ class Controller {
   void RecordEvent(const Event& event);
 
   // The body of /autoscaler/pending (controller/autoscaler.h): the unallocated claims of this
-  // driver no live node can serve, each with the node groups that could. Decodes the live nodes'
-  // inventories one at a time; thread-safe.
+  // driver no live node can serve, each with the node groups that could. Judged from the facts
+  // the inventory handlers keep (controller/pending_cache.h), with liveness and holdings as the
+  // controller has them: decodes nothing. Thread-safe.
   std::string PendingJson();
+  // The node facts /autoscaler/pending reads (for tests and measurements).
+  PendingCache::Counts PendingCounts() const { return pending_.counts(); }
 
  private:
   // renewTime + leaseDurationSeconds (the default when unset); nullopt without a renewTime.
@@ -187,6 +191,8 @@ class Controller {
   TerminalErrors terminal_;
   // AcceleratorGangs (gang_reconciler.h): placement, the nodes gangs hold, their caches.
   GangReconciler gang_sync_;
+  // Each node's facts for /autoscaler/pending, noted by the inventory handlers.
+  PendingCache pending_;
 
   std::atomic<bool> taints_ok_{true};
   std::atomic<bool> counters_ok_{true};

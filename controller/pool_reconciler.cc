@@ -80,8 +80,9 @@ StatusOr<std::optional<DesiredPool>> Controller::DesiredPoolOf(const PoolGathere
   const std::string& node = decision.node.name;
   StatusOr<api::NodeInventory> inventory = DecodeInventory(*gathered.inventory);
   if (!inventory.ok()) return inventory.status().WithContext("decode inventory of node " + node);
-  // What gang placement needs of it, while it is decoded.
+  // What gang placement and /autoscaler/pending need of it, while it is decoded.
   gang_sync_.NoteInventory(node, gathered.inventory->resource_version, *inventory);
+  pending_.Note(node, gathered.inventory->resource_version, *inventory);
   auto built = BuildPool(*inventory, decision.node, *gathered.config, decision.publish,
                          gathered.inputs.allocated);
   if (!built.ok()) {
