@@ -152,6 +152,11 @@ bool IsNumericIdentifier(std::string_view v) { return Consists(v, IsAsciiDigit, 
 
 bool IsSemverIdentifierChars(std::string_view v) { return Consists(v, IsAlnum, "-"); }
 
+// The digits of a number in a version: 1.38's API server allows 18 (its numericIdentifier,
+// `0|[1-9]\d{0,17}`, for MAJOR, MINOR, PATCH and digit-only pre-release identifiers), so that
+// the number fits an int64 in CEL; 1.37 and older allow any length.
+constexpr size_t kMaxSemverDigits = 18;
+
 std::string SemverProblem(std::string_view v) {
   if (v.empty()) return "must not be empty";
   if (v.size() > kMaxAttributeValueLength) return TooLong("", v.size(), kMaxAttributeValueLength);
@@ -173,9 +178,8 @@ std::string SemverProblem(std::string_view v) {
     if (number.size() > 1 && number[0] == '0') {
       return "MAJOR, MINOR and PATCH must not have leading zeros";
     }
-    // At most 2^64-1, which has 20 digits.
-    if (number.size() > 20 || (number.size() == 20 && number > "18446744073709551615")) {
-      return "MAJOR, MINOR and PATCH must fit in 64 bits";
+    if (number.size() > kMaxSemverDigits) {
+      return "MAJOR, MINOR and PATCH must have at most 18 digits";
     }
     start = dot + 1;
   }
@@ -194,6 +198,10 @@ std::string SemverProblem(std::string_view v) {
       if (IsNumericIdentifier(id) && id.size() > 1 && id[0] == '0') {
         return "numeric pre-release identifier \"" + std::string(id) +
                "\" must not have leading zeros";
+      }
+      if (IsNumericIdentifier(id) && id.size() > kMaxSemverDigits) {
+        return "numeric pre-release identifier \"" + std::string(id) +
+               "\" must have at most 18 digits";
       }
       if (dot == std::string_view::npos) break;
       pre.remove_prefix(dot + 1);

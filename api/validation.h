@@ -114,9 +114,10 @@ Status ValidateNodeName(std::string_view value, std::string_view field);
 // A string device attribute value: at most 64 bytes (may be empty).
 Status ValidateAttributeString(std::string_view value, std::string_view field);
 // A version device attribute value: strict semantic version 2.0.0 of at most 64 bytes:
-// MAJOR.MINOR.PATCH without leading zeros (each fitting in 64 bits), an optional "-" pre-release
-// of dot-separated [0-9A-Za-z-] identifiers (numeric ones without leading zeros), an optional
-// "+" build of dot-separated [0-9A-Za-z-] identifiers; no "v" prefix, no empty identifiers.
+// MAJOR.MINOR.PATCH without leading zeros (at most 18 digits each, as Kubernetes 1.38 requires),
+// an optional "-" pre-release of dot-separated [0-9A-Za-z-] identifiers (numeric ones without
+// leading zeros and of at most 18 digits), an optional "+" build of dot-separated [0-9A-Za-z-]
+// identifiers; no "v" prefix, no empty identifiers.
 Status ValidateVersionAttribute(std::string_view value, std::string_view field);
 // An RFC 4122 UUID in lower-case 8-4-4-4-12 hex form (e.g. a shareID). Version and variant bits
 // are not checked.

@@ -88,13 +88,15 @@ struct Config {
   friend bool operator==(const Config&, const Config&) = default;
 };
 
-// The Kubernetes releases supported, as minor versions of 1.x: 1.34 to 1.37.
+// The Kubernetes releases supported, as minor versions of 1.x: 1.34 to 1.38 (1.38 at beta:
+// docs/reference/kubernetes-1.38.md).
 inline constexpr int kOldestKubeMinor = 34;
-inline constexpr int kNewestKubeMinor = 37;
-// "1.34" to "1.37" (also "v1.36", "1.36.2") as the minor version. Errors name `flag` and list the
-// supported releases: "--kubernetes-version: expected 1.34, 1.35, 1.36 or 1.37, got \"1.33\"".
+inline constexpr int kNewestKubeMinor = 38;
+// "1.34" to "1.38" (also "v1.36", "1.36.2") as the minor version. Errors name `flag` and list the
+// supported releases: "--kubernetes-version: expected 1.34, 1.35, 1.36, 1.37 or 1.38, got
+// \"1.33\"".
 StatusOr<int> ParseKubeMinor(std::string_view text, std::string_view flag);
-// The slice shapes and limits of a minor version: 1.34's, and 1.35's from 1.35 on (1.36 and 1.37
+// The slice shapes and limits of a minor version: 1.34's, and 1.35's from 1.35 on (1.36 to 1.38
 // add no shape the controller publishes).
 api::KubeVersion KubeShapes(int kube_minor);
 

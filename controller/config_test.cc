@@ -325,6 +325,7 @@ TEST_CASE("The default publishing mode follows the Kubernetes version, and a con
   CHECK(DefaultPublishMode(35) == PublishMode::kAttributes);
   CHECK(DefaultPublishMode(36) == PublishMode::kGroups);
   CHECK(DefaultPublishMode(37) == PublishMode::kGroups);
+  CHECK(DefaultPublishMode(38) == PublishMode::kGroups);
   CHECK(DefaultPublishMode(40) == PublishMode::kGroups);  // a server newer than supported
   CHECK(DefaultPublishMode(33) == PublishMode::kAttributes);
 
@@ -359,18 +360,22 @@ TEST_CASE("ParseKubeMinor reads the supported releases and names the flag otherw
   CHECK(ParseKubeMinor("1.37", "--kubernetes-version").value() == 37);
   CHECK(ParseKubeMinor("v1.36", "--kubernetes-version").value() == 36);
   CHECK(ParseKubeMinor("1.37.2", "--kubernetes-version").value() == 37);
+  CHECK(ParseKubeMinor("1.38", "--kubernetes-version").value() == 38);
+  CHECK(ParseKubeMinor("v1.38.0", "--kubernetes-version").value() == 38);
   CHECK(KubeShapes(34) == api::KubeVersion::k1_34);
   CHECK(KubeShapes(35) == api::KubeVersion::k1_35);
   CHECK(KubeShapes(36) == api::KubeVersion::k1_35);
   CHECK(KubeShapes(37) == api::KubeVersion::k1_35);
-  for (const char* bad : {"1.33", "1.38", "", "1", "1.", "2.35", "1.36.", "1.36.x", "1.36rc", "v",
+  // 1.38 adds no slice field and no limit the controller's shapes meet: 1.35's.
+  CHECK(KubeShapes(38) == api::KubeVersion::k1_35);
+  for (const char* bad : {"1.33", "1.39", "", "1", "1.", "2.35", "1.36.", "1.36.x", "1.36rc", "v",
                           "1.-36", "1.999999999999"}) {
     INFO(bad);
     const auto minor = ParseKubeMinor(bad, "--kubernetes-version");
     REQUIRE_FALSE(minor.ok());
     CHECK(minor.status().code() == StatusCode::kInvalidArgument);
     CHECK(minor.status().message() ==
-          "--kubernetes-version: expected 1.34, 1.35, 1.36 or 1.37, "
+          "--kubernetes-version: expected 1.34, 1.35, 1.36, 1.37 or 1.38, "
           "got \"" +
               std::string(bad) + "\"");
   }

@@ -117,7 +117,7 @@ std::vector<Flag> ControllerFlags(ControllerOptions* o) {
       {"--metrics-addr", "ADDR", "/metrics, /healthz, /readyz (default :9401; \"\" disables)",
        StringFlag(&o->metrics_addr)},
       {"--kubernetes-version", "V",
-       "1.34, 1.35, 1.36 or 1.37: slice shapes (1.36 and later\n"
+       "1.34 to 1.38: slice shapes (1.36 and later\n"
        "publish like 1.35) and the publishing mode of a config\n"
        "without one (groups from 1.36, else attributes); default:\n"
        "the server's /version",

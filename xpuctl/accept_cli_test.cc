@@ -57,7 +57,7 @@ TEST_CASE("xpuctl accept: the group's help lists render, run and report", "[acce
       StartsWith("usage: xpuctl accept render --class NAME [--config FILE] [--vendors V,...] "
                  "[--stages S,...] [--gang M] [--count K] [--policy FILE] [--namespace NS] "
                  "[--name PREFIX] [--run-id ID] [--pod-patch FILE] "
-                 "[--kubernetes-version 1.34|1.35|1.36|1.37] [--output yaml|json]\n"));
+                 "[--kubernetes-version 1.34|1.35|1.36|1.37|1.38] [--output yaml|json]\n"));
   CHECK(Run({"help", "accept", "render"}).out == render.out);
   const std::string run = Run({"accept", "run", "--help"}).out;
   CheckContainsAll(run, {"--kubeconfig FILE", "--timeout DURATION", "[--results-dir DIR]",

@@ -71,10 +71,10 @@ constexpr FlagSpec kConfigFlag = {
     "controller config (YAML or JSON, docs/controller-config.md; default: built-in)"};
 constexpr FlagSpec kHelpFlag = {"help", 'h', "", false, "show this help"};
 constexpr FlagSpec kKubeVersionFlag = {
-    "kubernetes-version", '\0', "1.34|1.35|1.36|1.37", false,
-    "the API server's release: slice shapes and limits (1.36 and 1.37 publish like 1.35), and "
+    "kubernetes-version", '\0', "1.34|1.35|1.36|1.37|1.38", false,
+    "the API server's release: slice shapes and limits (1.36 to 1.38 publish like 1.35), and "
     "the publishing mode when the config sets none: groups from 1.36, attributes before "
-    "(default 1.37, the newest supported)"};
+    "(default 1.38, the newest supported)"};
 constexpr FlagSpec kVendorLibFlag = {"vendor-lib-dir",
                                      '\0',
                                      "DIR",
@@ -154,9 +154,9 @@ std::vector<Command> PublishingCommands() {
          "the request (YAML or JSON: name, namespace, accelerator: {class, count, topology, "
          "precision})"},
         kConfigFlag,
-        {"kubernetes-version", '\0', "1.34|1.35|1.36|1.37", false,
+        {"kubernetes-version", '\0', "1.34|1.35|1.36|1.37|1.38", false,
          "the API server's release, for the publishing mode when the config sets none, which "
-         "decides the subrequests: groups from 1.36, attributes before (default 1.37, the "
+         "decides the subrequests: groups from 1.36, attributes before (default 1.38, the "
          "newest supported)"},
         {"vendor", '\0', "V,...", false, "render for these of the class' vendors only"},
         {"cdi-driver-files", '\0', "auto|off|VENDOR=MODE,...", false,
@@ -200,9 +200,9 @@ std::vector<FlagSpec> AcceptRenderFlags(std::string_view run_id_help) {
        "containers merged by name (env by name, volumeMounts by mountPath, ...), volumes, "
        "imagePullSecrets and resourceClaims by name, tolerations appended, {name: X, $patch: "
        "delete} removes an entry; other fields as a JSON merge patch (RFC 7386, null deletes)"},
-      {"kubernetes-version", '\0', "1.34|1.35|1.36|1.37", false,
+      {"kubernetes-version", '\0', "1.34|1.35|1.36|1.37|1.38", false,
        "the API server's release, for the publishing mode when the config sets none, which "
-       "decides the claims' subrequests (default 1.37, the newest supported)"},
+       "decides the claims' subrequests (default 1.38, the newest supported)"},
   };
 }
 

@@ -168,7 +168,8 @@ TEST_CASE("the default publishing mode follows --kubernetes-version, and a confi
     const int at136 = slices({"--kubernetes-version", "1.36"});
     CHECK(at136 > 0);
     CHECK(slices({"--kubernetes-version", "1.37"}) == at136);
-    CHECK(slices({}) == at136);  // the newest supported, 1.37
+    CHECK(slices({"--kubernetes-version", "1.38"}) == at136);
+    CHECK(slices({}) == at136);  // the newest supported, 1.38
     // The config's mode, or --mode, wins on every version.
     CHECK(slices({"--kubernetes-version", "1.37", "--config", attributes}) == 0);
     CHECK(slices({"--kubernetes-version", "1.36", "--mode", "attributes"}) == 0);
@@ -195,11 +196,12 @@ TEST_CASE("the default publishing mode follows --kubernetes-version, and a confi
     const std::string group = "groupSize == 8";
     CHECK_THAT(render({}), Contains(group));
     CHECK_THAT(render({"--kubernetes-version", "1.36"}), Contains(group));
+    CHECK_THAT(render({"--kubernetes-version", "1.38"}), Contains(group));
     CHECK_THAT(render({"--kubernetes-version", "1.35"}), !Contains("groupSize"));
     CHECK_THAT(render({"--config", config}), !Contains("groupSize"));
-    const Result bad = Run({"render", "--request", req, "--kubernetes-version", "1.38"});
+    const Result bad = Run({"render", "--request", req, "--kubernetes-version", "1.39"});
     CHECK(bad.code == kExitUsage);
-    CHECK_THAT(bad.err, Contains("--kubernetes-version: expected 1.34, 1.35, 1.36 or 1.37"));
+    CHECK_THAT(bad.err, Contains("--kubernetes-version: expected 1.34, 1.35, 1.36, 1.37 or 1.38"));
   }
   SECTION("autoscaler-template") {
     const std::string group = fixtures + "nodegroups/hgx-h200.yaml";

@@ -47,17 +47,18 @@ TEST_CASE("help lists the commands and their flags") {
   CHECK_THAT(Run({"discover", "--help"}).out,
              StartsWith("usage: xpuctl discover [--host-root DIR] [--vendor-lib-dir DIR] "
                         "[--node-name NAME] [--output json|yaml]"));
-  CHECK_THAT(Run({"slices", "--help"}).out,
-             StartsWith("usage: xpuctl slices --inventory FILE [--node-name NAME] "
-                        "[--mode attributes|groups] [--kubernetes-version 1.34|1.35|1.36|1.37] "
-                        "[--config FILE] [--label k=v,...] [--allocated DEV,...] "
-                        "[--output json|yaml]"));
+  CHECK_THAT(
+      Run({"slices", "--help"}).out,
+      StartsWith("usage: xpuctl slices --inventory FILE [--node-name NAME] "
+                 "[--mode attributes|groups] [--kubernetes-version 1.34|1.35|1.36|1.37|1.38] "
+                 "[--config FILE] [--label k=v,...] [--allocated DEV,...] "
+                 "[--output json|yaml]"));
   // Without --kubernetes-version: the newest release supported, which publishes groups.
   for (const char* command : {"slices", "render", "autoscaler-template"}) {
     const Result help = Run({command, "--help"});
     INFO(command);
-    CHECK_THAT(help.out, Contains("--kubernetes-version 1.34|1.35|1.36|1.37"));
-    CHECK_THAT(help.out, Contains("groups from 1.36, attributes before (default 1.37, the "
+    CHECK_THAT(help.out, Contains("--kubernetes-version 1.34|1.35|1.36|1.37|1.38"));
+    CHECK_THAT(help.out, Contains("groups from 1.36, attributes before (default 1.38, the "
                                   "newest supported)"));
   }
 }
@@ -92,9 +93,11 @@ TEST_CASE("bad usage exits 2 with a message and a hint") {
       {{"slices", "--inventory", topo, "--mode", "pairs"},
        "xpuctl slices: --mode: expected attributes or groups"},
       {{"slices", "--inventory", topo, "--kubernetes-version", "1.33"},
-       "xpuctl slices: --kubernetes-version: expected 1.34, 1.35, 1.36 or 1.37, got \"1.33\""},
+       "xpuctl slices: --kubernetes-version: expected 1.34, 1.35, 1.36, 1.37 or 1.38, got "
+       "\"1.33\""},
       {{"autoscaler-template", "--node-group", topo, "--kubernetes-version", "1.35.x"},
-       "xpuctl autoscaler-template: --kubernetes-version: expected 1.34, 1.35, 1.36 or 1.37"},
+       "xpuctl autoscaler-template: --kubernetes-version: expected 1.34, 1.35, 1.36, 1.37 or "
+       "1.38"},
       {{"plan", "--topology", topo, "--count"}, "xpuctl plan: --count needs a value"},
       {{"plan", "--topology", topo, "--count", "2", "extra"},
        "xpuctl plan: unexpected argument \"extra\""},

@@ -344,6 +344,15 @@ TEST_CASE("upstream: a device failing under a running pod evicts it (NoExecute)"
 
 TEST_CASE("upstream: with DRADeviceTaints off, tainted devices are left out of the slices",
           "[fallback]") {
+  // 1.38 locks both gates on (GA): its API server refuses to start with them off, so no server
+  // from 1.38 drops taints and there is nothing to fall back from. (An unset
+  // XPU_UPSTREAM_VERSION is the default pin, 1.37.)
+  if (RequestedMinor() >= 38) {
+    XPU_SKIP(
+        "DRADeviceTaints and DRADeviceTaintRules are locked on from 1.38, so a server "
+        "without taints cannot be started; not checked on " +
+        std::string(std::getenv("XPU_UPSTREAM_VERSION")));  // NOLINT(concurrency-mt-unsafe)
+  }
   ClusterOptions options;
   options.kind = ClusterKind::kUpstream;
   // From 1.36 DeviceTaintRules have their own gate, which needs DRADeviceTaints.

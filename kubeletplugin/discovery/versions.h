@@ -17,7 +17,7 @@ namespace xpu::discovery {
 // after the third are dropped), "580.159.04" -> "580.159.4", "6.3.8-V1.5.2" -> "6.3.8-v1.5.2",
 // "neuware 3.15.3" -> "3.15.3" (the last word that starts with a digit). Empty when no version
 // can be read from `raw`, or when the result is not a valid version attribute (api/validation.h:
-// longer than 64 bytes, a number above 2^64-1).
+// longer than 64 bytes, a number of more than 18 digits).
 std::string NormalizeSemver(std::string_view raw);
 
 // Reads the version files of `vendor` ("nvidia", "huawei", ...: docs/reference/hardware.md §1.5 for

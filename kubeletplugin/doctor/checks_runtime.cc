@@ -43,6 +43,22 @@ bool AtLeast(const std::pair<int, int>& v, int major, int minor) {
   return v >= std::pair{major, minor};
 }
 
+// What a release from 1.34 serves, by minor (docs/reference/kubernetes-1.38.md §2, §5):
+// resource.k8s.io v1, with v1beta2 (deprecated in 1.36, removed in 1.39) and v1beta1 (deprecated
+// in 1.35, removed in 1.38) served only when the API server opts in (--runtime-config); the
+// kubelet's DRA gRPC v1 and v1beta1, through 1.38 at least.
+std::string ApisOfRelease(int minor) {
+  std::string apis = "resource.k8s.io v1";
+  if (minor <= 37) {
+    apis += " (v1beta2 and v1beta1 opt-in)";
+  } else if (minor == 38) {
+    apis += " (v1beta2 opt-in; v1beta1 removed in 1.38)";
+  } else {
+    apis += " (v1beta2 and v1beta1 removed)";
+  }
+  return apis + "; DRA gRPC v1, v1beta1";
+}
+
 // The Version of the first installed package of `names` in the dpkg database
 // (var/lib/dpkg/status), with any epoch ("1:") dropped; "" when none is installed.
 std::string DpkgVersion(std::string_view status_text, std::initializer_list<std::string_view> names,
@@ -246,10 +262,10 @@ CheckResult CheckKubelet(const DoctorOptions& options, const std::string& dpkg) 
                   evidence + ": resource.k8s.io v1beta1" +
                       (checks_runtime_cc::AtLeast(*v, 1, 33) ? ", v1beta2" : "") +
                       "; DRA gRPC v1beta1",
-                  "the project supports Kubernetes 1.34 to 1.37: upgrade the kubelet");
+                  "the project supports Kubernetes 1.34 to 1.38: upgrade the kubelet");
   }
   return Result("kubelet", CheckStatus::kPass,
-                evidence + ": resource.k8s.io v1, v1beta2, v1beta1; DRA gRPC v1, v1beta1");
+                evidence + ": " + checks_runtime_cc::ApisOfRelease(v->second));
 }
 
 // ---- 8. support matrix ----

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
@@ -237,8 +239,23 @@ TEST_CASE("doctor judges the container runtime and the kubelet from their files"
   CHECK(Find(r, "kubelet").evidence.find("v1beta2") != std::string::npos);
   options.kubelet_version = "1.31.0";
   CHECK(StatusOf(Doctor(root, options), "kubelet") == CheckStatus::kFail);
-  options.kubelet_version = "1.36.0";
-  CHECK(StatusOf(Doctor(root, options), "kubelet") == CheckStatus::kPass);
+  // From 1.34: what the release serves, worded by minor.
+  for (const auto& [version, apis] : std::vector<std::pair<std::string, std::string>>{
+           {"1.34.1", "resource.k8s.io v1 (v1beta2 and v1beta1 opt-in); DRA gRPC v1, v1beta1"},
+           {"1.36.0", "resource.k8s.io v1 (v1beta2 and v1beta1 opt-in); DRA gRPC v1, v1beta1"},
+           {"v1.37.2", "resource.k8s.io v1 (v1beta2 and v1beta1 opt-in); DRA gRPC v1, v1beta1"},
+           {"v1.38.0-beta.0",
+            "resource.k8s.io v1 (v1beta2 opt-in; v1beta1 removed in 1.38); DRA gRPC v1, v1beta1"},
+           {"1.39.0", "resource.k8s.io v1 (v1beta2 and v1beta1 removed); DRA gRPC v1, v1beta1"},
+       }) {
+    options.kubelet_version = version;
+    INFO(version);
+    r = Doctor(root, options);
+    CHECK(StatusOf(r, "kubelet") == CheckStatus::kPass);
+    std::string expected = "kubelet ";
+    expected.append(version).append(" (--kubelet-version): ").append(apis);
+    CHECK(Find(r, "kubelet").evidence == expected);
+  }
 
   // Only a CRI-O config and an old CRI-O package.
   std::filesystem::remove(std::filesystem::path(root) / "etc/containerd/config.toml");

@@ -21,6 +21,7 @@
 #include "kubeletplugin/grpc/internal/translate.h"
 #include "proto/dra_v1.grpc.pb.h"
 #include "proto/dra_v1beta1.grpc.pb.h"
+#include "proto/health_v1.grpc.pb.h"
 #include "proto/health_v1alpha1.grpc.pb.h"
 #include "proto/registration.grpc.pb.h"
 
@@ -38,6 +39,7 @@ namespace {
 
 namespace drav1 = internal::drav1;
 namespace drav1beta1 = internal::drav1beta1;
+namespace healthv1 = internal::healthv1;
 namespace healthv1alpha1 = internal::healthv1alpha1;
 namespace registration = ::pluginregistration;
 
@@ -293,13 +295,13 @@ struct KubeletServer::Impl {
                 });
   }
 
-  ::grpc::Status WatchHealth(
-      ::grpc::ServerContext* context,
-      ::grpc::ServerWriter<healthv1alpha1::NodeWatchResourcesResponse>* out) {
+  // The health stream of either wire version (v1, v1alpha1): the same messages, the same flow.
+  template <typename Response>
+  ::grpc::Status WatchHealth(::grpc::ServerContext* context, ::grpc::ServerWriter<Response>* out) {
     using Clock = std::chrono::steady_clock;
     uint64_t generation = 0;
     auto send = [&] {
-      healthv1alpha1::NodeWatchResourcesResponse message;
+      Response message;
       internal::HealthToProto(health->Snapshot(&generation), &message);
       return out->Write(message);
     };
@@ -345,19 +347,24 @@ struct KubeletServer::Impl {
           drav1beta1::NodePrepareResourcesResponse, drav1beta1::NodeUnprepareResourcesRequest,
           drav1beta1::NodeUnprepareResourcesResponse>;
 
-  class Health final : public healthv1alpha1::DRAResourceHealth::Service {
+  // One health service per wire version; both stream the same HealthSource.
+  template <typename Service, typename Request, typename Response>
+  class Health final : public Service {
    public:
     explicit Health(Impl* impl) : impl_(impl) {}
-    ::grpc::Status NodeWatchResources(
-        ::grpc::ServerContext* context,
-        const healthv1alpha1::NodeWatchResourcesRequest* /*request*/,
-        ::grpc::ServerWriter<healthv1alpha1::NodeWatchResourcesResponse>* writer) override {
+    ::grpc::Status NodeWatchResources(::grpc::ServerContext* context, const Request* /*request*/,
+                                      ::grpc::ServerWriter<Response>* writer) override {
       return impl_->WatchHealth(context, writer);
     }
 
    private:
     Impl* impl_;
   };
+  using HealthV1 = Health<healthv1::DRAResourceHealth::Service, healthv1::NodeWatchResourcesRequest,
+                          healthv1::NodeWatchResourcesResponse>;
+  using HealthV1alpha1 =
+      Health<healthv1alpha1::DRAResourceHealth::Service, healthv1alpha1::NodeWatchResourcesRequest,
+             healthv1alpha1::NodeWatchResourcesResponse>;
 
   class Registration final : public registration::Registration::Service {
    public:
@@ -371,7 +378,12 @@ struct KubeletServer::Impl {
       // Preference order: the kubelet picks the first entry it supports.
       info->add_supported_versions("v1.DRAPlugin");
       info->add_supported_versions("v1beta1.DRAPlugin");
-      if (impl_->health != nullptr) info->add_supported_versions("v1alpha1.DRAResourceHealth");
+      // Kubelets from 1.37 pick the first health version they know (v1 before v1alpha1, which
+      // 1.40 drops); older ones know only v1alpha1 and open it whatever this list says.
+      if (impl_->health != nullptr) {
+        info->add_supported_versions("v1.DRAResourceHealth");
+        info->add_supported_versions("v1alpha1.DRAResourceHealth");
+      }
       return ::grpc::Status::OK;
     }
     ::grpc::Status NotifyRegistrationStatus(
@@ -440,7 +452,8 @@ struct KubeletServer::Impl {
 
   DraV1 dra_v1{this};
   DraV1beta1 dra_v1beta1{this};
-  Health health_service{this};
+  HealthV1 health_v1{this};
+  HealthV1alpha1 health_v1alpha1{this};
   Registration registration_service{this};
   std::unique_ptr<::grpc::Server> dra_server;
   std::unique_ptr<::grpc::Server> registration_server;
@@ -467,7 +480,9 @@ Status KubeletServer::Start(NodeService* service, HealthSource* health) {
 
   // The DRA service first: once the registration socket exists the kubelet may call it.
   std::vector<::grpc::Service*> dra_services = {&impl.dra_v1, &impl.dra_v1beta1};
-  if (health != nullptr) dra_services.push_back(&impl.health_service);
+  if (health != nullptr) {
+    dra_services.insert(dra_services.end(), {&impl.health_v1, &impl.health_v1alpha1});
+  }
   ASSIGN_OR_RETURN(impl.dra_server, Impl::Serve(impl.dra_socket, dra_services, &impl.dra_id));
   auto registration_server =
       Impl::Serve(impl.registration_socket, {&impl.registration_service}, &impl.registration_id);

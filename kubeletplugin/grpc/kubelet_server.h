@@ -1,8 +1,8 @@
 // The kubelet-facing gRPC edge of the plugin: the registration service on the kubelet's plugin
 // registry socket, and DRA v1 + v1beta1 (NodePrepareResources / NodeUnprepareResources) and the
-// v1alpha1 health stream (NodeWatchResources) on the plugin's DRA socket. It translates the wire
-// messages to the domain types of kubeletplugin/driver/service.h and back, and calls the driver
-// through NodeService / HealthSource; nothing else in the plugin sees protobuf.
+// v1 + v1alpha1 health stream (NodeWatchResources) on the plugin's DRA socket. It translates the
+// wire messages to the domain types of kubeletplugin/driver/service.h and back, and calls the
+// driver through NodeService / HealthSource; nothing else in the plugin sees protobuf.
 //
 // Start serves the DRA socket first and only then creates the registration socket, so the
 // kubelet never finds a registered plugin whose endpoint is not up. Prepare and Unprepare calls

@@ -25,6 +25,7 @@
 #include "e2e/kubelet/kubelet_stand_in.h"
 #include "kubeletplugin/grpc/internal/translate.h"
 #include "proto/dra_v1.grpc.pb.h"
+#include "proto/health_v1.grpc.pb.h"
 
 namespace xpu::plugin {
 namespace {
@@ -33,6 +34,7 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 namespace fs = std::filesystem;
 namespace drav1 = internal::drav1;
+namespace healthv1 = internal::healthv1;
 
 constexpr char kDriver[] = "xpu.dra.dev";
 
@@ -262,7 +264,9 @@ TEST_CASE_METHOD(
   CHECK(info->type == "DRAPlugin");
   CHECK(info->name == kDriver);
   CHECK(info->endpoint == server.dra_socket());
+  // Both health versions, v1 first: kubelets from 1.37 take the first they know.
   CHECK(info->supported_versions == std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                                             "v1.DRAResourceHealth",
                                                              "v1alpha1.DRAResourceHealth"});
 
   CHECK_FALSE(server.registered());
@@ -280,6 +284,69 @@ TEST_CASE_METHOD(ServerTest,
   Status end;
   e2e::KubeletStandIn().WatchHealth(server.dra_socket(), milliseconds(2000), nullptr, &end);
   CHECK(end.code() == StatusCode::kUnimplemented);
+  // Nor v1.
+  auto stub = healthv1::DRAResourceHealth::NewStub(
+      ::grpc::CreateChannel("unix:" + server.dra_socket(), ::grpc::InsecureChannelCredentials()));
+  ::grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + milliseconds(2000));
+  auto reader = stub->NodeWatchResources(&context, healthv1::NodeWatchResourcesRequest());
+  healthv1::NodeWatchResourcesResponse response;
+  CHECK_FALSE(reader->Read(&response));
+  CHECK(reader->Finish().error_code() == ::grpc::StatusCode::UNIMPLEMENTED);
+}
+
+// The v1 health service, which kubelets from 1.37 prefer (v1alpha1 goes in 1.40), read with a v1
+// client while a v1alpha1 client reads the same source.
+TEST_CASE_METHOD(
+    ServerTest,
+    "kubelet server: the v1 health stream sends the snapshot and a change, as v1alpha1 "
+    "does") {
+  FakeHealth health;
+  KubeletServerOptions options = Options(dir);
+  options.health_resend = std::chrono::minutes(5);  // only the change can cause a second message
+  KubeletServer server(options);
+  REQUIRE_OK(server.Start(&service, &health));
+  auto stub = healthv1::DRAResourceHealth::NewStub(
+      ::grpc::CreateChannel("unix:" + server.dra_socket(), ::grpc::InsecureChannelCredentials()));
+  ::grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + milliseconds(10'000));
+  auto reader = stub->NodeWatchResources(&context, healthv1::NodeWatchResourcesRequest());
+
+  healthv1::NodeWatchResourcesResponse first;
+  REQUIRE(reader->Read(&first));
+  REQUIRE(first.devices_size() == 2);
+  CHECK(first.devices(0).device().pool_name() == "node-1");
+  CHECK(first.devices(0).device().device_name() == "gpu-0");
+  CHECK(first.devices(1).device().device_name() == "gpu-1");
+  CHECK(first.devices(0).health() == healthv1::HEALTHY);
+  CHECK(first.devices(0).last_updated_time() == 1000);
+
+  health.Set({{.pool = "node-1",
+               .device = "gpu-0",
+               .health = HealthState::kUnhealthy,
+               .last_updated_unix = 2000,
+               .message = "xid 79"}});
+  healthv1::NodeWatchResourcesResponse second;
+  REQUIRE(reader->Read(&second));
+  REQUIRE(second.devices_size() == 1);
+  CHECK(second.devices(0).health() == healthv1::UNHEALTHY);
+  CHECK(second.devices(0).message() == "xid 79");
+  CHECK(second.devices(0).last_updated_time() == 2000);
+
+  // A v1alpha1 client at the same time sees the same state.
+  std::vector<e2e::KubeletHealthMessage> alpha =
+      e2e::KubeletStandIn().WatchHealth(server.dra_socket(), milliseconds(5000),
+                                        [](const e2e::KubeletHealthMessage&) { return false; });
+  REQUIRE(alpha.size() == 1);
+  REQUIRE(alpha[0].devices.size() == 1);
+  CHECK(alpha[0].devices[0].health == e2e::KubeletHealth::kUnhealthy);
+  CHECK(alpha[0].devices[0].message == "xid 79");
+
+  context.TryCancel();
+  CHECK(reader->Finish().error_code() == ::grpc::StatusCode::CANCELLED);
+  // The client left: the server's streams stop waiting on the health source.
+  CHECK(e2e::Eventually([&] { return Clock::now() - health.last_wait() > milliseconds(500); },
+                        kWaitTimeout, kWaitPeriod));
 }
 
 TEST_CASE_METHOD(ServerTest,

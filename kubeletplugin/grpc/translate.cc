@@ -48,16 +48,21 @@ std::string MissingError(const char* call, const ClaimRef& claim) {
          ": internal error: the driver returned no result for this claim";
 }
 
-healthv1alpha1::HealthStatus HealthToProto(HealthState state) {
+// The two health versions share the enum's numbers on the wire.
+static_assert(healthv1::UNKNOWN == static_cast<int>(healthv1alpha1::UNKNOWN) &&
+              healthv1::HEALTHY == static_cast<int>(healthv1alpha1::HEALTHY) &&
+              healthv1::UNHEALTHY == static_cast<int>(healthv1alpha1::UNHEALTHY));
+
+healthv1::HealthStatus HealthToProto(HealthState state) {
   switch (state) {
     case HealthState::kHealthy:
-      return healthv1alpha1::HEALTHY;
+      return healthv1::HEALTHY;
     case HealthState::kUnhealthy:
-      return healthv1alpha1::UNHEALTHY;
+      return healthv1::UNHEALTHY;
     case HealthState::kUnknown:
       break;
   }
-  return healthv1alpha1::UNKNOWN;
+  return healthv1::UNKNOWN;
 }
 
 }  // namespace
@@ -126,16 +131,22 @@ std::string TruncateHealthMessage(const std::string& message) {
   return message.substr(0, cut) + "...";
 }
 
-void HealthToProto(const std::vector<DeviceHealth>& devices,
-                   healthv1alpha1::NodeWatchResourcesResponse* out) {
+template <typename Response>
+void HealthToProto(const std::vector<DeviceHealth>& devices, Response* out) {
   for (const auto& device : devices) {
     auto* health = out->add_devices();
+    using WireStatus = std::remove_cvref_t<decltype(health->health())>;
     health->mutable_device()->set_pool_name(device.pool);
     health->mutable_device()->set_device_name(device.device);
-    health->set_health(HealthToProto(device.health));
+    health->set_health(static_cast<WireStatus>(HealthToProto(device.health)));
     health->set_last_updated_time(device.last_updated_unix);
     health->set_message(TruncateHealthMessage(device.message));
   }
 }
+
+template void HealthToProto(const std::vector<DeviceHealth>&,
+                            healthv1::NodeWatchResourcesResponse*);
+template void HealthToProto(const std::vector<DeviceHealth>&,
+                            healthv1alpha1::NodeWatchResourcesResponse*);
 
 }  // namespace xpu::plugin::internal

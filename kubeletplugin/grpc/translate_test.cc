@@ -103,6 +103,41 @@ TEST_CASE("translate: health states and messages") {
   CHECK(out.devices(2).message().substr(kMaxHealthMessageBytes - 3) == "...");
 }
 
+TEST_CASE("translate: health in v1 is v1alpha1's message byte for byte") {
+  const std::vector<DeviceHealth> devices = {{.pool = "node-1",
+                                              .device = "gpu-0",
+                                              .health = HealthState::kHealthy,
+                                              .last_updated_unix = 100,
+                                              .message = ""},
+                                             {.pool = "node-1",
+                                              .device = "gpu-1",
+                                              .health = HealthState::kUnhealthy,
+                                              .last_updated_unix = 200,
+                                              .message = "xid 79"},
+                                             {.pool = "node-1",
+                                              .device = "gpu-2",
+                                              .health = HealthState::kUnknown,
+                                              .last_updated_unix = 0,
+                                              .message = std::string(5000, 'x')}};
+  healthv1::NodeWatchResourcesResponse v1;
+  HealthToProto(devices, &v1);
+  REQUIRE(v1.devices_size() == 3);
+  CHECK(v1.devices(0).health() == healthv1::HEALTHY);
+  CHECK(v1.devices(1).health() == healthv1::UNHEALTHY);
+  CHECK(v1.devices(1).message() == "xid 79");
+  CHECK(v1.devices(2).health() == healthv1::UNKNOWN);
+  CHECK(v1.devices(2).message().size() == kMaxHealthMessageBytes);
+  healthv1alpha1::NodeWatchResourcesResponse v1alpha1;
+  HealthToProto(devices, &v1alpha1);
+  // The same package-independent wire bytes: a kubelet reading either version decodes the same.
+  std::string v1_bytes;
+  std::string v1alpha1_bytes;
+  REQUIRE(v1.SerializeToString(&v1_bytes));
+  REQUIRE(v1alpha1.SerializeToString(&v1alpha1_bytes));
+  CHECK(v1_bytes.size() > 1000);
+  CHECK(v1_bytes == v1alpha1_bytes);
+}
+
 TEST_CASE("translate: a long health message is cut at a UTF-8 character boundary") {
   // "é" is two bytes; 1020 ASCII bytes then é at bytes 1020-1021 straddles the cut at 1021.
   std::string message = std::string(1020, 'a') + "\xC3\xA9" + std::string(10, 'b');

@@ -10,12 +10,14 @@
 #include "kubeletplugin/driver/service.h"
 #include "proto/dra_v1.pb.h"
 #include "proto/dra_v1beta1.pb.h"
+#include "proto/health_v1.pb.h"
 #include "proto/health_v1alpha1.pb.h"
 
 namespace xpu::plugin::internal {
 
 namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
 namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
+namespace healthv1 = ::v1;
 namespace healthv1alpha1 = ::v1alpha1;
 
 // The most bytes of a health message the kubelet keeps; longer ones are cut to fit with "...".
@@ -40,10 +42,11 @@ std::vector<std::string> UnprepareToProto(const std::vector<ClaimRef>& asked,
                                           const std::map<std::string, UnprepareResult>& results,
                                           Response* out);
 
-// The complete device list as one health message; messages longer than kMaxHealthMessageBytes
-// are cut at a UTF-8 character boundary and end in "...".
-void HealthToProto(const std::vector<DeviceHealth>& devices,
-                   healthv1alpha1::NodeWatchResourcesResponse* out);
+// The complete device list as one health message, a NodeWatchResourcesResponse of either wire
+// version (v1, v1alpha1: the same fields and numbers); messages longer than
+// kMaxHealthMessageBytes are cut at a UTF-8 character boundary and end in "...".
+template <typename Response>
+void HealthToProto(const std::vector<DeviceHealth>& devices, Response* out);
 
 // `message` cut to at most kMaxHealthMessageBytes as above (unchanged when it fits).
 std::string TruncateHealthMessage(const std::string& message);
