@@ -40,7 +40,8 @@ class SliceCache {
   SliceCache(const SliceCache&) = delete;
   SliceCache& operator=(const SliceCache&) = delete;
 
-  // The slice informer's event (old null: added; new null: deleted). Returns the pools affected.
+  // The slice informer's event (old null: added; new null: deleted). Returns the pools affected:
+  // none when the event only shows a write or deletion of the controller's own (its echo).
   std::set<std::string> Observe(const std::shared_ptr<const StoredSlice>& old_slice,
                                 const std::shared_ptr<const StoredSlice>& new_slice) EXCLUDES(mu_);
   // Every pool that has a slice.
