@@ -13,7 +13,9 @@
 #include <utility>
 #include <vector>
 
+#include "api/accelerator_gang.h"
 #include "base/time.h"
+#include "bench/controller_run.h"
 #include "e2e/client/wait.h"
 #include "e2e/cluster/cluster.h"
 #include "e2e/cluster/harness.h"
@@ -30,6 +32,8 @@ using std::chrono::milliseconds;
 
 constexpr const char* kDriver = DriverHarness::kDriver;
 constexpr const char* kNamespace = DriverHarness::kNamespace;
+constexpr const char* kGangNamespace = "train";
+constexpr int kGangSlots = 3;  // gangs "gang-0".."gang-2", each made and deleted by the changes
 
 // What an injected fault looks like to the client once its own retries (429 and 5xx) are spent,
 // or at once for a 409 Conflict.
@@ -91,12 +95,18 @@ class ControllerTrials {
   Status PutInventory(SimNode& node, const std::string& host);
   Status DeleteInventory(SimNode& node);
   Status CreatePluginLease(const std::string& node);
-  // A change to a random node: another host's inventory (most often), the inventory or the Node
-  // deleted, or made again.
+  // A gang slot made (a random spec) when empty, else its gang deleted.
+  Status ToggleGang(int slot);
+  // A change: to a random node, another host's inventory (most often), the inventory or the
+  // Node deleted, or made again; or a gang made or deleted.
   Status Change();
   std::string OtherHost(const std::string& host);
   std::map<std::string, ExpectedPool> Want() const;
   StatusOr<std::vector<json>> Slices();
+  // The gangs, their claims and templates, and `slices`, for the gang checks.
+  StatusOr<GangWorld> Gangs(std::vector<json> slices);
+  // The names ("<ns>/<name>") of the objects of `resource` in the gang namespace.
+  StatusOr<std::set<std::string>> NamesIn(const kc::ResourceRef& resource);
   Status SetFaults(double rate);
   Status StartController();
   // Waits until the restarted controller leads and the slices equal Want() (within the bound of
@@ -108,20 +118,25 @@ class ControllerTrials {
   std::mt19937_64 rng_;
   std::unique_ptr<Cluster> cluster_;
   std::unique_ptr<kc::Client> client_;
-  std::unique_ptr<DriverHarness> harness_;
+  std::unique_ptr<ChildProcess> controller_;
+  int controller_runs_ = 0;
   std::vector<std::string> hosts_;
   std::map<std::string, json> inventories_;          // host -> its NodeInventory
   std::map<std::string, std::vector<json>> golden_;  // host -> its slices' devices
   std::vector<SimNode> nodes_;
+  std::vector<bool> gangs_ = std::vector<bool>(kGangSlots, false);  // slot -> its gang exists
   std::map<std::string, int64_t> generations_;  // pool -> generation, while it stays published
   TrialStats stats_{.part = "controller", .bound = options_.plan.bound};
   int trial_ = 0;
   int64_t changes_ = 0;
   int64_t checked_pools_ = 0;  // pools found exactly as wanted, over all checks
+  int64_t gang_changes_ = 0;
+  int64_t gangs_whole_ = 0;   // gangs found Placed and whole, over all checks
+  int64_t gangs_absent_ = 0;  // gangs found not placed (or gone) and absent, over all checks
 };
 
 Status ControllerTrials::Violation(const std::string& what) const {
-  const ChildProcess* controller = harness_ == nullptr ? nullptr : harness_->controller();
+  const ChildProcess* controller = controller_.get();
   return DataLossError("controller kill " + std::to_string(stats_.kills) + " (trial " +
                        std::to_string(trial_) + "): " + what + "; logs in " +
                        options_.plan.work_dir +
@@ -202,6 +217,38 @@ Status ControllerTrials::CreatePluginLease(const std::string& node) {
   return Retried([&] { return client_->Create(kc::Leases(), kNamespace, lease); }).status();
 }
 
+Status ControllerTrials::ToggleGang(int slot) {
+  const std::string name = "gang-" + std::to_string(slot);
+  ++gang_changes_;
+  if (gangs_[slot]) {
+    gangs_[slot] = false;
+    return IgnoreNotFound(
+        Retried([&] { return client_->Delete(kc::AcceleratorGangs(), kGangNamespace, name); }));
+  }
+  // One or two nodes of 1 to 8 devices of any device (a DeviceClass the controller does not
+  // judge), or of one vendor's class; a member's failure replaces it or fails the gang.
+  static const std::vector<std::pair<std::string, std::string>> kClasses = {
+      {"deviceClassName", "xpu.dra.dev"},
+      {"capabilityClass", "huawei.xpu.dra.dev"},
+      {"capabilityClass", "nvidia.xpu.dra.dev"}};
+  const auto& [class_field, class_name] = kClasses[rng_() % kClasses.size()];
+  const json gang = {{"apiVersion", "xpu.dra.dev/v1alpha1"},
+                     {"kind", "AcceleratorGang"},
+                     {"metadata", {{"name", name}, {"namespace", kGangNamespace}}},
+                     {"spec",
+                      {{"nodes", 1 + static_cast<int>(rng_() % 2)},
+                       {"devicesPerNode", std::vector<int>{1, 2, 4, 8}[rng_() % 4]},
+                       {class_field, class_name},
+                       {"onNodeFailure", rng_() % 4 == 0 ? "fail" : "replace"}}}};
+  Status made = Retried([&] {
+                  return client_->Create(kc::AcceleratorGangs(), kGangNamespace, gang);
+                }).status();
+  // A create retried after a fault that came once the object was stored finds it there.
+  if (!made.ok() && made.code() != StatusCode::kAlreadyExists) return made;
+  gangs_[slot] = true;
+  return OkStatus();
+}
+
 std::string ControllerTrials::OtherHost(const std::string& host) {
   std::string other = host;
   while (other == host) other = hosts_[rng_() % hosts_.size()];
@@ -209,9 +256,10 @@ std::string ControllerTrials::OtherHost(const std::string& host) {
 }
 
 Status ControllerTrials::Change() {
+  ++changes_;
+  if (rng_() % 4 == 0) return ToggleGang(static_cast<int>(rng_() % kGangSlots));
   SimNode& node = nodes_[rng_() % nodes_.size()];
   const uint64_t pick = rng_() % 10;
-  ++changes_;
   if (!node.uid.empty() && !node.host.empty() && pick < 6) {
     // Other hardware facts: the pool stays, and its generation must not go back.
     return PutInventory(node, OtherHost(node.host));
@@ -238,6 +286,28 @@ StatusOr<std::vector<json>> ControllerTrials::Slices() {
   return std::move(page.items);
 }
 
+StatusOr<std::set<std::string>> ControllerTrials::NamesIn(const kc::ResourceRef& resource) {
+  ASSIGN_OR_RETURN(kc::ListPage page,
+                   Retried([&] { return client_->ListAll(resource, kGangNamespace, {}); }));
+  std::set<std::string> names;
+  for (const json& o : page.items) {
+    names.insert(std::string(kGangNamespace) + "/" + o.value("/metadata/name"_json_pointer, ""));
+  }
+  return names;
+}
+
+StatusOr<GangWorld> ControllerTrials::Gangs(std::vector<json> slices) {
+  GangWorld world;
+  ASSIGN_OR_RETURN(kc::ListPage gangs, Retried([&] {
+                     return client_->ListAll(kc::AcceleratorGangs(), kGangNamespace, {});
+                   }));
+  world.gangs = std::move(gangs.items);
+  world.slices = std::move(slices);
+  ASSIGN_OR_RETURN(world.claims, NamesIn(kc::ResourceClaims()));
+  ASSIGN_OR_RETURN(world.templates, NamesIn(kc::ResourceClaimTemplates()));
+  return world;
+}
+
 Status ControllerTrials::SetFaults(double rate) {
   const json faults = {{"rate", rate}, {"seed", options_.plan.seed}};
   return Retried([&] { return client_->PostPath("/kube-sim/faults", faults); }).status();
@@ -246,19 +316,46 @@ Status ControllerTrials::SetFaults(double rate) {
 Status ControllerTrials::StartController() {
   // One identity across restarts: the new instance takes over its own leader Lease at once, as a
   // restarted container of the same pod would not; the trials are about publishing, not election.
-  return harness_->StartController(
-      "", {"--identity", "crash-trials", "--retry-period", "500ms", "--log-level", "info"});
+  // The flags of DriverHarness::StartController, on the built-in config; the binary the options
+  // name.
+  if (controller_ != nullptr) controller_->Kill();
+  const std::vector<std::string> args = {"--kubeconfig",     cluster_->kubeconfig(),
+                                         "--namespace",      kNamespace,
+                                         "--metrics-addr",   "127.0.0.1:0",
+                                         "--claim-debounce", "200ms",
+                                         "--identity",       "crash-trials",
+                                         "--retry-period",   "500ms",
+                                         "--log-level",      "info"};
+  const std::string log =
+      options_.plan.work_dir + "/controller-" + std::to_string(++controller_runs_) + ".log";
+  ASSIGN_OR_RETURN(controller_, ChildProcess::Start(options_.controller_binary, args, log));
+  return OkStatus();
 }
 
 Status ControllerTrials::Converge(Clock::time_point killed) {
   const Clock::time_point deadline = killed + options_.plan.bound;
   std::vector<std::string> diff;
   std::vector<json> slices;
-  ChildProcess* controller = harness_->controller();
+  std::vector<json> gangs;
+  ChildProcess* controller = controller_.get();
+  bool slices_right = false;  // the node pools right: any difference left is a gang's
+  bool settled = false;       // converged once: the queue may fill again (resyncs, health)
   const auto converged = [&] {
-    if (controller->Log().find("became leader") == std::string::npos) {
+    slices_right = false;
+    const std::string log = controller->Log();
+    if (log.find("became leader") == std::string::npos) {
       diff = {"the restarted controller has not become leader"};
       return false;
+    }
+    // Nothing queued (retries may wait): the new leader has acted on what it found.
+    const auto at = log.find("(port ");
+    if (!settled && at != std::string::npos) {
+      const std::string page = HttpGet(std::stoi(log.substr(at + 6)), "/metrics");
+      if (page.find("xpu_dra_controller_queue_depth") == std::string::npos ||
+          bench::MetricValue(page, "xpu_dra_controller_queue_depth") > 0) {
+        diff = {"the controller's work queue is not empty"};
+        return false;
+      }
     }
     StatusOr<std::vector<json>> listed = Slices();
     if (!listed.ok()) {
@@ -266,7 +363,22 @@ Status ControllerTrials::Converge(Clock::time_point killed) {
       return false;
     }
     slices = std::move(listed).value();
-    diff = SliceDifferences(Want(), slices);
+    const std::map<std::string, ExpectedPool> want = Want();
+    diff = SliceDifferences(want, slices);
+    if (!diff.empty()) return false;
+    slices_right = true;
+    // Gangs whole or absent: read once the slices are right (the members' attribute included).
+    StatusOr<GangWorld> world = Gangs(slices);
+    if (!world.ok()) {
+      diff = {"list gangs: " + world.status().message()};
+      return false;
+    }
+    diff = UnjudgedGangs(world->gangs);
+    if (!diff.empty()) return false;
+    std::set<std::string> live;
+    for (const auto& [pool, expected] : want) live.insert(pool);
+    diff = GangDifferences(*world, live);
+    gangs = std::move(world->gangs);
     return diff.empty();
   };
   const bool done =
@@ -281,12 +393,22 @@ Status ControllerTrials::Converge(Clock::time_point killed) {
                      " ms of the kill:" + Lines(diff));
   }
   stats_.recovery_ms.push_back(MsSince(killed));
+  settled = true;
   // Still so a little later: nothing left in flight writes a duplicate or takes a slice away.
   for (int i = 0; i < 2; ++i) {
     std::this_thread::sleep_for(milliseconds(100));
-    if (!converged()) return Violation("the slices converged, then changed:" + Lines(diff));
+    if (converged()) continue;
+    if (!slices_right) return Violation("the slices converged, then changed:" + Lines(diff));
+    // A gang the new leader moved or failed just now: its status is written first and its
+    // members' attribute after (gangs.h), so it must settle, whole or absent, within the bound.
+    if (!Eventually(converged, std::chrono::duration_cast<milliseconds>(deadline - Clock::now()),
+                    milliseconds(25))) {
+      return Violation("a gang did not settle, whole or absent, within the bound:" + Lines(diff));
+    }
   }
   for (const auto& [pool, generation] : PoolGenerations(slices)) {
+    // Each gang slice is a pool of its own under one name (gangs.h): its top may go back.
+    if (pool == api::kGangPoolName) continue;
     const auto [it, fresh] = generations_.emplace(pool, generation);
     if (!fresh && generation < it->second) {
       return Violation("pool " + pool + ": generation went back from " +
@@ -296,6 +418,10 @@ Status ControllerTrials::Converge(Clock::time_point killed) {
   }
   ++stats_.checks;
   checked_pools_ += static_cast<int64_t>(Want().size());
+  for (const json& g : gangs) {
+    ++(g.value("/status/phase"_json_pointer, "") == "Placed" ? gangs_whole_ : gangs_absent_);
+  }
+  gangs_absent_ += kGangSlots - static_cast<int64_t>(gangs.size());  // gone: absent too
   return OkStatus();
 }
 
@@ -306,6 +432,7 @@ Status ControllerTrials::SetUp() {
   ASSIGN_OR_RETURN(cluster_, Cluster::Start(cluster));
   ASSIGN_OR_RETURN(client_, cluster_->NewClient());
   RETURN_IF_ERROR(EnsureNamespace(*client_, kNamespace));
+  RETURN_IF_ERROR(EnsureNamespace(*client_, kGangNamespace));
   RETURN_IF_ERROR(LoadHosts());
   for (int i = 0; i < options_.nodes; ++i) {
     nodes_.push_back({"node-" + std::to_string(i), "", ""});
@@ -313,7 +440,9 @@ Status ControllerTrials::SetUp() {
     RETURN_IF_ERROR(PutInventory(nodes_.back(), OtherHost("")));
     RETURN_IF_ERROR(CreatePluginLease(nodes_.back().name));
   }
-  ASSIGN_OR_RETURN(harness_, DriverHarness::Create(*cluster_, options_.plan.work_dir));
+  std::error_code ec;
+  fs::create_directories(options_.plan.work_dir, ec);
+  if (ec) return InternalError("create " + options_.plan.work_dir + ": " + ec.message());
   return OkStatus();
 }
 
@@ -343,7 +472,7 @@ StatusOr<TrialStats> ControllerTrials::Run() {
       RETURN_IF_ERROR(Change());
     }
     std::this_thread::sleep_until(begun + kill_at);
-    ChildProcess* controller = harness_->controller();
+    ChildProcess* controller = controller_.get();
     if (!controller->Running()) {
       return Violation("the controller exited by itself with code " +
                        std::to_string(controller->Wait()));
@@ -353,9 +482,14 @@ StatusOr<TrialStats> ControllerTrials::Run() {
     // Frozen now: what the killed controller left undone.
     ASSIGN_OR_RETURN(std::vector<json> left, Slices());
     if (!SliceDifferences(Want(), left).empty()) ++stats_.kills_mid_work;
-    ASSIGN_OR_RETURN(const Clock::time_point last, restarts.AfterKill(
-                                                       killed, [&] { return StartController(); },
-                                                       [&] { harness_->controller()->Kill(); }));
+    // The reservation (a gang's status) is one write: whole or absent even at the kill.
+    ASSIGN_OR_RETURN(const GangWorld frozen, Gangs(std::move(left)));
+    if (const auto partial = GangReservationDifferences(frozen.gangs); !partial.empty()) {
+      return Violation("a gang's reservation at the kill:" + Lines(partial));
+    }
+    ASSIGN_OR_RETURN(const Clock::time_point last,
+                     restarts.AfterKill(
+                         killed, [&] { return StartController(); }, [&] { controller_->Kill(); }));
     RETURN_IF_ERROR(Converge(last));
     restarts.Progress(start);
   }
@@ -364,11 +498,14 @@ StatusOr<TrialStats> ControllerTrials::Run() {
   const std::vector<double> recoveries = stats_.recovery_ms;
   RETURN_IF_ERROR(Converge(Clock::now()));
   stats_.recovery_ms = recoveries;
-  if (const int code = harness_->controller()->Stop(); code != 0) {
+  if (const int code = controller_->Stop(); code != 0) {
     return Violation("the controller exited with code " + std::to_string(code) + " on SIGTERM");
   }
   stats_.counters = {{"node changes", changes_},
                      {"pools checked", checked_pools_},
+                     {"gang changes", gang_changes_},
+                     {"gangs found whole", gangs_whole_},
+                     {"gangs found absent", gangs_absent_},
                      {"nodes", static_cast<int64_t>(nodes_.size())},
                      {"fault rate %", std::lround(options_.fault_rate * 100)}};
   stats_.seconds = MsSince(start) / 1000;
@@ -380,6 +517,7 @@ StatusOr<TrialStats> ControllerTrials::Run() {
 Status ControllerTrialOptions::Validate() const {
   RETURN_IF_ERROR(plan.Validate("--controller"));
   if (nodes < 1) return InvalidArgumentError("--controller: no nodes");
+  if (controller_binary.empty()) return InvalidArgumentError("--controller: no controller binary");
   if (fault_rate < 0 || fault_rate > 0.5) {
     return InvalidArgumentError("--controller: the fault rate must be in [0, 0.5]");
   }

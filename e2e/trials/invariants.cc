@@ -7,6 +7,8 @@
 #include <string_view>
 #include <utility>
 
+#include "api/accelerator_gang.h"  // kGangPoolName
+
 namespace xpu::e2e::trials {
 namespace {
 
@@ -208,6 +210,10 @@ std::vector<std::string> CheckPluginDisk(const std::vector<TrialClaim>& claims,
 json NormalizedDevices(const json& devices) {
   json out = devices.is_array() ? devices : json::array();
   for (json& d : out) {
+    if (d.is_object() && d.contains("attributes") && d["attributes"].is_object() &&
+        d["attributes"].erase("gang") > 0 && d["attributes"].empty()) {
+      d.erase("attributes");
+    }
     if (!d.is_object() || !d.contains("taints") || !d["taints"].is_array()) continue;
     for (json& t : d["taints"]) {
       if (t.is_object()) t.erase("timeAdded");
@@ -323,7 +329,7 @@ std::vector<std::string> SliceDifferences(const std::map<std::string, ExpectedPo
   for (const json& s : slices) pools[s.value("/spec/pool/name"_json_pointer, "")].push_back(&s);
   const std::map<std::string, int64_t> generations = PoolGenerations(slices);
   for (const auto& [pool, list] : pools) {
-    if (want.contains(pool)) continue;
+    if (want.contains(pool) || pool == api::kGangPoolName) continue;
     for (const json* s : list) {
       out.push_back(Cat({"orphan slice ", s->value("/metadata/name"_json_pointer, ""), " of pool ",
                          pool, ", which should not be published"}));
@@ -336,6 +342,259 @@ std::vector<std::string> SliceDifferences(const std::map<std::string, ExpectedPo
       continue;
     }
     ComparePool(pool, expected, it->second, generations.at(pool), &out);
+  }
+  return out;
+}
+
+SliceWrites WritesNeeded(const std::string& pool, const ExpectedPool* want,
+                         const std::vector<json>& slices) {
+  SliceWrites out;
+  const auto have = static_cast<int64_t>(slices.size());
+  if (want == nullptr) {
+    out.remove = have;
+    return out;
+  }
+  if (SliceDifferences({{pool, *want}}, slices).empty()) return out;
+  const auto wanted = static_cast<int64_t>(want->slices.size());
+  out.update = std::min(have, wanted);
+  out.create = wanted - out.update;
+  out.remove = have - out.update;
+  return out;
+}
+
+namespace {
+
+std::string GangName(const json& gang) {
+  return gang.value("/metadata/namespace"_json_pointer, "") + "/" +
+         gang.value("/metadata/name"_json_pointer, "");
+}
+
+json GangStatus(const json& gang) {
+  const json status = gang.value("status", json::object());
+  return status.is_object() ? status : json::object();
+}
+
+bool Placed(const json& gang) { return GangStatus(gang).value("phase", "") == "Placed"; }
+
+// The member nodes a gang's status names, in its order.
+std::vector<std::string> GangMembers(const json& gang) {
+  std::vector<std::string> out;
+  for (const json& n : GangStatus(gang).value("nodes", json::array())) {
+    out.push_back(n.is_object() ? n.value("name", "") : "");
+  }
+  return out;
+}
+
+// A Placed gang's status against its spec; `what` names the gang.
+void CheckPlacedStatus(const json& gang, const std::string& what, std::vector<std::string>* out) {
+  const json status = GangStatus(gang);
+  const int64_t want_nodes = gang.value("/spec/nodes"_json_pointer, int64_t{0});
+  const int64_t per_node = gang.value("/spec/devicesPerNode"_json_pointer, int64_t{0});
+  const json nodes = status.value("nodes", json::array());
+  if (static_cast<int64_t>(nodes.size()) != want_nodes) {
+    out->push_back(Cat({what, ": Placed on ", std::to_string(nodes.size()),
+                        " nodes, spec.nodes is ", std::to_string(want_nodes)}));
+  }
+  std::set<std::pair<std::string, std::string>> devices;  // (node, device) the status holds
+  std::set<int64_t> node_ranks;
+  for (const json& n : nodes) {
+    const std::string name = n.value("name", "");
+    node_ranks.insert(n.value("rank", int64_t{-1}));
+    const std::vector<std::string> held = n.value("devices", std::vector<std::string>{});
+    const std::set<std::string> distinct(held.begin(), held.end());
+    if (static_cast<int64_t>(distinct.size()) != per_node || distinct.size() != held.size()) {
+      out->push_back(Cat({what, ": node ", name, " holds devices ", Quoted(held), ", want ",
+                          std::to_string(per_node), " distinct"}));
+    }
+    for (const std::string& d : held) devices.emplace(name, d);
+  }
+  if (node_ranks.size() != nodes.size() ||
+      (!node_ranks.empty() && (*node_ranks.begin() != 0 ||
+                               *node_ranks.rbegin() != static_cast<int64_t>(nodes.size()) - 1))) {
+    out->push_back(what + ": node ranks are not 0.." + std::to_string(nodes.size() - 1) +
+                   " each once");
+  }
+  const json table = status.value("rankTable", json::array());
+  std::set<std::pair<std::string, std::string>> ranked;
+  std::set<int64_t> ranks;
+  for (const json& r : table) {
+    const std::pair<std::string, std::string> at{r.value("node", ""), r.value("device", "")};
+    ranks.insert(r.value("rank", int64_t{-1}));
+    if (!devices.contains(at) || !ranked.insert(at).second) {
+      out->push_back(Cat({what, ": rank table entry ", r.dump(),
+                          " names a device the status does not hold, or one held twice"}));
+    }
+  }
+  const bool dense = ranks.size() == table.size() &&
+                     (ranks.empty() || (*ranks.begin() == 0 &&
+                                        *ranks.rbegin() == static_cast<int64_t>(table.size()) - 1));
+  if (ranked != devices || table.size() != devices.size() || !dense) {
+    out->push_back(Cat({what, ": the rank table has ", std::to_string(table.size()),
+                        " entries for ", std::to_string(devices.size()),
+                        " held devices, or its ranks are not 0..N-1 each once"}));
+  }
+}
+
+// The attribute gang of a device, "" without one.
+std::string GangAttribute(const json& device) {
+  return device.value("/attributes/gang/string"_json_pointer, "");
+}
+
+// The hostnames a gang slice selects: its one term's kubernetes.io/hostname In values, sorted.
+std::vector<std::string> SelectedNodes(const json& slice) {
+  std::vector<std::string> out;
+  for (const json& term :
+       slice.value("/spec/nodeSelector/nodeSelectorTerms"_json_pointer, json::array())) {
+    for (const json& e : term.value("matchExpressions", json::array())) {
+      if (e.value("key", "") != "kubernetes.io/hostname" || e.value("operator", "") != "In") {
+        continue;
+      }
+      for (const json& v : e.value("values", json::array())) {
+        if (v.is_string()) out.push_back(v.get<std::string>());
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A Placed gang's slice in the gang pool; `what` names the gang.
+void CheckGangSlice(const json& gang, const std::string& slice_name, const json* slice,
+                    const std::string& what, std::vector<std::string>* out) {
+  const std::string name = gang.value("/metadata/name"_json_pointer, "");
+  const std::string uid = gang.value("/metadata/uid"_json_pointer, "");
+  if (slice == nullptr) {
+    out->push_back(what + ": Placed, but its gang slice " + slice_name + " is missing");
+    return;
+  }
+  std::vector<std::string> members = GangMembers(gang);
+  std::sort(members.begin(), members.end());
+  if (SelectedNodes(*slice) != members) {
+    out->push_back(Cat({what, ": its gang slice selects ", Quoted(SelectedNodes(*slice)),
+                        ", the status holds ", Quoted(members)}));
+  }
+  const json devices = slice->value("/spec/devices"_json_pointer, json::array());
+  const bool one = devices.size() == 1 && devices[0].value("name", "") == "gang-" + name &&
+                   GangAttribute(devices[0]) == uid &&
+                   devices[0].value("/attributes/gangNodes/int"_json_pointer, int64_t{-1}) ==
+                       static_cast<int64_t>(members.size());
+  if (!one) {
+    out->push_back(what + ": its gang slice's devices are not the one device gang-" + name +
+                   " with gang " + uid + " and gangNodes " + std::to_string(members.size()) + ": " +
+                   devices.dump());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> GangReservationDifferences(const std::vector<json>& gangs) {
+  std::vector<std::string> out;
+  std::map<std::string, std::string> holder;  // node -> the gang holding it
+  for (const json& gang : gangs) {
+    const std::string what = "gang " + GangName(gang);
+    const json status = GangStatus(gang);
+    if (!Placed(gang)) {
+      const size_t nodes = status.value("nodes", json::array()).size();
+      const size_t ranks = status.value("rankTable", json::array()).size();
+      if (status.value("phase", "") == "Failed" && nodes + ranks > 0) {
+        // Final; the status keeps where it was placed (a record, holding no node): still whole.
+        CheckPlacedStatus(gang, what + " (Failed, its last placement)", &out);
+      } else if (nodes + ranks > 0) {
+        out.push_back(Cat({what, ": phase \"", status.value("phase", ""), "\" but it holds ",
+                           std::to_string(nodes), " nodes and ", std::to_string(ranks),
+                           " ranks (a partial reservation)"}));
+      }
+      continue;
+    }
+    CheckPlacedStatus(gang, what, &out);
+    for (const std::string& node : GangMembers(gang)) {
+      const auto [it, fresh] = holder.emplace(node, GangName(gang));
+      if (!fresh) {
+        out.push_back(
+            Cat({"node ", node, " is held by gangs ", it->second, " and ", GangName(gang)}));
+      }
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> UnjudgedGangs(const std::vector<json>& gangs) {
+  std::vector<std::string> out;
+  for (const json& gang : gangs) {
+    const int64_t generation = gang.value("/metadata/generation"_json_pointer, int64_t{0});
+    const json status = GangStatus(gang);
+    const json observed = status.value("observedGeneration", json());
+    if (!observed.is_number_integer() || observed.get<int64_t>() < generation) {
+      out.push_back(Cat({"gang ", GangName(gang), ": generation ", std::to_string(generation),
+                         " not yet observed by its status (",
+                         observed.is_null() ? std::string("none") : observed.dump(), ")"}));
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> GangDifferences(const GangWorld& world,
+                                         const std::set<std::string>& live) {
+  std::vector<std::string> out = GangReservationDifferences(world.gangs);
+  std::map<std::string, const json*> gang_slices;                // slice name -> slice
+  std::map<std::string, std::vector<const json*>> pool_devices;  // node pool -> its devices
+  for (const json& s : world.slices) {
+    const std::string pool = s.value("/spec/pool/name"_json_pointer, "");
+    if (pool == api::kGangPoolName) {
+      gang_slices[s.value("/metadata/name"_json_pointer, "")] = &s;
+      continue;
+    }
+    auto& list = pool_devices[pool];
+    const json::json_pointer at("/spec/devices");
+    if (!s.contains(at) || !s.at(at).is_array()) continue;
+    for (const json& d : s.at(at)) list.push_back(&d);  // pointers into `world`, not a copy
+  }
+  std::map<std::string, std::string> held;  // node -> uid of the Placed gang holding it
+  std::set<std::string> owned_slices;       // gang slice names of Placed gangs
+  for (const json& gang : world.gangs) {
+    if (!Placed(gang)) continue;
+    const std::string what = "gang " + GangName(gang);
+    const std::string ns = gang.value("/metadata/namespace"_json_pointer, "");
+    const std::string name = gang.value("/metadata/name"_json_pointer, "");
+    const std::string uid = gang.value("/metadata/uid"_json_pointer, "");
+    for (const std::string& node : GangMembers(gang)) {
+      held[node] = uid;
+      if (!live.contains(node)) {
+        out.push_back(Cat({what, ": Placed on node ", node, ", which has no Node or inventory"}));
+        continue;
+      }
+      for (const json* d : pool_devices[node]) {
+        if (GangAttribute(*d) != uid) {
+          out.push_back(Cat({what, ": device ", d->value("name", ""), " of member node ", node,
+                             " has gang \"", GangAttribute(*d), "\", want ", uid}));
+        }
+      }
+    }
+    const std::string slice = Cat({"xpu-dra-gang.", ns, ".", name});
+    owned_slices.insert(slice);
+    const auto it = gang_slices.find(slice);
+    CheckGangSlice(gang, slice, it == gang_slices.end() ? nullptr : it->second, what, &out);
+    if (!world.claims.contains(Cat({ns, "/", name, "-gang"}))) {
+      out.push_back(Cat({what, ": Placed, but its shared claim ", name, "-gang is missing"}));
+    }
+    if (!world.templates.contains(Cat({ns, "/", name, "-member"}))) {
+      out.push_back(Cat({what, ": Placed, but its template ", name, "-member is missing"}));
+    }
+  }
+  for (const auto& [slice, object] : gang_slices) {
+    if (!owned_slices.contains(slice)) {
+      out.push_back("gang slice " + slice + " of no Placed gang (a gang not placed, or gone)");
+    }
+  }
+  for (const auto& [pool, devices] : pool_devices) {
+    const auto h = held.find(pool);
+    for (const json* d : devices) {
+      const std::string uid = GangAttribute(*d);
+      if (!uid.empty() && (h == held.end() || h->second != uid)) {
+        out.push_back(Cat({"device ", d->value("name", ""), " of node ", pool, " has gang ", uid,
+                           ", which does not hold the node"}));
+      }
+    }
   }
   return out;
 }

@@ -1,7 +1,8 @@
 // What the crash trials check after each kill, as pure functions of what is on disk or in the
 // API and what should be there: the plugin's checkpoint and CDI specs against the claims the
 // kubelet holds prepared, and the driver's ResourceSlices against the pools the inventories ask
-// for. Each check returns its violations, one message each; none means the invariant holds.
+// for, and the AcceleratorGangs against what their status reserves (whole or absent). Each check
+// returns its violations, one message each; none means the invariant holds.
 #ifndef XPU_E2E_TRIALS_INVARIANTS_H_
 #define XPU_E2E_TRIALS_INVARIANTS_H_
 
@@ -66,7 +67,8 @@ struct ExpectedPool {
   std::vector<nlohmann::json> slices;  // spec.devices of each slice, NormalizedDevices
 };
 
-// spec.devices without what the server or the time of writing adds (taints' timeAdded).
+// spec.devices without what the server or the time of writing adds (taints' timeAdded), and
+// without the attribute `gang`, which a gang's member nodes carry (GangDifferences judges it).
 nlohmann::json NormalizedDevices(const nlohmann::json& devices);
 
 // The pools of a golden slice list (e2e/fixtures/slices-expected): each slice's devices,
@@ -76,12 +78,57 @@ std::vector<nlohmann::json> GoldenSlices(const nlohmann::json& list);
 // The driver's slices against the wanted pools; empty when they are equal: each wanted pool
 // published once, all its slices at one generation with resourceSliceCount their number,
 // nodeName and owner its Node, no device twice, the devices as wanted; no slice of any other
-// pool (an orphan).
+// pool (an orphan). The slices of the gang pool ("gangs") are GangDifferences' and left out.
 std::vector<std::string> SliceDifferences(const std::map<std::string, ExpectedPool>& want,
                                           const std::vector<nlohmann::json>& slices);
 
+// The slice writes that bring one pool's `slices` to what is wanted (`want`; null: the pool
+// should not be published): none when SliceDifferences finds none; else the wanted slices
+// updated as far as slices exist, the rest created, the slices left over deleted.
+struct SliceWrites {
+  int64_t create = 0;
+  int64_t update = 0;
+  int64_t remove = 0;
+  int64_t total() const { return create + update + remove; }
+};
+SliceWrites WritesNeeded(const std::string& pool, const ExpectedPool* want,
+                         const std::vector<nlohmann::json>& slices);
+
 // The generation of each pool (the highest among its slices).
 std::map<std::string, int64_t> PoolGenerations(const std::vector<nlohmann::json>& slices);
+
+// The gangs as the API holds them.
+struct GangWorld {
+  std::vector<nlohmann::json> gangs;   // the AcceleratorGangs
+  std::vector<nlohmann::json> slices;  // every slice of the driver: node pools and pool "gangs"
+  std::set<std::string> claims;        // "<ns>/<name>" of the ResourceClaims
+  std::set<std::string> templates;     // "<ns>/<name>" of the ResourceClaimTemplates
+};
+
+// The reservation alone, which the controller writes in one status write (docs/gangs.md, step 4)
+// and so must hold at every moment, a kill's included: a gang Placed holds exactly spec.nodes
+// distinct nodes, each with devicesPerNode distinct devices, node ranks 0..n-1 and a rank table
+// naming each of those devices once; a gang not Placed holds no node and no rank, but a Failed
+// one (final) keeps its last placement, whole as above, as a record that holds no node; no node
+// is held by two Placed gangs.
+std::vector<std::string> GangReservationDifferences(const std::vector<nlohmann::json>& gangs);
+
+// Gangs whole or absent, once the controller has converged. The reservation as above, and then
+// for a Placed gang (whole): every member node is `live` (a Node and an inventory: its pool is
+// published) and every device of its pool carries the attribute gang = the gang's uid; the gang
+// device's slice "xpu-dra-gang.<ns>.<name>" exists, in pool "gangs", with the one device
+// "gang-<name>", gang = uid, gangNodes = the member count, and a node selector listing exactly the
+// members; the shared claim "<name>-gang" and the template "<name>-member" exist. For a gang not
+// Placed, or gone (absent): no slice of the gang pool is its, no device carries its uid. And no
+// device carries the uid of a gang that does not hold its node, no gang-pool slice is of no gang.
+// A pending gang's claim and template may stay (they are made on placement and kept).
+std::vector<std::string> GangDifferences(const GangWorld& world, const std::set<std::string>& live);
+
+// The gangs whose status the controller has not yet written for their spec (status
+// observedGeneration short of metadata.generation): until it has, a gang's slices may still be
+// on their way (the status is written first, the members' attribute after), so convergence
+// waits for this to be empty before GangDifferences judges.
+std::vector<std::string> UnjudgedGangs(const std::vector<nlohmann::json>& gangs);
 
 }  // namespace xpu::e2e::trials
 

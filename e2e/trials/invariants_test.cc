@@ -201,6 +201,166 @@ TEST_CASE("slices against the pools the inventories ask for", "[trials]") {
   }
 }
 
+// A gang "train/g" (uid kUid) of two nodes with two devices each, placed on n1 and n2.
+json PlacedGang() {
+  json gang = {{"metadata", {{"namespace", "train"}, {"name", "g"}, {"uid", kUid}}},
+               {"spec", {{"nodes", 2}, {"devicesPerNode", 2}}},
+               {"status",
+                {{"phase", "Placed"},
+                 {"nodes",
+                  {{{"name", "n1"}, {"rank", 0}, {"devices", {"gpu-0", "gpu-1"}}},
+                   {{"name", "n2"}, {"rank", 1}, {"devices", {"gpu-0", "gpu-1"}}}}},
+                 {"rankTable", json::array()}}}};
+  int rank = 0;
+  for (const char* node : {"n1", "n2"}) {
+    for (const char* device : {"gpu-0", "gpu-1"}) {
+      gang["status"]["rankTable"].push_back({{"rank", rank++}, {"node", node}, {"device", device}});
+    }
+  }
+  return gang;
+}
+
+// Node pools n1..n3 with two devices each, n1 and n2 carrying the gang's uid, and its gang slice.
+GangWorld PlacedWorld() {
+  GangWorld world;
+  world.gangs = {PlacedGang()};
+  for (const char* node : {"n1", "n2", "n3"}) {
+    json slice = Slice(std::string(node) + "-a", node, "uid", 1, 1, {"gpu-0", "gpu-1"});
+    if (std::string(node) != "n3") {
+      for (json& d : slice["spec"]["devices"]) d["attributes"]["gang"] = {{"string", kUid}};
+    }
+    world.slices.push_back(slice);
+  }
+  json gang_slice = Slice("xpu-dra-gang.train.g", "gangs", "", 5, 1, {"gang-g"});
+  gang_slice["spec"].erase("nodeName");
+  gang_slice["spec"]["nodeSelector"] = {
+      {"nodeSelectorTerms",
+       {{{"matchExpressions",
+          {{{"key", "kubernetes.io/hostname"}, {"operator", "In"}, {"values", {"n1", "n2"}}}}}}}}};
+  gang_slice["spec"]["devices"][0]["attributes"] = {{"gang", {{"string", kUid}}},
+                                                    {"gangNodes", {{"int", 2}}}};
+  world.slices.push_back(gang_slice);
+  world.claims = {"train/g-gang"};
+  world.templates = {"train/g-member"};
+  return world;
+}
+
+TEST_CASE("gangs are whole or absent", "[trials]") {
+  const std::set<std::string> live = {"n1", "n2", "n3"};
+  GangWorld world = PlacedWorld();
+  REQUIRE(GangDifferences(world, live).empty());
+  // The members' gang attribute is the gang check's, not a slice difference.
+  const json golden = {{"items", {Slice("x", "host", "0", 1, 1, {"gpu-0", "gpu-1"})}}};
+  const std::map<std::string, ExpectedPool> pools = {{"n1", {"uid", GoldenSlices(golden)}},
+                                                     {"n2", {"uid", GoldenSlices(golden)}},
+                                                     {"n3", {"uid", GoldenSlices(golden)}}};
+  CHECK(SliceDifferences(pools, world.slices).empty());
+
+  SECTION("absent: pending, no slice, no attribute (its claim and template may stay)") {
+    world.gangs[0]["status"] = {{"phase", "Pending"}};
+    world.slices.pop_back();
+    for (json& s : world.slices) {
+      for (json& d : s["spec"]["devices"]) d.erase("attributes");
+    }
+    CHECK(GangDifferences(world, live).empty());
+  }
+  SECTION("a partial reservation") {
+    world.gangs[0]["status"]["nodes"].erase(1);
+    const auto v = GangDifferences(world, live);
+    CHECK(Names(v, "gang train/g: Placed on 1 nodes, spec.nodes is 2"));
+    CHECK(Names(v, "the rank table has 4 entries for 2 held devices"));
+    world.gangs[0]["status"] = {{"phase", "Pending"}, {"nodes", {{{"name", "n1"}}}}};
+    CHECK(Names(GangReservationDifferences(world.gangs),
+                "phase \"Pending\" but it holds 1 nodes and 0 ranks"));
+  }
+  SECTION("failed: its last placement kept, whole, holding no node") {
+    world.gangs[0]["status"]["phase"] = "Failed";
+    json other = PlacedGang();
+    other["metadata"]["name"] = "h";
+    other["metadata"]["uid"] = kOther;
+    world.gangs.push_back(other);
+    CHECK(GangReservationDifferences(world.gangs).empty());
+    world.gangs[0]["status"]["nodes"].erase(1);
+    CHECK(Names(GangReservationDifferences(world.gangs),
+                "gang train/g (Failed, its last placement): Placed on 1 nodes, spec.nodes is 2"));
+  }
+  SECTION("a node's devices, node ranks, a rank twice") {
+    world.gangs[0]["status"]["nodes"][1]["devices"] = {"gpu-0", "gpu-0"};
+    world.gangs[0]["status"]["nodes"][1]["rank"] = 0;
+    world.gangs[0]["status"]["rankTable"][3]["rank"] = 0;
+    const auto v = GangReservationDifferences(world.gangs);
+    CHECK(Names(v, "node n2 holds devices [gpu-0,gpu-0], want 2 distinct"));
+    CHECK(Names(v, "node ranks are not 0..1 each once"));
+    CHECK(Names(v, "or its ranks are not 0..N-1 each once"));
+  }
+  SECTION("two gangs on one node") {
+    json other = PlacedGang();
+    other["metadata"]["name"] = "h";
+    other["metadata"]["uid"] = kOther;
+    world.gangs.push_back(other);
+    CHECK(Names(GangReservationDifferences(world.gangs), "node n1 is held by gangs train/g and"));
+  }
+  SECTION("placed, but a member not live, a member without the attribute") {
+    world.slices[1]["spec"]["devices"][1]["attributes"].erase("gang");
+    const auto v = GangDifferences(world, {"n1", "n3"});
+    CHECK(Names(v, "Placed on node n2, which has no Node or inventory"));
+    CHECK(GangDifferences(world, live) ==
+          std::vector<std::string>{"gang train/g: device gpu-1 of member node n2 has gang \"\", "
+                                   "want " +
+                                   kUid});
+  }
+  SECTION("placed, but its slice, claim or template missing, or the slice wrong") {
+    world.claims.clear();
+    world.templates.clear();
+    json& gang_slice = world.slices.back();
+    gang_slice["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = {
+        "n1", "n3"};
+    gang_slice["spec"]["devices"][0]["attributes"]["gangNodes"]["int"] = 3;
+    auto v = GangDifferences(world, live);
+    CHECK(Names(v, "its shared claim g-gang is missing"));
+    CHECK(Names(v, "its template g-member is missing"));
+    CHECK(Names(v, "its gang slice selects [n1,n3], the status holds [n1,n2]"));
+    CHECK(Names(v, "are not the one device gang-g with gang " + kUid + " and gangNodes 2"));
+    world.slices.pop_back();
+    CHECK(Names(GangDifferences(world, live), "its gang slice xpu-dra-gang.train.g is missing"));
+  }
+  SECTION("gone, but its slice or a device's attribute stays") {
+    world.gangs.clear();
+    const auto v = GangDifferences(world, live);
+    CHECK(Names(v, "gang slice xpu-dra-gang.train.g of no Placed gang"));
+    CHECK(Names(v, "device gpu-0 of node n1 has gang " + kUid + ", which does not hold the node"));
+  }
+}
+
+TEST_CASE("a gang is judged once its status observes its generation", "[trials]") {
+  json gang = PlacedGang();
+  gang["metadata"]["generation"] = 2;
+  gang["status"]["observedGeneration"] = 2;
+  CHECK(UnjudgedGangs({gang}).empty());
+  gang["status"]["observedGeneration"] = 1;
+  CHECK(UnjudgedGangs({gang}) ==
+        std::vector<std::string>{"gang train/g: generation 2 not yet observed by its status (1)"});
+  gang.erase("status");
+  CHECK(UnjudgedGangs({gang}) ==
+        std::vector<std::string>{"gang train/g: generation 2 not yet observed by its status "
+                                 "(none)"});
+}
+
+TEST_CASE("the slice writes a pool needs", "[trials]") {
+  const json golden = {{"items", {Slice("x", "host", "0", 1, 1, {"gpu-0", "gpu-1"})}}};
+  const ExpectedPool want = {"uid-1", GoldenSlices(golden)};
+  const json right = Slice("n1-a", "n1", "uid-1", 3, 1, {"gpu-0", "gpu-1"});
+  const json stale = Slice("n1-a", "n1", "uid-1", 2, 1, {"gpu-0"});
+  const auto writes = [](const SliceWrites& w) {
+    return std::vector<int64_t>{w.create, w.update, w.remove, w.total()};
+  };
+  CHECK(writes(WritesNeeded("n1", &want, {right})) == std::vector<int64_t>{0, 0, 0, 0});
+  CHECK(writes(WritesNeeded("n1", &want, {})) == std::vector<int64_t>{1, 0, 0, 1});
+  CHECK(writes(WritesNeeded("n1", &want, {stale})) == std::vector<int64_t>{0, 1, 0, 1});
+  CHECK(writes(WritesNeeded("n1", &want, {stale, right})) == std::vector<int64_t>{0, 1, 1, 2});
+  CHECK(writes(WritesNeeded("n1", nullptr, {stale, right})) == std::vector<int64_t>{0, 0, 2, 2});
+}
+
 TEST_CASE("the kill plan, the summary line", "[trials]") {
   KillPlan plan;
   CHECK(plan.Validate("--plugin").message() == "--plugin: no work dir");

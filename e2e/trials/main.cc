@@ -1,6 +1,8 @@
 // xpu-crash-trials: SIGKILLs the plugin during prepare and unprepare and the controller during
-// publishing under injected API faults, and checks after each kill that nothing was lost,
-// doubled or orphaned (plugin_trials.h, controller_trials.h). Run by hand through
+// publishing and gang placement under injected API faults, and checks after each kill that
+// nothing was lost, doubled or orphaned and that gangs are whole or absent (plugin_trials.h,
+// controller_trials.h); with --scale-nodes, kills the controller mid-publish over a simulated
+// fleet and counts the writes after recovery (scale_trials.h). Run by hand through
 // scripts/crash-trials, not by CI.
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include "base/flags.h"
 #include "e2e/trials/controller_trials.h"
 #include "e2e/trials/plugin_trials.h"
+#include "e2e/trials/scale_trials.h"
 
 namespace {
 
@@ -23,20 +26,32 @@ namespace trials = xpu::e2e::trials;
 struct Options {
   int plugin_kills = 1000;
   int controller_kills = 200;
+  int scale_nodes = 0;  // 0: no run at scale
+  int scale_kills = 20;
+  bool named_part = false;  // --plugin or --controller given
+  std::string controller_binary = XPU_CONTROLLER_BINARY;
   uint64_t seed = 0;  // 0: a random one, printed
   std::string work_dir;
   bool keep = false;
 };
 
 constexpr const char* kUsage =
-    "usage: xpu-crash-trials [--plugin N] [--controller M] [--seed S] [--work-dir DIR] [--keep]\n"
+    "usage: xpu-crash-trials [--plugin N] [--controller M] [--scale-nodes F [--scale-kills K]]\n"
+    "                        [--seed S] [--work-dir DIR] [--keep]\n"
     "SIGKILLs xpu-dra-plugin N times (default 1000) during batches of prepare and unprepare,\n"
-    "and xpu-dra-controller M times (default 200) while it publishes under 10% injected API\n"
-    "faults; after each kill checks that no claim is lost or prepared twice, that CDI specs and\n"
-    "checkpoint entries match, that the slices have no duplicate or orphan, and that all of it\n"
-    "converged within its bound. Exits 1 on the first violation, naming it and the logs.\n"
+    "and xpu-dra-controller M times (default 200) while it publishes and places gangs under 10%\n"
+    "injected API faults; after each kill checks that no claim is lost or prepared twice, that\n"
+    "CDI specs and checkpoint entries match, that the slices have no duplicate or orphan, that\n"
+    "gangs are whole or absent, and that all of it converged within its bound. With\n"
+    "--scale-nodes, kills the controller K times mid-publish over F simulated nodes and checks\n"
+    "that the fleet converges with only the writes needed. Exits 1 on the first violation,\n"
+    "naming it and the logs.\n"
     "  --plugin N        plugin kills (0 skips the part)\n"
     "  --controller M    controller kills (0 skips the part)\n"
+    "  --scale-nodes F   the run at scale over F nodes (0, the default, skips it; alone, it\n"
+    "                    runs without the other parts unless --plugin or --controller is given)\n"
+    "  --scale-kills K   controller kills at scale (default 20)\n"
+    "  --controller-binary PATH  the xpu-dra-controller to kill (default: the build's)\n"
     "  --seed S          the random choices (batches, kill times, changes); default random\n"
     "  --work-dir DIR    logs and the plugin's state (default: a new directory in $TMPDIR)\n"
     "  --keep            keep the work dir after a run that passed\n";
@@ -48,12 +63,22 @@ xpu::StatusOr<Options> ParseFlags(const std::vector<std::string>& args, bool* he
     if (flags.Is("--plugin")) {
       ASSIGN_OR_RETURN(const int64_t n, flags.Int(0, 1'000'000));
       o.plugin_kills = static_cast<int>(n);
+      o.named_part = true;
     } else if (flags.Is("--controller")) {
       ASSIGN_OR_RETURN(const int64_t n, flags.Int(0, 1'000'000));
       o.controller_kills = static_cast<int>(n);
+      o.named_part = true;
+    } else if (flags.Is("--scale-nodes")) {
+      ASSIGN_OR_RETURN(const int64_t n, flags.Int(0, 100'000));
+      o.scale_nodes = static_cast<int>(n);
+    } else if (flags.Is("--scale-kills")) {
+      ASSIGN_OR_RETURN(const int64_t n, flags.Int(1, 10'000));
+      o.scale_kills = static_cast<int>(n);
     } else if (flags.Is("--seed")) {
       ASSIGN_OR_RETURN(const int64_t n, flags.Int(1, INT64_MAX));
       o.seed = static_cast<uint64_t>(n);
+    } else if (flags.Is("--controller-binary")) {
+      ASSIGN_OR_RETURN(o.controller_binary, flags.Value());
     } else if (flags.Is("--work-dir")) {
       ASSIGN_OR_RETURN(o.work_dir, flags.Value());
     } else if (flags.Is("--keep")) {
@@ -63,6 +88,7 @@ xpu::StatusOr<Options> ParseFlags(const std::vector<std::string>& args, bool* he
     }
   }
   *help = flags.help();
+  if (o.scale_nodes > 0 && !o.named_part) o.plugin_kills = o.controller_kills = 0;
   return o;
 }
 
@@ -127,7 +153,21 @@ int main(int argc, char** argv) {
     c.plan.kills = options->controller_kills;
     c.plan.seed = options->seed;
     c.plan.work_dir = *work_dir + "/controller";
+    c.controller_binary = options->controller_binary;
     xpu::StatusOr<trials::TrialStats> stats = trials::RunControllerTrials(c);
+    if (!stats.ok()) return Fail(stats.status(), *work_dir);
+    std::cout << trials::Summary(*stats) << std::endl;
+    results.push_back(*stats);
+  }
+  if (options->scale_nodes > 0) {
+    trials::ScaleTrialOptions s;
+    s.nodes = options->scale_nodes;
+    s.plan.kills = options->scale_kills;
+    s.plan.seed = options->seed;
+    s.plan.work_dir = *work_dir + "/scale";
+    s.controller_binary = options->controller_binary;
+    s.kube_sim_binary = XPU_KUBE_SIM_BINARY;
+    xpu::StatusOr<trials::TrialStats> stats = trials::RunScaleTrials(s);
     if (!stats.ok()) return Fail(stats.status(), *work_dir);
     std::cout << trials::Summary(*stats) << std::endl;
     results.push_back(*stats);
