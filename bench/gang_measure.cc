@@ -42,8 +42,9 @@ int main(int argc, char** argv) {
   const int gangs = std::stoi(flags["gangs"]);
   const int gang_nodes = std::stoi(flags["gang-nodes"]);
   const std::string qps = flags["qps"];
-  if (nodes < 1 || gangs < 1 || gang_nodes < 1)
+  if (nodes < 1 || gangs < 1 || gang_nodes < 1) {
     return Fail("--nodes, --gangs, --gang-nodes: at least 1");
+  }
   const auto setup_start = Clock::now();
   auto fleet = xpu::bench::StartSimFleet(
       XPU_KUBE_SIM_BINARY, XPU_SOURCE_DIR, "atlas800t-a2", nodes, {"xpu-dra", "train"},

@@ -83,8 +83,9 @@ int main(int argc, char** argv) {
   int expected = 0;
   for (int i = 0; i < claims; ++i) {
     auto created = fleet->client->Create(kc::ResourceClaims(), "default", ClaimObject(i));
-    if (!created.ok())
+    if (!created.ok()) {
       return Fail("create claim-" + std::to_string(i) + ": " + created.status().message());
+    }
     expected += GpusOf(i) > 8 ? 1 : 0;
   }
   const std::string groups = sim->dir() + "/node-groups";

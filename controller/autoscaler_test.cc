@@ -192,8 +192,9 @@ TEST_CASE("pending claims from shared node facts answer as the decoded inventori
   }
   std::vector<ClaimAlternative> asks;
   for (const char* cls : {"huawei.xpu.dra.dev", "nvidia.xpu.dra.dev"}) {
-    for (int64_t n : {1, 2, 3, 4, 8, 16})
+    for (int64_t n : {1, 2, 3, 4, 8, 16}) {
       asks.push_back({.name = "", .device_class = cls, .count = n});
+    }
     asks.push_back({.name = "", .device_class = cls, .count = 0, .all = true});
   }
   // Every node and alternative: the same words as before.

@@ -297,8 +297,9 @@ std::vector<PendingReport> JudgePendingClaims(const std::vector<PendingClaimInpu
   // A claim is served where one node state serves an alternative of each of its requests.
   std::erase_if(open, [&](const PendingClaimInput* c) {
     pfc::Bits all(words, ~uint64_t{0});
-    if (!states.empty() && states.size() % 64 != 0)
+    if (!states.empty() && states.size() % 64 != 0) {
       all.back() = (uint64_t{1} << (states.size() % 64)) - 1;
+    }
     for (const ClaimDemand& d : c->demands) {
       pfc::Bits any(words, 0);
       for (const ClaimAlternative& a : d.alternatives) {
