@@ -442,7 +442,9 @@ std::string Controller::PendingJson() {
 
 GangClusterView Controller::GangView() const {
   GangClusterView view;
+  const size_t inventories = inventories_.size();
   MutexLock lock(mu_);
+  view.liveness_known = judged_.size() >= inventories;
   view.config = config_;
   view.config_generation = config_generation_;
   for (const auto& [node, is_live] : live_) {

@@ -208,6 +208,9 @@ class Controller {
       GUARDED_BY(mu_);
   std::map<std::string, std::multiset<std::string>> allocated_ GUARDED_BY(mu_);
   std::map<std::string, bool> live_ GUARDED_BY(mu_);
+  // The nodes with an inventory whose pool a sync has gathered since the start: once all have,
+  // a node missing from live_ is known not to be live (GangView's liveness_known).
+  std::set<std::string> judged_ GUARDED_BY(mu_);
   // Node -> "<group>\n<differences>" for nodes of a node group whose pool differs from the
   // template; and each group's template, with the config generation it was built for.
   std::map<std::string, std::pair<std::string, std::string>> drift_ GUARDED_BY(mu_);

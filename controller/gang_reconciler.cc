@@ -319,6 +319,10 @@ Status GangReconciler::Sync(const std::string& key) {
   }
 
   const GangClusterView view = seams_.view();
+  if (!view.liveness_known && gang && gang->status.phase == "Placed") {
+    return UnavailableError("gang " + key +
+                            ": the nodes' liveness is not known yet after the start");
+  }
   GangObjectOptions objects;
   objects.driver = driver_;
   // Run sets the mode in force (WithEffectiveMode); a config given unset reads as attributes,

@@ -54,6 +54,10 @@ struct GangClusterView {
   uint64_t config_generation = 0;
   std::vector<std::string> live;                           // the live nodes, by name
   std::map<std::string, std::set<std::string>> allocated;  // pool -> devices claims hold
+  // False until every node with an inventory has been synced once since the start: until then
+  // a node missing from `live` may be live, and a placed gang is not judged (it would fail or
+  // move because the controller restarted).
+  bool liveness_known = true;
 };
 
 // How the gang reconciler reads and acts on the rest of the controller.

@@ -24,6 +24,15 @@ PoolDecision DecidePool(const PoolInputs& inputs, const std::optional<PoolInputs
 Status Controller::SyncPoolKey(const std::string& node) {
   if (!CanWrite()) return OkStatus();
   const PoolGathered gathered = GatherPoolInputs(node);
+  {
+    // The nodes whose liveness this controller has judged since its start (GangView).
+    MutexLock lock(mu_);
+    if (gathered.inventory) {
+      judged_.insert(node);
+    } else {
+      judged_.erase(node);
+    }
+  }
   if (gathered.lease_expires) QueuePool(node, UntilExpiry(*gathered.lease_expires));
   const PoolDecision decision = DecidePool(gathered.inputs, gathered.last);
   if (decision.action == PoolAction::kSkip) return OkStatus();
