@@ -349,9 +349,9 @@ TEST_CASE(
   CHECK(info->type == "DRAPlugin");
   CHECK(info->name == "xpu.dra.dev");
   CHECK(info->endpoint == rig.DraSocket());
-  CHECK(info->supported_versions ==
-        std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
-                                 "v1alpha1.DRAResourceHealth"});
+  CHECK(info->supported_versions == std::vector<std::string>{"v1.DRAPlugin", "v1beta1.DRAPlugin",
+                                                             "v1.DRAResourceHealth",
+                                                             "v1alpha1.DRAResourceHealth"});
   struct stat st {};
   REQUIRE(::stat(rig.DraSocket().c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0600);
