@@ -259,23 +259,22 @@ api::NodeInventory Versioned(std::string_view model, const std::string& node,
   return inv;
 }
 
-StoredInventory Stored(const api::NodeInventory& inv) {
-  auto stored = api::FromJson<StoredInventory>(api::ToJson(inv));
-  REQUIRE_OK(stored);
-  return *stored;
+// What a pool sync does with the inventory it decoded.
+void Note(PendingCache& cache, const api::NodeInventory& inv) {
+  cache.Note(inv.metadata.name, inv.metadata.resource_version, inv);
 }
 
 TEST_CASE("the pending cache keeps one model per server model and follows inventory versions",
           "[autoscaler][pending]") {
   PendingCache cache;
-  cache.Note(Stored(Versioned("atlas800t-a2", "n1", "1")));
-  cache.Note(Stored(Versioned("atlas800t-a2", "n2", "2")));
-  cache.Note(Stored(Versioned("hgx-h200", "n3", "3")));
+  Note(cache, Versioned("atlas800t-a2", "n1", "1"));
+  Note(cache, Versioned("atlas800t-a2", "n2", "2"));
+  Note(cache, Versioned("hgx-h200", "n3", "3"));
   CHECK(cache.counts().nodes == 3);
   CHECK(cache.counts().models == 2);
   CHECK(cache.counts().noted == 3);
   // The same version again (a relist): not noted (nor decoded) again.
-  cache.Note(Stored(Versioned("atlas800t-a2", "n1", "1")));
+  Note(cache, Versioned("atlas800t-a2", "n1", "1"));
   CHECK(cache.counts().noted == 3);
 
   const Config config = DefaultConfig();
@@ -289,13 +288,13 @@ TEST_CASE("the pending cache keeps one model per server model and follows invent
   // n1 changes: six NPUs unhealthy. Still the A2 model, another health mask.
   api::NodeInventory sick = Versioned("atlas800t-a2", "n1", "4");
   for (size_t i = 0; i < 6; ++i) sick.status.devices[i].health = "Unhealthy";
-  cache.Note(Stored(sick));
+  Note(cache, sick);
   CHECK(cache.counts().noted == 4);
   REQUIRE(judge({"n1"}).size() == 1);
   CHECK(judge({"n1", "n2"}).empty());
   CHECK(judge({"n1", "n3"}).size() == 1);
   // n3's H200 replaced by an A2; the H200 model goes with it.
-  cache.Note(Stored(Versioned("atlas800t-a2", "n3", "5")));
+  Note(cache, Versioned("atlas800t-a2", "n3", "5"));
   CHECK(cache.counts().models == 1);
   CHECK(judge({"n1", "n3"}).empty());
   // Deleted: no facts, not counted as live.

@@ -5,21 +5,6 @@
 
 namespace xpu::controller {
 
-void PendingCache::Note(const StoredInventory& stored) {
-  {
-    MutexLock lock(mu_);
-    auto it = nodes_.find(stored.name);
-    if (it != nodes_.end() && it->second.version == stored.resource_version) return;
-  }
-  // Decoded outside the lock: a request reading the facts does not wait for it.
-  const std::shared_ptr<const api::NodeInventory> inventory = DecodedInventoryOrNull(&stored);
-  if (inventory == nullptr) {
-    Forget(stored.name);
-    return;
-  }
-  Note(stored.name, stored.resource_version, *inventory);
-}
-
 void PendingCache::Note(const std::string& node, const std::string& version,
                         const api::NodeInventory& inventory) {
   MutexLock lock(mu_);

@@ -19,17 +19,13 @@
 #include "base/mutex.h"
 #include "base/thread_annotations.h"
 #include "controller/pending_facts.h"
-#include "controller/stored_objects.h"
 
 namespace xpu::controller {
 
 class PendingCache {
  public:
-  // An inventory added or changed (the informer's add and update handlers): its facts, decoded
-  // from `stored` unless they are of its resourceVersion already. One that does not decode is
-  // forgotten (as the request before this cache left it out).
-  void Note(const StoredInventory& stored) EXCLUDES(mu_);
-  // The same from an inventory already decoded (at resourceVersion `version`).
+  // An inventory decoded by a pool sync (at resourceVersion `version`): its facts, unless they
+  // are of that version already.
   void Note(const std::string& node, const std::string& version,
             const api::NodeInventory& inventory) EXCLUDES(mu_);
   // An inventory deleted.
