@@ -1,5 +1,6 @@
 #include "controller/pool_reconciler.h"
 
+#include <map>
 #include <utility>
 
 #include "controller/controller.h"
@@ -43,6 +44,17 @@ Status Controller::SyncPoolKey(const std::string& node) {
     if (!desired) return OkStatus();
   }
   return ApplyPool(gathered, decision, desired);
+}
+
+PoolInputs InputsAfterWrites(const PoolInputs& in, const PoolSyncResult& result) {
+  std::map<std::string, std::string> versions(in.slices.begin(), in.slices.end());
+  for (const SlicePtr& s : result.written) {
+    versions[s->metadata.name] = s->metadata.resource_version;
+  }
+  for (const std::string& name : result.deleted_names) versions.erase(name);
+  PoolInputs after = in;
+  after.slices.assign(versions.begin(), versions.end());
+  return after;
 }
 
 PoolGathered Controller::GatherPoolInputs(const std::string& node) {
@@ -162,10 +174,10 @@ Status Controller::ApplyPool(const PoolGathered& gathered, const PoolDecision& d
     } else {
       published_inventory_.erase(node);
     }
-    // Only a sync that wrote nothing records its inputs: after a write the slices' versions
-    // change, and the next sync (from the watch event) confirms the result.
-    if (decision.remember && !result.Changed()) {
-      last_sync_[node] = in;
+    // A sync that saw no writes of ours in flight records its inputs; after writes, the inputs
+    // as the watch is to show them.
+    if (decision.remember) {
+      last_sync_[node] = result.Changed() ? InputsAfterWrites(in, result) : in;
     } else {
       last_sync_.erase(node);
     }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "controller/config.h"
+#include "controller/pool_sync.h"
 #include "controller/slices.h"
 #include "controller/stored_objects.h"
 
@@ -67,6 +68,12 @@ struct PoolDecision {
 
 // `last`: the inputs of the pool's last sync that wrote nothing, if remembered. Pure.
 PoolDecision DecidePool(const PoolInputs& inputs, const std::optional<PoolInputs>& last);
+
+// The inputs `in` will be once the watch shows a sync's writes: the written slices at the
+// versions the server answered, the deleted ones gone. Remembered after a sync that wrote, so
+// that the sync its own watch events start (when one arrives before the write's answer, the
+// slice cache cannot tell it is an echo) is a skip, not a rebuild of the pool. Pure.
+PoolInputs InputsAfterWrites(const PoolInputs& in, const PoolSyncResult& result);
 
 // What the gather step read: the inputs, and the objects the apply step needs.
 struct PoolGathered {

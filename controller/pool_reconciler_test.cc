@@ -4,8 +4,10 @@
 
 #include <catch2/catch.hpp>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/accelerator_gang.h"
@@ -97,6 +99,38 @@ TEST_CASE("a pool sync skips, withdraws or publishes", "[pool_reconciler][decide
       CHECK(d.publish == now.publish);
     }
   }
+}
+
+TEST_CASE("after writes, the inputs remembered are those the watch is to show",
+          "[pool_reconciler]") {
+  PoolInputs in = LiveInputs();
+  in.slices = {{"n1-a", "57"}, {"n1-b", "60"}, {"n1-c", "61"}};
+  PoolSyncResult result;
+  result.updated = 1;
+  result.created = 1;
+  result.deleted = 1;
+  for (const auto& [name, version] : {std::pair{"n1-a", "70"}, std::pair{"n1-d", "71"}}) {
+    auto slice = std::make_shared<api::resource::ResourceSlice>();
+    slice->metadata.name = name;
+    slice->metadata.resource_version = version;
+    result.written.push_back(slice);
+  }
+  result.deleted_names = {"n1-c"};
+
+  const PoolInputs after = InputsAfterWrites(in, result);
+  // By name, the written at the server's versions, the untouched as they were, the deleted gone.
+  CHECK(after.slices == std::vector<std::pair<std::string, std::string>>{
+                            {"n1-a", "70"}, {"n1-b", "60"}, {"n1-d", "71"}});
+  PoolInputs rest = after;
+  rest.slices = in.slices;
+  CHECK(rest == in);  // nothing else changes
+  // The sync the watch's echo of these writes starts is a skip.
+  PoolInputs echoed = in;
+  echoed.slices = {{"n1-a", "70"}, {"n1-b", "60"}, {"n1-d", "71"}};
+  CHECK(DecidePool(echoed, after).action == PoolAction::kSkip);
+  // One the watch has shown only in part is not.
+  echoed.slices = {{"n1-a", "70"}, {"n1-b", "60"}, {"n1-c", "61"}};
+  CHECK(DecidePool(echoed, after).action == PoolAction::kPublish);
 }
 
 api::AcceleratorGang GangIn(const std::string& phase, const std::vector<std::string>& members) {

@@ -17,6 +17,19 @@ bool AtLeast(const std::string& a, const std::string& b, int unknown) {
 SliceCache::SliceCache(const Clock* clock, const api::client::TypedInformer<StoredSlice>* slices)
     : clock_(clock), slices_(slices) {}
 
+void SliceCache::Hold(const std::string& name, Cached cached) {
+  if (auto it = written_.find(name); it != written_.end()) Drop(it);
+  ++in_flight_[cached.pool];
+  written_.emplace(name, std::move(cached));
+}
+
+SliceCache::CachedMap::iterator SliceCache::Drop(CachedMap::iterator it) {
+  if (auto count = in_flight_.find(it->second.pool); count != in_flight_.end()) {
+    if (--count->second == 0) in_flight_.erase(count);
+  }
+  return written_.erase(it);
+}
+
 std::set<std::string> SliceCache::Observe(const std::shared_ptr<const StoredSlice>& old_slice,
                                           const std::shared_ptr<const StoredSlice>& new_slice) {
   std::set<std::string> pools;
@@ -41,13 +54,13 @@ std::set<std::string> SliceCache::Observe(const std::shared_ptr<const StoredSlic
   if (auto it = written_.find(name); it != written_.end()) {
     if (!new_slice) {
       own_echo = it->second.slice == nullptr;
-      written_.erase(it);
+      Drop(it);
     } else if (it->second.slice &&
                slice_cache_cc::AtLeast(new_slice->resource_version,
                                        it->second.slice->metadata.resource_version, 1)) {
       own_echo = new_slice->resource_version == it->second.slice->metadata.resource_version &&
                  (!old_slice || old_slice->pool == new_slice->pool);
-      written_.erase(it);
+      Drop(it);
     }
   }
   if (own_echo) pools.clear();
@@ -70,7 +83,7 @@ WatchedSlices SliceCache::Watched(const std::string& pool) const {
       out.versions.emplace_back(name, seen ? seen->resource_version : "");
     }
   }
-  out.writes_in_flight = !written_.empty();
+  out.writes_in_flight = in_flight_.contains(pool);
   return out;
 }
 
@@ -98,7 +111,7 @@ std::vector<SlicePtr> SliceCache::Existing(const std::string& pool) {
           out.push_back(it->second.slice);
           continue;
         }
-        written_.erase(it);  // the informer caught up
+        Drop(it);  // the informer caught up
       }
       if (seen && seen->pool == pool) stored.push_back(seen);
     }
@@ -121,16 +134,19 @@ void SliceCache::Remember(const PoolSyncResult& writes) {
     if (seen && slice_cache_cc::AtLeast(seen->resource_version, s->metadata.resource_version, -1)) {
       continue;
     }
-    written_[s->metadata.name] = Cached{s, expires};
+    Hold(s->metadata.name, Cached{s, s->spec.pool.name, expires});
   }
-  for (const std::string& name : writes.deleted_names) written_[name] = Cached{nullptr, expires};
+  for (const std::string& name : writes.deleted_names) {
+    const auto seen = slices_->Get(name);
+    Hold(name, Cached{nullptr, seen ? seen->pool : "", expires});
+  }
 }
 
 void SliceCache::Expire() {
   const auto now = clock_->Now();
   MutexLock lock(mu_);
   for (auto it = written_.begin(); it != written_.end();) {
-    it = it->second.expires <= now ? written_.erase(it) : std::next(it);
+    it = it->second.expires <= now ? Drop(it) : std::next(it);
   }
   for (auto it = seen_deleted_.begin(); it != seen_deleted_.end();) {
     it = it->second <= now ? seen_deleted_.erase(it) : std::next(it);

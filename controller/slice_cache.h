@@ -29,7 +29,7 @@ namespace xpu::controller {
 // A pool's slices as the watch shows them, for the pool sync's inputs.
 struct WatchedSlices {
   std::vector<std::pair<std::string, std::string>> versions;  // name, resourceVersion; by name
-  // Writes of the controller's own the watch has not shown yet (any pool's).
+  // Writes of the controller's own to this pool that the watch has not shown yet.
   bool writes_in_flight = false;
 };
 
@@ -57,15 +57,23 @@ class SliceCache {
 
  private:
   struct Cached {
-    SlicePtr slice;  // null: deleted by us
+    SlicePtr slice;    // null: deleted by us
+    std::string pool;  // "" for a deletion of a slice the watch never showed
     std::chrono::steady_clock::time_point expires;
   };
+  using CachedMap = std::map<std::string, Cached>;
+
+  // Every change of written_ goes through these two, which keep in_flight_ counted.
+  void Hold(const std::string& name, Cached cached) REQUIRES(mu_);
+  CachedMap::iterator Drop(CachedMap::iterator it) REQUIRES(mu_);
 
   const Clock* const clock_;
   const api::client::TypedInformer<StoredSlice>* const slices_;
   mutable Mutex mu_;
   std::map<std::string, std::set<std::string>> pool_slices_ GUARDED_BY(mu_);
-  std::map<std::string, Cached> written_ GUARDED_BY(mu_);  // the mutation cache
+  CachedMap written_ GUARDED_BY(mu_);  // the mutation cache
+  // How many entries of written_ each pool has: its writes the watch has not shown yet.
+  std::map<std::string, int> in_flight_ GUARDED_BY(mu_);
   // Slices whose deletion the watch has shown, until the TTL.
   std::map<std::string, std::chrono::steady_clock::time_point> seen_deleted_ GUARDED_BY(mu_);
 };

@@ -38,14 +38,18 @@ TEST_CASE("a slice event that only echoes the controller's own write syncs no po
   sync.deleted_names = {"n3-a"};
   cache.Remember(sync);
   CHECK(cache.Watched("n1").writes_in_flight);
+  CHECK(cache.Watched("n2").writes_in_flight);
+  CHECK_FALSE(cache.Watched("n5").writes_in_flight);  // a pool without writes of ours
 
   // Our create, as written: nothing to do.
   CHECK(cache.Observe(nullptr, Seen("n1-a", "5", "n1")).empty());
+  CHECK_FALSE(cache.Watched("n1").writes_in_flight);  // whatever other pools wait for
+  CHECK(cache.Watched("n2").writes_in_flight);
   // Our deletion: nothing to do.
   CHECK(cache.Observe(Seen("n3-a", "3", "n3"), nullptr).empty());
   // A later version than ours (someone changed it after us): the pool is synced.
   CHECK(cache.Observe(Seen("n2-a", "6", "n2"), Seen("n2-a", "8", "n2")) == Pools{"n2"});
-  CHECK_FALSE(cache.Watched("n1").writes_in_flight);
+  CHECK_FALSE(cache.Watched("n2").writes_in_flight);
   // With nothing of ours in flight, every event syncs its pool.
   CHECK(cache.Observe(Seen("n1-a", "5", "n1"), Seen("n1-a", "9", "n1")) == Pools{"n1"});
   CHECK(cache.Observe(nullptr, Seen("n4-a", "10", "n4")) == Pools{"n4"});
