@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "api/meta.h"
+#include "api/spec_status_object.h"
 #include "base/status.h"
 
 namespace xpu::api {
@@ -94,13 +95,7 @@ struct AcceleratorGangStatus {
   friend bool operator==(const AcceleratorGangStatus&, const AcceleratorGangStatus&) = default;
 };
 
-struct AcceleratorGang {
-  ObjectMeta metadata;
-  AcceleratorGangSpec spec;
-  AcceleratorGangStatus status;
-  nlohmann::json unknown = nullptr;
-  friend bool operator==(const AcceleratorGang&, const AcceleratorGang&) = default;
-};
+using AcceleratorGang = SpecStatusObject<AcceleratorGangSpec, AcceleratorGangStatus>;
 
 template <>
 StatusOr<AcceleratorGang> FromJson<AcceleratorGang>(const nlohmann::json& json);

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/meta.h"
+#include "api/spec_status_object.h"
 #include "base/status.h"
 
 namespace xpu::api::core {
@@ -68,13 +69,8 @@ struct NodeStatus {
   friend bool operator==(const NodeStatus&, const NodeStatus&) = default;
 };
 
-struct Node {
-  ObjectMeta metadata;
-  NodeSpec spec;
-  NodeStatus status;
-  nlohmann::json unknown = nullptr;
-  friend bool operator==(const Node&, const Node&) = default;
-
+// Equality is the envelope's (SpecStatusObject's operator==).
+struct Node : SpecStatusObject<NodeSpec, NodeStatus> {
   // The Ready condition's status ("True", "False", "Unknown"), or "" when absent.
   std::string ReadyStatus() const;
 };

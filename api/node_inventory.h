@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "api/meta.h"
+#include "api/spec_status_object.h"
 #include "base/status.h"
 #include "topology/model.h"
 
@@ -202,13 +203,7 @@ struct NodeInventoryStatus {
   friend bool operator==(const NodeInventoryStatus&, const NodeInventoryStatus&) = default;
 };
 
-struct NodeInventory {
-  ObjectMeta metadata;
-  NodeInventorySpec spec;
-  NodeInventoryStatus status;
-  nlohmann::json unknown = nullptr;
-  friend bool operator==(const NodeInventory&, const NodeInventory&) = default;
-};
+using NodeInventory = SpecStatusObject<NodeInventorySpec, NodeInventoryStatus>;
 
 template <>
 StatusOr<NodeInventory> FromJson<NodeInventory>(const nlohmann::json& json);

@@ -392,6 +392,11 @@ TEST_CASE("ResourceSliceErrors checks node selectors, request policies, binding 
     s.spec.devices[0].allow_multiple_allocations = true;
     s.spec.devices[0].capacity["memory"].request_policy = nlohmann::json::parse(text);
   };
+  auto binding = [](ResourceSlice& s, std::vector<std::string> conditions,
+                    std::vector<std::string> failure_conditions) {
+    s.spec.devices[0].binding_conditions = std::move(conditions);
+    s.spec.devices[0].binding_failure_conditions = std::move(failure_conditions);
+  };
   const std::string term = "spec.nodeSelector.nodeSelectorTerms[0]";
   const std::string mem = "spec.devices[0].capacity[\"memory\"].requestPolicy";
   const std::vector<ErrorCase<ResourceSlice>> cases = {
@@ -489,30 +494,20 @@ TEST_CASE("ResourceSliceErrors checks node selectors, request policies, binding 
          policy(s, R"({"default": "3Gi", "validRange": {"min": "0", "step": "2Gi"}})");
        },
        mem + ".validRange.step", FieldErrorType::kInvalid},
-      {"binding condition name",
-       [](auto& s) {
-         s.spec.devices[0].binding_conditions = {"not valid"};
-         s.spec.devices[0].binding_failure_conditions = {"Failed"};
-       },
+      {"binding condition name", [&](auto& s) { binding(s, {"not valid"}, {"Failed"}); },
        "spec.devices[0].bindingConditions[0]", FieldErrorType::kInvalid},
       {"binding condition duplicate",
-       [](auto& s) {
-         s.spec.devices[0].binding_conditions = {"Ready", "Ready"};
-         s.spec.devices[0].binding_failure_conditions = {"Failed"};
+       [&](auto& s) {
+         binding(s, {"Ready", "Ready"}, {"Failed"});
        },
        "spec.devices[0].bindingConditions[1]", FieldErrorType::kDuplicate},
-      {"binding conditions overlap",
-       [](auto& s) {
-         s.spec.devices[0].binding_conditions = {"Ready"};
-         s.spec.devices[0].binding_failure_conditions = {"Ready"};
-       },
+      {"binding conditions overlap", [&](auto& s) { binding(s, {"Ready"}, {"Ready"}); },
        "spec.devices[0].bindingFailureConditions[0]", FieldErrorType::kInvalid},
-      {"binding conditions without failure conditions",
-       [](auto& s) { s.spec.devices[0].binding_conditions = {"Ready"}; },
+      {"binding conditions without failure conditions", [&](auto& s) { binding(s, {"Ready"}, {}); },
        "spec.devices[0].bindingFailureConditions", FieldErrorType::kInvalid},
       {"failure conditions without binding conditions",
-       [](auto& s) { s.spec.devices[0].binding_failure_conditions = {"Failed"}; },
-       "spec.devices[0].bindingConditions", FieldErrorType::kInvalid},
+       [&](auto& s) { binding(s, {}, {"Failed"}); }, "spec.devices[0].bindingConditions",
+       FieldErrorType::kInvalid},
       {"taint timeAdded",
        [](auto& s) {
          s.spec.devices[0].taints = {Taint()};
@@ -734,6 +729,14 @@ resource::ResourceClaim ValidClaim() {
   return c;
 }
 
+// The first request's only toleration, made for a case to fill in.
+resource::DeviceToleration& OnlyToleration(resource::ResourceClaim& c) {
+  std::vector<resource::DeviceToleration>& tolerations =
+      c.spec.devices.requests[0].exactly->tolerations;
+  tolerations.resize(1);
+  return tolerations[0];
+}
+
 TEST_CASE("ResourceClaimErrors, one broken rule per case") {
   CHECK(ResourceClaimErrors(ValidClaim(), KubeVersion::k1_35).empty());
   using C = resource::ResourceClaim;
@@ -791,25 +794,16 @@ TEST_CASE("ResourceClaimErrors, one broken rule per case") {
       {"too many tolerations",
        [](C& c) { c.spec.devices.requests[0].exactly->tolerations.resize(17); },
        r0 + ".exactly.tolerations", FieldErrorType::kTooMany},
-      {"toleration operator",
-       [](C& c) {
-         c.spec.devices.requests[0].exactly->tolerations.resize(1);
-         c.spec.devices.requests[0].exactly->tolerations[0].operator_name = "Like";
-       },
+      {"toleration operator", [](C& c) { OnlyToleration(c).operator_name = "Like"; },
        r0 + ".exactly.tolerations[0].operator", FieldErrorType::kNotSupported},
       {"Exists with a value",
        [](C& c) {
-         c.spec.devices.requests[0].exactly->tolerations.resize(1);
-         auto& t = c.spec.devices.requests[0].exactly->tolerations[0];
+         resource::DeviceToleration& t = OnlyToleration(c);
          t.operator_name = "Exists";
          t.value = "x";
        },
        r0 + ".exactly.tolerations[0].value", FieldErrorType::kInvalid},
-      {"toleration effect",
-       [](C& c) {
-         c.spec.devices.requests[0].exactly->tolerations.resize(1);
-         c.spec.devices.requests[0].exactly->tolerations[0].effect = "PreferNoSchedule";
-       },
+      {"toleration effect", [](C& c) { OnlyToleration(c).effect = "PreferNoSchedule"; },
        r0 + ".exactly.tolerations[0].effect", FieldErrorType::kNotSupported},
       {"capacity request quantity",
        [](C& c) {
@@ -872,8 +866,7 @@ TEST_CASE("ResourceClaimErrors, one broken rule per case") {
 
 TEST_CASE("ResourceClaimErrors: the None toleration effect is 1.35+") {
   auto c = ValidClaim();
-  c.spec.devices.requests[0].exactly->tolerations.resize(1);
-  c.spec.devices.requests[0].exactly->tolerations[0].effect = "None";
+  OnlyToleration(c).effect = "None";
   CHECK(ResourceClaimErrors(c, KubeVersion::k1_35).empty());
   CHECK(Has(ResourceClaimErrors(c, KubeVersion::k1_34),
             "spec.devices.requests[0].exactly.tolerations[0].effect",
