@@ -25,10 +25,6 @@ namespace {
 
 namespace kc = xpu::api::client;
 namespace ct = xpu::controller::testing;
-using Clock = std::chrono::steady_clock;
-using xpu::bench::Ms;
-using xpu::bench::Percentile;
-using xpu::bench::StatusMb;
 
 int Fail(const std::string& what) { return xpu::bench::Fail("controller_measure", what); }
 
@@ -66,7 +62,7 @@ int main(int argc, char** argv) {
   const int changes = std::stoi(flags["changes"]);
   const std::string qps = flags["qps"];
   // The cluster: nodes with inventories and live plugin Leases.
-  const auto setup_start = Clock::now();
+  const xpu::bench::Stopwatch setup;
   auto fleet = xpu::bench::StartSimFleet(XPU_KUBE_SIM_BINARY, XPU_SOURCE_DIR, "hgx-h200", nodes,
                                          {"xpu-dra"});
   if (!fleet.ok()) return Fail(fleet.status().message());
@@ -74,29 +70,22 @@ int main(int argc, char** argv) {
   auto& client = fleet->client;
   auto inventory = ct::FixtureInventory(XPU_SOURCE_DIR, "hgx-h200", "x");
   if (!inventory.ok()) return Fail(inventory.status().message());
-  std::cout << "setup: " << nodes << " nodes in " << Ms(Clock::now() - setup_start) / 1000
-            << " s\n";
+  std::cout << "setup: " << nodes << " nodes in " << setup.ElapsedSeconds() << " s\n";
 
-  const auto start = Clock::now();
-  auto controller = xpu::e2e::ChildProcess::Start(
-      XPU_CONTROLLER_BINARY,
-      {"--kubeconfig", sim->kubeconfig(), "--namespace", "xpu-dra", "--qps", qps, "--burst", qps,
-       "--leader-elect", "false", "--metrics-addr", "127.0.0.1:0", "--log-level", "info",
-       "--claim-debounce", "100ms"},
-      sim->dir() + "/controller.log");
-  if (!controller.ok()) return Fail(controller.status().message());
-  const int port = xpu::bench::MetricsPort(**controller, std::chrono::seconds(30));
-  if (port == 0) return Fail("no metrics port in the log:\n" + (*controller)->Log());
+  const xpu::bench::ControllerRun run = {.binary = XPU_CONTROLLER_BINARY,
+                                         .kubeconfig = sim->kubeconfig(),
+                                         .qps = qps,
+                                         .extra_args = {"--claim-debounce", "100ms"},
+                                         .log_path = sim->dir() + "/controller.log"};
   // 600 s, or more for a fleet past 30,000 nodes on a loaded machine (50 pools a second).
-  const double done =
-      xpu::bench::WaitPublished(port, nodes, std::chrono::seconds(std::max(600, nodes / 50)));
-  const double publish_s = Ms(Clock::now() - start) / 1000;
-  if (done < nodes) return Fail("only " + std::to_string(done) + " pools published");
-  std::cout << "full publish: " << nodes << " nodes x 8 devices in " << publish_s << " s at QPS "
-            << qps << " (budget 60 s for 5,000 at 200)\n";
-  std::cout << "controller resident memory after publish: VmRSS "
-            << StatusMb((*controller)->pid(), "VmRSS") << " MB, peak VmHWM "
-            << StatusMb((*controller)->pid(), "VmHWM") << " MB (budget 300 MB)\n";
+  auto controller =
+      xpu::bench::StartAndPublish(run, nodes, std::chrono::seconds(std::max(600, nodes / 50)));
+  if (!controller.ok()) return Fail(controller.status().message());
+  const pid_t pid = controller->process->pid();
+  std::cout << "full publish: " << nodes << " nodes x 8 devices in " << controller->publish_seconds
+            << " s at QPS " << qps << " (budget 60 s for 5,000 at 200)\n";
+  std::cout << "controller resident memory after publish: " << xpu::bench::MemoryText(pid)
+            << " (budget 300 MB for VmHWM)\n";
 
   // Inventory change -> slice updated, seen through a watch.
   kc::InformerOptions by_driver;
@@ -122,20 +111,19 @@ int main(int argc, char** argv) {
     xpu::api::NodeInventory inv = *inventory;
     inv.metadata.name = name;
     inv.status.devices[0].health = "Unhealthy";
-    const auto t0 = Clock::now();
+    const xpu::bench::Stopwatch change;
     if (!ct::PutInventory(*client, inv).ok()) return Fail("inventory write " + name);
     xpu::MutexLock lock(mu);
     if (!cv.WaitFor(mu, std::chrono::seconds(30),
                     [&]() REQUIRES(mu) { return tainted_pool == name; })) {
       return Fail("slice of " + name + " not updated within 30 s");
     }
-    latencies.push_back(Ms(Clock::now() - t0));
+    latencies.push_back(change.ElapsedMs());
   }
   slices.Stop();
-  std::cout << "inventory change -> slice updated (" << changes << " changes): p50 "
-            << Percentile(latencies, 0.5) << " ms, p99 " << Percentile(latencies, 0.99)
-            << " ms, max " << Percentile(latencies, 1.0) << " ms (budget p99 1000 ms)\n";
-  std::cout << "controller peak VmHWM " << StatusMb((*controller)->pid(), "VmHWM") << " MB\n";
-  (*controller)->Stop();
+  std::cout << "inventory change -> slice updated (" << changes
+            << " changes): " << xpu::bench::LatencyText(latencies) << " (budget p99 1000 ms)\n";
+  std::cout << "controller resident memory at the end: " << xpu::bench::MemoryText(pid) << "\n";
+  controller->process->Stop();
   return 0;
 }

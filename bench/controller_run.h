@@ -1,10 +1,12 @@
-// What the controller's measured runs (controller_measure, gang_measure) share: one series of a
-// /metrics page, the metrics port the controller logs, and waiting for a full publish.
+// What the controller's measured runs (controller_measure, gang_measure, pending_measure,
+// upstream_publish_measure) share: one series of a /metrics page, the metrics port the controller
+// logs, waiting for a full publish, and starting the controller and waiting for its publish.
 #ifndef XPU_BENCH_CONTROLLER_RUN_H_
 #define XPU_BENCH_CONTROLLER_RUN_H_
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,6 +17,7 @@
 #include "api/client/client.h"
 #include "api/node_inventory.h"
 #include "base/status.h"
+#include "bench/measure_support.h"
 #include "controller/testing/cluster.h"
 #include "e2e/client/child_process.h"
 #include "e2e/client/kube_sim_process.h"
@@ -63,6 +66,52 @@ inline double WaitPublished(int port, int pools, std::chrono::seconds timeout) {
     done = MetricValue(e2e::HttpGet(port, "/metrics"), created);
   }
   return done;
+}
+
+// How a measured run starts xpu-dra-controller: `binary` against `kubeconfig`, its Leases in
+// xpu-dra, --qps and --burst `qps`, no leader election, metrics on a free port, logging at
+// `log_level`, then `extra_args`; its output to `log_path`.
+struct ControllerRun {
+  std::string binary;
+  std::string kubeconfig;
+  std::string qps;
+  std::string log_level = "info";
+  std::vector<std::string> extra_args;
+  std::string log_path;
+};
+
+// A controller that has published: the process, its metrics port, and the seconds from its start
+// until every pool's slice was created.
+struct PublishedController {
+  std::unique_ptr<e2e::ChildProcess> process;
+  int port = 0;
+  double publish_seconds = 0;
+};
+
+// Starts the controller as `run` says and waits up to `timeout` until it has created `pools`
+// slices. Errors: it did not start, logged no metrics port within 30 s (the log), or created
+// fewer slices in time (the end of the log); the process is killed then.
+inline StatusOr<PublishedController> StartAndPublish(const ControllerRun& run, int pools,
+                                                     std::chrono::seconds timeout) {
+  std::vector<std::string> args = {
+      "--kubeconfig",   run.kubeconfig, "--namespace", "xpu-dra",        "--qps",
+      run.qps,          "--burst",      run.qps,       "--leader-elect", "false",
+      "--metrics-addr", "127.0.0.1:0",  "--log-level", run.log_level};
+  args.insert(args.end(), run.extra_args.begin(), run.extra_args.end());
+  const Stopwatch since_start;
+  PublishedController out;
+  ASSIGN_OR_RETURN(out.process, e2e::ChildProcess::Start(run.binary, args, run.log_path));
+  out.port = MetricsPort(*out.process, std::chrono::seconds(30));
+  if (out.port == 0) return InternalError("no metrics port in the log:\n" + out.process->Log());
+  const double done = WaitPublished(out.port, pools, timeout);
+  out.publish_seconds = since_start.ElapsedSeconds();
+  if (done < pools) {
+    const std::string log = out.process->Log();
+    return InternalError("only " + std::to_string(static_cast<int64_t>(done)) +
+                         " pools published; the controller's log ends:\n" +
+                         log.substr(log.size() > 3000 ? log.size() - 3000 : 0));
+  }
+  return out;
 }
 
 // kube-sim with a fleet: nodes "node-<i>" with the fixture host's inventory and live plugin

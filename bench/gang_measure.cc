@@ -27,7 +27,6 @@
 namespace {
 
 namespace kc = xpu::api::client;
-using Clock = std::chrono::steady_clock;
 int Fail(const std::string& what) { return xpu::bench::Fail("gang_measure", what); }
 
 }  // namespace
@@ -45,7 +44,7 @@ int main(int argc, char** argv) {
   if (nodes < 1 || gangs < 1 || gang_nodes < 1) {
     return Fail("--nodes, --gangs, --gang-nodes: at least 1");
   }
-  const auto setup_start = Clock::now();
+  const xpu::bench::Stopwatch setup;
   auto fleet = xpu::bench::StartSimFleet(
       XPU_KUBE_SIM_BINARY, XPU_SOURCE_DIR, "atlas800t-a2", nodes, {"xpu-dra", "train"},
       [](int i, xpu::api::NodeInventory& inv, std::map<std::string, std::string>& labels) {
@@ -59,32 +58,29 @@ int main(int argc, char** argv) {
   if (!fleet.ok()) return Fail(fleet.status().message());
   auto& sim = fleet->sim;
   auto& client = fleet->client;
-  std::cout << "setup: " << nodes << " nodes in "
-            << xpu::bench::Ms(Clock::now() - setup_start) / 1000 << " s\n";
+  std::cout << "setup: " << nodes << " nodes in " << setup.ElapsedSeconds() << " s\n";
 
-  const auto start = Clock::now();
-  auto controller = xpu::e2e::ChildProcess::Start(
-      XPU_CONTROLLER_BINARY,
-      {"--kubeconfig", sim->kubeconfig(), "--namespace", "xpu-dra", "--qps", qps, "--burst", qps,
-       "--leader-elect", "false", "--metrics-addr", "127.0.0.1:0", "--log-level", "debug"},
-      sim->dir() + "/controller.log");
-  if (!controller.ok()) return Fail(controller.status().message());
-  const int port = xpu::bench::MetricsPort(**controller, std::chrono::seconds(30));
-  if (port == 0) return Fail("no metrics port in the log:\n" + (*controller)->Log());
-  const double done = xpu::bench::WaitPublished(port, nodes, std::chrono::seconds(900));
-  if (done < nodes) return Fail("only " + std::to_string(done) + " pools published");
-  std::cout << "full publish: " << nodes << " nodes in "
-            << xpu::bench::Ms(Clock::now() - start) / 1000 << " s at QPS " << qps << "\n";
+  const xpu::bench::ControllerRun run = {.binary = XPU_CONTROLLER_BINARY,
+                                         .kubeconfig = sim->kubeconfig(),
+                                         .qps = qps,
+                                         .log_level = "debug",
+                                         .extra_args = {},
+                                         .log_path = sim->dir() + "/controller.log"};
+  auto started = xpu::bench::StartAndPublish(run, nodes, std::chrono::seconds(900));
+  if (!started.ok()) return Fail(started.status().message());
+  xpu::e2e::ChildProcess& controller = *started->process;
+  const int port = started->port;
+  std::cout << "full publish: " << nodes << " nodes in " << started->publish_seconds << " s at QPS "
+            << qps << "\n";
   // Steady state: the syncs that follow the publish (each slice's watch event re-checks its
   // pool) drain first; a gang created before waits behind them in the queue.
-  const auto drain_start = Clock::now();
+  const xpu::bench::Stopwatch drain;
   const std::string depth = "xpu_dra_controller_queue_depth";
   while (xpu::bench::MetricValue(xpu::e2e::HttpGet(port, "/metrics"), depth) > 0 &&
-         Clock::now() - drain_start < std::chrono::seconds(300)) {
+         drain.ElapsedSeconds() < 300) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
-  std::cout << "work queue drained " << xpu::bench::Ms(Clock::now() - drain_start) / 1000
-            << " s after the publish\n";
+  std::cout << "work queue drained " << drain.ElapsedSeconds() << " s after the publish\n";
 
   // Gangs, one after another; a watch sees each placed.
   kc::TypedInformer<xpu::api::AcceleratorGang> watch(client.get(), kc::AcceleratorGangs());
@@ -112,29 +108,27 @@ int main(int argc, char** argv) {
                                    {"devicesPerNode", 8},
                                    {"capabilityClass", "huawei.xpu.dra.dev"},
                                    {"maxTier", "spine"}}}};
-    const auto t0 = Clock::now();
+    const xpu::bench::Stopwatch placement;
     if (!client->Create(kc::AcceleratorGangs(), "train", gang).ok()) {
       return Fail("create " + name);
     }
     xpu::MutexLock lock(mu);
     if (!cv.WaitFor(mu, std::chrono::seconds(60),
                     [&]() REQUIRES(mu) { return placed.contains(name); })) {
-      return Fail(name + " not placed within 60 s:\n" + (*controller)->Log().substr(0, 4000));
+      return Fail(name + " not placed within 60 s:\n" + controller.Log().substr(0, 4000));
     }
-    latencies.push_back(xpu::bench::Ms(Clock::now() - t0));
+    latencies.push_back(placement.ElapsedMs());
   }
   watch.Stop();
   std::cout << "gang placed (" << gangs << " gangs of " << gang_nodes << " x 8 in " << nodes
-            << " nodes, created to status written): p50 " << xpu::bench::Percentile(latencies, 0.5)
-            << " ms, p99 " << xpu::bench::Percentile(latencies, 0.99) << " ms, max "
-            << xpu::bench::Percentile(latencies, 1.0) << " ms (budget p99 2000 ms)\n";
+            << " nodes, created to status written): " << xpu::bench::LatencyText(latencies)
+            << " (budget p99 2000 ms)\n";
   // The first gang is the one whose placement computes every node's offer from the kept facts.
   std::cout << "first placement after the controller's start: " << latencies.front()
             << " ms, created to status written (budget 5 s)\n";
-  std::cout << "controller peak VmHWM " << xpu::bench::StatusMb((*controller)->pid(), "VmHWM")
-            << " MB\n";
+  std::cout << "controller resident memory: " << xpu::bench::MemoryText(controller.pid()) << "\n";
   // Where a placement's time goes, from the controller's debug lines.
-  std::istringstream log((*controller)->Log());
+  std::istringstream log(controller.Log());
   int shown = 0;
   for (std::string line; std::getline(log, line) && shown < 3;) {
     if (line.find("candidates (") != std::string::npos) {
@@ -142,6 +136,6 @@ int main(int argc, char** argv) {
       ++shown;
     }
   }
-  (*controller)->Stop();
+  controller.Stop();
   return 0;
 }

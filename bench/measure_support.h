@@ -1,5 +1,6 @@
 // Small helpers of the measured runs (plugin_measure, controller_measure): failing a run,
-// durations in ms, percentiles, and a process's memory from /proc.
+// durations in ms and a stopwatch, percentiles and their summary line, and a process's memory
+// from /proc.
 #ifndef XPU_BENCH_MEASURE_SUPPORT_H_
 #define XPU_BENCH_MEASURE_SUPPORT_H_
 
@@ -8,9 +9,11 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -43,6 +46,16 @@ inline double Ms(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double, std::milli>(d).count();
 }
 
+// The time since it was made, on the steady clock: what a measured run reports of a step.
+class Stopwatch {
+ public:
+  double ElapsedMs() const { return Ms(std::chrono::steady_clock::now() - start_); }
+  double ElapsedSeconds() const { return ElapsedMs() / 1000; }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
 // The p-quantile (0..1) of `v` by nearest rank; `v` must not be empty.
 inline double Percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
@@ -56,6 +69,22 @@ inline double StatusMb(pid_t pid, const std::string& field) {
     if (line.starts_with(field + ":")) return std::stod(line.substr(field.size() + 1)) / 1024.0;
   }
   return -1;
+}
+
+// "p50 X ms, p99 Y ms, max Z ms" of the durations `ms` (in ms); `ms` must not be empty.
+inline std::string LatencyText(const std::vector<double>& ms) {
+  std::ostringstream out;
+  out << "p50 " << Percentile(ms, 0.5) << " ms, p99 " << Percentile(ms, 0.99) << " ms, max "
+      << Percentile(ms, 1.0) << " ms";
+  return out.str();
+}
+
+// "VmRSS X MB, peak VmHWM Y MB" of the process `pid`: its resident memory now and at its peak.
+inline std::string MemoryText(pid_t pid) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(1) << "VmRSS " << StatusMb(pid, "VmRSS")
+      << " MB, peak VmHWM " << StatusMb(pid, "VmHWM") << " MB";
+  return out.str();
 }
 
 }  // namespace xpu::bench

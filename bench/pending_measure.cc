@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "api/client/client.h"
+#include "api/testing/claim_json.h"
 #include "bench/controller_run.h"
 #include "bench/measure_support.h"
 #include "e2e/client/child_process.h"
@@ -26,27 +27,11 @@
 namespace {
 
 namespace kc = xpu::api::client;
-using Clock = std::chrono::steady_clock;
-using xpu::bench::Ms;
-using xpu::bench::Percentile;
-using xpu::bench::StatusMb;
 
 int Fail(const std::string& what) { return xpu::bench::Fail("pending_measure", what); }
 
 // Claim i: 4 GPUs for every tenth, else 9 to 16 (more than any node has).
 int GpusOf(int i) { return i % 10 == 0 ? 4 : 9 + i % 8; }
-
-nlohmann::json ClaimObject(int i) {
-  return {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "ResourceClaim"},
-      {"metadata", {{"name", "claim-" + std::to_string(i)}, {"namespace", "default"}}},
-      {"spec",
-       {{"devices",
-         {{"requests",
-           {{{"name", "gpus"},
-             {"exactly", {{"deviceClassName", "nvidia.xpu.dra.dev"}, {"count", GpusOf(i)}}}}}}}}}}};
-}
 
 // The body of a 200 reply, parsed; discarded JSON otherwise.
 nlohmann::json Body(const std::string& reply) {
@@ -75,14 +60,17 @@ int main(int argc, char** argv) {
   const int claims = std::stoi(flags["claims"]);
   const int requests = std::stoi(flags["requests"]);
   const std::string qps = flags["qps"];
-  const auto setup_start = Clock::now();
+  const xpu::bench::Stopwatch setup;
   auto fleet = xpu::bench::StartSimFleet(XPU_KUBE_SIM_BINARY, XPU_SOURCE_DIR, "hgx-h200", nodes,
                                          {"xpu-dra", "default"});
   if (!fleet.ok()) return Fail(fleet.status().message());
   auto& sim = fleet->sim;
   int expected = 0;
   for (int i = 0; i < claims; ++i) {
-    auto created = fleet->client->Create(kc::ResourceClaims(), "default", ClaimObject(i));
+    auto created =
+        fleet->client->Create(kc::ResourceClaims(), "default",
+                              xpu::api::testing::ClaimJson("claim-" + std::to_string(i), "gpus",
+                                                           "nvidia.xpu.dra.dev", GpusOf(i)));
     if (!created.ok()) {
       return Fail("create claim-" + std::to_string(i) + ": " + created.status().message());
     }
@@ -93,28 +81,24 @@ int main(int argc, char** argv) {
   std::ofstream(groups + "/h200.yaml") << "name: h200\nmodel: hgx-h200\nmaxSize: 100\n";
   std::ofstream(groups + "/a3.yaml") << "name: a3\nmodel: atlas800t-a3\nmaxSize: 100\n";
   std::cout << "setup: " << nodes << " nodes, " << claims << " claims (" << expected
-            << " that no node serves) in " << Ms(Clock::now() - setup_start) / 1000 << " s\n";
+            << " that no node serves) in " << setup.ElapsedSeconds() << " s\n";
 
-  const auto start = Clock::now();
-  auto controller = xpu::e2e::ChildProcess::Start(
-      flags["controller"],
-      {"--kubeconfig", sim->kubeconfig(), "--namespace", "xpu-dra", "--qps", qps, "--burst", qps,
-       "--leader-elect", "false", "--metrics-addr", "127.0.0.1:0", "--log-level", "info",
-       "--node-groups", groups},
-      sim->dir() + "/controller.log");
+  const xpu::bench::ControllerRun run = {.binary = flags["controller"],
+                                         .kubeconfig = sim->kubeconfig(),
+                                         .qps = qps,
+                                         .extra_args = {"--node-groups", groups},
+                                         .log_path = sim->dir() + "/controller.log"};
+  auto controller = xpu::bench::StartAndPublish(run, nodes, std::chrono::seconds(900));
   if (!controller.ok()) return Fail(controller.status().message());
-  const int port = xpu::bench::MetricsPort(**controller, std::chrono::seconds(30));
-  if (port == 0) return Fail("no metrics port in the log:\n" + (*controller)->Log());
-  const double done = xpu::bench::WaitPublished(port, nodes, std::chrono::seconds(900));
-  if (done < nodes) return Fail("only " + std::to_string(done) + " pools published");
-  std::cout << "full publish: " << Ms(Clock::now() - start) / 1000 << " s at QPS " << qps << "\n";
+  const int port = controller->port;
+  std::cout << "full publish: " << controller->publish_seconds << " s at QPS " << qps << "\n";
   // The answer is complete once it names every live node and every pending claim.
   const std::string all_live = "none of the " + std::to_string(nodes) + " live nodes can serve it";
   std::vector<double> times;
   for (int tries = 0;; ++tries) {
-    const auto t0 = Clock::now();
+    const xpu::bench::Stopwatch request;
     const nlohmann::json body = Body(xpu::e2e::HttpGet(port, "/autoscaler/pending"));
-    const double ms = Ms(Clock::now() - t0);
+    const double ms = request.ElapsedMs();
     if (body.is_object() && static_cast<int>(body["pending"].size()) == expected &&
         (expected == 0 || body["pending"][0]["reason"] == all_live)) {
       times.push_back(ms);
@@ -125,17 +109,16 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   for (int i = 1; i < requests; ++i) {
-    const auto t0 = Clock::now();
+    const xpu::bench::Stopwatch request;
     const std::string reply = xpu::e2e::HttpGet(port, "/autoscaler/pending");
-    times.push_back(Ms(Clock::now() - t0));
+    times.push_back(request.ElapsedMs());
     if (!reply.starts_with("HTTP/1.1 200")) return Fail("GET /autoscaler/pending: " + reply);
   }
   std::cout << "GET /autoscaler/pending (" << times.size() << " requests, " << nodes << " nodes, "
-            << claims << " claims, " << expected << " pending): p50 " << Percentile(times, 0.5)
-            << " ms, p99 " << Percentile(times, 0.99) << " ms, max " << Percentile(times, 1.0)
-            << " ms (budget 200 ms)\n";
-  std::cout << "controller resident memory: VmRSS " << StatusMb((*controller)->pid(), "VmRSS")
-            << " MB, peak VmHWM " << StatusMb((*controller)->pid(), "VmHWM") << " MB\n";
-  (*controller)->Stop();
+            << claims << " claims, " << expected << " pending): " << xpu::bench::LatencyText(times)
+            << " (budget 200 ms)\n";
+  std::cout << "controller resident memory: " << xpu::bench::MemoryText(controller->process->pid())
+            << "\n";
+  controller->process->Stop();
   return 0;
 }

@@ -47,8 +47,6 @@ namespace {
 namespace kc = xpu::api::client;
 namespace ct = xpu::controller::testing;
 using Clock = std::chrono::steady_clock;
-using xpu::bench::Ms;
-using xpu::bench::StatusMb;
 
 int Fail(const std::string& what) { return xpu::bench::Fail("upstream_publish_measure", what); }
 
@@ -266,13 +264,6 @@ double CpuSeconds(pid_t pid) {
   return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
-std::string Memory(pid_t pid) {
-  std::ostringstream out;
-  out << std::fixed << std::setprecision(1) << "VmRSS " << StatusMb(pid, "VmRSS") << " MB, VmHWM "
-      << StatusMb(pid, "VmHWM") << " MB";
-  return out.str();
-}
-
 // The fleet on the real server: nodes "node-<i>" with the fixture host's inventory (status
 // through the status subresource, as the plugin writes it) and a live plugin Lease.
 xpu::Status WriteFleet(kc::Client& client, const xpu::api::NodeInventory& inventory, int nodes,
@@ -334,7 +325,7 @@ xpu::StatusOr<std::unique_ptr<xpu::e2e::Cluster>> StartServer(xpu::e2e::ClusterK
 
 void PrintServerMemory(const std::map<std::string, pid_t>& pids, const std::string& when) {
   for (const auto& [name, pid] : pids) {
-    std::cout << name << " resident memory " << when << ": " << Memory(pid) << "\n";
+    std::cout << name << " resident memory " << when << ": " << xpu::bench::MemoryText(pid) << "\n";
   }
 }
 
@@ -376,47 +367,29 @@ int Publish(const xpu::e2e::Cluster& cluster, kc::Client& client,
     reset = ResetPeak(pid) && reset;
     cpu[name] = CpuSeconds(pid);
   }
-  std::vector<std::string> args = {"--kubeconfig",
-                                   cluster.kubeconfig(),
-                                   "--namespace",
-                                   "xpu-dra",
-                                   "--qps",
-                                   qps,
-                                   "--burst",
-                                   qps,
-                                   "--leader-elect",
-                                   "false",
-                                   "--metrics-addr",
-                                   "127.0.0.1:0",
-                                   "--log-level",
-                                   "info",
-                                   "--claim-debounce",
-                                   "100ms"};
+  xpu::bench::ControllerRun run = {.binary = flags["controller"],
+                                   .kubeconfig = cluster.kubeconfig(),
+                                   .qps = qps,
+                                   .extra_args = {"--claim-debounce", "100ms"},
+                                   .log_path = cluster.dir() + "/controller.log"};
   if (!flags["mode"].empty()) {  // the built-in config, in this publishing mode
     std::string config = xpu::e2e::kBuiltInConfigAttributes;
     config.replace(config.find("attributes"), std::string("attributes").size(), flags["mode"]);
     std::ofstream(cluster.dir() + "/controller-config.yaml") << config;
-    args.insert(args.end(), {"--config", cluster.dir() + "/controller-config.yaml"});
+    run.extra_args.insert(run.extra_args.end(),
+                          {"--config", cluster.dir() + "/controller-config.yaml"});
   }
-  const auto start = Clock::now();
-  auto controller =
-      xpu::e2e::ChildProcess::Start(flags["controller"], args, cluster.dir() + "/controller.log");
-  if (!controller.ok()) return Fail(controller.status().message());
   std::cout << "controller: " << flags["controller"] << "\n";
-  const int port = xpu::bench::MetricsPort(**controller, std::chrono::seconds(30));
-  if (port == 0) return Fail("no metrics port in the log:\n" + (*controller)->Log());
-  const double done =
-      xpu::bench::WaitPublished(port, nodes, std::chrono::seconds(std::stoi(flags["timeout"])));
-  const double publish_s = Ms(Clock::now() - start) / 1000;
-  if (done < nodes) {
-    const std::string log = (*controller)->Log();
-    return Fail("only " + std::to_string(done) + " pools published; the controller's log ends:\n" +
-                log.substr(log.size() > 3000 ? log.size() - 3000 : 0));
-  }
+  auto controller =
+      xpu::bench::StartAndPublish(run, nodes, std::chrono::seconds(std::stoi(flags["timeout"])));
+  if (!controller.ok()) return Fail(controller.status().message());
+  const double publish_s = controller->publish_seconds;
+  const pid_t controller_pid = controller->process->pid();
   std::cout << "full publish (" << flags["server"] << "): " << nodes << " nodes x 8 devices in "
             << publish_s << " s at QPS " << qps << "\n";
-  std::cout << "controller resident memory after publish: " << Memory((*controller)->pid())
-            << "; CPU " << CpuSeconds((*controller)->pid()) << " s\n";
+  std::cout << "controller resident memory after publish: "
+            << xpu::bench::MemoryText(controller_pid) << "; CPU " << CpuSeconds(controller_pid)
+            << " s\n";
   std::cout << "server CPU during the publish (user + system):";
   for (const auto& [name, pid] : pids) {
     std::cout << " " << name << " " << CpuSeconds(pid) - cpu[name] << " s";
@@ -432,7 +405,7 @@ int Publish(const xpu::e2e::Cluster& cluster, kc::Client& client,
   }
   std::cout << "DeviceClasses the controller made (waited up to 60 s): "
             << WaitDeviceClasses(client) << "\n";
-  (*controller)->Stop();
+  controller->process->Stop();
   return 0;
 }
 
@@ -468,12 +441,12 @@ int main(int argc, char** argv) {
   if (auto s = ct::MakeNamespace(**client, "xpu-dra"); !s.ok()) return Fail(s.message());
   auto inventory = ct::FixtureInventory(XPU_SOURCE_DIR, "hgx-h200", "x");
   if (!inventory.ok()) return Fail(inventory.status().message());
-  const auto setup_start = Clock::now();
+  const xpu::bench::Stopwatch setup;
   if (auto s = WriteFleet(**client, *inventory, nodes, std::stoi(flags["writers"])); !s.ok()) {
     return Fail(s.message());
   }
   std::cout << "setup: " << nodes << " nodes (Node, NodeInventory + status, Lease) in "
-            << Ms(Clock::now() - setup_start) / 1000 << " s\n";
+            << setup.ElapsedSeconds() << " s\n";
   PrintServerMemory(pids, "after setup (VmHWM since start)");
   return Publish(**cluster, **client, pids, flags);
 }
