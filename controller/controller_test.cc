@@ -11,10 +11,12 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/core.h"
 #include "api/resource_validation.h"
+#include "api/testing/claim_json.h"
 #include "base/log.h"
 #include "base/metrics/metrics.h"
 #include "base/testing/require_ok.h"
@@ -345,20 +347,11 @@ TEST_CASE(
   const int port = std::stoi(log.substr(at + 6));
 
   // 16 NPUs on one node: only an A3 (a new node of ascend-a3) can. 2 NPUs: n1 can.
-  auto claim = [&](const std::string& name, int count) {
-    nlohmann::json object = {
-        {"apiVersion", "resource.k8s.io/v1"},
-        {"kind", "ResourceClaim"},
-        {"metadata", {{"name", name}, {"namespace", "default"}}},
-        {"spec",
-         {{"devices",
-           {{"requests",
-             {{{"name", "npus"},
-               {"exactly", {{"deviceClassName", "huawei.xpu.dra.dev"}, {"count", count}}}}}}}}}}};
-    REQUIRE_OK(c.client->Create(kc::ResourceClaims(), "default", object));
-  };
-  claim("big", 16);
-  claim("small", 2);
+  for (const auto& [name, count] : {std::pair{"big", 16}, std::pair{"small", 2}}) {
+    REQUIRE_OK(
+        c.client->Create(kc::ResourceClaims(), "default",
+                         api::testing::ClaimJson(name, "npus", "huawei.xpu.dra.dev", count)));
+  }
   nlohmann::json pending;
   REQUIRE(Eventually([&] {
     const std::string reply = e2e::HttpGet(port, "/autoscaler/pending");

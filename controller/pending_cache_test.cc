@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 
+#include "api/testing/claim_json.h"
 #include "base/log.h"
 #include "base/metrics/metrics.h"
 #include "base/testing/require_ok.h"
@@ -26,16 +27,8 @@ using testing::Eventually;
 
 // Creates an unallocated claim of `count` Huawei NPUs.
 void AskNpus(kc::Client& client, const std::string& name, int count) {
-  const nlohmann::json object = {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "ResourceClaim"},
-      {"metadata", {{"name", name}, {"namespace", "default"}}},
-      {"spec",
-       {{"devices",
-         {{"requests",
-           {{{"name", "npus"},
-             {"exactly", {{"deviceClassName", "huawei.xpu.dra.dev"}, {"count", count}}}}}}}}}}};
-  REQUIRE_OK(client.Create(kc::ResourceClaims(), "default", object));
+  REQUIRE_OK(client.Create(kc::ResourceClaims(), "default",
+                           api::testing::ClaimJson(name, "npus", "huawei.xpu.dra.dev", count)));
 }
 
 // name -> reason of each pending claim.

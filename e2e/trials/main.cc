@@ -12,6 +12,7 @@
 #include <iostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/flags.h"
@@ -108,6 +109,48 @@ xpu::StatusOr<std::string> MakeWorkDir(const std::string& wanted) {
   return pattern;
 }
 
+// Runs one part with `part` (its kill plan given `kills`, the run's `seed` and the work dir
+// `work_dir`); prints its summary and adds its figures to `results`.
+template <typename PartOptions>
+xpu::Status RunPart(PartOptions part, int kills, uint64_t seed, const std::string& work_dir,
+                    xpu::StatusOr<trials::TrialStats> (*run)(const PartOptions&),
+                    std::vector<trials::TrialStats>& results) {
+  part.plan.kills = kills;
+  part.plan.seed = seed;
+  part.plan.work_dir = work_dir;
+  ASSIGN_OR_RETURN(trials::TrialStats stats, run(part));
+  std::cout << trials::Summary(stats) << std::endl;
+  results.push_back(std::move(stats));
+  return xpu::OkStatus();
+}
+
+// The parts `o` asks for, one after another, each in its own directory under `work_dir`; the
+// first error ends the run.
+xpu::StatusOr<std::vector<trials::TrialStats>> RunParts(const Options& o,
+                                                        const std::string& work_dir) {
+  std::vector<trials::TrialStats> results;
+  if (o.plugin_kills > 0) {
+    trials::PluginTrialOptions plugin;
+    plugin.plugin_binary = XPU_PLUGIN_BINARY;
+    RETURN_IF_ERROR(RunPart(plugin, o.plugin_kills, o.seed, work_dir + "/plugin",
+                            &trials::RunPluginTrials, results));
+  }
+  if (o.controller_kills > 0) {
+    RETURN_IF_ERROR(
+        RunPart(trials::ControllerTrialOptions{.controller_binary = o.controller_binary},
+                o.controller_kills, o.seed, work_dir + "/controller", &trials::RunControllerTrials,
+                results));
+  }
+  if (o.scale_nodes > 0) {
+    const trials::ScaleTrialOptions scale = {.controller_binary = o.controller_binary,
+                                             .kube_sim_binary = XPU_KUBE_SIM_BINARY,
+                                             .nodes = o.scale_nodes};
+    RETURN_IF_ERROR(RunPart(scale, o.scale_kills, o.seed, work_dir + "/scale",
+                            &trials::RunScaleTrials, results));
+  }
+  return results;
+}
+
 int Fail(const xpu::Status& s, const std::string& work_dir) {
   std::cerr << "crash-trials: " << (s.code() == xpu::StatusCode::kDataLoss ? "VIOLATION: " : "")
             << s.message() << "\n";
@@ -136,44 +179,10 @@ int main(int argc, char** argv) {
             << " repeats the choices; kill moments depend on timing), work dir " << *work_dir
             << std::endl;
 
-  std::vector<trials::TrialStats> results;
-  if (options->plugin_kills > 0) {
-    trials::PluginTrialOptions p;
-    p.plan.kills = options->plugin_kills;
-    p.plan.seed = options->seed;
-    p.plan.work_dir = *work_dir + "/plugin";
-    p.plugin_binary = XPU_PLUGIN_BINARY;
-    xpu::StatusOr<trials::TrialStats> stats = trials::RunPluginTrials(p);
-    if (!stats.ok()) return Fail(stats.status(), *work_dir);
-    std::cout << trials::Summary(*stats) << std::endl;
-    results.push_back(*stats);
-  }
-  if (options->controller_kills > 0) {
-    trials::ControllerTrialOptions c;
-    c.plan.kills = options->controller_kills;
-    c.plan.seed = options->seed;
-    c.plan.work_dir = *work_dir + "/controller";
-    c.controller_binary = options->controller_binary;
-    xpu::StatusOr<trials::TrialStats> stats = trials::RunControllerTrials(c);
-    if (!stats.ok()) return Fail(stats.status(), *work_dir);
-    std::cout << trials::Summary(*stats) << std::endl;
-    results.push_back(*stats);
-  }
-  if (options->scale_nodes > 0) {
-    trials::ScaleTrialOptions s;
-    s.nodes = options->scale_nodes;
-    s.plan.kills = options->scale_kills;
-    s.plan.seed = options->seed;
-    s.plan.work_dir = *work_dir + "/scale";
-    s.controller_binary = options->controller_binary;
-    s.kube_sim_binary = XPU_KUBE_SIM_BINARY;
-    xpu::StatusOr<trials::TrialStats> stats = trials::RunScaleTrials(s);
-    if (!stats.ok()) return Fail(stats.status(), *work_dir);
-    std::cout << trials::Summary(*stats) << std::endl;
-    results.push_back(*stats);
-  }
+  xpu::StatusOr<std::vector<trials::TrialStats>> results = RunParts(*options, *work_dir);
+  if (!results.ok()) return Fail(results.status(), *work_dir);
   double seconds = 0;
-  for (const trials::TrialStats& r : results) seconds += r.seconds;
+  for (const trials::TrialStats& r : *results) seconds += r.seconds;
   std::printf("crash-trials: ok, seed %llu, %.1f s\n",
               static_cast<unsigned long long>(options->seed),  // NOLINT(google-runtime-int)
               seconds);

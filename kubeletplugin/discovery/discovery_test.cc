@@ -569,12 +569,21 @@ api::NodeInventory DiscoverWith(const std::string& host, DiscoveryOptions option
   return *inv;
 }
 
+// What a vendor library's probe gives before its devices: `library` loaded from `path`, and the
+// driver's version.
+template <typename Facts>
+Facts LoadedFacts(const std::string& library, const std::string& path,
+                  const std::string& driver_version) {
+  Facts f;
+  f.library = {library, true, path, "", {}};
+  f.driver_version = driver_version;
+  return f;
+}
+
 TEST_CASE("NVML facts are merged: uuid, memory, health, NVSwitch links, clique") {
   DiscoveryOptions options;
   options.probe_nvml = [](const std::vector<std::string>&) {
-    NvmlFacts f;
-    f.library = {"nvml", true, "/lib/libnvidia-ml.so.1", "", {}};
-    f.driver_version = "580.159.04";
+    auto f = LoadedFacts<NvmlFacts>("nvml", "/lib/libnvidia-ml.so.1", "580.159.04");
     f.cuda_driver_version = 13000;
     const char* buses[] = {"0000:13:00.0", "0000:14:00.0", "0000:53:00.0", "0000:54:00.0",
                            "0000:93:00.0", "0000:94:00.0", "0000:d3:00.0", "0000:d4:00.0"};
@@ -620,8 +629,7 @@ TEST_CASE("NVML fills a NUMA node sysfs does not know, sysfs wins where it does"
   options.host_root = host.root();
   options.node_name = "node-a";
   options.probe_nvml = [](const std::vector<std::string>&) {
-    NvmlFacts f;
-    f.library = {"nvml", true, "/lib/libnvidia-ml.so.1", "", {}};
+    auto f = LoadedFacts<NvmlFacts>("nvml", "/lib/libnvidia-ml.so.1", "");
     for (const char* bus : {"0000:13:00.0", "0000:53:00.0"}) {
       NvmlDevice& d = f.devices.emplace_back();
       d.pci_bus_id = bus;
@@ -645,9 +653,7 @@ TEST_CASE("NVML fills a NUMA node sysfs does not know, sysfs wins where it does"
 TEST_CASE("DCMI facts are merged: chips, HBM, topology, call errors") {
   DiscoveryOptions options;
   options.probe_dcmi = [](const std::vector<std::string>&) {
-    DcmiFacts f;
-    f.library = {"dcmi", true, "/usr/local/dcmi/libdcmi.so", "", {}};
-    f.driver_version = "24.1.rc3";
+    auto f = LoadedFacts<DcmiFacts>("dcmi", "/usr/local/dcmi/libdcmi.so", "24.1.rc3");
     const char* buses[] = {"0000:13:00.0", "0000:14:00.0", "0000:17:00.0", "0000:18:00.0",
                            "0000:93:00.0", "0000:94:00.0", "0000:97:00.0", "0000:98:00.0"};
     for (int i = 0; i < 8; ++i) {

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -213,11 +214,33 @@ struct ServerTest {
   FakeService service;
 };
 
-// A server on a temp dir, started with a fake service and a fake health source.
+// A server on a temp dir, started with a fake service and a fake health source; `resend`, when
+// given, replaces the default period of resending the full health list.
 struct ServingWithHealth : ServerTest {
-  ServingWithHealth() { REQUIRE_OK(server.Start(&service, &health)); }
+  ServingWithHealth() : ServingWithHealth(std::nullopt) {}
+  explicit ServingWithHealth(std::optional<milliseconds> resend) : server(Resending(dir, resend)) {
+    REQUIRE_OK(server.Start(&service, &health));
+  }
+  static KubeletServerOptions Resending(const TempDir& dir, std::optional<milliseconds> resend) {
+    KubeletServerOptions options = Options(dir);
+    if (resend) options.health_resend = *resend;
+    return options;
+  }
   FakeHealth health;
-  KubeletServer server{Options(dir)};
+  KubeletServer server;
+};
+
+// A server whose full-list resend is 5 minutes away: a second message on a stream is a change's.
+struct ServingHealthChanges : ServingWithHealth {
+  ServingHealthChanges() : ServingWithHealth(std::chrono::minutes(5)) {}
+  // The change the tests make: gpu-0 unhealthy with XID 79, at 2000.
+  void BreakGpu0() {
+    health.Set({{.pool = "node-1",
+                 .device = "gpu-0",
+                 .health = HealthState::kUnhealthy,
+                 .last_updated_unix = 2000,
+                 .message = "xid 79"}});
+  }
 };
 
 mode_t Mode(const std::string& path) {
@@ -298,14 +321,9 @@ TEST_CASE_METHOD(ServerTest,
 // The v1 health service, which kubelets from 1.37 prefer (v1alpha1 goes in 1.40), read with a v1
 // client while a v1alpha1 client reads the same source.
 TEST_CASE_METHOD(
-    ServerTest,
+    ServingHealthChanges,
     "kubelet server: the v1 health stream sends the snapshot and a change, as v1alpha1 "
     "does") {
-  FakeHealth health;
-  KubeletServerOptions options = Options(dir);
-  options.health_resend = std::chrono::minutes(5);  // only the change can cause a second message
-  KubeletServer server(options);
-  REQUIRE_OK(server.Start(&service, &health));
   auto stub = healthv1::DRAResourceHealth::NewStub(
       ::grpc::CreateChannel("unix:" + server.dra_socket(), ::grpc::InsecureChannelCredentials()));
   ::grpc::ClientContext context;
@@ -321,11 +339,7 @@ TEST_CASE_METHOD(
   CHECK(first.devices(0).health() == healthv1::HEALTHY);
   CHECK(first.devices(0).last_updated_time() == 1000);
 
-  health.Set({{.pool = "node-1",
-               .device = "gpu-0",
-               .health = HealthState::kUnhealthy,
-               .last_updated_unix = 2000,
-               .message = "xid 79"}});
+  BreakGpu0();
   healthv1::NodeWatchResourcesResponse second;
   REQUIRE(reader->Read(&second));
   REQUIRE(second.devices_size() == 1);
@@ -598,14 +612,8 @@ TEST_CASE_METHOD(ServerTest,
 }
 
 TEST_CASE_METHOD(
-    ServerTest,
+    ServingHealthChanges,
     "kubelet server: the health stream sends the snapshot at once and a change promptly") {
-  FakeHealth health;
-  KubeletServerOptions options = Options(dir);
-  options.health_resend = std::chrono::minutes(5);  // only the change can cause a second message
-  KubeletServer server(options);
-  REQUIRE_OK(server.Start(&service, &health));
-
   Clock::time_point opened = Clock::now();
   Clock::time_point changed;
   std::vector<e2e::KubeletHealthMessage> messages = e2e::KubeletStandIn().WatchHealth(
@@ -613,11 +621,7 @@ TEST_CASE_METHOD(
         if (changed != Clock::time_point()) return false;
         CHECK(m.received - opened < milliseconds(1000));
         changed = Clock::now();
-        health.Set({{.pool = "node-1",
-                     .device = "gpu-0",
-                     .health = HealthState::kUnhealthy,
-                     .last_updated_unix = 2000,
-                     .message = "xid 79"}});
+        BreakGpu0();
         return true;
       });
   REQUIRE(messages.size() == 2);
@@ -637,14 +641,13 @@ TEST_CASE_METHOD(
                         kWaitTimeout, kWaitPeriod));
 }
 
-TEST_CASE_METHOD(ServerTest,
-                 "kubelet server: the health stream resends the full list periodically") {
-  FakeHealth health;
-  KubeletServerOptions options = Options(dir);
-  options.health_resend = milliseconds(200);
-  KubeletServer server(options);
-  REQUIRE_OK(server.Start(&service, &health));
+// A server resending the full health list every 200 ms.
+struct ServingHealthResends : ServingWithHealth {
+  ServingHealthResends() : ServingWithHealth(milliseconds(200)) {}
+};
 
+TEST_CASE_METHOD(ServingHealthResends,
+                 "kubelet server: the health stream resends the full list periodically") {
   std::vector<e2e::KubeletHealthMessage> messages = e2e::KubeletStandIn().WatchHealth(
       server.dra_socket(), milliseconds(10'000),
       [count = 0](const e2e::KubeletHealthMessage&) mutable { return ++count < 3; });

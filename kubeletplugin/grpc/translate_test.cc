@@ -73,22 +73,28 @@ TEST_CASE("translate: a failed claim carries its error and no devices") {
   CHECK(out.claims().at("uid-1").devices_size() == 0);
 }
 
+// A healthy device, an unhealthy one with a message and an unknown one whose message is too long
+// to send whole.
+std::vector<DeviceHealth> ThreeHealthStates() {
+  return {{.pool = "node-1",
+           .device = "gpu-0",
+           .health = HealthState::kHealthy,
+           .last_updated_unix = 100,
+           .message = ""},
+          {.pool = "node-1",
+           .device = "gpu-1",
+           .health = HealthState::kUnhealthy,
+           .last_updated_unix = 200,
+           .message = "xid 79"},
+          {.pool = "node-1",
+           .device = "gpu-2",
+           .health = HealthState::kUnknown,
+           .last_updated_unix = 0,
+           .message = std::string(5000, 'x')}};
+}
+
 TEST_CASE("translate: health states and messages") {
-  std::vector<DeviceHealth> devices = {{.pool = "node-1",
-                                        .device = "gpu-0",
-                                        .health = HealthState::kHealthy,
-                                        .last_updated_unix = 100,
-                                        .message = ""},
-                                       {.pool = "node-1",
-                                        .device = "gpu-1",
-                                        .health = HealthState::kUnhealthy,
-                                        .last_updated_unix = 200,
-                                        .message = "xid 79"},
-                                       {.pool = "node-1",
-                                        .device = "gpu-2",
-                                        .health = HealthState::kUnknown,
-                                        .last_updated_unix = 0,
-                                        .message = std::string(5000, 'x')}};
+  const std::vector<DeviceHealth> devices = ThreeHealthStates();
   healthv1alpha1::NodeWatchResourcesResponse out;
   HealthToProto(devices, &out);
   REQUIRE(out.devices_size() == 3);
@@ -104,21 +110,7 @@ TEST_CASE("translate: health states and messages") {
 }
 
 TEST_CASE("translate: health in v1 is v1alpha1's message byte for byte") {
-  const std::vector<DeviceHealth> devices = {{.pool = "node-1",
-                                              .device = "gpu-0",
-                                              .health = HealthState::kHealthy,
-                                              .last_updated_unix = 100,
-                                              .message = ""},
-                                             {.pool = "node-1",
-                                              .device = "gpu-1",
-                                              .health = HealthState::kUnhealthy,
-                                              .last_updated_unix = 200,
-                                              .message = "xid 79"},
-                                             {.pool = "node-1",
-                                              .device = "gpu-2",
-                                              .health = HealthState::kUnknown,
-                                              .last_updated_unix = 0,
-                                              .message = std::string(5000, 'x')}};
+  const std::vector<DeviceHealth> devices = ThreeHealthStates();
   healthv1::NodeWatchResourcesResponse v1;
   HealthToProto(devices, &v1);
   REQUIRE(v1.devices_size() == 3);

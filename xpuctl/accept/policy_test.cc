@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/testing/require_ok.h"
 #include "base/testing/skip.h"
@@ -110,50 +112,48 @@ TEST_CASE("policy errors name the file and the key", "[accept][policy]") {
     return ParseErrorMessage(ParsePolicy(text, "bad.yaml"), text);
   };
   using Catch::Matchers::StartsWith;
-  CHECK(error("bogusThreshold: 1\n") ==
-        "policy bad.yaml: bogusThreshold: unknown key; expected one of policyVersion, operators, "
-        "convergence, performance, stability, collectives, run");
-  CHECK(error("operators: {tolerances: {fp64: {rtol: 1}}}") ==
-        "policy bad.yaml: operators.tolerances.fp64: unknown key; expected one of fp32, bf16, "
-        "fp16");
-  CHECK(error("operators: {tolerances: {fp32: {rtol: x}}}") ==
-        "policy bad.yaml: operators.tolerances.fp32.rtol: expected a number >= 0, got \"x\"");
-  CHECK(error("operators: {tolerances: {fp32: {rtol: -1e-3}}}") ==
-        "policy bad.yaml: operators.tolerances.fp32.rtol: expected a number >= 0, got -0.001");
-  CHECK(error("operators: {tolerances: {fp32: {btol: 1}}}") ==
-        "policy bad.yaml: operators.tolerances.fp32.btol: unknown key; expected one of rtol, atol");
-  CHECK(error("operators: {minCosineSimilarity: 1.5}") ==
-        "policy bad.yaml: operators.minCosineSimilarity: expected a number >= 0 and <= 1, got 1.5");
-  CHECK(error("operators: 3") == "policy bad.yaml: operators: expected a mapping, got 3");
-  CHECK(error("operators: {tolerances: [1, 2]}") ==
-        "policy bad.yaml: operators.tolerances: expected a mapping, got [1,2]");
-  CHECK(error("convergence: {steps: 2.5}") ==
-        "policy bad.yaml: convergence.steps: expected an integer >= 1, got 2.5");
-  CHECK(error("convergence: {steps: 0}") ==
-        "policy bad.yaml: convergence.steps: expected an integer >= 1, got 0");
-  CHECK(error("convergence: {seed:}") ==
-        "policy bad.yaml: convergence.seed: expected an integer >= 0, got null");
-  CHECK(error("performance: {batchSize: true}") ==
-        "policy bad.yaml: performance.batchSize: expected an integer >= 1, got true");
-  CHECK(error("stability: {durationSeconds: \"600\"}") ==
-        "policy bad.yaml: stability.durationSeconds: expected a number >= 0, got \"600\"");
-  CHECK(error("collectives: {expectedBusBandwidthGBps: {nvidia: -1}}") ==
-        "policy bad.yaml: collectives.expectedBusBandwidthGBps.nvidia: expected a number >= 0, "
-        "got -1");
-  CHECK(error("collectives: {expectedBusBandwidthGBps: [400]}") ==
-        "policy bad.yaml: collectives.expectedBusBandwidthGBps: expected a mapping, got [400]");
-  CHECK(error("collectives: {minBytes: 4096, maxBytes: 1024}") ==
-        "policy bad.yaml: collectives.maxBytes: below collectives.minBytes (4096)");
-  CHECK(error("collectives: {minShareOfExpected: -0.5}") ==
-        "policy bad.yaml: collectives.minShareOfExpected: expected a number >= 0, got -0.5");
-  CHECK(error("collectives: {gateBytes: 2}") ==
-        "policy bad.yaml: collectives.gateBytes: expected an integer >= 4, got 2");
-  CHECK(error("run: {timeoutSeconds: 0}") ==
-        "policy bad.yaml: run.timeoutSeconds: expected an integer >= 1, got 0");
-  CHECK(error("run: {timeoutSeconds: 1.5}") ==
-        "policy bad.yaml: run.timeoutSeconds: expected an integer >= 1, got 1.5");
-  CHECK(error("policyVersion: 2") == "policy bad.yaml: policyVersion: expected 1, got 2");
-  CHECK(error("[1, 2]") == "policy bad.yaml: the document: expected a mapping, got [1,2]");
+  // The policy text, and the message after "policy bad.yaml: " that it gives.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"bogusThreshold: 1\n",
+       "bogusThreshold: unknown key; expected one of policyVersion, operators, convergence, "
+       "performance, stability, collectives, run"},
+      {"operators: {tolerances: {fp64: {rtol: 1}}}",
+       "operators.tolerances.fp64: unknown key; expected one of fp32, bf16, fp16"},
+      {"operators: {tolerances: {fp32: {rtol: x}}}",
+       "operators.tolerances.fp32.rtol: expected a number >= 0, got \"x\""},
+      {"operators: {tolerances: {fp32: {rtol: -1e-3}}}",
+       "operators.tolerances.fp32.rtol: expected a number >= 0, got -0.001"},
+      {"operators: {tolerances: {fp32: {btol: 1}}}",
+       "operators.tolerances.fp32.btol: unknown key; expected one of rtol, atol"},
+      {"operators: {minCosineSimilarity: 1.5}",
+       "operators.minCosineSimilarity: expected a number >= 0 and <= 1, got 1.5"},
+      {"operators: 3", "operators: expected a mapping, got 3"},
+      {"operators: {tolerances: [1, 2]}", "operators.tolerances: expected a mapping, got [1,2]"},
+      {"convergence: {steps: 2.5}", "convergence.steps: expected an integer >= 1, got 2.5"},
+      {"convergence: {steps: 0}", "convergence.steps: expected an integer >= 1, got 0"},
+      {"convergence: {seed:}", "convergence.seed: expected an integer >= 0, got null"},
+      {"performance: {batchSize: true}",
+       "performance.batchSize: expected an integer >= 1, got true"},
+      {"stability: {durationSeconds: \"600\"}",
+       "stability.durationSeconds: expected a number >= 0, got \"600\""},
+      {"collectives: {expectedBusBandwidthGBps: {nvidia: -1}}",
+       "collectives.expectedBusBandwidthGBps.nvidia: expected a number >= 0, got -1"},
+      {"collectives: {expectedBusBandwidthGBps: [400]}",
+       "collectives.expectedBusBandwidthGBps: expected a mapping, got [400]"},
+      {"collectives: {minBytes: 4096, maxBytes: 1024}",
+       "collectives.maxBytes: below collectives.minBytes (4096)"},
+      {"collectives: {minShareOfExpected: -0.5}",
+       "collectives.minShareOfExpected: expected a number >= 0, got -0.5"},
+      {"collectives: {gateBytes: 2}", "collectives.gateBytes: expected an integer >= 4, got 2"},
+      {"run: {timeoutSeconds: 0}", "run.timeoutSeconds: expected an integer >= 1, got 0"},
+      {"run: {timeoutSeconds: 1.5}", "run.timeoutSeconds: expected an integer >= 1, got 1.5"},
+      {"policyVersion: 2", "policyVersion: expected 1, got 2"},
+      {"[1, 2]", "the document: expected a mapping, got [1,2]"},
+  };
+  for (const auto& [text, message] : cases) {
+    INFO(text);
+    CHECK(error(text) == "policy bad.yaml: " + message);
+  }
   CHECK_THAT(error("a: [1\n"), StartsWith("policy bad.yaml: invalid YAML"));
   CHECK_THAT(error("run: {timeoutSeconds: 1}\nrun: {timeoutSeconds: 2}\n"),
              StartsWith("policy bad.yaml: run: duplicate field"));

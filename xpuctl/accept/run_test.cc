@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "api/testing/claim_json.h"
 #include "e2e/client/kube_sim_process.h"
 #include "e2e/client/wait.h"
 
@@ -58,16 +59,7 @@ json EnergyDevice(const std::string& pool, const std::string& device, double jou
 }
 
 json Claim(const std::string& name, const std::string& node, json devices = json::array()) {
-  json claim = {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "ResourceClaim"},
-      {"metadata", {{"name", name}, {"namespace", "default"}}},
-      {"spec",
-       {{"devices",
-         {{"requests",
-           json::array(
-               {{{"name", "xpu"},
-                 {"exactly", {{"deviceClassName", "training.nvidia"}, {"count", 2}}}}})}}}}}};
+  json claim = api::testing::ClaimJson(name, "xpu", "training.nvidia", 2);
   json results = json::array();
   for (const json& d : devices) {
     results.push_back({{"request", "xpu"},
@@ -276,6 +268,25 @@ RunOptions Options(const std::string& dir) {
   return o;
 }
 
+// RunAcceptance of Rendered("test-run") on `cluster` with a fake clock and Options(dir), labelling
+// the nodes that pass when `label_nodes`.
+StatusOr<RunOutcome> RunOnFake(FakeCluster& cluster, const std::string& dir, std::ostream& progress,
+                               bool label_nodes = false) {
+  FakeClock clock;
+  RunOptions options = Options(dir);
+  options.label_nodes = label_nodes;
+  return RunAcceptance(cluster, clock, Rendered("test-run"), options, progress);
+}
+
+// The run's Job once applied, while its pod has not been played yet; nullptr otherwise.
+const json* JobToPlay(const FakeCluster& c) {
+  auto job = c.objects.find("jobs|default|accept-training-nvidia");
+  if (job == c.objects.end() || c.objects.contains("pods|default|accept-training-nvidia-abcde")) {
+    return nullptr;
+  }
+  return &job->second;
+}
+
 // ---- decide ----
 
 TEST_CASE("DecideJob says why a Job does not run", "[accept_run]") {
@@ -474,9 +485,8 @@ TEST_CASE("AcceptedLabelKey checks the label key", "[accept_run]") {
 TEST_CASE("RunAcceptance: a Job that never starts times out, says why, cleans up", "[accept_run]") {
   const std::string dir = TempDir();
   FakeCluster cluster;
-  FakeClock clock;
   std::ostringstream progress;
-  const auto outcome = RunAcceptance(cluster, clock, Rendered("test-run"), Options(dir), progress);
+  const auto outcome = RunOnFake(cluster, dir, progress);
   REQUIRE(outcome.ok());
   CHECK(outcome->exit_code == 1);
   CHECK(outcome->timed_out);
@@ -498,21 +508,15 @@ TEST_CASE("RunAcceptance: a finished run is collected, labelled and cleaned up",
   cluster.Put(kc::ResourceClaims(), Claim("theirs", "n1"));  // not the run's: stays
   int polls = 0;
   cluster.on_list = [&polls](FakeCluster& c) {
-    auto job = c.objects.find("jobs|default|accept-training-nvidia");
-    if (job == c.objects.end() || c.objects.contains("pods|default|accept-training-nvidia-abcde")) {
-      return;
-    }
-    if (++polls < 3) return;  // a few polls without a pod first
-    auto [pod, claim] = PlayedPod(job->second, "Succeeded", Summary());
+    const json* job = JobToPlay(c);
+    if (job == nullptr || ++polls < 3) return;  // a few polls without a pod first
+    auto [pod, claim] = PlayedPod(*job, "Succeeded", Summary());
     c.Put(Pods(), pod);
     c.Put(kc::ResourceClaims(), claim);
     c.logs[pod["metadata"]["name"]] = "XPU-ACCEPT-RESULT " + Summary().dump() + "\n";
   };
-  FakeClock clock;
-  RunOptions options = Options(dir);
-  options.label_nodes = true;
   std::ostringstream progress;
-  const auto outcome = RunAcceptance(cluster, clock, Rendered("test-run"), options, progress);
+  const auto outcome = RunOnFake(cluster, dir, progress, /*label_nodes=*/true);
   INFO(progress.str());
   REQUIRE(outcome.status().ToString() == "ok");
   CHECK(outcome->exit_code == 0);
@@ -565,9 +569,8 @@ TEST_CASE("RunAcceptance: the energy a claim loses when its pod ends is the last
     c.Put(Pods(), pod);
     c.Put(kc::ResourceClaims(), claim);
   };
-  FakeClock clock;
   std::ostringstream progress;
-  const auto outcome = RunAcceptance(cluster, clock, Rendered("test-run"), Options(dir), progress);
+  const auto outcome = RunOnFake(cluster, dir, progress);
   INFO(progress.str());
   REQUIRE(outcome.status().ToString() == "ok");
   CHECK(outcome->exit_code == 0);
@@ -588,20 +591,14 @@ TEST_CASE("RunAcceptance: a failed stage exits 1 and labels nothing, a stuck pod
   cluster.Put(kc::Nodes(), {{"metadata", {{"name", "n1"}}}});
   SECTION("failed stage") {
     cluster.on_list = [](FakeCluster& c) {
-      auto job = c.objects.find("jobs|default|accept-training-nvidia");
-      if (job == c.objects.end() ||
-          c.objects.contains("pods|default|accept-training-nvidia-abcde")) {
-        return;
-      }
-      auto [pod, claim] = PlayedPod(job->second, "Failed", Summary("fail"));
+      const json* job = JobToPlay(c);
+      if (job == nullptr) return;
+      auto [pod, claim] = PlayedPod(*job, "Failed", Summary("fail"));
       c.Put(Pods(), pod);
       c.Put(kc::ResourceClaims(), claim);
     };
-    FakeClock clock;
-    RunOptions options = Options(dir);
-    options.label_nodes = true;
     std::ostringstream progress;
-    const auto outcome = RunAcceptance(cluster, clock, Rendered("test-run"), options, progress);
+    const auto outcome = RunOnFake(cluster, dir, progress, /*label_nodes=*/true);
     REQUIRE(outcome.ok());
     CHECK(outcome->exit_code == 1);
     REQUIRE(outcome->results.size() == 1);
@@ -612,20 +609,15 @@ TEST_CASE("RunAcceptance: a failed stage exits 1 and labels nothing, a stuck pod
   }
   SECTION("a pod pending on a node without kubelet") {
     cluster.on_list = [](FakeCluster& c) {
-      auto job = c.objects.find("jobs|default|accept-training-nvidia");
-      if (job == c.objects.end() ||
-          c.objects.contains("pods|default|accept-training-nvidia-abcde")) {
-        return;
-      }
-      auto [pod, claim] = PlayedPod(job->second, "Pending", Summary());
+      const json* job = JobToPlay(c);
+      if (job == nullptr) return;
+      auto [pod, claim] = PlayedPod(*job, "Pending", Summary());
       pod["status"].erase("containerStatuses");
       c.Put(Pods(), pod);
       c.Put(kc::ResourceClaims(), claim);
     };
-    FakeClock clock;
     std::ostringstream progress;
-    const auto outcome =
-        RunAcceptance(cluster, clock, Rendered("test-run"), Options(dir), progress);
+    const auto outcome = RunOnFake(cluster, dir, progress);
     REQUIRE(outcome.ok());
     CHECK(outcome->exit_code == 1);
     REQUIRE(outcome->unfinished.size() == 1);
@@ -642,9 +634,8 @@ TEST_CASE("RunAcceptance: an apply that fails cleans up what it applied", "[acce
   json clash = Rendered("other").objects[1];
   clash["metadata"]["namespace"] = "default";
   cluster.Put(Jobs(), clash);
-  FakeClock clock;
   std::ostringstream progress;
-  const auto outcome = RunAcceptance(cluster, clock, Rendered("test-run"), Options(dir), progress);
+  const auto outcome = RunOnFake(cluster, dir, progress);
   REQUIRE_FALSE(outcome.ok());
   CHECK(outcome.status().message().find("apply job default/accept-training-nvidia") == 0);
   CHECK(outcome.status().message().find("--keep") != std::string::npos);
@@ -701,16 +692,22 @@ std::vector<std::string> RunObjects(kc::Client& client) {
   return left;
 }
 
-TEST_CASE("accept run on kube-sim: no job controller, so the Job never starts",
-          "[accept_run][kube_sim]") {
-  auto sim = StartSim();
+// A run against kube-sim in real time: the test sets `options` (its polls) and calls Run.
+struct OnSim {
+  StatusOr<RunOutcome> Run(std::ostream& progress) {
+    return RunAcceptance(*sim.cluster, RealClock(), Rendered("test-run"), options, progress);
+  }
+  Sim sim = StartSim();
   const std::string dir = TempDir();
   RunOptions options = Options(dir);
+};
+
+TEST_CASE_METHOD(OnSim, "accept run on kube-sim: no job controller, so the Job never starts",
+                 "[accept_run][kube_sim]") {
   options.timeout = 2s;
   options.poll = 200ms;
   std::ostringstream progress;
-  const auto outcome =
-      RunAcceptance(*sim.cluster, RealClock(), Rendered("test-run"), options, progress);
+  const auto outcome = Run(progress);
   INFO(progress.str());
   REQUIRE(outcome.status().ToString() == "ok");
   CHECK(outcome->exit_code == 1);
@@ -720,11 +717,10 @@ TEST_CASE("accept run on kube-sim: no job controller, so the Job never starts",
   CHECK(RunObjects(*sim.client).empty());
 }
 
-TEST_CASE("accept run on kube-sim: the test plays kubelet, the run collects, labels, cleans up",
-          "[accept_run][kube_sim]") {
-  auto sim = StartSim();
-  const std::string dir = TempDir();
-  RunOptions options = Options(dir);
+TEST_CASE_METHOD(OnSim,
+                 "accept run on kube-sim: the test plays kubelet, the run collects, labels, "
+                 "cleans up",
+                 "[accept_run][kube_sim]") {
   options.poll = 100ms;
   options.label_nodes = true;
   // The kubelet: once the Job exists, its pod ended Succeeded and its claim with energy. Catch's
@@ -761,8 +757,7 @@ TEST_CASE("accept run on kube-sim: the test plays kubelet, the run collects, lab
     }();
   });
   std::ostringstream progress;
-  const auto outcome =
-      RunAcceptance(*sim.cluster, RealClock(), Rendered("test-run"), options, progress);
+  const auto outcome = Run(progress);
   kubelet.join();
   INFO(progress.str());
   CHECK(played.ToString() == "ok");
