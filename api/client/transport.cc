@@ -1,78 +1,114 @@
 #include "api/client/transport.h"
 
-#include <curl/curl.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
+#include <algorithm>
+#include <array>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <cctype>
+#include <cstdint>
+#include <limits>
+#include <optional>
 #include <utility>
 
 #include "base/mutex.h"
 
 namespace xpu::api::client {
-namespace {
 
-struct CallState {
-  const HttpCall* call = nullptr;
-  HttpResult* result = nullptr;
-  bool streaming = false;
-  bool aborted_by_reader = false;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using boost::system::error_code;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+namespace {
+namespace transport_cc {
+
+// Kept-alive connections kept for reuse, at most.
+constexpr size_t kMaxIdle = 16;
+// How often a running operation looks at the caller's stop flag.
+constexpr std::chrono::milliseconds kStopPoll{100};
+
+// How an operation ended, beyond its error code.
+enum class Ending { kDone, kTimedOut, kStopped };
+
+std::string TlsErrorText(const error_code& ec, SSL* ssl) {
+  std::string text = ec.message();
+  if (ssl != nullptr) {
+    const long verify = SSL_get_verify_result(ssl);  // NOLINT(google-runtime-int): OpenSSL's type
+    if (verify != X509_V_OK) {
+      text += " (" + std::string(X509_verify_cert_error_string(verify)) + ")";
+    }
+  }
+  return text;
+}
+
+}  // namespace transport_cc
+}  // namespace
+
+struct Transport::Endpoint {
+  bool https = true;
+  std::string host;  // without the brackets of an IPv6 literal
+  std::string port;
+  std::string host_header;  // host[:port] as the URL wrote it
+  std::string path_prefix;  // the URL's path, without a trailing '/'
+  bool host_is_ip = false;
 };
 
-size_t OnHeader(char* data, size_t size, size_t count, void* user) {
-  auto* state = static_cast<CallState*>(user);
-  const size_t n = size * count;
-  std::string_view line(data, n);
-  if (line.rfind("HTTP/", 0) == 0) {
-    // A status line (there may be several, e.g. after "100 Continue"): stream 2xx bodies only.
-    const auto sp = line.find(' ');
-    state->streaming = state->call->on_data != nullptr && sp != std::string_view::npos &&
-                       line.size() > sp + 1 && line[sp + 1] == '2';
-    return n;
-  }
-  const auto colon = line.find(':');
-  if (colon != std::string_view::npos) {
-    std::string name(line.substr(0, colon));
-    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    std::string_view value = line.substr(colon + 1);
-    while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) {
-      value.remove_prefix(1);
+struct Transport::TlsContext {
+  asio::ssl::context context{asio::ssl::context::tls_client};
+  // Set when the CA or the client certificate did not load: every call fails with it.
+  std::string error;
+};
+
+struct Transport::Connection {
+  asio::io_context io{1};
+  asio::ip::tcp::resolver resolver{io};
+  std::optional<beast::tcp_stream> plain;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+  beast::flat_buffer buffer;
+
+  beast::tcp_stream& Lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  SSL* Session() { return tls ? tls->native_handle() : nullptr; }
+
+  // Starts one asynchronous operation with `start(on_done)` and runs the I/O context until it
+  // ends, the deadline passes or `stop` turns true; then the socket is closed, which ends the
+  // operation. The connection is not reused after a timeout or a stop.
+  template <typename Start>
+  std::pair<error_code, transport_cc::Ending> Run(SteadyTime deadline,
+                                                  const std::atomic<bool>* stop, Start start) {
+    error_code result;
+    bool done = false;
+    start([&](error_code ec) {
+      result = ec;
+      done = true;
+    });
+    io.restart();
+    auto ending = transport_cc::Ending::kDone;
+    while (!done) {  // NOLINT(bugprone-infinite-loop): the handlers io.run_for runs set it
+      const auto now = std::chrono::steady_clock::now();
+      if (ending == transport_cc::Ending::kDone) {
+        if (now >= deadline) ending = transport_cc::Ending::kTimedOut;
+        if (stop != nullptr && stop->load()) ending = transport_cc::Ending::kStopped;
+        if (ending != transport_cc::Ending::kDone) {
+          resolver.cancel();
+          if (plain || tls) Lowest().close();
+        }
+      }
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+      io.run_for(std::clamp(left, std::chrono::milliseconds(1), transport_cc::kStopPoll));
     }
-    while (!value.empty() &&
-           (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) {
-      value.remove_suffix(1);
-    }
-    if (name == "retry-after") state->result->retry_after = std::string(value);
-    if (name == "content-type") state->result->content_type = std::string(value);
+    return {result, ending};
   }
-  return n;
-}
-
-size_t OnBody(char* data, size_t size, size_t count, void* user) {
-  auto* state = static_cast<CallState*>(user);
-  const size_t n = size * count;
-  if (state->streaming) {
-    if (!state->call->on_data(std::string_view(data, n))) {
-      state->aborted_by_reader = true;
-      return 0;  // makes curl stop with CURLE_WRITE_ERROR
-    }
-    return n;
-  }
-  state->result->body.append(data, n);
-  return n;
-}
-
-int OnProgress(void* user, curl_off_t /*dltotal*/, curl_off_t /*dlnow*/, curl_off_t /*ultotal*/,
-               curl_off_t /*ulnow*/) {
-  const auto* state = static_cast<CallState*>(user);
-  const auto* stop = state->call->stop;
-  return stop != nullptr && stop->load() ? 1 : 0;
-}
-
-void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
-
-}  // namespace
+};
 
 std::string QueryEscape(std::string_view value) {
   static constexpr char kHex[] = "0123456789ABCDEF";
@@ -90,138 +126,258 @@ std::string QueryEscape(std::string_view value) {
   return out;
 }
 
-Transport::Transport(ClusterConfig config) : config_(std::move(config)), tokens_(config_) {}
+Transport::Transport(ClusterConfig config, std::unique_ptr<Endpoint> endpoint)
+    : config_(std::move(config)), tokens_(config_), endpoint_(std::move(endpoint)) {}
+
+Transport::~Transport() = default;
 
 StatusOr<std::unique_ptr<Transport>> Transport::Create(const ClusterConfig& config) {
-  GlobalInit();
-  if (config.server.rfind("https://", 0) != 0 && config.server.rfind("http://", 0) != 0) {
-    return InvalidArgumentError("connect to \"" + config.server +
+  const std::string& url = config.server;
+  auto endpoint = std::make_unique<Endpoint>();
+  std::string_view rest = url;
+  if (rest.rfind("https://", 0) == 0) {
+    rest.remove_prefix(8);
+  } else if (rest.rfind("http://", 0) == 0) {
+    endpoint->https = false;
+    rest.remove_prefix(7);
+  } else {
+    return InvalidArgumentError("connect to \"" + url +
                                 "\": server must be an https:// or http:// URL");
   }
   if (!config.tls_server_name.empty()) {
-    return InvalidArgumentError("connect to " + config.server +
+    return InvalidArgumentError("connect to " + url +
                                 ": tls-server-name is not supported by this client");
   }
-  return std::unique_ptr<Transport>(new Transport(config));
-}
-
-Transport::~Transport() {
-  for (void* h : idle_) curl_easy_cleanup(static_cast<CURL*>(h));
-}
-
-void* Transport::Acquire() {
-  {
-    MutexLock lock(mu_);
-    if (!idle_.empty()) {
-      void* h = idle_.back();
-      idle_.pop_back();
-      return h;
+  const std::string_view authority = rest.substr(0, rest.find('/'));
+  if (rest.size() > authority.size()) {
+    endpoint->path_prefix = std::string(rest.substr(authority.size()));
+  }
+  while (!endpoint->path_prefix.empty() && endpoint->path_prefix.back() == '/') {
+    endpoint->path_prefix.pop_back();
+  }
+  endpoint->host_header = std::string(authority);
+  std::string_view host = authority;
+  std::string_view port;
+  if (!host.empty() && host.front() == '[') {  // an IPv6 literal
+    const auto close = host.find(']');
+    if (close == std::string_view::npos) {
+      return InvalidArgumentError("connect to \"" + url + "\": unclosed '[' in the host");
     }
+    if (host.size() > close + 1 && host[close + 1] == ':') port = host.substr(close + 2);
+    host = host.substr(1, close - 1);
+  } else if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
+    port = host.substr(colon + 1);
+    host = host.substr(0, colon);
   }
-  return curl_easy_init();
+  if (host.empty()) return InvalidArgumentError("connect to \"" + url + "\": no host");
+  endpoint->host = std::string(host);
+  endpoint->port = port.empty() ? (endpoint->https ? "443" : "80") : std::string(port);
+  error_code ec;
+  asio::ip::make_address(endpoint->host, ec);
+  endpoint->host_is_ip = !ec;
+
+  std::unique_ptr<Transport> transport(new Transport(config, std::move(endpoint)));
+  if (transport->endpoint_->https) {
+    auto tls = std::make_unique<TlsContext>();
+    auto& ctx = tls->context;
+    ctx.set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                    asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                    asio::ssl::context::no_tlsv1_1);
+    ctx.set_verify_mode(config.insecure_skip_tls_verify ? asio::ssl::verify_none
+                                                        : asio::ssl::verify_peer);
+    if (!config.ca_pem.empty()) {
+      ctx.add_certificate_authority(asio::buffer(config.ca_pem), ec);
+      if (ec) tls->error = "the cluster CA does not load: " + ec.message();
+    } else {
+      ctx.set_default_verify_paths(ec);
+      if (ec) tls->error = "the system trust store does not load: " + ec.message();
+    }
+    if (tls->error.empty() && !config.client_cert_pem.empty()) {
+      ctx.use_certificate_chain(asio::buffer(config.client_cert_pem), ec);
+      if (!ec) {
+        ctx.use_private_key(asio::buffer(config.client_key_pem), asio::ssl::context::pem, ec);
+      }
+      if (ec) tls->error = "the client certificate or key does not load: " + ec.message();
+    }
+    transport->tls_ = std::move(tls);
+  }
+  return transport;
 }
 
-void Transport::Release(void* handle) {
+std::unique_ptr<Transport::Connection> Transport::TakeIdle() {
   MutexLock lock(mu_);
-  if (idle_.size() < 16) {
-    idle_.push_back(handle);
-  } else {
-    curl_easy_cleanup(static_cast<CURL*>(handle));
+  if (idle_.empty()) return nullptr;
+  auto c = std::move(idle_.back());
+  idle_.pop_back();
+  return c;
+}
+
+void Transport::PutIdle(std::unique_ptr<Connection> connection) {
+  MutexLock lock(mu_);
+  if (idle_.size() < transport_cc::kMaxIdle) idle_.push_back(std::move(connection));
+}
+
+Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadline,
+                          const std::string& where) {
+  using transport_cc::Ending;
+  const Endpoint& e = *endpoint_;
+  const SteadyTime connect_by =
+      std::min(deadline, std::chrono::steady_clock::now() + call.connect_timeout);
+  auto failed = [&](Ending ending, const std::string& what) -> Status {
+    if (ending == Ending::kStopped) return Status(StatusCode::kCancelled, where + ": stopped");
+    if (ending == Ending::kTimedOut) {
+      return Status(StatusCode::kDeadlineExceeded, where + ": timed out: " + what);
+    }
+    return UnavailableError(where + ": " + what);
+  };
+  asio::ip::tcp::resolver::results_type addresses;
+  auto [resolved, r_end] = c.Run(connect_by, call.stop, [&](auto done) {
+    c.resolver.async_resolve(e.host, e.port, [&, done](error_code ec, auto results) {
+      addresses = std::move(results);
+      done(ec);
+    });
+  });
+  if (resolved || r_end != Ending::kDone) {
+    return failed(r_end, "resolve " + e.host + ": " + resolved.message());
   }
+  if (tls_ != nullptr) {
+    c.tls.emplace(c.io, tls_->context);
+  } else {
+    c.plain.emplace(c.io);
+  }
+  auto [connected, c_end] = c.Run(connect_by, call.stop, [&](auto done) {
+    c.Lowest().async_connect(addresses, [done](error_code ec, const auto&) { done(ec); });
+  });
+  if (connected || c_end != Ending::kDone) {
+    return failed(c_end, "connect to " + e.host_header + ": " + connected.message());
+  }
+  if (tls_ == nullptr) return OkStatus();
+
+  SSL* ssl = c.Session();
+  if (!e.host_is_ip) SSL_set_tlsext_host_name(ssl, e.host.c_str());
+  if (!config_.insecure_skip_tls_verify) {
+    X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
+    const int set = e.host_is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, e.host.c_str())
+                                 : X509_VERIFY_PARAM_set1_host(param, e.host.c_str(), 0);
+    if (set != 1) return FailedPreconditionError(where + ": TLS: cannot verify " + e.host);
+  }
+  auto [shaken, h_end] = c.Run(connect_by, call.stop, [&](auto done) {
+    c.tls->async_handshake(asio::ssl::stream_base::client, done);
+  });
+  if (h_end != Ending::kDone) return failed(h_end, "TLS handshake");
+  if (shaken) {
+    if (shaken.category() == asio::error::get_ssl_category()) {
+      return FailedPreconditionError(where + ": TLS: " + transport_cc::TlsErrorText(shaken, ssl));
+    }
+    return UnavailableError(where + ": TLS handshake: " + shaken.message());
+  }
+  return OkStatus();
 }
 
 StatusOr<HttpResult> Transport::Do(const HttpCall& call) {
+  using transport_cc::Ending;
   auto token = tokens_.Token();
   if (!token.ok()) return token.status();
-  CURL* curl = static_cast<CURL*>(Acquire());
-  if (curl == nullptr) return InternalError("curl_easy_init failed");
-  curl_easy_reset(curl);
-
-  HttpResult result;
-  CallState state{&call, &result};
-  const std::string url = config_.server + call.path;
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "https,http");
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, config_.user_agent.c_str());
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(call.connect_timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, static_cast<long>(call.timeout.count()));
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, &state);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &state);
-  curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &OnProgress);
-  curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &state);
-  curl_easy_setopt(curl, CURLOPT_NOPROGRESS, call.stop != nullptr ? 0L : 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, config_.insecure_skip_tls_verify ? 0L : 1L);
-  curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, config_.insecure_skip_tls_verify ? 0L : 2L);
-  curl_blob ca{const_cast<char*>(config_.ca_pem.data()), config_.ca_pem.size(), CURL_BLOB_COPY};
-  if (!config_.ca_pem.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO_BLOB, &ca);
-  curl_blob cert{const_cast<char*>(config_.client_cert_pem.data()), config_.client_cert_pem.size(),
-                 CURL_BLOB_COPY};
-  curl_blob key{const_cast<char*>(config_.client_key_pem.data()), config_.client_key_pem.size(),
-                CURL_BLOB_COPY};
-  if (!config_.client_cert_pem.empty()) {
-    curl_easy_setopt(curl, CURLOPT_SSLCERTTYPE, "PEM");
-    curl_easy_setopt(curl, CURLOPT_SSLCERT_BLOB, &cert);
-    curl_easy_setopt(curl, CURLOPT_SSLKEYTYPE, "PEM");
-    curl_easy_setopt(curl, CURLOPT_SSLKEY_BLOB, &key);
+  const std::string where =
+      call.method + " " + config_.server + call.path.substr(0, call.path.find('?'));
+  if (tls_ != nullptr && !tls_->error.empty()) {
+    return FailedPreconditionError(where + ": TLS: " + tls_->error);
   }
+  const SteadyTime deadline = std::chrono::steady_clock::now() + call.timeout;
 
-  curl_slist* headers = nullptr;
-  headers = curl_slist_append(headers, "Accept: application/json");
-  const std::string auth = "Authorization: Bearer " + *token;
-  if (!token->empty()) headers = curl_slist_append(headers, auth.c_str());
+  http::request<http::string_body> request;
+  request.method_string(call.method);
+  request.target(endpoint_->path_prefix + call.path);
+  request.version(11);
+  request.set(http::field::host, endpoint_->host_header);
+  request.set(http::field::user_agent, config_.user_agent);
+  request.set(http::field::accept, "application/json");
+  if (!token->empty()) request.set(http::field::authorization, "Bearer " + *token);
   if (!call.body.empty() || call.method == "POST" || call.method == "PUT") {
-    headers = curl_slist_append(headers, "Content-Type: application/json");
+    request.set(http::field::content_type, "application/json");
+    request.body() = call.body;
   }
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-  if (call.method == "GET") {
-    curl_easy_setopt(curl, CURLOPT_HTTPGET, 1L);
-  } else {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, call.method.c_str());
-    if (!call.body.empty() || call.method == "POST" || call.method == "PUT") {
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDS, call.body.c_str());
-      curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
-                       static_cast<curl_off_t>(call.body.size()));
-    }
-  }
-  char errbuf[CURL_ERROR_SIZE] = {0};
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errbuf);
-  const CURLcode rc = curl_easy_perform(curl);
-  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &result.code);
-  curl_slist_free_all(headers);
-  // Clear the blobs' references before the handle goes back to the pool.
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
+  request.keep_alive(true);
+  request.prepare_payload();
 
-  if (rc != CURLE_OK) {
-    Release(curl);
-    const std::string detail = errbuf[0] != '\0' ? std::string(errbuf) : curl_easy_strerror(rc);
-    const std::string where =
-        call.method + " " + config_.server + call.path.substr(0, call.path.find('?'));
-    if (state.aborted_by_reader || (call.stop != nullptr && call.stop->load())) {
-      return Status(StatusCode::kCancelled, where + ": stopped");
+  auto failed = [&](Ending ending, const error_code& ec) -> Status {
+    if (ending == Ending::kStopped) return Status(StatusCode::kCancelled, where + ": stopped");
+    if (ending == Ending::kTimedOut) {
+      return Status(StatusCode::kDeadlineExceeded, where + ": timed out");
     }
-    switch (rc) {
-      case CURLE_OPERATION_TIMEDOUT:
-        return Status(StatusCode::kDeadlineExceeded, where + ": timed out: " + detail);
-      case CURLE_PEER_FAILED_VERIFICATION:
-      case CURLE_SSL_CERTPROBLEM:
-      case CURLE_SSL_CIPHER:
-      case CURLE_SSL_CACERT_BADFILE:
-      case CURLE_SSL_ISSUER_ERROR:
-      case CURLE_SSL_CRL_BADFILE:
-        return FailedPreconditionError(where + ": TLS: " + detail);
-      case CURLE_UNSUPPORTED_PROTOCOL:
-      case CURLE_URL_MALFORMAT:
-        return InvalidArgumentError(where + ": " + detail);
-      default:
-        return UnavailableError(where + ": " + detail);
+    return UnavailableError(where + ": " + ec.message());
+  };
+  // A kept-alive connection the server has closed since fails before any answer arrives: the
+  // request is sent again once, on a new connection (as libcurl and Go's client do).
+  for (int attempt = 0;; ++attempt) {
+    std::unique_ptr<Connection> c = attempt == 0 ? TakeIdle() : nullptr;
+    const bool reused = c != nullptr;
+    if (!reused) {
+      c = std::make_unique<Connection>();
+      if (Status connected = Connect(*c, call, deadline, where); !connected.ok()) return connected;
     }
+    auto on_stream = [&](auto&& op) {
+      return c->Run(deadline, call.stop, [&](auto done) {
+        if (c->tls) {
+          op(*c->tls, done);
+        } else {
+          op(*c->plain, done);
+        }
+      });
+    };
+    auto [written, w_end] = on_stream([&](auto& stream, auto done) {
+      http::async_write(stream, request, [done](error_code ec, size_t) { done(ec); });
+    });
+    http::response_parser<http::buffer_body> parser;
+    // No limit (lists are large). Not boost::none: Boost 1.74 compares a Content-Length with
+    // the optional limit, and any length is greater than none.
+    parser.body_limit(std::numeric_limits<std::uint64_t>::max());
+    parser.header_limit(64 * 1024);
+    error_code read_ec = written;
+    Ending ending = w_end;
+    if (!written && w_end == Ending::kDone) {
+      std::tie(read_ec, ending) = on_stream([&](auto& stream, auto done) {
+        http::async_read_header(stream, c->buffer, parser,
+                                [done](error_code ec, size_t) { done(ec); });
+      });
+    }
+    if (read_ec || ending != Ending::kDone) {
+      if (reused && ending == Ending::kDone && attempt == 0) continue;
+      return failed(ending, read_ec);
+    }
+
+    HttpResult result;
+    const auto& head = parser.get();
+    result.code = static_cast<long>(head.result_int());  // NOLINT(google-runtime-int)
+    if (auto it = head.find(http::field::retry_after); it != head.end()) {
+      result.retry_after.assign(it->value().data(), it->value().size());
+    }
+    if (auto it = head.find(http::field::content_type); it != head.end()) {
+      result.content_type.assign(it->value().data(), it->value().size());
+    }
+    const bool streaming = call.on_data != nullptr && result.code / 100 == 2;
+    std::array<char, size_t{64} * 1024> chunk{};
+    while (!parser.is_done()) {
+      parser.get().body().data = chunk.data();
+      parser.get().body().size = chunk.size();
+      auto [body_ec, b_end] = on_stream([&](auto& stream, auto done) {
+        // read_some: a watch's events are handed over as they arrive, not once 64 kB are in.
+        http::async_read_some(stream, c->buffer, parser,
+                              [done](error_code ec, size_t) { done(ec); });
+      });
+      if (body_ec == http::error::need_buffer) body_ec = {};
+      if (body_ec || b_end != Ending::kDone) return failed(b_end, body_ec);
+      const std::string_view got(chunk.data(), chunk.size() - parser.get().body().size);
+      if (got.empty()) continue;
+      if (!streaming) {
+        result.body.append(got);
+      } else if (!call.on_data(got)) {
+        return Status(StatusCode::kCancelled, where + ": stopped");
+      }
+    }
+    if (parser.get().keep_alive()) PutIdle(std::move(c));
+    return result;
   }
-  Release(curl);
-  return result;
 }
 
 }  // namespace xpu::api::client

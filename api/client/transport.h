@@ -1,6 +1,8 @@
-// HTTP(S) to the API server through libcurl: TLS verified against the cluster CA (or the system
-// store), client certificates and bearer tokens, connection reuse across requests, timeouts and
-// streamed bodies for watches. It knows nothing of Kubernetes semantics (client.h does).
+// HTTP/1.1 over TLS (or plain TCP for an http:// server) to the API server, with Boost.Beast and
+// OpenSSL: TLS 1.2+ verified against the cluster CA (or the system store) and the server's name
+// or IP address, client certificates and bearer tokens, connection reuse across requests,
+// timeouts and streamed bodies for watches. It knows nothing of Kubernetes semantics (client.h
+// does). Proxies (the https_proxy variables) are not used.
 #ifndef XPU_API_CLIENT_TRANSPORT_H_
 #define XPU_API_CLIENT_TRANSPORT_H_
 
@@ -31,7 +33,7 @@ struct HttpCall {
 };
 
 struct HttpResult {
-  long code = 0;  // NOLINT(google-runtime-int): libcurl's type
+  long code = 0;  // NOLINT(google-runtime-int): the HTTP status code
   std::string body;
   std::string retry_after;  // the Retry-After header, if any
   std::string content_type;
@@ -54,14 +56,23 @@ class Transport {
   const ClusterConfig& config() const { return config_; }
 
  private:
-  explicit Transport(ClusterConfig config);
-  void* Acquire();
-  void Release(void* handle);
+  struct Endpoint;    // the server URL's scheme, host, port and path prefix
+  struct TlsContext;  // the OpenSSL context every connection's session is made from
+  struct Connection;  // one connection to the server, with its own I/O context
+
+  Transport(ClusterConfig config, std::unique_ptr<Endpoint> endpoint);
+  std::unique_ptr<Connection> TakeIdle();
+  void PutIdle(std::unique_ptr<Connection> connection);
+  // Connects `c` to the server (TCP, then the TLS handshake) by `deadline`.
+  Status Connect(Connection& c, const HttpCall& call,
+                 std::chrono::steady_clock::time_point deadline, const std::string& where);
 
   ClusterConfig config_;
   TokenSource tokens_;
+  std::unique_ptr<Endpoint> endpoint_;
+  std::unique_ptr<TlsContext> tls_;  // null for http://
   Mutex mu_;
-  std::vector<void*> idle_ GUARDED_BY(mu_);  // CURL easy handles keeping their connections
+  std::vector<std::unique_ptr<Connection>> idle_ GUARDED_BY(mu_);  // kept-alive connections
 };
 
 // Percent-encodes a query value (RFC 3986 unreserved characters pass).
