@@ -93,4 +93,29 @@ StatusOr<api::client::ClusterConfig> KubeSimProcess::Config() const {
   return api::client::LoadKubeconfig(kubeconfig_);
 }
 
+StatusOr<SimWithClient> StartSimWithClient(const std::string& binary,
+                                           const std::vector<std::string>& namespaces,
+                                           const std::vector<std::string>& nodes) {
+  namespace kc = api::client;
+  SimWithClient out;
+  ASSIGN_OR_RETURN(out.sim, KubeSimProcess::Start(binary));
+  ASSIGN_OR_RETURN(const kc::ClusterConfig config, out.sim->Config());
+  ASSIGN_OR_RETURN(out.client, kc::Client::Create(config));
+  for (const std::string& ns : namespaces) {
+    RETURN_IF_ERROR(
+        out.client
+            ->Create(kc::Namespaces(), "",
+                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
+            .status());
+  }
+  for (const std::string& node : nodes) {
+    RETURN_IF_ERROR(
+        out.client
+            ->Create(kc::Nodes(), "",
+                     {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}})
+            .status());
+  }
+  return out;
+}
+
 }  // namespace xpu::e2e

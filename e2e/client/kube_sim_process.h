@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "api/client/client.h"
 #include "api/client/kubeconfig.h"
 #include "base/status.h"
 
@@ -44,6 +45,16 @@ class KubeSimProcess {
   std::string client_kubeconfig_;
   std::string url_;
 };
+
+// kube-sim (`binary`) with a client of it, and the Namespaces and Nodes (name only) a test starts
+// from.
+struct SimWithClient {
+  std::unique_ptr<KubeSimProcess> sim;
+  std::unique_ptr<api::client::Client> client;
+};
+StatusOr<SimWithClient> StartSimWithClient(const std::string& binary,
+                                           const std::vector<std::string>& namespaces,
+                                           const std::vector<std::string>& nodes = {});
 
 }  // namespace xpu::e2e
 

@@ -19,6 +19,13 @@ int RequestedMinor() {
   return std::atoi(std::strchr(v, '.') + 1);
 }
 
+std::string GatesLockedOn(const std::string& gates, const std::string& feature) {
+  if (RequestedMinor() < 38) return "";
+  const char* v = std::getenv("XPU_UPSTREAM_VERSION");  // NOLINT(concurrency-mt-unsafe)
+  return gates + " locked on from 1.38, so a server without " + feature +
+         " cannot be started; not checked on " + (v != nullptr ? v : "");
+}
+
 kc::ResourceRef Pods() { return kc::ResourceRef{"", "v1", "pods", true}; }
 
 StatusOr<std::unique_ptr<DriverHarness>> DriverHarness::Create(const Cluster& cluster,

@@ -37,6 +37,12 @@ capabilityClasses:
 // The minor version asked for with XPU_UPSTREAM_VERSION ("1.34.4" -> 34); 0 for the newest.
 int RequestedMinor();
 
+// Why a check that turns `gates` off cannot run at the XPU_UPSTREAM_VERSION asked for: from 1.38
+// they are locked on (GA), and an API server started with them off refuses to start, so no
+// server lacks `feature` there. "" where the check can run (an unset version is the default
+// pin, 1.37).
+std::string GatesLockedOn(const std::string& gates, const std::string& feature);
+
 // Eventually with the pace of a real control plane: every 50 ms, for up to a minute by default.
 template <typename F>
 bool WaitFor(F done, std::chrono::milliseconds timeout = std::chrono::seconds(60)) {

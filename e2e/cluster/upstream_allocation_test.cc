@@ -3,7 +3,6 @@
 // in upstream_fixture.h.
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +13,8 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
@@ -344,14 +345,10 @@ TEST_CASE("upstream: a device failing under a running pod evicts it (NoExecute)"
 
 TEST_CASE("upstream: with DRADeviceTaints off, tainted devices are left out of the slices",
           "[fallback]") {
-  // 1.38 locks both gates on (GA): its API server refuses to start with them off, so no server
-  // from 1.38 drops taints and there is nothing to fall back from. (An unset
-  // XPU_UPSTREAM_VERSION is the default pin, 1.37.)
-  if (RequestedMinor() >= 38) {
-    XPU_SKIP(
-        "DRADeviceTaints and DRADeviceTaintRules are locked on from 1.38, so a server "
-        "without taints cannot be started; not checked on " +
-        std::string(std::getenv("XPU_UPSTREAM_VERSION")));  // NOLINT(concurrency-mt-unsafe)
+  // From 1.38 no server drops taints: there is nothing to fall back from.
+  if (std::string locked = GatesLockedOn("DRADeviceTaints and DRADeviceTaintRules", "taints");
+      !locked.empty()) {
+    XPU_SKIP(std::move(locked));
   }
   ClusterOptions options;
   options.kind = ClusterKind::kUpstream;

@@ -15,6 +15,8 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <string>
+#include <utility>
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
@@ -347,14 +349,9 @@ TEST_CASE(
 
 TEST_CASE("upstream: with DRAPartitionableDevices off, groups mode falls back to attributes",
           "[fallback]") {
-  // 1.38 locks the gate on (GA): its API server refuses to start with it off, and every server
-  // from 1.38 keeps counters, so groups mode never falls back there. (An unset
-  // XPU_UPSTREAM_VERSION is the default pin, 1.37.)
-  if (RequestedMinor() >= 38) {
-    XPU_SKIP(
-        "DRAPartitionableDevices is locked on from 1.38, so a server without counters "
-        "cannot be started; not checked on " +
-        std::string(std::getenv("XPU_UPSTREAM_VERSION")));  // NOLINT(concurrency-mt-unsafe)
+  // From 1.38 every server keeps counters: groups mode never falls back there.
+  if (std::string locked = GatesLockedOn("DRAPartitionableDevices", "counters"); !locked.empty()) {
+    XPU_SKIP(std::move(locked));
   }
   ClusterOptions options;
   options.kind = ClusterKind::kUpstream;

@@ -39,19 +39,10 @@ double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).coun
 // atlas800t-a2 host, registered.
 struct HugeBatchRig {
   HugeBatchRig() {
-    auto started = KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
+    auto started = StartSimWithClient(XPU_KUBE_SIM_BINARY, {"xpu-dra", "default"}, {"n1"});
     REQUIRE_OK(started);
-    sim = std::move(started).value();
-    auto c = kc::Client::Create(*sim->Config());
-    REQUIRE_OK(c);
-    client = std::move(c).value();
-    for (const char* ns : {"xpu-dra", "default"}) {
-      REQUIRE_OK(client->Create(
-          kc::Namespaces(), "",
-          {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}));
-    }
-    REQUIRE_OK(client->Create(
-        kc::Nodes(), "", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}));
+    sim = std::move(started->sim);
+    client = std::move(started->client);
     ClaimSpec spec;
     spec.name = "real";
     spec.devices = {"npu-0"};

@@ -38,17 +38,10 @@ struct Node {
   std::vector<std::string> log;
 
   explicit Node(const std::string& fixture = "atlas800t-a2") {
-    auto started = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
+    auto started = e2e::StartSimWithClient(XPU_KUBE_SIM_BINARY, {"default"});
     REQUIRE_OK(started);
-    sim = std::move(started).value();
-    auto config = sim->Config();
-    REQUIRE_OK(config);
-    auto c = kc::Client::Create(*config);
-    REQUIRE_OK(c);
-    client = std::move(c).value();
-    REQUIRE_OK(client->Create(
-        kc::Namespaces(), "",
-        {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "default"}}}}));
+    sim = std::move(started->sim);
+    client = std::move(started->client);
     host = dir.path() + "/host";
     fs::copy(kHosts + "/" + fixture, host,
              fs::copy_options::recursive | fs::copy_options::copy_symlinks);

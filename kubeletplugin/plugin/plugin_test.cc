@@ -155,20 +155,16 @@ TEST_CASE(
     "xpu-dra-plugin publishes the inventory once its Node exists, renews its Lease and "
     "rediscovers when device nodes change",
     "[plugin][e2e]") {
-  auto sim = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
-  REQUIRE_OK(sim);
-  auto client = kc::Client::Create(*(*sim)->Config());
-  REQUIRE_OK(client);
-  kc::Client& c = **client;
-  REQUIRE_OK(
-      c.Create(kc::Namespaces(), "",
-               {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "xpu-dra"}}}}));
+  auto started = e2e::StartSimWithClient(XPU_KUBE_SIM_BINARY, {"xpu-dra"});
+  REQUIRE_OK(started);
+  auto& sim = started->sim;
+  kc::Client& c = *started->client;
   // A private copy of a fixture host, so a device node can be taken away.
-  const fs::path host = fs::path((*sim)->dir()) / "host";
+  const fs::path host = fs::path(sim->dir()) / "host";
   fs::copy(std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/atlas800t-a2", host,
            fs::copy_options::recursive | fs::copy_options::copy_symlinks);
 
-  PluginProcess plugin({"--kubeconfig", (*sim)->kubeconfig(), "--node-name", "n1", "--host-root",
+  PluginProcess plugin({"--kubeconfig", sim->kubeconfig(), "--node-name", "n1", "--host-root",
                         host.string(), "--rediscover", "1h", "--lease-renew", "200ms",
                         "--lease-duration", "2"});
   // The Lease shows the plugin is up; without a Node there is no inventory yet.
@@ -221,19 +217,10 @@ bool IsSocket(const std::string& path) {
 class Rig {
  public:
   explicit Rig(const std::string& fixture = "atlas800t-a2") {
-    auto started = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
+    auto started = e2e::StartSimWithClient(XPU_KUBE_SIM_BINARY, {"xpu-dra", "default"}, {"n1"});
     REQUIRE_OK(started);
-    sim_ = std::move(started).value();
-    auto c = kc::Client::Create(*sim_->Config());
-    REQUIRE_OK(c);
-    client_ = std::move(c).value();
-    for (const char* ns : {"xpu-dra", "default"}) {
-      REQUIRE_OK(client_->Create(
-          kc::Namespaces(), "",
-          {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}}));
-    }
-    REQUIRE_OK(client_->Create(
-        kc::Nodes(), "", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}}));
+    sim_ = std::move(started->sim);
+    client_ = std::move(started->client);
     root_ = fs::path(sim_->dir()) / "node";
     fs::create_directories(root_);
     fs::copy(std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts/" + fixture, root_ / "host",

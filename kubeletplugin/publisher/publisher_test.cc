@@ -26,16 +26,9 @@ struct Cluster {
 };
 
 Cluster Start() {
-  auto sim = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
-  REQUIRE_OK(sim);
-  auto config = (*sim)->Config();
-  REQUIRE_OK(config);
-  auto client = kc::Client::Create(*config);
-  REQUIRE_OK(client);
-  REQUIRE_OK((*client)->Create(
-      kc::Namespaces(), "",
-      {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "xpu-dra"}}}}));
-  return {std::move(sim).value(), std::move(client).value()};
+  auto started = e2e::StartSimWithClient(XPU_KUBE_SIM_BINARY, {"xpu-dra"});
+  REQUIRE_OK(started);
+  return {std::move(started->sim), std::move(started->client)};
 }
 
 json Node(const std::string& name) {

@@ -655,27 +655,13 @@ struct Sim {
 
 Sim StartSim() {
   Sim sim;
-  auto process = e2e::KubeSimProcess::Start(XPU_KUBE_SIM_BINARY);
-  REQUIRE(process.ok());
-  sim.process = std::move(*process);
-  auto config = sim.process->Config();
-  REQUIRE(config.ok());
-  auto client = kc::Client::Create(*config);
-  REQUIRE(client.ok());
-  sim.client = std::move(*client);
+  auto started = e2e::StartSimWithClient(XPU_KUBE_SIM_BINARY, {"default"}, {"n1"});
+  REQUIRE(started.ok());
+  sim.process = std::move(started->sim);
+  sim.client = std::move(started->client);
   auto cluster = NewRealRunCluster(*sim.client);
   REQUIRE(cluster.ok());
   sim.cluster = std::move(*cluster);
-  REQUIRE(
-      sim.client
-          ->Create(
-              kc::Namespaces(), "",
-              {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", "default"}}}})
-          .ok());
-  REQUIRE(sim.client
-              ->Create(kc::Nodes(), "",
-                       {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", "n1"}}}})
-              .ok());
   return sim;
 }
 
