@@ -101,19 +101,17 @@ StatusOr<SimWithClient> StartSimWithClient(const std::string& binary,
   ASSIGN_OR_RETURN(out.sim, KubeSimProcess::Start(binary));
   ASSIGN_OR_RETURN(const kc::ClusterConfig config, out.sim->Config());
   ASSIGN_OR_RETURN(out.client, kc::Client::Create(config));
+  // A cluster-scoped core/v1 object with only its name.
+  auto create = [&](const kc::ResourceRef& ref, const char* kind, const std::string& name) {
+    return out.client
+        ->Create(ref, "", {{"apiVersion", "v1"}, {"kind", kind}, {"metadata", {{"name", name}}}})
+        .status();
+  };
   for (const std::string& ns : namespaces) {
-    RETURN_IF_ERROR(
-        out.client
-            ->Create(kc::Namespaces(), "",
-                     {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", ns}}}})
-            .status());
+    RETURN_IF_ERROR(create(kc::Namespaces(), "Namespace", ns));
   }
   for (const std::string& node : nodes) {
-    RETURN_IF_ERROR(
-        out.client
-            ->Create(kc::Nodes(), "",
-                     {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}})
-            .status());
+    RETURN_IF_ERROR(create(kc::Nodes(), "Node", node));
   }
   return out;
 }
