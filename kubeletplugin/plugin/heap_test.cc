@@ -83,8 +83,9 @@ long ResidentPages() {
 TEST_CASE("TrimHeap gives the pages freed inside the heap back to the system", "[heap]") {
   // AddressSanitizer serves malloc from its own allocator: glibc's heap, which malloc_trim
   // trims, holds none of these pieces there.
-  if (xpu::testing::kSanitized)
+  if (xpu::testing::kSanitized) {
     XPU_SKIP("AddressSanitizer replaces glibc's malloc: nothing to trim");
+  }
   // 7.5 MB in 60 kB pieces (under malloc's mmap threshold), every other one freed: holes that
   // malloc keeps resident until trimmed.
   constexpr size_t kPiece = size_t{60} * 1024;
