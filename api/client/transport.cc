@@ -40,6 +40,16 @@ constexpr std::chrono::milliseconds kStopPoll{100};
 // How an operation ended, beyond its error code.
 enum class Ending { kDone, kTimedOut, kStopped };
 
+// The status of a step that did not succeed: it failed with `ec`, or the deadline or the caller's
+// stop ended it. `step` names it within the call ("connect to host:443"), "" for the request.
+Status StepFailure(const std::string& where, const std::string& step, Ending ending,
+                   const error_code& ec) {
+  if (ending == Ending::kStopped) return Status(StatusCode::kCancelled, where + ": stopped");
+  const std::string at = step.empty() ? where : where + ": " + step;
+  if (ending == Ending::kTimedOut) return Status(StatusCode::kDeadlineExceeded, at + ": timed out");
+  return UnavailableError(at + ": " + ec.message());
+}
+
 std::string TlsErrorText(const error_code& ec, SSL* ssl) {
   std::string text = ec.message();
   if (ssl != nullptr) {
@@ -223,13 +233,7 @@ Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadli
   const Endpoint& e = *endpoint_;
   const SteadyTime connect_by =
       std::min(deadline, std::chrono::steady_clock::now() + call.connect_timeout);
-  auto failed = [&](Ending ending, const std::string& what) -> Status {
-    if (ending == Ending::kStopped) return Status(StatusCode::kCancelled, where + ": stopped");
-    if (ending == Ending::kTimedOut) {
-      return Status(StatusCode::kDeadlineExceeded, where + ": timed out: " + what);
-    }
-    return UnavailableError(where + ": " + what);
-  };
+  using transport_cc::StepFailure;
   asio::ip::tcp::resolver::results_type addresses;
   auto [resolved, r_end] = c.Run(connect_by, call.stop, [&](auto done) {
     c.resolver.async_resolve(e.host, e.port, [&, done](error_code ec, auto results) {
@@ -238,7 +242,7 @@ Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadli
     });
   });
   if (resolved || r_end != Ending::kDone) {
-    return failed(r_end, "resolve " + e.host + ": " + resolved.message());
+    return StepFailure(where, "resolve " + e.host, r_end, resolved);
   }
   if (tls_ != nullptr) {
     c.tls.emplace(c.io, tls_->context);
@@ -249,7 +253,7 @@ Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadli
     c.Lowest().async_connect(addresses, [done](error_code ec, const auto&) { done(ec); });
   });
   if (connected || c_end != Ending::kDone) {
-    return failed(c_end, "connect to " + e.host_header + ": " + connected.message());
+    return StepFailure(where, "connect to " + e.host_header, c_end, connected);
   }
   if (tls_ == nullptr) return OkStatus();
 
@@ -264,7 +268,7 @@ Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadli
   auto [shaken, h_end] = c.Run(connect_by, call.stop, [&](auto done) {
     c.tls->async_handshake(asio::ssl::stream_base::client, done);
   });
-  if (h_end != Ending::kDone) return failed(h_end, "TLS handshake");
+  if (h_end != Ending::kDone) return StepFailure(where, "TLS handshake", h_end, shaken);
   if (shaken) {
     if (shaken.category() == asio::error::get_ssl_category()) {
       return FailedPreconditionError(where + ": TLS: " + transport_cc::TlsErrorText(shaken, ssl));
@@ -300,13 +304,7 @@ StatusOr<HttpResult> Transport::Do(const HttpCall& call) {
   request.keep_alive(true);
   request.prepare_payload();
 
-  auto failed = [&](Ending ending, const error_code& ec) -> Status {
-    if (ending == Ending::kStopped) return Status(StatusCode::kCancelled, where + ": stopped");
-    if (ending == Ending::kTimedOut) {
-      return Status(StatusCode::kDeadlineExceeded, where + ": timed out");
-    }
-    return UnavailableError(where + ": " + ec.message());
-  };
+  using transport_cc::StepFailure;
   // A kept-alive connection the server has closed since fails before any answer arrives: the
   // request is sent again once, on a new connection (as libcurl and Go's client do).
   for (int attempt = 0;; ++attempt) {
@@ -343,7 +341,7 @@ StatusOr<HttpResult> Transport::Do(const HttpCall& call) {
     }
     if (read_ec || ending != Ending::kDone) {
       if (reused && ending == Ending::kDone && attempt == 0) continue;
-      return failed(ending, read_ec);
+      return StepFailure(where, "", ending, read_ec);
     }
 
     HttpResult result;
@@ -366,7 +364,7 @@ StatusOr<HttpResult> Transport::Do(const HttpCall& call) {
                               [done](error_code ec, size_t) { done(ec); });
       });
       if (body_ec == http::error::need_buffer) body_ec = {};
-      if (body_ec || b_end != Ending::kDone) return failed(b_end, body_ec);
+      if (body_ec || b_end != Ending::kDone) return StepFailure(where, "", b_end, body_ec);
       const std::string_view got(chunk.data(), chunk.size() - parser.get().body().size);
       if (got.empty()) continue;
       if (!streaming) {
