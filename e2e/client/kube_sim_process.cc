@@ -9,7 +9,9 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
 
@@ -101,17 +103,19 @@ StatusOr<SimWithClient> StartSimWithClient(const std::string& binary,
   ASSIGN_OR_RETURN(out.sim, KubeSimProcess::Start(binary));
   ASSIGN_OR_RETURN(const kc::ClusterConfig config, out.sim->Config());
   ASSIGN_OR_RETURN(out.client, kc::Client::Create(config));
-  // A cluster-scoped core/v1 object with only its name.
-  auto create = [&](const kc::ResourceRef& ref, const char* kind, const std::string& name) {
-    return out.client
-        ->Create(ref, "", {{"apiVersion", "v1"}, {"kind", kind}, {"metadata", {{"name", name}}}})
-        .status();
+  // Cluster-scoped core/v1 objects with only their names.
+  struct Named {
+    kc::ResourceRef ref;
+    const char* kind;
+    const std::vector<std::string>& names;
   };
-  for (const std::string& ns : namespaces) {
-    RETURN_IF_ERROR(create(kc::Namespaces(), "Namespace", ns));
-  }
-  for (const std::string& node : nodes) {
-    RETURN_IF_ERROR(create(kc::Nodes(), "Node", node));
+  for (const Named& group :
+       {Named{kc::Namespaces(), "Namespace", namespaces}, Named{kc::Nodes(), "Node", nodes}}) {
+    for (const std::string& name : group.names) {
+      const nlohmann::json object = {
+          {"apiVersion", "v1"}, {"kind", group.kind}, {"metadata", {{"name", name}}}};
+      RETURN_IF_ERROR(out.client->Create(group.ref, "", object).status());
+    }
   }
   return out;
 }

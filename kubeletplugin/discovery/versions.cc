@@ -1,6 +1,7 @@
 #include "kubeletplugin/discovery/versions.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <map>
 #include <optional>
@@ -48,38 +49,36 @@ struct VersionFile {
 };
 
 // Version files per vendor (docs/reference/hardware.md §1.5 for Ascend; the others as
-// scripts/gen-host-fixtures lays them out, paths marked assumed there).
+// scripts/gen-host-fixtures lays them out, paths marked assumed there), one row a file.
+struct VendorVersionFile {
+  std::string_view vendor;
+  VersionFile file;
+};
+
+constexpr std::array<VendorVersionFile, 15> kVersionFiles = {{
+    {"huawei", {"driver", "usr/local/Ascend/driver/version.info", "Version", '=', "driver"}},
+    {"huawei", {"firmware", "usr/local/Ascend/firmware/version.info", "Version", '=', "firmware"}},
+    {"nvidia", {"driver", "proc/driver/nvidia/version", "", '=', "driver"}},
+    {"nvidia", {"driver", "sys/module/nvidia/version", "", '=', "driver"}},
+    {"hygon", {"driver", "sys/module/hydcu/version", "", '=', "driver"}},
+    {"hygon", {"hyhal", "opt/hyhal/.info/version", "", '=', ""}},
+    {"hygon", {"dtk", "opt/dtk/.info/version", "", '=', "toolkit"}},
+    {"cambricon", {"driver", "sys/module/cambricon_drv/version", "", '=', "driver"}},
+    {"cambricon", {"neuware", "usr/local/neuware/version", "", '=', "toolkit"}},
+    {"metax", {"driver", "sys/module/metax/version", "", '=', "driver"}},
+    {"metax", {"maca", "opt/maca/Version.txt", "", '=', "toolkit"}},
+    {"enflame", {"driver", "sys/module/enflame/version", "", '=', "driver"}},
+    {"enflame", {"topsrider", "usr/local/topsrider/version", "", '=', "toolkit"}},
+    {"amd", {"driver", "sys/module/amdgpu/version", "", '=', "driver"}},
+    {"amd", {"rocm", "opt/rocm/.info/version", "", '=', "toolkit"}},
+}};
+
 std::vector<VersionFile> VersionFiles(std::string_view vendor) {
-  if (vendor == "huawei") {
-    return {{"driver", "usr/local/Ascend/driver/version.info", "Version", '=', "driver"},
-            {"firmware", "usr/local/Ascend/firmware/version.info", "Version", '=', "firmware"}};
+  std::vector<VersionFile> out;
+  for (const VendorVersionFile& row : kVersionFiles) {
+    if (row.vendor == vendor) out.push_back(row.file);
   }
-  if (vendor == "nvidia") {
-    return {{"driver", "proc/driver/nvidia/version", "", '=', "driver"},
-            {"driver", "sys/module/nvidia/version", "", '=', "driver"}};
-  }
-  if (vendor == "hygon") {
-    return {{"driver", "sys/module/hydcu/version", "", '=', "driver"},
-            {"hyhal", "opt/hyhal/.info/version", "", '=', ""},
-            {"dtk", "opt/dtk/.info/version", "", '=', "toolkit"}};
-  }
-  if (vendor == "cambricon") {
-    return {{"driver", "sys/module/cambricon_drv/version", "", '=', "driver"},
-            {"neuware", "usr/local/neuware/version", "", '=', "toolkit"}};
-  }
-  if (vendor == "metax") {
-    return {{"driver", "sys/module/metax/version", "", '=', "driver"},
-            {"maca", "opt/maca/Version.txt", "", '=', "toolkit"}};
-  }
-  if (vendor == "enflame") {
-    return {{"driver", "sys/module/enflame/version", "", '=', "driver"},
-            {"topsrider", "usr/local/topsrider/version", "", '=', "toolkit"}};
-  }
-  if (vendor == "amd") {
-    return {{"driver", "sys/module/amdgpu/version", "", '=', "driver"},
-            {"rocm", "opt/rocm/.info/version", "", '=', "toolkit"}};
-  }
-  return {};
+  return out;
 }
 
 // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.158.01  Release Build ..." -> "570.158.01".
