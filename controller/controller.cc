@@ -243,9 +243,11 @@ void Controller::Stop() {
 }
 
 void Controller::ResyncAll() {
-  for (const auto& inv : inventories_.List()) queue_.Add(PoolKey(inv->name));
+  // Pools in the background lane: a resync most often finds nothing to do, and it must not hold
+  // up a change behind a whole fleet's checks.
+  for (const auto& inv : inventories_.List()) queue_.AddBackground(PoolKey(inv->name));
   for (const std::string& p : slice_cache_.Pools()) {
-    if (p != kGangPool) queue_.Add(PoolKey(p));
+    if (p != kGangPool) queue_.AddBackground(PoolKey(p));
   }
   queue_.Add(kClassesKey);
   gang_sync_.QueueGangs(std::chrono::milliseconds(0));
@@ -259,8 +261,10 @@ void Controller::ResyncAll() {
 void Controller::OnSlice(const std::shared_ptr<const StoredSlice>& old_slice,
                          const std::shared_ptr<const StoredSlice>& new_slice) {
   const std::set<std::string> pools = slice_cache_.Observe(old_slice, new_slice);
+  // Most are this controller's own writes coming back, before their answers were seen (a skip):
+  // a check, in the background lane.
   for (const std::string& p : pools) {
-    if (p != kGangPool) queue_.Add(PoolKey(p));
+    if (p != kGangPool) queue_.AddBackground(PoolKey(p));
   }
   // A gang's slice changed or went: its gang puts it right.
   const std::string& name = new_slice ? new_slice->name : old_slice->name;

@@ -7,26 +7,47 @@ namespace xpu::controller {
 
 WorkQueue::WorkQueue(WorkQueueOptions options) : options_(options) {}
 
-std::chrono::steady_clock::time_point WorkQueue::Now() const {
+WorkQueue::TimePoint WorkQueue::Now() const {
   return (options_.clock != nullptr ? *options_.clock : RealClock()).Now();
 }
 
-void WorkQueue::AddLocked(const std::string& key) {
+void WorkQueue::AddLocked(const std::string& key, Lane lane) {
   if (shutdown_) return;
   if (processing_.contains(key)) {
-    dirty_.insert(key);
+    auto [it, inserted] = dirty_.emplace(key, lane);
+    if (!inserted && lane == Lane::kNormal) it->second = Lane::kNormal;
     return;
   }
-  if (queued_.insert(key).second) {
-    queue_.push_back(key);
+  auto [it, inserted] = queued_.emplace(key, lane);
+  if (inserted) {
+    (lane == Lane::kNormal ? queue_ : background_).push_back(key);
     cv_.NotifyOne();
+  } else if (it->second == Lane::kBackground && lane == Lane::kNormal) {
+    // A change of a key waiting behind checks: it moves up (rare, so a linear erase is fine).
+    background_.erase(std::find(background_.begin(), background_.end(), key));
+    it->second = Lane::kNormal;
+    queue_.push_back(key);
   }
+}
+
+void WorkQueue::EraseDelayedLocked(const std::string& key) {
+  auto it = delayed_.find(key);
+  if (it == delayed_.end()) return;
+  due_.erase({it->second, key});
+  delayed_.erase(it);
 }
 
 void WorkQueue::Add(const std::string& key) {
   MutexLock lock(mu_);
-  delayed_.erase(key);
-  AddLocked(key);
+  EraseDelayedLocked(key);
+  AddLocked(key, Lane::kNormal);
+}
+
+void WorkQueue::AddBackground(const std::string& key) {
+  MutexLock lock(mu_);
+  // A pending delayed add stands too (a Lease's expiry): when it falls due first, it moves the
+  // key to the normal lane.
+  AddLocked(key, Lane::kBackground);
 }
 
 void WorkQueue::AddAfter(const std::string& key, std::chrono::milliseconds delay) {
@@ -35,10 +56,16 @@ void WorkQueue::AddAfter(const std::string& key, std::chrono::milliseconds delay
     return;
   }
   MutexLock lock(mu_);
-  if (shutdown_ || queued_.contains(key)) return;
-  const auto at = Now() + delay;
+  if (shutdown_) return;
+  if (auto q = queued_.find(key); q != queued_.end() && q->second == Lane::kNormal) return;
+  const TimePoint at = Now() + delay;
   auto [it, inserted] = delayed_.emplace(key, at);
-  if (!inserted && at < it->second) it->second = at;
+  if (!inserted) {
+    if (at >= it->second) return;
+    due_.erase({it->second, key});
+    it->second = at;
+  }
+  due_.emplace(at, key);
   cv_.NotifyAll();  // a waiting Get may need to wake earlier
 }
 
@@ -66,16 +93,32 @@ int WorkQueue::Failures(const std::string& key) const {
   return it == failures_.end() ? 0 : it->second;
 }
 
-void WorkQueue::PromoteDueLocked(std::chrono::steady_clock::time_point now) {
-  for (auto it = delayed_.begin(); it != delayed_.end();) {
-    if (it->second <= now) {
-      const std::string key = it->first;
-      it = delayed_.erase(it);
-      AddLocked(key);
-    } else {
-      ++it;
-    }
+void WorkQueue::PromoteDueLocked(TimePoint now) {
+  while (!due_.empty() && due_.begin()->first <= now) {
+    const std::string key = due_.begin()->second;
+    due_.erase(due_.begin());
+    delayed_.erase(key);
+    AddLocked(key, Lane::kNormal);
   }
+}
+
+std::optional<std::string> WorkQueue::PopLocked() {
+  std::deque<std::string>* lane = nullptr;
+  if (background_.empty()) {
+    lane = &queue_;
+    normal_streak_ = 0;
+  } else if (queue_.empty() || normal_streak_ + 1 >= kBackgroundEvery) {
+    lane = &background_;
+    normal_streak_ = 0;
+  } else {
+    lane = &queue_;
+    ++normal_streak_;
+  }
+  if (lane->empty()) return std::nullopt;
+  std::string key = std::move(lane->front());
+  lane->pop_front();
+  queued_.erase(key);
+  return key;
 }
 
 std::optional<std::string> WorkQueue::Get(std::optional<std::chrono::milliseconds> timeout) {
@@ -87,20 +130,15 @@ std::optional<std::string> WorkQueue::Get(std::optional<std::chrono::millisecond
   while (true) {
     if (shutdown_) return std::nullopt;
     PromoteDueLocked(Now());
-    if (!queue_.empty()) {
-      std::string key = std::move(queue_.front());
-      queue_.pop_front();
-      queued_.erase(key);
-      processing_.insert(key);
+    if (std::optional<std::string> key = PopLocked()) {
+      processing_.insert(*key);
       return key;
     }
     // Sleep until the next delayed key is due (re-checked at least every 50 ms, which also
     // covers an injected clock), an add, or the timeout.
     auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
-    if (!delayed_.empty()) {
-      auto next = delayed_.begin()->second;
-      for (const auto& [k, at] : delayed_) next = std::min(next, at);
-      const auto in = next - Now();
+    if (!due_.empty()) {
+      const auto in = due_.begin()->first - Now();
       wake = std::min(wake, std::chrono::steady_clock::now() +
                                 std::max(in, std::chrono::steady_clock::duration::zero()));
     }
@@ -113,7 +151,11 @@ std::optional<std::string> WorkQueue::Get(std::optional<std::chrono::millisecond
 void WorkQueue::Done(const std::string& key) {
   MutexLock lock(mu_);
   processing_.erase(key);
-  if (dirty_.erase(key) > 0) AddLocked(key);
+  if (auto it = dirty_.find(key); it != dirty_.end()) {
+    const Lane lane = it->second;
+    dirty_.erase(it);
+    AddLocked(key, lane);
+  }
 }
 
 void WorkQueue::ShutDown() {
@@ -129,7 +171,12 @@ bool WorkQueue::shutting_down() const {
 
 size_t WorkQueue::Depth() const {
   MutexLock lock(mu_);
-  return queue_.size();
+  return queue_.size() + background_.size();
+}
+
+size_t WorkQueue::BackgroundDepth() const {
+  MutexLock lock(mu_);
+  return background_.size();
 }
 
 size_t WorkQueue::Delayed() const {

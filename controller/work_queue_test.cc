@@ -3,7 +3,9 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <string>
 #include <thread>
+#include <vector>
 
 namespace xpu::controller {
 namespace {
@@ -49,6 +51,88 @@ TEST_CASE("work queue delays with an injected clock, earliest delay winning", "[
   CHECK(q.Get(milliseconds(0)) == std::nullopt);
   clock.Advance(milliseconds(1));  // at 5000 ms
   CHECK(q.Get(milliseconds(100)) == "a");
+  CHECK(q.Delayed() == 0);
+}
+
+TEST_CASE("work queue serves delayed keys in due order, whatever order they were added in",
+          "[work_queue]") {
+  FakeClock clock;
+  WorkQueueOptions o;
+  o.clock = &clock;
+  WorkQueue q(o);
+  q.AddAfter("late", milliseconds(3'000));
+  q.AddAfter("early", milliseconds(1'000));
+  q.AddAfter("middle", milliseconds(2'000));
+  q.AddAfter("late", milliseconds(500));  // moved earlier: now the first
+  clock.Advance(milliseconds(3'000));
+  CHECK(q.Get(milliseconds(0)) == "late");
+  CHECK(q.Get(milliseconds(0)) == "early");
+  CHECK(q.Get(milliseconds(0)) == "middle");
+  CHECK(q.Delayed() == 0);
+}
+
+TEST_CASE("work queue serves background keys after normal ones, one in eight while both wait",
+          "[work_queue]") {
+  WorkQueue q;
+  for (int i = 0; i < 3; ++i) q.AddBackground("check-" + std::to_string(i));
+  for (int i = 0; i < 10; ++i) q.Add("change-" + std::to_string(i));
+  CHECK(q.Depth() == 13);
+  CHECK(q.BackgroundDepth() == 3);
+  std::vector<std::string> order;
+  while (auto key = q.Get(milliseconds(0))) {
+    order.push_back(*key);
+    q.Done(*key);
+  }
+  const std::vector<std::string> want = {"change-0", "change-1", "change-2", "change-3", "change-4",
+                                         "change-5", "change-6", "check-0",  "change-7", "change-8",
+                                         "change-9", "check-1",  "check-2"};
+  CHECK(order == want);
+}
+
+TEST_CASE("work queue moves a waiting background key up when it is added as a change",
+          "[work_queue]") {
+  WorkQueue q;
+  q.AddBackground("a");
+  q.AddBackground("b");
+  q.Add("b");
+  q.AddBackground("b");  // stays in the normal lane
+  CHECK(q.Depth() == 2);
+  CHECK(q.BackgroundDepth() == 1);
+  CHECK(q.Get(milliseconds(0)) == "b");
+  CHECK(q.Get(milliseconds(0)) == "a");
+  CHECK(q.Get(milliseconds(0)) == std::nullopt);
+}
+
+TEST_CASE("work queue keeps the lane of a key added while it is processed", "[work_queue]") {
+  WorkQueue q;
+  q.Add("a");
+  REQUIRE(q.Get(milliseconds(0)) == "a");
+  q.AddBackground("a");
+  q.Done("a");
+  CHECK(q.BackgroundDepth() == 1);
+  REQUIRE(q.Get(milliseconds(0)) == "a");
+  q.AddBackground("a");
+  q.Add("a");  // a change beats a check
+  q.Done("a");
+  CHECK(q.Depth() == 1);
+  CHECK(q.BackgroundDepth() == 0);
+}
+
+TEST_CASE("work queue leaves a delayed add in place for a background add, which it promotes",
+          "[work_queue]") {
+  FakeClock clock;
+  WorkQueueOptions o;
+  o.clock = &clock;
+  WorkQueue q(o);
+  q.AddAfter("a", milliseconds(1'000));
+  q.AddBackground("a");
+  CHECK(q.Delayed() == 1);
+  CHECK(q.BackgroundDepth() == 1);
+  clock.Advance(milliseconds(1'000));
+  q.Add("b");
+  CHECK(q.Get(milliseconds(0)) == "b");  // "a" fell due: now in the normal lane, after "b"
+  CHECK(q.BackgroundDepth() == 0);
+  CHECK(q.Get(milliseconds(0)) == "a");
   CHECK(q.Delayed() == 0);
 }
 
