@@ -11,6 +11,17 @@ namespace xpu::controller {
 namespace {
 
 using std::chrono::milliseconds;
+using Keys = std::vector<std::string>;
+
+// Takes every ready key, in order, marking each done.
+Keys TakeAll(WorkQueue& q) {
+  Keys order;
+  while (auto key = q.Get(milliseconds(0))) {
+    order.push_back(*key);
+    q.Done(*key);
+  }
+  return order;
+}
 
 TEST_CASE("work queue coalesces adds of a queued key", "[work_queue]") {
   WorkQueue q;
@@ -18,9 +29,7 @@ TEST_CASE("work queue coalesces adds of a queued key", "[work_queue]") {
   q.Add("b");
   q.Add("a");
   CHECK(q.Depth() == 2);
-  CHECK(q.Get(milliseconds(0)) == "a");
-  CHECK(q.Get(milliseconds(0)) == "b");
-  CHECK(q.Get(milliseconds(0)) == std::nullopt);
+  CHECK(TakeAll(q) == Keys{"a", "b"});
 }
 
 TEST_CASE("work queue hands a processing key out again only after Done", "[work_queue]") {
@@ -40,9 +49,7 @@ TEST_CASE("work queue hands a processing key out again only after Done", "[work_
 
 TEST_CASE("work queue delays with an injected clock, earliest delay winning", "[work_queue]") {
   FakeClock clock;
-  WorkQueueOptions o;
-  o.clock = &clock;
-  WorkQueue q(o);
+  WorkQueue q({.clock = &clock});
   q.AddAfter("a", milliseconds(10'000));
   q.AddAfter("a", milliseconds(5'000));
   CHECK(q.Delayed() == 1);
@@ -57,17 +64,13 @@ TEST_CASE("work queue delays with an injected clock, earliest delay winning", "[
 TEST_CASE("work queue serves delayed keys in due order, whatever order they were added in",
           "[work_queue]") {
   FakeClock clock;
-  WorkQueueOptions o;
-  o.clock = &clock;
-  WorkQueue q(o);
+  WorkQueue q({.clock = &clock});
   q.AddAfter("late", milliseconds(3'000));
   q.AddAfter("early", milliseconds(1'000));
   q.AddAfter("middle", milliseconds(2'000));
   q.AddAfter("late", milliseconds(500));  // moved earlier: now the first
   clock.Advance(milliseconds(3'000));
-  CHECK(q.Get(milliseconds(0)) == "late");
-  CHECK(q.Get(milliseconds(0)) == "early");
-  CHECK(q.Get(milliseconds(0)) == "middle");
+  CHECK(TakeAll(q) == Keys{"late", "early", "middle"});
   CHECK(q.Delayed() == 0);
 }
 
@@ -78,15 +81,10 @@ TEST_CASE("work queue serves background keys after normal ones, one in eight whi
   for (int i = 0; i < 10; ++i) q.Add("change-" + std::to_string(i));
   CHECK(q.Depth() == 13);
   CHECK(q.BackgroundDepth() == 3);
-  std::vector<std::string> order;
-  while (auto key = q.Get(milliseconds(0))) {
-    order.push_back(*key);
-    q.Done(*key);
-  }
-  const std::vector<std::string> want = {"change-0", "change-1", "change-2", "change-3", "change-4",
-                                         "change-5", "change-6", "check-0",  "change-7", "change-8",
-                                         "change-9", "check-1",  "check-2"};
-  CHECK(order == want);
+  const Keys want = {"change-0", "change-1", "change-2", "change-3", "change-4",
+                     "change-5", "change-6", "check-0",  "change-7", "change-8",
+                     "change-9", "check-1",  "check-2"};
+  CHECK(TakeAll(q) == want);
 }
 
 TEST_CASE("work queue moves a waiting background key up when it is added as a change",
@@ -98,9 +96,7 @@ TEST_CASE("work queue moves a waiting background key up when it is added as a ch
   q.AddBackground("b");  // stays in the normal lane
   CHECK(q.Depth() == 2);
   CHECK(q.BackgroundDepth() == 1);
-  CHECK(q.Get(milliseconds(0)) == "b");
-  CHECK(q.Get(milliseconds(0)) == "a");
-  CHECK(q.Get(milliseconds(0)) == std::nullopt);
+  CHECK(TakeAll(q) == Keys{"b", "a"});
 }
 
 TEST_CASE("work queue keeps the lane of a key added while it is processed", "[work_queue]") {
@@ -121,9 +117,7 @@ TEST_CASE("work queue keeps the lane of a key added while it is processed", "[wo
 TEST_CASE("work queue leaves a delayed add in place for a background add, which it promotes",
           "[work_queue]") {
   FakeClock clock;
-  WorkQueueOptions o;
-  o.clock = &clock;
-  WorkQueue q(o);
+  WorkQueue q({.clock = &clock});
   q.AddAfter("a", milliseconds(1'000));
   q.AddBackground("a");
   CHECK(q.Delayed() == 1);
@@ -138,11 +132,7 @@ TEST_CASE("work queue leaves a delayed add in place for a background add, which 
 
 TEST_CASE("work queue backs off per key until Forget", "[work_queue]") {
   FakeClock clock;
-  WorkQueueOptions o;
-  o.base_delay = milliseconds(100);
-  o.max_delay = milliseconds(350);
-  o.clock = &clock;
-  WorkQueue q(o);
+  WorkQueue q({.base_delay = milliseconds(100), .max_delay = milliseconds(350), .clock = &clock});
   q.AddRateLimited("a");  // 100 ms
   CHECK(q.Failures("a") == 1);
   clock.Advance(milliseconds(99));  // at 99 ms

@@ -262,15 +262,9 @@ ApiHandler::ApiHandler(Store* store, HandlerOptions options)
       faults_(options_.faults),
       feature_gates_(options_.feature_gates) {}
 
-FeatureGates ApiHandler::feature_gates() const {
-  MutexLock lock(gates_mu_);
-  return feature_gates_;
-}
+FeatureGates ApiHandler::feature_gates() const { return feature_gates_.Get(); }
 
-void ApiHandler::set_feature_gates(const FeatureGates& gates) {
-  MutexLock lock(gates_mu_);
-  feature_gates_ = gates;
-}
+void ApiHandler::set_feature_gates(const FeatureGates& gates) { feature_gates_.Set(gates); }
 
 FaultSettings ApiHandler::faults() const {
   MutexLock lock(fault_mu_);
@@ -386,14 +380,16 @@ HttpResponse ApiHandler::HandleFeatureGates(const HttpRequest& request) {
                                 "set feature gates: the body is not a JSON object"));
   }
   FeatureGates next;
-  {
-    MutexLock lock(gates_mu_);
-    next = feature_gates_;
-    if (Status s = ApplyFeatureGatesJson(body, &next); !s.ok()) {
-      return ErrorResponse(
-          Status(StatusCode::kFailedPrecondition, "set feature gates: " + s.message()));
-    }
-    feature_gates_ = next;
+  // On the stored gates under their lock, so that two concurrent changes both stand.
+  const Status applied = feature_gates_.Update([&](FeatureGates& gates) {
+    next = gates;
+    Status s = ApplyFeatureGatesJson(body, &next);
+    if (s.ok()) gates = next;
+    return s;
+  });
+  if (!applied.ok()) {
+    return ErrorResponse(
+        Status(StatusCode::kFailedPrecondition, "set feature gates: " + applied.message()));
   }
   return JsonResponse(200, FeatureGatesJson(next));
 }

@@ -24,6 +24,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/guarded.h"
 #include "base/mutex.h"
 #include "e2e/kubesim/store.h"
 
@@ -145,8 +146,7 @@ class ApiHandler {
   mutable Mutex fault_mu_;
   std::mt19937_64 fault_random_ GUARDED_BY(fault_mu_);
   FaultSettings faults_ GUARDED_BY(fault_mu_);
-  mutable Mutex gates_mu_;
-  FeatureGates feature_gates_ GUARDED_BY(gates_mu_);
+  Guarded<FeatureGates> feature_gates_;
 };
 
 // A Kubernetes Status object for a non-OK `status` (see store.h for the code mapping). With

@@ -8,18 +8,15 @@
 
 namespace xpu::discovery::dcmi {
 
-// Return codes: 0 or DCMI_ERROR_CODE_BASE (-8000) minus a small number.
+// Return codes: 0 or DCMI_ERROR_CODE_BASE (-8000) minus a small number; those the probe and the
+// fake library use (dcmi.cc names them all).
 inline constexpr int kOk = 0;
 inline constexpr int kErrInvalidParameter = -8001;
-inline constexpr int kErrOperNotPermitted = -8002;
-inline constexpr int kErrMemOperateFail = -8003;
 inline constexpr int kErrInnerErr = -8005;
 inline constexpr int kErrTimeOut = -8006;
 inline constexpr int kErrInvalidDeviceId = -8007;
 inline constexpr int kErrDeviceNotExist = -8008;
-inline constexpr int kErrIoctlFail = -8009;
 inline constexpr int kErrNotReady = -8012;
-inline constexpr int kErrNotSupportInContainer = -8013;
 inline constexpr int kErrFileOperateFail = -8014;
 inline constexpr int kErrResourceOccupied = -8020;
 inline constexpr int kErrNotSupport = -8255;
