@@ -13,6 +13,12 @@ namespace {
 using std::chrono::milliseconds;
 using Keys = std::vector<std::string>;
 
+// A queue whose timers run on a FakeClock.
+struct ClockedQueue {
+  FakeClock clock;
+  WorkQueue q{{.clock = &clock}};
+};
+
 // Takes every ready key, in order, marking each done.
 Keys TakeAll(WorkQueue& q) {
   Keys order;
@@ -47,9 +53,8 @@ TEST_CASE("work queue hands a processing key out again only after Done", "[work_
   CHECK(q.Get(milliseconds(0)) == std::nullopt);
 }
 
-TEST_CASE("work queue delays with an injected clock, earliest delay winning", "[work_queue]") {
-  FakeClock clock;
-  WorkQueue q({.clock = &clock});
+TEST_CASE_METHOD(ClockedQueue, "work queue delays with an injected clock, earliest delay winning",
+                 "[work_queue]") {
   q.AddAfter("a", milliseconds(10'000));
   q.AddAfter("a", milliseconds(5'000));
   CHECK(q.Delayed() == 1);
@@ -61,10 +66,9 @@ TEST_CASE("work queue delays with an injected clock, earliest delay winning", "[
   CHECK(q.Delayed() == 0);
 }
 
-TEST_CASE("work queue serves delayed keys in due order, whatever order they were added in",
-          "[work_queue]") {
-  FakeClock clock;
-  WorkQueue q({.clock = &clock});
+TEST_CASE_METHOD(ClockedQueue,
+                 "work queue serves delayed keys in due order, whatever order they were added in",
+                 "[work_queue]") {
   q.AddAfter("late", milliseconds(3'000));
   q.AddAfter("early", milliseconds(1'000));
   q.AddAfter("middle", milliseconds(2'000));
@@ -114,10 +118,9 @@ TEST_CASE("work queue keeps the lane of a key added while it is processed", "[wo
   CHECK(q.BackgroundDepth() == 0);
 }
 
-TEST_CASE("work queue leaves a delayed add in place for a background add, which it promotes",
-          "[work_queue]") {
-  FakeClock clock;
-  WorkQueue q({.clock = &clock});
+TEST_CASE_METHOD(ClockedQueue,
+                 "work queue leaves a delayed add in place for a background add, which it promotes",
+                 "[work_queue]") {
   q.AddAfter("a", milliseconds(1'000));
   q.AddBackground("a");
   CHECK(q.Delayed() == 1);
