@@ -75,6 +75,17 @@ class NodeService {
                                                            const CallBounds& bounds) = 0;
 };
 
+// A NodeService that adds something around another's calls (metrics, energy accounting). The
+// inner service outlives it.
+class NodeServiceDecorator : public NodeService {
+ protected:
+  explicit NodeServiceDecorator(NodeService* inner) : inner_(inner) {}
+  NodeService& inner() const { return *inner_; }
+
+ private:
+  NodeService* const inner_;
+};
+
 enum class HealthState { kUnknown = 0, kHealthy = 1, kUnhealthy = 2 };  // the wire enum's values
 
 struct DeviceHealth {

@@ -235,7 +235,7 @@ std::vector<ClaimEnergy> ClaimEnergyLedger::Accounts() {
 
 std::map<std::string, PrepareResult> EnergyAccountingService::Prepare(
     const std::vector<ClaimRef>& claims, const CallBounds& bounds) {
-  std::map<std::string, PrepareResult> out = inner_->Prepare(claims, bounds);
+  std::map<std::string, PrepareResult> out = inner().Prepare(claims, bounds);
   for (const ClaimRef& ref : claims) {
     auto it = out.find(ref.uid);
     if (it == out.end() || !it->second.error.empty()) continue;
@@ -254,7 +254,7 @@ std::map<std::string, PrepareResult> EnergyAccountingService::Prepare(
 std::map<std::string, UnprepareResult> EnergyAccountingService::Unprepare(
     const std::vector<ClaimRef>& claims, const CallBounds& bounds) {
   const Clock::SteadyTime start = clock_.Now();
-  std::map<std::string, UnprepareResult> out = inner_->Unprepare(claims, bounds);
+  std::map<std::string, UnprepareResult> out = inner().Unprepare(claims, bounds);
   for (const auto& [uid, r] : out) {
     if (r.error.empty()) ledger_->Stop(uid, start);
   }

@@ -192,14 +192,14 @@ class ClaimEnergyLedger {
 // The seam between the kubelet's calls and the ledger: a NodeService that starts a claim's account
 // when its prepare succeeded and ends it (at the call's start) when its unprepare did. Claims
 // already kept (a repeated prepare) keep their account.
-class EnergyAccountingService : public NodeService {
+class EnergyAccountingService : public NodeServiceDecorator {
  public:
   // The PCI address of a device of this node ("" when unknown).
   using PciFn = std::function<std::string(const std::string& pool, const std::string& device)>;
   // `inner`, `ledger` and `clock` outlive it.
   EnergyAccountingService(NodeService* inner, ClaimEnergyLedger* ledger, const Clock& clock,
                           PciFn pci)
-      : inner_(inner), ledger_(ledger), clock_(clock), pci_(std::move(pci)) {}
+      : NodeServiceDecorator(inner), clock_(clock), ledger_(ledger), pci_(std::move(pci)) {}
 
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
                                                const CallBounds& bounds) override;
@@ -207,9 +207,8 @@ class EnergyAccountingService : public NodeService {
                                                    const CallBounds& bounds) override;
 
  private:
-  NodeService* const inner_;
-  ClaimEnergyLedger* const ledger_;
   const Clock& clock_;
+  ClaimEnergyLedger* const ledger_;
   const PciFn pci_;
 };
 

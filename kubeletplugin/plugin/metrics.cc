@@ -169,14 +169,14 @@ std::map<std::string, PrepareResult> InstrumentedService::Prepare(
     const std::vector<ClaimRef>& claims, const CallBounds& bounds) {
   const TrimAfter call(trimmer_);
   return Measured<PrepareResult>(metrics_->prepare_seconds, metrics_->prepare_claims,
-                                 [&] { return inner_->Prepare(claims, bounds); });
+                                 [&] { return inner().Prepare(claims, bounds); });
 }
 
 std::map<std::string, UnprepareResult> InstrumentedService::Unprepare(
     const std::vector<ClaimRef>& claims, const CallBounds& bounds) {
   const TrimAfter call(trimmer_);
   return Measured<UnprepareResult>(metrics_->unprepare_seconds, metrics_->unprepare_claims,
-                                   [&] { return inner_->Unprepare(claims, bounds); });
+                                   [&] { return inner().Unprepare(claims, bounds); });
 }
 
 }  // namespace xpu::plugin

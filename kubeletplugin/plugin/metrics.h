@@ -123,17 +123,16 @@ struct PluginMetrics {
 
 // A NodeService that times and counts the calls of another one, and tells `trimmer` (when given)
 // when each starts and ends.
-class InstrumentedService : public NodeService {
+class InstrumentedService : public NodeServiceDecorator {
  public:
   InstrumentedService(NodeService* inner, PluginMetrics* metrics, HeapTrimmer* trimmer = nullptr)
-      : inner_(inner), metrics_(metrics), trimmer_(trimmer) {}
+      : NodeServiceDecorator(inner), metrics_(metrics), trimmer_(trimmer) {}
   std::map<std::string, PrepareResult> Prepare(const std::vector<ClaimRef>& claims,
                                                const CallBounds& bounds) override;
   std::map<std::string, UnprepareResult> Unprepare(const std::vector<ClaimRef>& claims,
                                                    const CallBounds& bounds) override;
 
  private:
-  NodeService* const inner_;
   PluginMetrics* const metrics_;
   HeapTrimmer* const trimmer_;
 };
