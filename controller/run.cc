@@ -185,11 +185,17 @@ StatusOr<Config> StartConfig(const ControllerOptions& options, Logger& log, std:
 void ReloadOnChange(const ControllerOptions& options, int minor, std::string config_text,
                     Controller& controller, ControllerMetrics& m, Logger& log,
                     const std::atomic<bool>& stop) {
+  if (options.config_path.empty()) {  // nothing to watch: wait for the stop
+    while (!stop) RealClock().Sleep(std::chrono::seconds(1), stop);
+    return;
+  }
+  // Due() is called on every wake-up, so the ticker moves on and Left() is 0 only when a check
+  // is due: a ticker left behind would make this a busy loop.
   Ticker poll(RealClock(), options.config_poll);
   while (!stop) {
     RealClock().Sleep(
         std::min<std::chrono::nanoseconds>(poll.Left(), std::chrono::milliseconds(50)), stop);
-    if (options.config_path.empty() || !poll.Due()) continue;
+    if (!poll.Due()) continue;
     auto text = ReadWholeFile(options.config_path);
     if (!text.ok() || *text == config_text) continue;
     config_text = *text;
