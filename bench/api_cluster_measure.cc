@@ -4,7 +4,6 @@
 // The informers are measured first, in a process that has done nothing else but create the
 // objects: one keeping typed NodeInventories (what the controller uses), one keeping JSON.
 // Usage: api_cluster_measure [--nodes N] [--kube-sim PATH]
-#include <malloc.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,6 +17,7 @@
 #include "api/client/informer.h"
 #include "api/node_inventory.h"
 #include "api/resource.h"
+#include "base/heap.h"
 #include "bench/api_objects.h"
 #include "e2e/client/kube_sim_process.h"
 
@@ -44,7 +44,7 @@ double Seconds(Clock::time_point since) {
 // trimmed first so the baseline is what the process holds without it.
 template <typename T>
 void MeasureInformer(kc::Client& c, const char* what) {
-  malloc_trim(0);
+  xpu::TrimHeap();
   const long before_kb = StatusKb("VmRSS");  // NOLINT(google-runtime-int)
   const auto t = Clock::now();
   kc::TypedInformer<T> informer(&c, kc::NodeInventories());

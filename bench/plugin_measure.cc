@@ -476,7 +476,7 @@ int main(int argc, char** argv) {
   if (!times.ok()) return Fail(times.status().message());
   if (const xpu::Status s = PrepareHundred(c, kubelet, dirs); !s.ok()) return Fail(s.message());
   // Read 2 s after the last prepare, as scale.sh does: the plugin gives the pages a burst of
-  // calls freed back 200 ms after it (kubeletplugin/plugin/heap.h).
+  // calls freed back 200 ms after it (base/heap.h).
   std::this_thread::sleep_for(std::chrono::seconds(2));
   const xpu::StatusOr<Rollup> prepared = ReadRollup(pid);
   if (!prepared.ok()) return Fail(prepared.status().message());

@@ -1,11 +1,10 @@
 #include "controller/gang_reconciler.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <utility>
 
 #include "api/node_description.h"
+#include "base/heap.h"
 #include "base/time.h"
 #include "controller/slices.h"
 
@@ -341,7 +340,7 @@ Status GangReconciler::Sync(const std::string& key) {
     // A placement builds a view of the whole fleet and frees it; glibc keeps those pages in the
     // worker's arena. Giving them back keeps the resident size near what is held (at 10,000
     // nodes with 20 gangs of 64: docs/performance.md, "Gang placement end to end").
-    ::malloc_trim(0);
+    TrimHeap();
   }
   const GangSyncPlan plan = PlanGangSync(okey, current, next, moved, own, top_generation, objects);
   GangSyncResult result = ApplyGangSync(

@@ -2,12 +2,12 @@
 #include <cstdlib>
 
 #include "base/daemon.h"
-#include "kubeletplugin/plugin/heap.h"
+#include "base/heap.h"
 #include "kubeletplugin/plugin/plugin.h"
 
 int main(int argc, char** argv) {
   namespace p = xpu::plugin;
-  p::UseOneMallocArena();  // before any thread: see heap.h
+  xpu::UseOneMallocArena();  // before any thread: see base/heap.h
   bool help = false;
   const char* env = std::getenv("NODE_NAME");
   auto options = p::ParseFlags(xpu::Args(argc, argv), env != nullptr ? env : "", &help);

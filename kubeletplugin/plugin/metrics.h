@@ -64,12 +64,12 @@
 #include <string>
 #include <vector>
 
+#include "base/heap.h"
 #include "base/metrics/metrics.h"
 #include "base/mutex.h"
 #include "kubeletplugin/driver/driver.h"
 #include "kubeletplugin/driver/service.h"
 #include "kubeletplugin/plugin/claim_energy.h"
-#include "kubeletplugin/plugin/heap.h"
 #include "kubeletplugin/publisher/publisher.h"
 
 namespace xpu::plugin {

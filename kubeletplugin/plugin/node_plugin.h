@@ -24,6 +24,7 @@
 
 #include "api/node_inventory.h"
 #include "base/clock.h"
+#include "base/heap.h"
 #include "base/log.h"
 #include "base/metrics/metrics.h"
 #include "base/status.h"
@@ -34,7 +35,6 @@
 #include "kubeletplugin/plugin/claim_energy.h"
 #include "kubeletplugin/plugin/claim_status_writer.h"
 #include "kubeletplugin/plugin/device_metrics.h"
-#include "kubeletplugin/plugin/heap.h"
 #include "kubeletplugin/plugin/metrics.h"
 #include "kubeletplugin/plugin/plugin.h"
 #include "kubeletplugin/plugin/xid_health.h"

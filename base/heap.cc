@@ -1,10 +1,10 @@
-#include "kubeletplugin/plugin/heap.h"
+#include "base/heap.h"
 
 #include <malloc.h>
 
 #include <utility>
 
-namespace xpu::plugin {
+namespace xpu {
 
 bool UseOneMallocArena() { return ::mallopt(M_ARENA_MAX, 1) == 1; }
 
@@ -40,4 +40,4 @@ bool HeapTrimmer::Poll() {
   return true;
 }
 
-}  // namespace xpu::plugin
+}  // namespace xpu

@@ -1,13 +1,14 @@
-// The plugin's heap (docs/performance.md, "Kubelet plugin"). glibc's malloc gives each thread
+// A daemon's heap (docs/performance.md, "Kubelet plugin"). glibc's malloc gives each thread
 // that allocates an arena of its own (up to 8 per core) and keeps what a burst freed: with 20
 // threads, 14 arenas held 3.6 MB. The plugin keeps one arena, and gives the pages that a burst
-// of kubelet calls freed back to the system once the burst is over:
+// of kubelet calls freed back to the system once the burst is over; the controller trims after
+// each gang placement, which builds and frees a view of the whole fleet:
 //
 //   UseOneMallocArena();                    // first thing in main, before any thread
 //   HeapTrimmer trimmer(clock, 200ms);      // the kubelet's calls: CallStarted / CallEnded
 //   trimmer.Poll();                         // from a loop that naps: trims when due
-#ifndef XPU_KUBELETPLUGIN_PLUGIN_HEAP_H_
-#define XPU_KUBELETPLUGIN_PLUGIN_HEAP_H_
+#ifndef XPU_BASE_HEAP_H_
+#define XPU_BASE_HEAP_H_
 
 #include <chrono>
 #include <functional>
@@ -15,7 +16,7 @@
 #include "base/clock.h"
 #include "base/mutex.h"
 
-namespace xpu::plugin {
+namespace xpu {
 
 // M_ARENA_MAX = 1: every thread allocates from the main arena. False where malloc refused it.
 bool UseOneMallocArena();
@@ -51,6 +52,6 @@ class HeapTrimmer {
   Clock::SteadyTime last_end_ GUARDED_BY(mu_);
 };
 
-}  // namespace xpu::plugin
+}  // namespace xpu
 
-#endif  // XPU_KUBELETPLUGIN_PLUGIN_HEAP_H_
+#endif  // XPU_BASE_HEAP_H_

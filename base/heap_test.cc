@@ -1,6 +1,6 @@
-// When the plugin's heap is trimmed: once after the start, and once after each burst of kubelet
-// calls, never while a call runs.
-#include "kubeletplugin/plugin/heap.h"
+// When a daemon's heap is trimmed: once after the start, and once after each burst of calls,
+// never while a call runs.
+#include "base/heap.h"
 
 #include <unistd.h>
 
@@ -15,7 +15,7 @@
 #include "base/testing/sanitizers.h"
 #include "base/testing/skip.h"
 
-namespace xpu::plugin {
+namespace xpu {
 namespace {
 
 using namespace std::chrono_literals;
@@ -103,4 +103,4 @@ TEST_CASE("TrimHeap gives the pages freed inside the heap back to the system", "
 }
 
 }  // namespace
-}  // namespace xpu::plugin
+}  // namespace xpu
