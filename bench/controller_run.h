@@ -56,9 +56,10 @@ inline int MetricsPort(const e2e::ChildProcess& controller, std::chrono::seconds
   return 0;
 }
 
-// Waits until the controller has created `pools` slices (one per pool); the number created.
+// Waits until the controller has written `pools` pools whole (every slice of each: a node has
+// two in groups mode); the number written.
 inline double WaitPublished(int port, int pools, std::chrono::seconds timeout) {
-  const std::string created = R"(xpu_dra_controller_slice_writes_total{verb="create",result="ok"})";
+  const std::string created = "xpu_dra_controller_pools_published";
   const auto until = std::chrono::steady_clock::now() + timeout;
   double done = 0;
   while (done < pools && std::chrono::steady_clock::now() < until) {
@@ -81,16 +82,16 @@ struct ControllerRun {
 };
 
 // A controller that has published: the process, its metrics port, and the seconds from its start
-// until every pool's slice was created.
+// until every pool's slices were created.
 struct PublishedController {
   std::unique_ptr<e2e::ChildProcess> process;
   int port = 0;
   double publish_seconds = 0;
 };
 
-// Starts the controller as `run` says and waits up to `timeout` until it has created `pools`
-// slices. Errors: it did not start, logged no metrics port within 30 s (the log), or created
-// fewer slices in time (the end of the log); the process is killed then.
+// Starts the controller as `run` says and waits up to `timeout` until it has written `pools`
+// pools whole. Errors: it did not start, logged no metrics port within 30 s (the log), or wrote
+// fewer pools in time (the end of the log); the process is killed then.
 inline StatusOr<PublishedController> StartAndPublish(const ControllerRun& run, int pools,
                                                      std::chrono::seconds timeout) {
   std::vector<std::string> args = {

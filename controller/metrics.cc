@@ -5,6 +5,10 @@ namespace xpu::controller {
 ControllerMetrics::ControllerMetrics(metrics::Registry& r)
     : slices_published(r.AddGauge("xpu_dra_controller_slices_published",
                                   "ResourceSlices of the driver in the cluster.")),
+      pools_published(r.AddGauge(
+          "xpu_dra_controller_pools_published",
+          "Nodes whose pool this controller has written whole (every slice of it), for the "
+          "node's current inventory or an earlier one.")),
       slice_writes(r.AddCounter("xpu_dra_controller_slice_writes_total",
                                 "ResourceSlice writes by verb and result.", {"verb", "result"})),
       class_writes(r.AddCounter("xpu_dra_controller_class_writes_total",

@@ -1,6 +1,7 @@
 // Every metric of xpu-dra-controller, in one place (served on --metrics-addr at /metrics).
 //
 //   xpu_dra_controller_slices_published               ResourceSlices of the driver in the cluster
+//   xpu_dra_controller_pools_published                nodes whose whole pool this controller wrote
 //   xpu_dra_controller_slice_writes_total{verb,result} create/update/delete of slices;
 //                                                     result ok, conflict, not_found, exists,
 //                                                     error (pool_sync.h WriteResult)
@@ -31,6 +32,7 @@ struct ControllerMetrics {
   explicit ControllerMetrics(metrics::Registry& registry);
 
   metrics::Gauge& slices_published;
+  metrics::Gauge& pools_published;
   metrics::Counter& slice_writes;
   metrics::Counter& class_writes;
   metrics::Histogram& reconcile_seconds;

@@ -174,6 +174,7 @@ Status Controller::ApplyPool(const PoolGathered& gathered, const PoolDecision& d
     } else {
       published_inventory_.erase(node);
     }
+    metrics_->pools_published.Set(static_cast<double>(published_inventory_.size()));
     // A sync that saw no writes of ours in flight records its inputs; after writes, the inputs
     // as the watch is to show them.
     if (decision.remember) {
