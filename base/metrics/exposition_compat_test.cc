@@ -124,6 +124,7 @@ std::string ControllerPage() {
   Registry registry;
   controller::ControllerMetrics m(registry);
   m.slices_published.Set(12);
+  m.pools_published.Set(6);
   m.slice_writes.Inc({"create", "ok"}, 2);
   m.slice_writes.Inc({"update", "conflict"});
   m.class_writes.Inc({"create", "exists"}, 4);
