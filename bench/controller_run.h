@@ -59,12 +59,12 @@ inline int MetricsPort(const e2e::ChildProcess& controller, std::chrono::seconds
 // Waits until the controller has written `pools` pools whole (every slice of each: a node has
 // two in groups mode); the number written.
 inline double WaitPublished(int port, int pools, std::chrono::seconds timeout) {
-  const std::string created = "xpu_dra_controller_pools_published";
+  const std::string published = "xpu_dra_controller_pools_published";
   const auto until = std::chrono::steady_clock::now() + timeout;
   double done = 0;
   while (done < pools && std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    done = MetricValue(e2e::HttpGet(port, "/metrics"), created);
+    done = MetricValue(e2e::HttpGet(port, "/metrics"), published);
   }
   return done;
 }
