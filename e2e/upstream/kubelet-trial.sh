@@ -60,8 +60,8 @@ PLUGIN=$!
 PIDS+=($!)
 CONTROLLER=$!
 port() { sed -n 's/.*(port \([0-9]*\)).*/\1/p' "$1" | head -1; }
-# Outputs are read whole and then matched: under pipefail, `cmd | grep -q` fails whenever grep's
-# early exit gives cmd a SIGPIPE, which would read a match as a miss.
+# Outputs are read whole and then matched: under pipefail, a quiet grep reading a pipe fails
+# whenever its early exit gives the writer a SIGPIPE, which would read a match as a miss.
 registered() { grep -q '^xpu_dra_plugin_registered 1' <<<"$(curl -s "http://127.0.0.1:$(port "$WORK/plugin.log")/metrics")"; }
 wait_for 30 registered && ok "the kubelet registered our plugin (NotifyRegistrationStatus: registered)" \
   || fail "plugin registration (see $WORK/plugin.log, $WORK/kubelet.log)"
