@@ -255,6 +255,11 @@ Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadli
   if (connected || c_end != Ending::kDone) {
     return StepFailure(where, "connect to " + e.host_header, c_end, connected);
   }
+  // A request goes out as several writes (the TLS records of its header and body). With Nagle's
+  // algorithm on, a write waits for the peer's delayed ACK of the one before: 40 ms on Linux, as
+  // Go's client (which disables it on every TCP connection) never waits.
+  error_code no_delay;
+  c.Lowest().socket().set_option(asio::ip::tcp::no_delay(true), no_delay);
   if (tls_ == nullptr) return OkStatus();
 
   SSL* ssl = c.Session();

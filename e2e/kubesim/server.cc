@@ -157,6 +157,10 @@ bool WriteChunked(Stream& stream, WatchStream& watch) {
 void Serve(tcp::socket socket, ssl::context& tls, ApiHandler& handler, Connections& connections) {
   const int fd = socket.native_handle();
   if (!connections.Add(fd)) return;
+  // As the real API server (Go disables Nagle's algorithm on every TCP connection): a response's
+  // header and body records would otherwise wait on the client's delayed ACK, 40 ms apiece.
+  beast::error_code no_delay;
+  socket.set_option(tcp::no_delay(true), no_delay);
   {
     beast::ssl_stream<tcp::socket> stream(std::move(socket), tls);
     beast::error_code ec;
