@@ -141,6 +141,9 @@ class NodePlugin {
   metrics::Registry registry_;
   PluginMetrics m_;
   std::unique_ptr<api::client::Client> client_;
+  // The claims' energy writes (ClaimStatusLoop): a client of their own, with its own rate
+  // limit, so that background writes never hold a kubelet call's claim GET in the limiter.
+  std::unique_ptr<api::client::Client> status_client_;
   // No --vendor-lib-dir: the libraries the host's driver installed, under the host root.
   const std::vector<std::string> vendor_lib_dirs_;
   discovery::DiscoveryOptions discover_;
