@@ -457,5 +457,29 @@ TEST_CASE("EnergyAccountingService starts accounts on prepare and ends them on u
   CHECK(Dev(accounts[0], "gpu-0").joules == Approx(144));
 }
 
+TEST_CASE("WriteFinalAccounts: the final writes of a stop, until the deadline", "[energy]") {
+  FakeClock clock;
+  std::vector<ClaimEnergy> due;
+  for (int i = 0; i < 10; ++i) {
+    ClaimEnergy a;
+    a.name = "c" + std::to_string(i);
+    a.final = i != 3;  // one account still held: not a final write, never written at a stop
+    due.push_back(a);
+  }
+  std::vector<std::string> written;
+  // Each write takes a second (a slow API server, or the limiter); the stop allows 5.
+  const int left = WriteFinalAccounts(due, clock, clock.Now() + 5s, [&](const ClaimEnergy& a) {
+    written.push_back(a.name);
+    clock.Advance(1s);
+  });
+  CHECK(written == std::vector<std::string>{"c0", "c1", "c2", "c4", "c5"});
+  CHECK(left == 4);
+
+  written.clear();
+  CHECK(WriteFinalAccounts(due, clock, clock.Now() + 1h,
+                           [&](const ClaimEnergy& a) { written.push_back(a.name); }) == 0);
+  CHECK(written.size() == 9);
+}
+
 }  // namespace
 }  // namespace xpu::plugin

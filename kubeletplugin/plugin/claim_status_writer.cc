@@ -176,4 +176,19 @@ ClaimStatusWrite ClaimStatusWriter::Write(const ClaimEnergy& account) {
   return {.outcome = EnergyWriteOutcome::kRetry, .message = last.message()};
 }
 
+int WriteFinalAccounts(const std::vector<ClaimEnergy>& due, const Clock& clock,
+                       Clock::SteadyTime give_up,
+                       const std::function<void(const ClaimEnergy&)>& write) {
+  int left = 0;
+  for (const ClaimEnergy& account : due) {
+    if (!account.final) continue;
+    if (clock.Now() >= give_up) {
+      ++left;
+    } else {
+      write(account);
+    }
+  }
+  return left;
+}
+
 }  // namespace xpu::plugin

@@ -11,10 +11,13 @@
 #ifndef XPU_KUBELETPLUGIN_PLUGIN_CLAIM_STATUS_WRITER_H_
 #define XPU_KUBELETPLUGIN_PLUGIN_CLAIM_STATUS_WRITER_H_
 
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "base/clock.h"
 #include "base/status.h"
 #include "kubeletplugin/plugin/claim_energy.h"
 
@@ -73,6 +76,12 @@ class ClaimStatusWriter {
   const int conflict_retries_;
   bool dropped_ = false;
 };
+
+// The final writes of a stop: `write` for each final account of `due` (others are skipped) until
+// `clock` reads `give_up`; returns how many final accounts were left unwritten.
+int WriteFinalAccounts(const std::vector<ClaimEnergy>& due, const Clock& clock,
+                       Clock::SteadyTime give_up,
+                       const std::function<void(const ClaimEnergy&)>& write);
 
 }  // namespace xpu::plugin
 

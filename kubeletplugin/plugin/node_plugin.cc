@@ -543,16 +543,9 @@ void NodePlugin::ClaimStatusLoop(Clock& clock) {
   // The final writes of claims unprepared just before the stop: tried once more, for a few
   // seconds at most (the pod's grace period is the kubelet's; a stop after a large batch's
   // unprepare would otherwise wait on the status client's rate limit for minutes).
-  const Clock::SteadyTime give_up = clock.Now() + node_plugin_cc::kFinalWritesAtStop;
-  int left = 0;
-  for (const ClaimEnergy& account : energy_.Due()) {
-    if (!account.final) continue;
-    if (clock.Now() >= give_up) {
-      ++left;
-      continue;
-    }
-    WriteClaimStatus(account);
-  }
+  const int left =
+      WriteFinalAccounts(energy_.Due(), clock, clock.Now() + node_plugin_cc::kFinalWritesAtStop,
+                         [this](const ClaimEnergy& a) { WriteClaimStatus(a); });
   if (left > 0) {
     log_.Log("warning", "stopping: " + std::to_string(left) +
                             " final energy accounts not written to their claims' status (the "
