@@ -1,7 +1,8 @@
 // Pins helm, which the chart tests (chart_test: e2e/cluster/chart_*_test.cc) and
 // scripts/render-manifests run: helm.sh/helm/v3 at a release, built by scripts/build-upstream
-// from helm's own cmd/helm (the tool below) into the same folder as the Kubernetes binaries. A module of its own, so that its
-// dependency versions never move the Kubernetes pins of e2e/upstream/go.mod (nor the reverse).
+// from helm's own cmd/helm (the tool below) into the same folder as the Kubernetes binaries. A
+// module of its own, so that its dependency versions never move the Kubernetes pins of
+// e2e/upstream/go.mod (nor the reverse).
 module xpu.dra.dev/e2e/upstream/helm
 
 go 1.26.0
