@@ -19,27 +19,8 @@
 namespace xpu::discovery {
 namespace {
 
-using testing::CheckInitFailed;
-using testing::FixtureWith;
-using testing::kFakeDir;
-using testing::kHosts;
-using testing::RealLibraryOnLoaderPath;
-using testing::RequireLoaded;
-using testing::UseFixtureWith;
+using namespace testing;  // NOLINT(google-build-using-namespace): vendor_libs_checks.h
 using xpu::testing::TempDir;
-
-DcmiFacts Dcmi(const std::string& host) {
-  setenv("XPU_FAKE_DCMI_JSON", (kHosts + host + "/fake-vendor/dcmi.json").c_str(), 1);
-  return ProbeDcmi({kFakeDir});
-}
-
-// Dcmi(host), which must load and find `chips` chips.
-DcmiFacts LoadedDcmi(const std::string& host, size_t chips) {
-  DcmiFacts f = Dcmi(host);
-  REQUIRE(f.library.loaded);
-  REQUIRE(f.chips.size() == chips);
-  return f;
-}
 
 // The vendor ids `backend` lists on `parent`.
 std::vector<int64_t> LiveIds(PartitionBackend& backend, const PartitionParent& parent) {

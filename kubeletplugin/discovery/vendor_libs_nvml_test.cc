@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -24,26 +25,8 @@
 namespace xpu::discovery {
 namespace {
 
-using testing::CheckInitFailed;
-using testing::kFakeDir;
-using testing::kHosts;
-using testing::RealLibraryOnLoaderPath;
-using testing::RequireLoaded;
-using testing::UseFixtureWith;
+using namespace testing;  // NOLINT(google-build-using-namespace): vendor_libs_checks.h
 using xpu::testing::TempDir;
-
-NvmlFacts Nvml(const std::string& host) {
-  setenv("XPU_FAKE_NVML_JSON", (kHosts + host + "/fake-vendor/nvml.json").c_str(), 1);
-  return ProbeNvml({kFakeDir});
-}
-
-// Nvml(host), which must load and find `devices` GPUs.
-NvmlFacts LoadedNvml(const std::string& host, size_t devices) {
-  NvmlFacts f = Nvml(host);
-  REQUIRE(f.library.loaded);
-  REQUIRE(f.devices.size() == devices);
-  return f;
-}
 
 TEST_CASE("nvml: hgx-h200 reports 8 H200 with normalised bus ids and NVLinks to switches") {
   NvmlFacts f = Nvml("hgx-h200");

@@ -10,7 +10,9 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/testing/temp_dir.h"
 #include "kubeletplugin/discovery/vendor_libs.h"
@@ -50,6 +52,36 @@ inline void UseFixtureWith(const char* env, const std::string& file, const std::
                            const std::string& value, const xpu::testing::TempDir& dir) {
   setenv(env, FixtureWith(kHosts + file, key, value, dir).c_str(), 1);
 }
+
+// The fake library's variable `env` pointed at `host`'s fixture `file`, then `probe` (ProbeNvml,
+// ProbeDcmi, ...) over the fake libraries' folder; when `count` is given, the library must load
+// and `count_of` (the facts' devices) must find that many.
+template <typename Facts, typename CountOf>
+Facts ProbeHost(const char* env, const std::string& host, const char* file,
+                Facts (*probe)(const std::vector<std::string>&), std::optional<size_t> count,
+                CountOf count_of) {
+  setenv(env, (kHosts + host + "/fake-vendor/" + file).c_str(), 1);
+  Facts facts = probe({kFakeDir});
+  if (count) {
+    REQUIRE(facts.library.loaded);
+    REQUIRE(count_of(facts) == *count);
+  }
+  return facts;
+}
+
+// NVML of `host`'s fixture; with `devices`, it must load and find that many GPUs.
+inline NvmlFacts Nvml(const std::string& host, std::optional<size_t> devices = std::nullopt) {
+  return ProbeHost("XPU_FAKE_NVML_JSON", host, "nvml.json", &ProbeNvml, devices,
+                   [](const NvmlFacts& f) { return f.devices.size(); });
+}
+inline NvmlFacts LoadedNvml(const std::string& host, size_t devices) { return Nvml(host, devices); }
+
+// DCMI of `host`'s fixture; with `chips`, it must load and find that many chips.
+inline DcmiFacts Dcmi(const std::string& host, std::optional<size_t> chips = std::nullopt) {
+  return ProbeHost("XPU_FAKE_DCMI_JSON", host, "dcmi.json", &ProbeDcmi, chips,
+                   [](const DcmiFacts& f) { return f.chips.size(); });
+}
+inline DcmiFacts LoadedDcmi(const std::string& host, size_t chips) { return Dcmi(host, chips); }
 
 // `library` loaded from `path` with every symbol and no error.
 inline void RequireLoaded(const LibraryStatus& library, const std::string& name,
