@@ -155,6 +155,15 @@ Flag KubeconfigFlag(std::string* file) {
           StringFlag(file)};
 }
 
+Flag QpsFlag(double* qps) {
+  return {"--qps", "N", "client-side API rate limit (default 50; 0 disables)",
+          IntFlag(qps, 0, 100'000)};
+}
+
+Flag BurstFlag(int* burst) {
+  return {"--burst", "N", "API burst (default 100)", IntFlag(burst, 1, 100'000)};
+}
+
 Flag DriverNameFlag(std::string* name) {
   return {"--driver-name", "NAME", "DRA driver name (default xpu.dra.dev)", StringFlag(name)};
 }

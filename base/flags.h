@@ -85,6 +85,9 @@ FlagSetter ValueFlag(std::function<Status(const std::string& value)> set);
 Flag LogLevelFlag(std::string* level);   // --log-level LEVEL
 Flag KubeconfigFlag(std::string* file);  // --kubeconfig FILE (in-cluster, then $KUBECONFIG)
 Flag DriverNameFlag(std::string* name);  // --driver-name NAME
+// --qps N and --burst N: the client-side API rate limit (0 disables it) and its burst.
+Flag QpsFlag(double* qps);
+Flag BurstFlag(int* burst);
 
 // Reads `args` (argv without the program name) with the table's setters; a flag not in the table
 // is "unknown flag --x". Returns true for --help, after which nothing more is read.

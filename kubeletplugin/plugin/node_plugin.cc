@@ -30,7 +30,7 @@ namespace xpu::plugin {
 namespace {
 namespace node_plugin_cc {
 
-// The energy writes' own client: its rate limit (the kubelet's calls keep the default 50/100).
+// The energy writes' own client: its rate limit (lowered to --qps and --burst where those are).
 constexpr double kStatusQps = 10;
 constexpr int kStatusBurst = 20;
 // The final energy writes at a stop, at most.
@@ -231,6 +231,8 @@ int NodePlugin::Connect() {
   client_options.observe = [this](std::string_view verb, int code) {
     m_.api_requests.Inc({std::string(verb), std::to_string(code)});
   };
+  client_options.qps = options_.qps;
+  client_options.burst = options_.burst;
   auto client = api::client::Client::Create(*config, client_options);
   // Background writes (an energy account per claim, every --claim-status-interval while held and
   // once at unprepare: a GET and a PUT each) share nothing with the kubelet's calls: on the
@@ -238,8 +240,9 @@ int NodePlugin::Connect() {
   // waited 38 ms for the limiter behind them. At 10 requests/s a write falls behind, never the
   // pod.
   api::client::ClientOptions status_options = client_options;
-  status_options.qps = node_plugin_cc::kStatusQps;
-  status_options.burst = node_plugin_cc::kStatusBurst;
+  status_options.qps = options_.qps > 0 ? std::min(node_plugin_cc::kStatusQps, options_.qps)
+                                        : node_plugin_cc::kStatusQps;
+  status_options.burst = std::min(node_plugin_cc::kStatusBurst, options_.burst);
   auto status_client = api::client::Client::Create(*config, status_options);
   for (const auto* c : {&client, &status_client}) {
     if (!c->ok()) {

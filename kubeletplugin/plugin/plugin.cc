@@ -59,6 +59,8 @@ Status PluginOptions::Validate() const {
   if (!rolling_update_uid.empty()) {
     RETURN_IF_ERROR(api::ValidateDnsSubdomain(rolling_update_uid, "--rolling-update-uid"));
   }
+  if (qps < 0) return InvalidArgumentError("--qps: must not be negative");
+  if (burst < 1) return InvalidArgumentError("--burst: must be at least 1");
   if (health_recovery_settle.count() < 0) {
     return InvalidArgumentError("--health-recovery-settle must not be negative");
   }
@@ -145,6 +147,8 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
          ASSIGN_OR_RETURN(o->claim_status_interval, ParseDuration("--claim-status-interval", v));
          return OkStatus();
        }},
+      QpsFlag(&o->qps),
+      BurstFlag(&o->burst),
       {"--claim-gc", "DURATION", "unprepare claims deleted from the API (default 60s)",
        DurationFlag(&o->claim_gc)},
       {"--cdi-driver-files", "auto|off|VENDOR=auto|off,...",

@@ -51,6 +51,11 @@ struct PluginOptions {
   // While a claim is held the telemetry is sampled at least once a second.
   std::chrono::milliseconds claim_status_interval{30'000};
   std::string log_level = "info";  // error, warning, info, debug
+  // The kubelet path's client-side API rate limit (0 disables it) and burst: claim GETs and LISTs,
+  // the inventory and the Lease. The energy writes have a client of their own, at 10/s or this
+  // rate if lower.
+  double qps = 50;
+  int burst = 100;
   // KEP-5304 device metadata files (Kubernetes 1.36 alpha, 1.37 beta): written per request and
   // mounted at /var/run/dra-device-attributes/<claim>/<request>/<driver>-metadata.json.
   bool device_metadata = false;

@@ -79,6 +79,16 @@ TEST_CASE("plugin flags", "[plugin]") {
   CHECK_FALSE(set->node_checklist);
   CHECK(Usage().find("--health-recovery-settle") != std::string::npos);
   CHECK(Usage().find("--node-checklist") != std::string::npos);
+  // The kubelet path's API rate limit: 50/s with a burst of 100 unless set; 0 disables it.
+  CHECK(o->qps == 50);
+  CHECK(o->burst == 100);
+  auto rate = ParseFlags({"--qps", "0", "--burst", "7"}, "n", &help);
+  REQUIRE_OK(rate);
+  CHECK(rate->qps == 0);
+  CHECK(rate->burst == 7);
+  CHECK(rate->Validate().ok());
+  CHECK(ParseFlags({"--burst", "0"}, "n", &help).status().code() == StatusCode::kInvalidArgument);
+  CHECK(Usage().find("--qps N") != std::string::npos);
   // The fallback layout: only together with --partition-fallback layout, and well formed.
   auto layout =
       ParseFlags({"--partition-fallback", "layout", "--partition-layout", "vir05_1c_16g*4,1g.18gb"},
