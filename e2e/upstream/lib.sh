@@ -50,7 +50,10 @@ wait_for() {  # wait_for SECONDS COMMAND...: true once the command succeeds
   done
 }
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A port below the ephemeral range (scripts/free-port), found from this file's own place: not every
+# script that sources it sets ROOT.
+XPU_FREE_PORT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/free-port
+free_port() { /usr/bin/python3 "$XPU_FREE_PORT"; }
 
 # kubelet_config FILE CRI_ENDPOINT [LINE...]: a KubeletConfiguration with cgroupsPerQOS off and no
 # node-allocatable enforcement (no cgroup hierarchy of its own), failCgroupV1 off for hosts still
