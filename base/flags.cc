@@ -164,6 +164,12 @@ Flag BurstFlag(int* burst) {
   return {"--burst", "N", "API burst (default 100)", IntFlag(burst, 1, 100'000)};
 }
 
+Status CheckApiRate(double qps, int burst) {
+  if (qps < 0) return InvalidArgumentError("--qps: must not be negative");
+  if (burst < 1) return InvalidArgumentError("--burst: must be at least 1");
+  return OkStatus();
+}
+
 Flag DriverNameFlag(std::string* name) {
   return {"--driver-name", "NAME", "DRA driver name (default xpu.dra.dev)", StringFlag(name)};
 }

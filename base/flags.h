@@ -88,6 +88,8 @@ Flag DriverNameFlag(std::string* name);  // --driver-name NAME
 // --qps N and --burst N: the client-side API rate limit (0 disables it) and its burst.
 Flag QpsFlag(double* qps);
 Flag BurstFlag(int* burst);
+// The options' check of the same two values, set by flags or in code.
+Status CheckApiRate(double qps, int burst);
 
 // Reads `args` (argv without the program name) with the table's setters; a flag not in the table
 // is "unknown flag --x". Returns true for --help, after which nothing more is read.

@@ -79,8 +79,7 @@ LeaderOptions LeaderOptionsOf(const ControllerOptions& o) {
 Status ControllerOptions::Validate() const {
   RETURN_IF_ERROR(api::ValidateDnsSubdomain(driver_name, "--driver-name"));
   RETURN_IF_ERROR(api::ValidateDnsLabel(ns, "--namespace"));
-  if (qps < 0) return InvalidArgumentError("--qps: must not be negative");
-  if (burst < 1) return InvalidArgumentError("--burst: must be at least 1");
+  RETURN_IF_ERROR(CheckApiRate(qps, burst));
   if (workers < 1 || workers > 64) return InvalidArgumentError("--workers: 1 to 64");
   if (!kubernetes_version.empty()) {
     RETURN_IF_ERROR(ParseKubeMinor(kubernetes_version, "--kubernetes-version").status());

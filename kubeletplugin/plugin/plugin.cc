@@ -59,8 +59,7 @@ Status PluginOptions::Validate() const {
   if (!rolling_update_uid.empty()) {
     RETURN_IF_ERROR(api::ValidateDnsSubdomain(rolling_update_uid, "--rolling-update-uid"));
   }
-  if (qps < 0) return InvalidArgumentError("--qps: must not be negative");
-  if (burst < 1) return InvalidArgumentError("--burst: must be at least 1");
+  RETURN_IF_ERROR(CheckApiRate(qps, burst));
   if (health_recovery_settle.count() < 0) {
     return InvalidArgumentError("--health-recovery-settle must not be negative");
   }
