@@ -1,6 +1,7 @@
 #include "controller/render_tiers.h"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <set>
 #include <utility>
@@ -132,7 +133,18 @@ struct Alternative {
   std::vector<size_t> views;
   int64_t worst_mbps = topology::kNoPairs;
   bool group_device = false;  // one group device of the count (groups mode)
+  int sizes = 0;              // the job sizes its servers can hold at all (ServerSizes)
 };
+
+// How many job sizes (counts of devices) the rules of `views` allow at all, together: what a
+// server model can still serve. At equal bandwidth a job goes first where fewer sizes fit, so
+// that the servers that alone hold the other sizes stay whole for them (a single NPU on an Atlas
+// 800 9000, which holds 1, 2, 4 or 8, before an A3, which also holds 6 and 10 to 16).
+int ServerSizes(const VendorVerdict& v, const std::vector<size_t>& views) {
+  uint64_t allowed = 0;
+  for (size_t i : views) allowed |= v.views[i].allowed;
+  return std::popcount(allowed);
+}
 
 // The group device's alternatives: one per model of the servers with aligned groups (each with
 // the slowest aligned group's bandwidth) when `by_model`, else one for all, without models.
@@ -206,8 +218,10 @@ std::vector<ModelGroup> SplitByModel(const VendorVerdict& v, const ModelGroup& g
 // With tiers, a vendor's models can differ in what their sets are worth (an NVSwitch board's
 // any four beat a PCIe server's best four): every model gets its own alternatives, all of them
 // are ordered by the bandwidth their sets keep, fastest first, so that the scheduler's score
-// prefers the node whose free devices are the faster, and neighbours that are the same
-// alternative at the same bandwidth for different models merge back into one subrequest.
+// prefers the node whose free devices are the faster; at equal bandwidth (always, for one
+// device) by the job sizes their servers hold (ServerSizes), fewest first. Neighbours that are
+// the same alternative at the same bandwidth and sizes for different models merge back into one
+// subrequest.
 std::vector<Alternative> OrderedAlternatives(const VendorVerdict& v, bool tiers,
                                              bool by_bandwidth) {
   // The group device first: where its bandwidth ties an attribute alternative's, it stays ahead.
@@ -220,14 +234,19 @@ std::vector<Alternative> OrderedAlternatives(const VendorVerdict& v, bool tiers,
     for (const ModelGroup& one : SplitByModel(v, group)) AddAlternatives(v, one, tiers, out);
   }
   if (!tiers || !by_bandwidth) return out;
+  for (Alternative& a : out) a.sizes = ServerSizes(v, a.views);
+  // Fastest first; at equal bandwidth the group device ahead, then the servers that hold the
+  // fewest job sizes.
   std::stable_sort(out.begin(), out.end(), [](const Alternative& a, const Alternative& b) {
-    return a.worst_mbps > b.worst_mbps;
+    if (a.worst_mbps != b.worst_mbps) return a.worst_mbps > b.worst_mbps;
+    if (a.group_device != b.group_device) return a.group_device;
+    return a.sizes < b.sizes;
   });
   std::vector<Alternative> merged;
   for (Alternative& a : out) {
     if (!merged.empty() && merged.back().group_device == a.group_device &&
         merged.back().group.constraint == a.group.constraint && merged.back().tier == a.tier &&
-        merged.back().worst_mbps == a.worst_mbps) {
+        merged.back().worst_mbps == a.worst_mbps && merged.back().sizes == a.sizes) {
       Alternative& b = merged.back();
       b.group.models.insert(a.group.models.begin(), a.group.models.end());
       for (size_t i : a.views) {
@@ -298,6 +317,14 @@ VendorRender BuildVendorRender(const VendorVerdict& verdict, bool tiers, bool by
   for (const Alternative& a : alternatives) {
     if (!a.group_device) ++per_set[a.group.models];
   }
+  // One device keeps every rule, so a single device's last alternative names no model: a model
+  // no reference server has still lands there, after the ones ordered before it.
+  const Alternative* catch_all = nullptr;
+  if (v.count == 1 && v.excluded.empty()) {
+    for (const Alternative& a : alternatives) {
+      if (!a.group_device) catch_all = &a;
+    }
+  }
   std::set<size_t> fits(v.group_views.begin(), v.group_views.end());
   std::set<std::string> taken;
   for (const Alternative& a : alternatives) {
@@ -320,7 +347,7 @@ VendorRender BuildVendorRender(const VendorVerdict& verdict, bool tiers, bool by
       r.subrequests.push_back(std::move(s));
       continue;
     }
-    SubrequestRender s = Attribute(v, a.group, positive, a.tier, a.views);
+    SubrequestRender s = Attribute(v, a.group, positive && &a != catch_all, a.tier, a.views);
     s.name = NameOf(v, a, per_set[a.group.models] > 1 || a.tier != SetKey::kNone, taken);
     taken.insert(s.name);
     r.subrequests.push_back(std::move(s));

@@ -234,6 +234,35 @@ TEST_CASE("subrequests follow the class' vendor order, then the tiers", "[render
   }
 }
 
+TEST_CASE("one device goes first to the models whose servers hold the fewest job sizes",
+          "[render]") {
+  for (const PublishMode mode : {PublishMode::kAttributes, PublishMode::kGroups}) {
+    INFO(PublishModeName(mode));
+    StatusOr<Rendered> r = RenderCount("mixed-order", 1, TierOptions(mode));
+    REQUIRE_OK(r);
+    for (const VendorRender& v : r->vendors) {
+      INFO(v.vendor);
+      REQUIRE_FALSE(v.subrequests.empty());
+      // The last names no model, so that a model no reference server has still lands.
+      CHECK(v.subrequests.back().models.empty());
+      for (size_t i = 0; i + 1 < v.subrequests.size(); ++i) {
+        CHECK_FALSE(v.subrequests[i].models.empty());
+      }
+    }
+    // Huawei: the Atlas 800 9000's Ascend910 holds 1, 2, 4 or 8 devices, the A3's Ascend910C
+    // also 6 and 10 to 16: a single NPU goes to the 910 first.
+    const VendorRender& huawei = r->vendors.front();
+    REQUIRE(huawei.vendor == "huawei");
+    REQUIRE(huawei.subrequests.size() >= 2);
+    CHECK(huawei.subrequests[0].models == std::vector<std::string>{"Ascend910"});
+    CHECK(huawei.subrequests[1].models == std::vector<std::string>{"Ascend910C"});
+  }
+  // One model: one subrequest, as before.
+  StatusOr<Rendered> h200 = RenderCount("hopper", 1, TierOptions());
+  REQUIRE_OK(h200);
+  CHECK(SubrequestNames(*h200) == std::vector<std::string>{"nvidia"});
+}
+
 TEST_CASE("never more than 8 subrequests, and each drop is a note", "[render]") {
   for (const PublishMode mode : {PublishMode::kAttributes, PublishMode::kGroups}) {
     const RenderOptions options = TierOptions(mode);
