@@ -56,17 +56,20 @@ std::string ModeNeeded(const Config& config) {
 
 // Each valid model's loosest constraint and the servers it leaves a set on; models none keeps
 // are left out of `out` (nullopt).
+// The constraints a model's sets may keep the rules under, loosest first: after the scale-up
+// link's own groupings, the PCIe tree's (on the A3 one NUMA node or root complex holds exactly
+// two HCCS modules, so four dies sharing it are two whole modules, which the rules allow and no
+// module or scaleUpDomain value can express).
+constexpr SetKey kRuleKeys[] = {SetKey::kNone,     SetKey::kScaleUpDomain, SetKey::kModule,
+                                SetKey::kNumaNode, SetKey::kPcieRoot,      SetKey::kPcieSwitch};
+
 struct ModelConstraint {
   SetKey constraint = SetKey::kNone;
   std::vector<size_t> views;
 };
 std::optional<ModelConstraint> LoosestConstraint(const VendorVerdict& v, const std::string& model,
                                                  const std::vector<size_t>& valid) {
-  // After the scale-up link's own groupings, the PCIe tree's, loosest first: on the A3 one NUMA
-  // node or root complex holds exactly two HCCS modules, so four dies sharing it are two whole
-  // modules, which the rules allow and no module or scaleUpDomain value can express.
-  for (SetKey key : {SetKey::kNone, SetKey::kScaleUpDomain, SetKey::kModule, SetKey::kNumaNode,
-                     SetKey::kPcieRoot, SetKey::kPcieSwitch}) {
+  for (SetKey key : kRuleKeys) {
     ModelConstraint c{key, {}};
     bool keeps = true;
     for (size_t i : valid) {
@@ -221,6 +224,23 @@ uint64_t AllowedCountMask(const ServerView& view, DeviceSet devices) {
   return mask;
 }
 
+uint64_t ServableCounts(const VendorVerdict& v, const ServerView& view, DeviceSet devices) {
+  uint64_t mask = 0;
+  for (int k = 1; k <= devices.size(); ++k) {
+    bool servable = std::any_of(std::begin(kRuleKeys), std::end(kRuleKeys), [&](SetKey key) {
+      return EverySetKeepsRules(view, devices, k, {key});
+    });
+    if (!servable && v.groups_mode && k > 1 &&
+        std::find(v.group_sizes.begin(), v.group_sizes.end(), k) != v.group_sizes.end()) {
+      const std::vector<DeviceSet> aligned = topology::AlignedGroups(view.node, k);
+      servable = std::any_of(aligned.begin(), aligned.end(),
+                             [&](DeviceSet g) { return (g - devices).empty(); });
+    }
+    if (servable) mask |= uint64_t{1} << (k - 1);
+  }
+  return mask;
+}
+
 std::string AllowedCounts(uint64_t mask) {
   std::string out;
   for (int k = 1; k <= 64; ++k) {
@@ -238,6 +258,7 @@ VendorVerdict JudgeVendor(const std::string& vendor, int64_t count, const std::s
   v.count = static_cast<int>(count);
   const Config& config = options.config;
   v.groups_mode = config.mode == PublishMode::kGroups;
+  if (v.groups_mode) v.group_sizes = config.group_sizes;
   v.views = ViewsOf(servers, config, options.driver, vendor, v.device_class, precision);
   if (v.views.empty()) {
     v.refusal = Refusal::kNoDevices;
@@ -254,9 +275,9 @@ VendorVerdict JudgeVendor(const std::string& vendor, int64_t count, const std::s
   std::vector<std::string> allows;  // per server, for the notes: "atlas800-9000 allows 1, 2, 4, 8"
   std::string allowed;              // all of them
   for (size_t i = 0; i < v.views.size(); ++i) {
-    ServerView& view = v.views[i];
-    view.allowed = AllowedCountMask(view, view.admitted);
-    allows.push_back(view.server->name + " allows " + AllowedCounts(view.allowed));
+    const ServerView& view = v.views[i];
+    allows.push_back(view.server->name + " allows " +
+                     AllowedCounts(AllowedCountMask(view, view.admitted)));
     allowed += (allowed.empty() ? "" : "; ") + allows.back();
     for (const std::string& model : view.models) {
       const DeviceSet own = DevicesOf(view, {model});

@@ -49,8 +49,6 @@ struct ServerView {
   std::set<std::string> models = {};      // their models
   // Per SetKey: node id -> the value the slices publish, for the devices that have one.
   std::array<std::map<int, std::string>, kSetKeyCount> keys = {};
-  // Bit k-1: the rules allow some k-set of the admitted devices (AllowedCountMask, JudgeVendor).
-  uint64_t allowed = 0;
 };
 
 // The servers with devices of `vendor` that `device_class` admits (with `precision`, when set).
@@ -103,11 +101,19 @@ struct VendorVerdict {
   std::vector<ServerView> views;
   std::vector<ModelGroup> groups;  // loosest constraint first
   bool groups_mode = false;        // the config publishes groups: single devices are groupSize 1
+  std::vector<int> group_sizes;    // in groups mode, the sizes published (publishing.groupSizes)
   bool group_device = false;       // one group device of `count` serves the models on group_views
   std::vector<size_t> group_views;
   std::set<std::string> excluded;  // models the class admits that no subrequest may take
   std::vector<std::string> notes;  // why each of them is left out
 };
+
+// The job sizes the claims Render writes can ask of `devices` on `view`, one of `v`'s servers,
+// bit k-1 for k devices: those with a matchAttribute constraint (or none) under which every set
+// the scheduler could pick keeps the rules, and in groups mode the published group sizes with an
+// aligned group of those devices. What the server model can still serve through this driver.
+uint64_t ServableCounts(const VendorVerdict& v, const ServerView& view,
+                        topology::DeviceSet devices);
 
 VendorVerdict JudgeVendor(const std::string& vendor, int64_t count, const std::string& class_name,
                           const std::string& precision, const RenderOptions& options,

@@ -136,14 +136,18 @@ struct Alternative {
   int sizes = 0;              // the job sizes its servers can hold at all (ServerSizes)
 };
 
-// How many job sizes (counts of devices) the rules of `views` allow at all, together: what a
-// server model can still serve. At equal bandwidth a job goes first where fewer sizes fit, so
-// that the servers that alone hold the other sizes stay whole for them (a single NPU on an Atlas
-// 800 9000, which holds 1, 2, 4 or 8, before an A3, which also holds 6 and 10 to 16).
-int ServerSizes(const VendorVerdict& v, const std::vector<size_t>& views) {
-  uint64_t allowed = 0;
-  for (size_t i : views) allowed |= v.views[i].allowed;
-  return std::popcount(allowed);
+// How many job sizes the claims can ask of the alternative's models on its servers, together
+// (ServableCounts). At equal bandwidth a job goes first where fewer sizes fit, so that the
+// servers that alone hold the other sizes stay whole for them (in groups mode a single NPU on an
+// Atlas 800 9000, which serves 1, 2, 4 or 8, before an A3, which also serves 16).
+int ServerSizes(const VendorVerdict& v, const Alternative& a) {
+  uint64_t servable = 0;
+  for (size_t i : a.views) {
+    const ServerView& view = v.views[i];
+    servable |= ServableCounts(
+        v, view, a.group.models.empty() ? view.admitted : DevicesOf(view, a.group.models));
+  }
+  return std::popcount(servable);
 }
 
 // The group device's alternatives: one per model of the servers with aligned groups (each with
@@ -234,7 +238,7 @@ std::vector<Alternative> OrderedAlternatives(const VendorVerdict& v, bool tiers,
     for (const ModelGroup& one : SplitByModel(v, group)) AddAlternatives(v, one, tiers, out);
   }
   if (!tiers || !by_bandwidth) return out;
-  for (Alternative& a : out) a.sizes = ServerSizes(v, a.views);
+  for (Alternative& a : out) a.sizes = ServerSizes(v, a);
   // Fastest first; at equal bandwidth the group device ahead, then the servers that hold the
   // fewest job sizes.
   std::stable_sort(out.begin(), out.end(), [](const Alternative& a, const Alternative& b) {
