@@ -54,8 +54,6 @@ std::string ModeNeeded(const Config& config) {
              : "; only groups mode can (publishing.mode is attributes)";
 }
 
-// Each valid model's loosest constraint and the servers it leaves a set on; models none keeps
-// are left out of `out` (nullopt).
 // The constraints a model's sets may keep the rules under, loosest first: after the scale-up
 // link's own groupings, the PCIe tree's (on the A3 one NUMA node or root complex holds exactly
 // two HCCS modules, so four dies sharing it are two whole modules, which the rules allow and no
@@ -63,6 +61,8 @@ std::string ModeNeeded(const Config& config) {
 constexpr SetKey kRuleKeys[] = {SetKey::kNone,     SetKey::kScaleUpDomain, SetKey::kModule,
                                 SetKey::kNumaNode, SetKey::kPcieRoot,      SetKey::kPcieSwitch};
 
+// Each valid model's loosest constraint and the servers it leaves a set on; models none keeps
+// are left out of `out` (nullopt).
 struct ModelConstraint {
   SetKey constraint = SetKey::kNone;
   std::vector<size_t> views;

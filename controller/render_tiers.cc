@@ -133,7 +133,7 @@ struct Alternative {
   std::vector<size_t> views;
   int64_t worst_mbps = topology::kNoPairs;
   bool group_device = false;  // one group device of the count (groups mode)
-  int sizes = 0;              // the job sizes its servers can hold at all (ServerSizes)
+  int sizes = 0;              // the job sizes the claims can ask of it (ServerSizes)
 };
 
 // How many job sizes the claims can ask of the alternative's models on its servers, together
@@ -223,9 +223,9 @@ std::vector<ModelGroup> SplitByModel(const VendorVerdict& v, const ModelGroup& g
 // any four beat a PCIe server's best four): every model gets its own alternatives, all of them
 // are ordered by the bandwidth their sets keep, fastest first, so that the scheduler's score
 // prefers the node whose free devices are the faster; at equal bandwidth (always, for one
-// device) by the job sizes their servers hold (ServerSizes), fewest first. Neighbours that are
-// the same alternative at the same bandwidth and sizes for different models merge back into one
-// subrequest.
+// device) by the job sizes the claims can ask of their models (ServerSizes), fewest first.
+// Neighbours that are the same alternative at the same bandwidth and sizes for different models
+// merge back into one subrequest.
 std::vector<Alternative> OrderedAlternatives(const VendorVerdict& v, bool tiers,
                                              bool by_bandwidth) {
   // The group device first: where its bandwidth ties an attribute alternative's, it stays ahead.
