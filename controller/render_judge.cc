@@ -216,14 +216,6 @@ bool EverySetKeepsRules(const ServerView& view, DeviceSet devices, int count,
   return judged.all_keep && judged.sets > 0;
 }
 
-uint64_t AllowedCountMask(const ServerView& view, DeviceSet devices) {
-  uint64_t mask = 0;
-  for (int k = 1; k <= devices.size(); ++k) {
-    if (topology::Solve(view.node, devices, k).feasible) mask |= uint64_t{1} << (k - 1);
-  }
-  return mask;
-}
-
 uint64_t ServableCounts(const VendorVerdict& v, const ServerView& view, DeviceSet devices) {
   uint64_t mask = 0;
   for (int k = 1; k <= devices.size(); ++k) {
@@ -241,10 +233,11 @@ uint64_t ServableCounts(const VendorVerdict& v, const ServerView& view, DeviceSe
   return mask;
 }
 
-std::string AllowedCounts(uint64_t mask) {
+std::string AllowedCounts(const ServerView& view, DeviceSet devices) {
   std::string out;
-  for (int k = 1; k <= 64; ++k) {
-    if ((mask >> (k - 1) & 1) != 0) out += (out.empty() ? "" : ", ") + std::to_string(k);
+  for (int k = 1; k <= devices.size(); ++k) {
+    if (!topology::Solve(view.node, devices, k).feasible) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(k);
   }
   return out;
 }
@@ -276,8 +269,7 @@ VendorVerdict JudgeVendor(const std::string& vendor, int64_t count, const std::s
   std::string allowed;              // all of them
   for (size_t i = 0; i < v.views.size(); ++i) {
     const ServerView& view = v.views[i];
-    allows.push_back(view.server->name + " allows " +
-                     AllowedCounts(AllowedCountMask(view, view.admitted)));
+    allows.push_back(view.server->name + " allows " + AllowedCounts(view, view.admitted));
     allowed += (allowed.empty() ? "" : "; ") + allows.back();
     for (const std::string& model : view.models) {
       const DeviceSet own = DevicesOf(view, {model});

@@ -75,10 +75,8 @@ SetsJudged JudgeSets(const ServerView& view, topology::DeviceSet devices, int co
 bool EverySetKeepsRules(const ServerView& view, topology::DeviceSet devices, int count,
                         const std::vector<SetKey>& keys);
 
-// The counts the rules allow on `devices` of a server: bit k-1 set when some k-set of them keeps
-// the rules (topology::Solve); and as the notes write them, "1, 2, 4, 8".
-uint64_t AllowedCountMask(const ServerView& view, topology::DeviceSet devices);
-std::string AllowedCounts(uint64_t mask);
+// The counts the rules allow on `devices` of a server: "1, 2, 4, 8".
+std::string AllowedCounts(const ServerView& view, topology::DeviceSet devices);
 
 // Why a vendor was left out; the most telling reason becomes the error when none is left.
 enum class Refusal { kNone, kNoDevices, kTooFew, kRules, kMode, kAmbiguous };
