@@ -16,6 +16,8 @@
 // back from the bound pods. Before 1.37 DynamicResources has no Score; the test then exits 77,
 // which ctest shows as skipped. The report goes to $XPU_UPSTREAM_REPORT_DIR (default the working
 // directory) as upstream-scoring-<version>.json.
+#include <unistd.h>
+
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
@@ -397,8 +399,11 @@ Bench StartBench(const Cluster& cluster) {
     }
     return ours == 2;
   }));
-  b.stock = testing::RequireValue(
-      lab::StockAllocator::Start(testing::RequireValue(lab::FindStockAllocator(""))));
+  // The allocator built beside the control plane's binaries (build-upstream builds it for the
+  // default pin and newer ones), else the one the lab finds.
+  const std::string beside = cluster.bin_dir() + "/stock-allocator";
+  b.stock = testing::RequireValue(lab::StockAllocator::Start(testing::RequireValue(
+      lab::FindStockAllocator(::access(beside.c_str(), X_OK) == 0 ? beside : ""))));
   // The allocator must be the release the scheduler runs: v0.<minor>.<patch> of v1.<minor>.
   INFO(b.stock->version() << " against " << cluster.version());
   REQUIRE(b.stock->version().ends_with("v0" + cluster.version().substr(2)));

@@ -66,7 +66,7 @@ func (l *classLister) Get(name string) (*resourceapi.DeviceClass, error) {
 
 type server struct {
 	classes  classLister
-	slices   map[string][]*resourceapi.ResourceSlice
+	slices   map[string][]*keptSlice
 	celCache *cel.Cache
 }
 
@@ -108,11 +108,7 @@ func (s *server) allocate(req *request) (any, error) {
 		}
 		allocated.Insert(structured.MakeDeviceID(parts[0], parts[1], parts[2]))
 	}
-	state := structured.AllocatedState{
-		AllocatedDevices:         allocated,
-		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](),
-		AggregatedCapacity:       structured.NewConsumedCapacityCollection(),
-	}
+	state := newState(allocated)
 	claim := req.Claim
 	// What the API server does on create: its own defaulting (allocationMode ExactCount, count 1).
 	resourcedefaults.SetObjectDefaults_ResourceClaim(claim)
@@ -164,7 +160,11 @@ func (s *server) serve(line []byte) (any, error) {
 		for _, slice := range slices {
 			resourcedefaults.SetObjectDefaults_ResourceSlice(slice)
 		}
-		s.slices[req.Key] = slices
+		kept, err := keep(slices)
+		if err != nil {
+			return nil, fmt.Errorf("slices: %w", err)
+		}
+		s.slices[req.Key] = kept
 		return map[string]bool{"ok": true}, nil
 	case "allocate":
 		return s.allocate(&req)
@@ -193,7 +193,7 @@ reads one JSON request per line on stdin, writes one JSON answer per line on std
 		debug.SetGCPercent(25)
 	}
 	s := &server{
-		slices:   map[string][]*resourceapi.ResourceSlice{},
+		slices:   map[string][]*keptSlice{},
 		celCache: cel.NewCache(1000, cel.Features{}),
 	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
