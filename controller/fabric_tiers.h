@@ -5,6 +5,8 @@
 #ifndef XPU_CONTROLLER_FABRIC_TIERS_H_
 #define XPU_CONTROLLER_FABRIC_TIERS_H_
 
+#include <array>
+#include <iterator>
 #include <map>
 #include <string>
 #include <string_view>
@@ -29,6 +31,12 @@ const std::vector<std::string_view>& FabricTierLabels(FabricTier tier);
 // inventory's fabric (clique id; super-pod id; leaf; spine).
 std::map<FabricTier, std::string> NodeFabricTiers(const std::map<std::string, std::string>& labels,
                                                   const api::InventoryFabric* fabric);
+
+// The same as views into `labels` and `fabric`, indexed by FabricTier (empty: no domain in that
+// tier), without allocating: for callers that read every node of a fleet (gang placement).
+using FabricTierViews = std::array<std::string_view, std::size(kFabricTiers)>;
+FabricTierViews NodeFabricTierViews(const std::map<std::string, std::string>& labels,
+                                    const api::InventoryFabric* fabric);
 
 }  // namespace xpu::controller
 

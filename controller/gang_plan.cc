@@ -1,7 +1,12 @@
 #include "controller/gang_plan.h"
 
 #include <algorithm>
+#include <array>
+#include <deque>
+#include <iterator>
 #include <optional>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include "api/node_description.h"
@@ -31,52 +36,72 @@ int NominalRank(std::string_view name) {
   return static_cast<int>(names.size());
 }
 
-// Per candidate node, its domain in each labelled tier.
-using TierValues = std::map<FabricTier, std::string>;
+constexpr size_t kTierCount = std::size(kFabricTiers);
+constexpr int kUnset = -2;  // Nested: no node of the lower domain seen yet
+
+size_t TierIndex(FabricTier tier) { return static_cast<size_t>(tier); }
+
+// The candidates' domains, interned: per tier, each distinct domain value gets an id (in the
+// order the nodes first name it), and each node its id per tier (-1: no domain in that tier).
+// A fleet of 65,000 nodes has a few thousand domains: what follows works on ids, not strings.
+struct InternedTiers {
+  std::vector<std::array<int, kTierCount>> nodes;
+  std::array<std::vector<std::string_view>, kTierCount> values;  // per tier: id -> value
+};
+
+// The views point into the candidates' labels and fabrics, which outlive the result.
+InternedTiers InternTiers(const std::vector<const GangCandidate*>& nodes) {
+  InternedTiers out;
+  std::array<std::unordered_map<std::string_view, int>, kTierCount> ids;
+  out.nodes.reserve(nodes.size());
+  for (const GangCandidate* n : nodes) {
+    const std::optional<api::InventoryFabric>& fabric =
+        n->inventory != nullptr ? n->inventory->status.fabric : n->fabric;
+    const FabricTierViews views = NodeFabricTierViews(n->labels, fabric ? &*fabric : nullptr);
+    std::array<int, kTierCount> mine{};
+    mine.fill(-1);
+    for (size_t t = 0; t < kTierCount; ++t) {
+      if (views[t].empty()) continue;
+      auto [it, inserted] = ids[t].emplace(views[t], static_cast<int>(out.values[t].size()));
+      if (inserted) out.values[t].push_back(views[t]);
+      mine[t] = it->second;
+    }
+    out.nodes.push_back(mine);
+  }
+  return out;
+}
 
 // True when every domain of `lower` lies inside one domain of `upper`: all nodes of a `lower`
-// domain carry the same `upper` value.
-bool Nested(const std::vector<TierValues>& values, FabricTier lower, FabricTier upper) {
-  std::map<std::string, std::optional<std::string>> parent;  // lower domain -> upper domain
-  for (const TierValues& v : values) {
-    auto l = v.find(lower);
-    if (l == v.end()) continue;
-    auto u = v.find(upper);
-    const std::string up = u == v.end() ? std::string() : u->second;
-    auto [it, inserted] = parent.emplace(l->second, up);
-    if (!inserted && it->second != up) return false;
+// domain carry the same `upper` value (or all none).
+bool Nested(const InternedTiers& tiers, FabricTier lower, FabricTier upper) {
+  const size_t l = TierIndex(lower);
+  const size_t u = TierIndex(upper);
+  std::vector<int> parent(tiers.values[l].size(), kUnset);  // lower domain -> upper domain
+  for (const auto& node : tiers.nodes) {
+    if (node[l] < 0) continue;
+    int& p = parent[static_cast<size_t>(node[l])];
+    if (p == kUnset) {
+      p = node[u];
+    } else if (p != node[u]) {
+      return false;
+    }
   }
   return true;
 }
 
-}  // namespace
-
-std::string GangKey(const AcceleratorGang& gang) {
-  return gang.metadata.namespace_name + "/" + gang.metadata.name;
-}
-
-StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes) {
-  GangFabric out;
-  std::vector<TierValues> values;
-  values.reserve(nodes.size());
-  std::set<FabricTier> present;
-  for (const GangCandidate& n : nodes) {
-    values.push_back(n.inventory != nullptr
-                         ? NodeFabricTiers(n.labels, n.inventory->status.fabric
-                                                         ? &*n.inventory->status.fabric
-                                                         : nullptr)
-                         : NodeFabricTiers(n.labels, n.fabric ? &*n.fabric : nullptr));
-    for (const auto& [tier, value] : values.back()) present.insert(tier);
+// The tiers present, ordered by containment, the default order breaking ties: repeatedly the
+// first tier (in default order) that no remaining tier lies strictly inside.
+std::vector<FabricTier> ContainmentOrder(const InternedTiers& tiers) {
+  std::vector<FabricTier> left;
+  for (FabricTier t : kFabricTiers) {
+    if (!tiers.values[TierIndex(t)].empty()) left.push_back(t);
   }
-  // Order by containment, the default order breaking ties: repeatedly take the first tier (in
-  // default order) that no remaining tier lies strictly inside.
   std::vector<FabricTier> order;
-  std::vector<FabricTier> left(present.begin(), present.end());
   while (!left.empty()) {
     for (size_t i = 0; i < left.size(); ++i) {
       bool below_other = false;
       for (size_t j = 0; j < left.size(); ++j) {
-        if (i != j && Nested(values, left[j], left[i]) && !Nested(values, left[i], left[j])) {
+        if (i != j && Nested(tiers, left[j], left[i]) && !Nested(tiers, left[i], left[j])) {
           below_other = true;
           break;
         }
@@ -88,10 +113,59 @@ StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes) {
       }
     }
   }
+  return order;
+}
+
+// The fabric's domains and nodes: each node in its lowest domain, each domain under the one
+// the first node that names it sits in one tier up ("any" at the top).
+topology::FabricSpec FabricSpecOf(const std::vector<const GangCandidate*>& nodes,
+                                  const InternedTiers& tiers,
+                                  const std::vector<FabricTier>& order) {
+  topology::FabricSpec spec;
+  for (FabricTier t : order) spec.tiers.push_back({std::string(FabricTierName(t)), 0});
+  spec.tiers.push_back({std::string(kAny), 0});
+  const std::string any_domain = std::string(kAny);
+  spec.domains.push_back({any_domain, static_cast<int>(order.size()), ""});
+  std::array<std::vector<int>, kTierCount> made;  // per tier: value id -> index in spec.domains
+  for (size_t t = 0; t < kTierCount; ++t) made[t].assign(tiers.values[t].size(), -1);
+  auto set_parent = [&spec](int child, const std::string& parent) {
+    std::string& p = spec.domains[static_cast<size_t>(child)].parent;
+    if (p.empty()) p = parent;
+  };
+  spec.nodes.reserve(nodes.size());
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    int lowest = -1;
+    int child = -1;  // the domain made (or found) one tier down, whose parent is next
+    for (size_t o = 0; o < order.size(); ++o) {
+      const size_t t = TierIndex(order[o]);
+      const int id = tiers.nodes[n][t];
+      if (id < 0) continue;
+      int& domain = made[t][static_cast<size_t>(id)];
+      if (domain < 0) {
+        domain = static_cast<int>(spec.domains.size());
+        std::string name(FabricTierName(order[o]));
+        name.append("/").append(tiers.values[t][static_cast<size_t>(id)]);
+        spec.domains.push_back({std::move(name), static_cast<int>(o), ""});
+      }
+      if (lowest < 0) lowest = domain;
+      if (child >= 0) set_parent(child, spec.domains[static_cast<size_t>(domain)].name);
+      child = domain;
+    }
+    if (child >= 0) set_parent(child, any_domain);
+    spec.nodes.push_back(
+        {nodes[n]->name, lowest < 0 ? any_domain : spec.domains[static_cast<size_t>(lowest)].name});
+  }
+  return spec;
+}
+
+StatusOr<GangFabric> BuildFabric(const std::vector<const GangCandidate*>& nodes) {
+  GangFabric out;
+  const InternedTiers tiers = InternTiers(nodes);
+  std::vector<FabricTier> order = ContainmentOrder(tiers);
   // A tier whose domains cross those of the next one cannot be part of a tree: leave the
   // higher one out.
   for (size_t i = 0; i + 1 < order.size();) {
-    if (Nested(values, order[i], order[i + 1])) {
+    if (Nested(tiers, order[i], order[i + 1])) {
       ++i;
       continue;
     }
@@ -101,44 +175,23 @@ StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes) {
     out.dropped.emplace_back(FabricTierName(order[i + 1]));
     order.erase(order.begin() + static_cast<std::ptrdiff_t>(i + 1));
   }
-
-  topology::FabricSpec spec;
-  for (FabricTier t : order) {
-    spec.tiers.push_back({std::string(FabricTierName(t)), 0});
-    out.tiers.emplace_back(FabricTierName(t));
-  }
-  spec.tiers.push_back({std::string(kAny), 0});
+  for (FabricTier t : order) out.tiers.emplace_back(FabricTierName(t));
   out.tiers.emplace_back(kAny);
-  const int any_tier = static_cast<int>(order.size());
-  const std::string any_domain = std::string(kAny);
-  spec.domains.push_back({any_domain, any_tier, ""});
-  auto domain_name = [](FabricTier t, const std::string& value) {
-    return std::string(FabricTierName(t)) + "/" + value;
-  };
-  std::map<std::string, size_t> made;  // domain name -> index in spec.domains
-  auto set_parent = [&](const std::string& child, const std::string& parent) {
-    topology::DomainSpec& d = spec.domains[made.at(child)];
-    if (d.parent.empty()) d.parent = parent;
-  };
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    std::string lowest;
-    std::string child;  // the domain made (or found) one tier down, whose parent is next
-    for (size_t t = 0; t < order.size(); ++t) {
-      auto it = values[n].find(order[t]);
-      if (it == values[n].end()) continue;
-      const std::string name = domain_name(order[t], it->second);
-      if (lowest.empty()) lowest = name;
-      if (made.emplace(name, spec.domains.size()).second) {
-        spec.domains.push_back({name, static_cast<int>(t), ""});
-      }
-      if (!child.empty()) set_parent(child, name);
-      child = name;
-    }
-    if (!child.empty()) set_parent(child, any_domain);
-    spec.nodes.push_back({nodes[n].name, lowest.empty() ? any_domain : lowest});
-  }
-  ASSIGN_OR_RETURN(out.fabric, topology::Fabric::Build(spec));
+  ASSIGN_OR_RETURN(out.fabric, topology::Fabric::Build(FabricSpecOf(nodes, tiers, order)));
   return out;
+}
+
+}  // namespace
+
+std::string GangKey(const AcceleratorGang& gang) {
+  return gang.metadata.namespace_name + "/" + gang.metadata.name;
+}
+
+StatusOr<GangFabric> BuildGangFabric(const std::vector<GangCandidate>& nodes) {
+  std::vector<const GangCandidate*> pointers;
+  pointers.reserve(nodes.size());
+  for (const GangCandidate& n : nodes) pointers.push_back(&n);
+  return BuildFabric(pointers);
 }
 
 StatusOr<GangNodeFacts> GangFactsOf(const api::NodeInventory& inventory) {
@@ -323,6 +376,7 @@ Status ValidateGangSpec(const AcceleratorGang& gang) {
 class MemberInventories {
  public:
   explicit MemberInventories(const GangPlanInput& in) : in_(in) {
+    live_.reserve(in.nodes.size());
     for (const GangCandidate& n : in.nodes) live_[n.name] = &n;
   }
   bool live(const std::string& node) const { return live_.contains(node); }
@@ -337,7 +391,7 @@ class MemberInventories {
 
  private:
   const GangPlanInput& in_;
-  std::map<std::string, const GangCandidate*> live_;
+  std::unordered_map<std::string_view, const GangCandidate*> live_;  // views of in_'s names
   std::map<std::string, std::shared_ptr<const api::NodeInventory>> asked_;
 };
 
@@ -373,34 +427,44 @@ bool PlacedGangDecided(GangPlan& plan, const AcceleratorGang& gang, MemberInvent
 }
 
 // The candidates by name, with what each offers the gang (0 and nothing when another gang holds
-// it or the selector leaves it out).
+// it or the selector leaves it out). Pointers into the input, which outlives it: a placement over
+// 65,000 candidates copies none of them.
 struct CandidateOffers {
-  std::vector<GangCandidate> nodes;
+  std::vector<const GangCandidate*> nodes;
   std::vector<int> free;
-  std::vector<std::vector<std::string>> chosen;
-  int offering = 0;  // nodes that offer anything
+  std::vector<const GangOffer*> offer;  // null: offers nothing
+  std::deque<GangOffer> computed;       // the offers of candidates given with their inventory
+  int offering = 0;                     // nodes that offer anything
 };
 
 CandidateOffers CollectOffers(const GangPlanInput& in, const AcceleratorGang& gang) {
   const std::string& cls = api::GangDeviceClass(gang.spec);
   const int k = static_cast<int>(gang.spec.devices_per_node);
   CandidateOffers out;
-  out.nodes.assign(in.nodes.begin(), in.nodes.end());
-  std::sort(out.nodes.begin(), out.nodes.end(),
-            [](const GangCandidate& a, const GangCandidate& b) { return a.name < b.name; });
+  out.nodes.reserve(in.nodes.size());
+  for (const GangCandidate& n : in.nodes) out.nodes.push_back(&n);
+  auto by_name = [](const GangCandidate* a, const GangCandidate* b) { return a->name < b->name; };
+  // The reconciler gathers them in name order already.
+  if (!std::is_sorted(out.nodes.begin(), out.nodes.end(), by_name)) {
+    std::sort(out.nodes.begin(), out.nodes.end(), by_name);
+  }
   out.free.assign(out.nodes.size(), 0);
-  out.chosen.resize(out.nodes.size());
+  out.offer.assign(out.nodes.size(), nullptr);
   for (size_t i = 0; i < out.nodes.size(); ++i) {
-    const GangCandidate& n = out.nodes[i];
+    const GangCandidate& n = *out.nodes[i];
     if (!n.held_by.empty() && n.held_by != gang.metadata.uid) continue;
     if (!Selected(n, gang.spec.node_selector)) continue;
-    GangOffer offer = n.offer ? *n.offer
-                      : n.inventory != nullptr
-                          ? OfferOf(*n.inventory, n.allocated, *in.config, cls, in.driver, k)
-                          : GangOffer{};
-    out.free[i] = offer.free;
-    out.chosen[i] = std::move(offer.devices);
-    if (offer.free > 0) ++out.offering;
+    const GangOffer* offer = nullptr;
+    if (n.offer) {
+      offer = &*n.offer;
+    } else if (n.inventory != nullptr) {
+      offer = &out.computed.emplace_back(
+          OfferOf(*n.inventory, n.allocated, *in.config, cls, in.driver, k));
+    }
+    if (offer == nullptr) continue;
+    out.offer[i] = offer;
+    out.free[i] = offer->free;
+    if (offer->free > 0) ++out.offering;
   }
   return out;
 }
@@ -440,8 +504,10 @@ void SetPlacement(AcceleratorGangStatus& status, const GangFabric& fabric,
   int64_t rank = 0;
   for (size_t r = 0; r < result.nodes.size(); ++r) {
     const size_t i = static_cast<size_t>(result.nodes[r]);
-    const GangCandidate& n = offers.nodes[i];
-    const std::vector<std::string>& chosen = offers.chosen[i];
+    const GangCandidate& n = *offers.nodes[i];
+    static const std::vector<std::string> kNone;
+    const std::vector<std::string>& chosen =
+        offers.offer[i] != nullptr ? offers.offer[i]->devices : kNone;
     GangNode member;
     member.name = n.name;
     member.rank = static_cast<int64_t>(r);
@@ -512,7 +578,7 @@ GangPlan PlanGang(const GangPlanInput& in) {
     SetPlacedCondition(status, gang, false, std::move(reason), std::move(message), in.now);
     return plan;
   };
-  StatusOr<GangFabric> fabric = BuildGangFabric(offers.nodes);
+  StatusOr<GangFabric> fabric = BuildFabric(offers.nodes);
   if (!fabric.ok()) return pending("FabricInvalid", fabric.status().message());
   plan.notes = fabric->notes;
   if (auto verdict = FabricVerdict(gang, *fabric)) {

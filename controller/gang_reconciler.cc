@@ -234,9 +234,6 @@ GangCandidates GangReconciler::GatherGangCandidates(const api::AcceleratorGang& 
     c.name = node;
     c.address = node_obj->address;
     c.labels = node_obj->labels;
-    if (auto h = c.labels.find("kubernetes.io/hostname"); h != c.labels.end()) {
-      out.hostnames[node] = h->second;
-    }
     if (auto a = view.allocated.find(node); a != view.allocated.end()) c.allocated = a->second;
     if (auto h = held.find(node); h != held.end()) c.held_by = h->second;
     std::string inputs = stored->resource_version + "|" + cls + "|" + std::to_string(k) + "|" +
@@ -249,14 +246,18 @@ GangCandidates GangReconciler::GatherGangCandidates(const api::AcceleratorGang& 
 }
 
 void GangReconciler::PruneCaches() {
+  // Each cache holds one entry per node whose inventory the informer has, and more only when a
+  // node has gone: only then is it walked (a walk asks the informer once per entry, 65,000 times
+  // in a large fleet). A stale entry waits at most until the next node is added.
+  const size_t inventories = informers_.inventories->size();
   {
     MutexLock lock(offers_mu_);
-    for (auto it = offers_.begin(); it != offers_.end();) {
+    for (auto it = offers_.begin(); offers_.size() > inventories && it != offers_.end();) {
       it = informers_.inventories->Get(it->first) ? std::next(it) : offers_.erase(it);
     }
   }
   MutexLock lock(facts_mu_);
-  for (auto it = facts_.begin(); it != facts_.end();) {
+  for (auto it = facts_.begin(); facts_.size() > inventories && it != facts_.end();) {
     it = informers_.inventories->Get(it->first) ? std::next(it) : facts_.erase(it);
   }
   for (auto it = shared_facts_.begin(); it != shared_facts_.end();) {
@@ -269,7 +270,6 @@ GangPlan GangReconciler::Place(const std::string& key, const api::AcceleratorGan
   using gang_reconciler_cc::MillisBetween;
   const auto started = std::chrono::steady_clock::now();
   GangCandidates candidates = GatherGangCandidates(gang, NodesToConsider(gang, view.live), view);
-  objects.hostnames = std::move(candidates.hostnames);
   PruneCaches();
   GangPlanInput in;
   in.gang = &gang;
@@ -293,6 +293,14 @@ GangPlan GangReconciler::Place(const std::string& key, const api::AcceleratorGan
   for (const std::string& note : plan.notes) {
     std::string line = "gang " + key;
     log_->Debug(line.append(": ").append(note));
+  }
+  // The members' kubernetes.io/hostname labels, for the gang device's node selector.
+  for (const api::GangNode& member : plan.status.nodes) {
+    const auto node = informers_.nodes->Get(member.name);
+    if (!node) continue;
+    if (auto h = node->labels.find("kubernetes.io/hostname"); h != node->labels.end()) {
+      objects.hostnames[member.name] = h->second;
+    }
   }
   // The template asks for one scale-up domain when every chosen set lies in one.
   if (!gang_reconciler_cc::ScaleUpAligned(plan.status, in.inventory_of)) {

@@ -87,9 +87,8 @@ std::string GangFactsContent(const GangNodeFacts& facts);
 // The candidates of one placement and what gathering them cost.
 struct GangCandidates {
   std::vector<GangCandidate> nodes;
-  std::map<std::string, std::string> hostnames;  // node -> kubernetes.io/hostname label
-  int computed = 0;                              // offers computed now (the rest were cached)
-  int decoded = 0;                               // of which from an inventory decoded now
+  int computed = 0;  // offers computed now (the rest were cached)
+  int decoded = 0;   // of which from an inventory decoded now
 };
 
 class GangReconciler {
