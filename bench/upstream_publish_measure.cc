@@ -316,10 +316,7 @@ xpu::StatusOr<std::unique_ptr<xpu::e2e::Cluster>> StartServer(xpu::e2e::ClusterK
   if (kind == xpu::e2e::ClusterKind::kKubeSim) return cluster;
   const std::string crds = std::string(XPU_SOURCE_DIR) + "/deploy/crds/";
   RETURN_IF_ERROR(cluster->Kubectl({"apply", "--server-side", "-f", crds}).status());
-  RETURN_IF_ERROR(cluster
-                      ->Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
-                                 "crd/nodeinventories.xpu.dra.dev"})
-                      .status());
+  RETURN_IF_ERROR(cluster->WaitEstablished({"nodeinventories.xpu.dra.dev"}));
   return cluster;
 }
 

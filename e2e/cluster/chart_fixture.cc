@@ -161,8 +161,7 @@ void EnsureChartApplied() {
   REQUIRE_OK(EnsureNamespace(**client, kNs));
   REQUIRE_OK(Upstream().Kubectl({"apply", "--server-side", "-f", Render("defaults", {})}));
   REQUIRE_OK(
-      Upstream().Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
-                          "crd/nodeinventories.xpu.dra.dev", "crd/acceleratorgangs.xpu.dra.dev"}));
+      Upstream().WaitEstablished({"nodeinventories.xpu.dra.dev", "acceleratorgangs.xpu.dra.dev"}));
   applied = true;
 }
 

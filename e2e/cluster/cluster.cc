@@ -9,6 +9,7 @@
 
 #include "base/time.h"
 #include "e2e/client/child_process.h"
+#include "e2e/client/wait.h"
 
 namespace xpu::e2e {
 namespace {
@@ -133,6 +134,29 @@ StatusOr<std::string> Cluster::Kubectl(const std::vector<std::string>& args) con
   full.insert(full.end(), args.begin(), args.end());
   static int calls = 0;
   return Run(bin_dir_ + "/kubectl", full, dir_ + "/kubectl-" + std::to_string(++calls) + ".log");
+}
+
+Status Cluster::WaitEstablished(const std::vector<std::string>& crds) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  for (const std::string& crd : crds) {
+    std::string last;
+    const bool established = Eventually(
+        [&] {
+          auto status =
+              Kubectl({"get", "crd/" + crd, "-o",
+                       R"(jsonpath={.status.conditions[?(@.type=="Established")].status})"});
+          last = status.ok() ? "Established is \"" + *status + "\"" : status.status().message();
+          return status.ok() && status->starts_with("True");
+        },
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
+                                                              std::chrono::steady_clock::now()),
+        std::chrono::milliseconds(50));
+    if (!established) {
+      std::string message = "crd/" + crd;
+      return UnavailableError(message.append(" not Established within a minute: ").append(last));
+    }
+  }
+  return OkStatus();
 }
 
 Status Cluster::RegisterNode(const NodeSpec& node) const {

@@ -63,6 +63,12 @@ class Cluster {
   // the output when it exits non-zero.
   StatusOr<std::string> Kubectl(const std::vector<std::string>& args) const;
 
+  // Upstream only: waits until each CustomResourceDefinition (by name) reports Established, for
+  // up to a minute in all. Not `kubectl wait --for=condition=Established`: the 1.38 kubectl fails
+  // at once, instead of waiting, on a CRD whose status has no conditions yet
+  // (".status.conditions accessor error: <nil> is of the type <nil>").
+  Status WaitEstablished(const std::vector<std::string>& crds) const;
+
   // Registers a Node the scheduler can use: Ready, allocatable cpu 64, memory 512Gi, pods 110,
   // the given labels. (A node agent keeps it alive afterwards; without one it stays Ready,
   // since no node-lifecycle controller runs.)

@@ -40,10 +40,7 @@ StatusOr<std::unique_ptr<DriverHarness>> DriverHarness::Create(const Cluster& cl
     RETURN_IF_ERROR(
         cluster.Kubectl({"apply", "--server-side", "-f", SourceDir() + "/deploy/crds/"}).status());
     RETURN_IF_ERROR(
-        cluster
-            .Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
-                      "crd/nodeinventories.xpu.dra.dev", "crd/acceleratorgangs.xpu.dra.dev"})
-            .status());
+        cluster.WaitEstablished({"nodeinventories.xpu.dra.dev", "acceleratorgangs.xpu.dra.dev"}));
   }
   return h;
 }

@@ -95,10 +95,8 @@ TEST_CASE("upstream: our CRDs are admitted, and a fixture NodeInventory validate
   Cluster& cluster = Upstream();
   auto applied = cluster.Kubectl({"apply", "--server-side", "-f", SourceDir() + "/deploy/crds/"});
   REQUIRE_OK(applied);
-  auto established =
-      cluster.Kubectl({"wait", "--for=condition=Established", "--timeout=60s",
-                       "crd/nodeinventories.xpu.dra.dev", "crd/acceleratorgangs.xpu.dra.dev"});
-  REQUIRE_OK(established);
+  REQUIRE_OK(
+      cluster.WaitEstablished({"nodeinventories.xpu.dra.dev", "acceleratorgangs.xpu.dra.dev"}));
   auto client = cluster.NewClient();
   REQUIRE_OK(client);
   // Every committed inventory golden is admitted by the CRD's schema, status included.
