@@ -137,26 +137,23 @@ StatusOr<std::string> Cluster::Kubectl(const std::vector<std::string>& args) con
 }
 
 Status Cluster::WaitEstablished(const std::vector<std::string>& crds) const {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(1);
-  for (const std::string& crd : crds) {
-    std::string last;
-    const bool established = Eventually(
-        [&] {
+  std::string last;  // what the last CRD not yet established said
+  const bool established = Eventually(
+      [&] {
+        for (const std::string& crd : crds) {
           auto status =
               Kubectl({"get", "crd/" + crd, "-o",
                        R"(jsonpath={.status.conditions[?(@.type=="Established")].status})"});
-          last = status.ok() ? "Established is \"" + *status + "\"" : status.status().message();
-          return status.ok() && status->starts_with("True");
-        },
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline -
-                                                              std::chrono::steady_clock::now()),
-        std::chrono::milliseconds(50));
-    if (!established) {
-      std::string message = "crd/" + crd;
-      return UnavailableError(message.append(" not Established within a minute: ").append(last));
-    }
-  }
-  return OkStatus();
+          if (status.ok() && status->starts_with("True")) continue;
+          last = "crd/" + crd + ": ";
+          last += status.ok() ? "Established is \"" + *status + "\"" : status.status().message();
+          return false;
+        }
+        return true;
+      },
+      std::chrono::minutes(1), std::chrono::milliseconds(50));
+  if (established) return OkStatus();
+  return UnavailableError("not Established within a minute: " + last);
 }
 
 Status Cluster::RegisterNode(const NodeSpec& node) const {
