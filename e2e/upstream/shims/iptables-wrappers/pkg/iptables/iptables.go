@@ -39,9 +39,6 @@ const (
 
 	Prepend RulePosition = "-I"
 	Append  RulePosition = "-A"
-
-	ProtocolIPv4 Protocol = "IPv4"
-	ProtocolIPv6 Protocol = "IPv6"
 )
 
 // UseInstalledMode uses whichever iptables binaries the host has.
