@@ -401,7 +401,7 @@ std::string SpecStore::PathFor(const std::string& claim_uid) const {
   return dir_ + "/" + FilePrefix(kind_) + claim_uid + ".json";
 }
 
-Status SpecStore::Write(const std::string& claim_uid, const Spec& spec) {
+StatusOr<std::string> SpecStore::Write(const std::string& claim_uid, const Spec& spec) {
   const std::string what = "write cdi spec for claim \"" + claim_uid + "\"";
   if (!IsValidClaimUid(claim_uid)) return InvalidArgumentError(what + ": not a valid claim uid");
   if (spec.kind != kind_) {
@@ -410,7 +410,9 @@ Status SpecStore::Write(const std::string& claim_uid, const Spec& spec) {
   }
   RETURN_IF_ERROR(Validate(spec).WithContext(what));
   RETURN_IF_ERROR(MakeDirectories(dir_, 0755).WithContext(what));
-  return WriteFileAtomically(PathFor(claim_uid), ToJson(spec), 0644).WithContext(what);
+  std::string text = ToJson(spec);
+  RETURN_IF_ERROR(WriteFileAtomically(PathFor(claim_uid), text, 0644).WithContext(what));
+  return text;
 }
 
 Status SpecStore::Remove(const std::string& claim_uid) {

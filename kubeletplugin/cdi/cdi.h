@@ -103,8 +103,9 @@ class SpecStore {
 
   std::string PathFor(const std::string& claim_uid) const;
   // Validates the uid, the kind (must be the store's) and the spec before touching any file;
-  // creates the directory (0755) when missing.
-  Status Write(const std::string& claim_uid, const Spec& spec);
+  // creates the directory (0755) when missing. Returns the JSON text written, which the
+  // checkpoint records, so that a prepare encodes its spec once.
+  StatusOr<std::string> Write(const std::string& claim_uid, const Spec& spec);
   // Removing a spec that is not there succeeds.
   Status Remove(const std::string& claim_uid);
   // Claim uids, sorted, of every spec of this kind in the directory; other files are left alone,

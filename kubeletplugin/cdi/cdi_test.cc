@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 
@@ -379,9 +380,12 @@ TEST_CASE("SpecStore writes atomically with mode 0644, reads, lists and removes"
   TempDir dir;
   SpecStore store(dir.path(), kKind);
   const Spec spec = GoodSpec();
-  REQUIRE_OK(store.Write(kUid, spec));
+  const StatusOr<std::string> written = store.Write(kUid, spec);
+  REQUIRE_OK(written);
   const std::string path = store.PathFor(kUid);
   CHECK(Names(dir.path()) == std::vector<std::string>{fs::path(path).filename().string()});
+  // The text it returns is the file's, for the checkpoint to record.
+  CHECK(*written == *ReadWholeFile(path));
   struct stat st {};
   REQUIRE(::stat(path.c_str(), &st) == 0);
   CHECK((st.st_mode & 07777) == 0644);
@@ -445,7 +449,7 @@ TEST_CASE("SpecStore rejects a bad claim uid before touching any file") {
   SpecStore store(sub, kKind);
   for (const std::string uid : {"", "../x", "3f6c0a4e-0000-4000-8000-00000000000/", "a.json"}) {
     INFO(uid);
-    const Status w = store.Write(uid, GoodSpec());
+    const Status w = store.Write(uid, GoodSpec()).status();
     CHECK(w.code() == StatusCode::kInvalidArgument);
     CHECK(w.message().find("not a valid claim uid") != std::string::npos);
     CHECK(store.Remove(uid).code() == StatusCode::kInvalidArgument);
@@ -460,12 +464,12 @@ TEST_CASE("SpecStore rejects an invalid spec or another kind without writing") {
   SpecStore store(dir.path(), kKind);
   Spec bad = GoodSpec();
   bad.devices[0].edits = {};
-  const Status s1 = store.Write(kUid, bad);
+  const Status s1 = store.Write(kUid, bad).status();
   CHECK(s1.code() == StatusCode::kInvalidArgument);
   CHECK(s1.message().find("devices[0].containerEdits") != std::string::npos);
   Spec other = GoodSpec();
   other.kind = "k8s.other.dev/device";
-  CHECK(store.Write(kUid, other).code() == StatusCode::kInvalidArgument);
+  CHECK(store.Write(kUid, other).status().code() == StatusCode::kInvalidArgument);
   CHECK(fs::is_empty(dir.path()));
 }
 

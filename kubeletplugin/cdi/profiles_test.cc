@@ -300,7 +300,7 @@ TEST_CASE("Write the spec of every fixture host", "[.write-specs]") {
     std::string uid = "00000000-0000-4000-8000-000000000000";
     const std::string number = std::to_string(++n);
     uid.replace(uid.size() - number.size(), number.size(), number);
-    const Status written = store.Write(uid, spec);
+    const Status written = store.Write(uid, spec).status();
     INFO(host << ": " << written.ToString());
     REQUIRE_OK(written);
   }

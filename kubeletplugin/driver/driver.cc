@@ -172,7 +172,7 @@ Status Driver::EnsureSpecLocked(const checkpoint::Claim& claim) {
   }
   StatusOr<cdi::Spec> current = specs_.Read(claim.uid);
   if (current.ok() && *current == *recorded) return OkStatus();
-  return specs_.Write(claim.uid, *recorded);
+  return specs_.Write(claim.uid, *recorded).status();
 }
 
 Status Driver::SaveLocked() {
@@ -470,10 +470,12 @@ PrepareResult Driver::PrepareLocked(const ClaimRef& ref, const Fetched& fetched,
     }
   }
   if (prepared->spec) {
-    if (Status s = specs_.Write(ref.uid, *prepared->spec); !s.ok()) {
-      return PrepareResult{{}, "ResourceClaim " + ref.ns + "/" + ref.name + ": " + s.message()};
+    StatusOr<std::string> written = specs_.Write(ref.uid, *prepared->spec);
+    if (!written.ok()) {
+      return PrepareResult{
+          {}, "ResourceClaim " + ref.ns + "/" + ref.name + ": " + written.status().message()};
     }
-    prepared->record.cdi_spec = cdi::ToJson(*prepared->spec);
+    prepared->record.cdi_spec = std::move(written).value();
   }
   PrepareResult answer = AnswerOf(prepared->record);
   (*batch)[ref.uid] = std::move(prepared->record);
