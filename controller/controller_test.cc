@@ -21,6 +21,7 @@
 #include "base/metrics/metrics.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/sanitizers.h"
+#include "base/testing/temp_dir.h"
 #include "controller/device_classes.h"
 #include "controller/testing/cluster.h"
 #include "controller/testing/slice_examples.h"
@@ -113,8 +114,8 @@ void WriteFile(const std::string& path, const std::string& text) {
 }
 
 TEST_CASE("xpu-dra-controller --help and bad flags", "[controller][e2e]") {
-  const std::string dir = fs::temp_directory_path() / "xpu-controller-help";
-  fs::create_directories(dir);
+  const xpu::testing::TempDir temp;
+  const std::string& dir = temp.path();
   auto help = e2e::ChildProcess::Start(XPU_CONTROLLER_BINARY, {"--help"}, dir + "/help.log");
   REQUIRE_OK(help);
   CHECK((*help)->Wait() == 0);

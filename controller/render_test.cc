@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "base/testing/require_ok.h"
+#include "base/testing/temp_dir.h"
 #include "controller/node_groups.h"
 #include "controller/reference_servers.h"
 
@@ -237,8 +238,8 @@ TEST_CASE("a node group's template is what its server publishes", "[render]") {
   CHECK(pci);
 
   // A relative inventory path is read next to the profile.
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "xpu-nodegroup-test";
-  std::filesystem::create_directories(dir);
+  const xpu::testing::TempDir temp;
+  const std::filesystem::path dir = temp.path();
   std::filesystem::copy_file(XPU_SOURCE_DIR "/e2e/fixtures/hosts-expected/hgx-h200.json",
                              dir / "h200.json", std::filesystem::copy_options::overwrite_existing);
   StatusOr<NodeGroupProfile> file =

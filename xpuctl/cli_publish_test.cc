@@ -287,11 +287,10 @@ TEST_CASE("doctor rejects a bad config, host root or output format with exit 2")
   CHECK_THAT(help.out, Contains("--kubelet-version X.Y.Z"));
 }
 
-// A request file under the temp dir.
+// A request file in a folder of this test binary's own, removed when it ends.
 std::string RequestFile(const std::string& name, const std::string& text) {
-  std::string path = std::filesystem::temp_directory_path() / ("xpuctl-" + name + ".yaml");
-  std::ofstream(path) << text;
-  return path;
+  static const TempDir dir;
+  return dir.Write("xpuctl-" + name + ".yaml", text);
 }
 
 TEST_CASE("render turns a request into a template, flavors and legacy classes") {

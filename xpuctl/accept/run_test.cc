@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "api/testing/claim_json.h"
+#include "base/testing/temp_dir.h"
 #include "e2e/client/kube_sim_process.h"
 #include "e2e/client/wait.h"
 
@@ -252,12 +253,6 @@ class FakeCluster final : public RunCluster {
   }
 };
 
-std::string TempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "accept-run-XXXXXX").string();
-  REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-  return tmpl;
-}
-
 RunOptions Options(const std::string& dir) {
   RunOptions o;
   o.run_id = "test-run";
@@ -483,7 +478,8 @@ TEST_CASE("AcceptedLabelKey checks the label key", "[accept_run]") {
 // ---- act, on the fake ----
 
 TEST_CASE("RunAcceptance: a Job that never starts times out, says why, cleans up", "[accept_run]") {
-  const std::string dir = TempDir();
+  const testing::TempDir temp;
+  const std::string& dir = temp.path();
   FakeCluster cluster;
   std::ostringstream progress;
   const auto outcome = RunOnFake(cluster, dir, progress);
@@ -502,7 +498,8 @@ TEST_CASE("RunAcceptance: a Job that never starts times out, says why, cleans up
 }
 
 TEST_CASE("RunAcceptance: a finished run is collected, labelled and cleaned up", "[accept_run]") {
-  const std::string dir = TempDir();
+  const testing::TempDir temp;
+  const std::string& dir = temp.path();
   FakeCluster cluster;
   cluster.Put(kc::Nodes(), {{"metadata", {{"name", "n1"}}}});
   cluster.Put(kc::ResourceClaims(), Claim("theirs", "n1"));  // not the run's: stays
@@ -545,7 +542,8 @@ TEST_CASE("RunAcceptance: a finished run is collected, labelled and cleaned up",
 
 TEST_CASE("RunAcceptance: the energy a claim loses when its pod ends is the last one seen",
           "[accept_run]") {
-  const std::string dir = TempDir();
+  const testing::TempDir temp;
+  const std::string& dir = temp.path();
   FakeCluster cluster;
   int polls = 0;
   // Running with the energy of 1 s, then of 100 s; then Succeeded, and the claim controller has
@@ -586,7 +584,8 @@ TEST_CASE("RunAcceptance: the energy a claim loses when its pod ends is the last
 
 TEST_CASE("RunAcceptance: a failed stage exits 1 and labels nothing, a stuck pod is forced out",
           "[accept_run]") {
-  const std::string dir = TempDir();
+  const testing::TempDir temp;
+  const std::string& dir = temp.path();
   FakeCluster cluster;
   cluster.Put(kc::Nodes(), {{"metadata", {{"name", "n1"}}}});
   SECTION("failed stage") {
@@ -629,7 +628,8 @@ TEST_CASE("RunAcceptance: a failed stage exits 1 and labels nothing, a stuck pod
 }
 
 TEST_CASE("RunAcceptance: an apply that fails cleans up what it applied", "[accept_run]") {
-  const std::string dir = TempDir();
+  const testing::TempDir temp;
+  const std::string& dir = temp.path();
   FakeCluster cluster;
   json clash = Rendered("other").objects[1];
   clash["metadata"]["namespace"] = "default";
@@ -684,7 +684,8 @@ struct OnSim {
     return RunAcceptance(*sim.cluster, RealClock(), Rendered("test-run"), options, progress);
   }
   Sim sim = StartSim();
-  const std::string dir = TempDir();
+  const testing::TempDir temp;
+  const std::string& dir = temp.path();
   RunOptions options = Options(dir);
 };
 
