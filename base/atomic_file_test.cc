@@ -3,22 +3,16 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
 #include <filesystem>
 #include <string>
 
 #include "base/testing/require_ok.h"
+#include "base/testing/temp_dir.h"
 
 namespace xpu {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string MakeTempDir() {
-  std::string tmpl = (fs::temp_directory_path() / "atomic_file_test.XXXXXX").string();
-  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-  return tmpl;
-}
 
 unsigned ModeOf(const std::string& path) {
   struct stat st {};
@@ -34,7 +28,8 @@ TEST_CASE("DirectoryOf") {
 }
 
 TEST_CASE("WriteFileAtomically replaces the file with exactly the mode asked for") {
-  const std::string dir = MakeTempDir();
+  const testing::TempDir temp;
+  const std::string& dir = temp.path();
   const std::string path = dir + "/f.json";
   REQUIRE_OK(WriteFileAtomically(path, "one", 0600));
   CHECK(ModeOf(path) == 0600);
@@ -47,11 +42,11 @@ TEST_CASE("WriteFileAtomically replaces the file with exactly the mode asked for
   const Status missing = WriteFileAtomically(dir + "/no/f.json", "x", 0644);
   CHECK(missing.code() == StatusCode::kNotFound);
   CHECK(missing.message() == "open " + dir + "/no/f.json.tmp: No such file or directory");
-  fs::remove_all(dir);
 }
 
 TEST_CASE("ReadWholeFile, RemoveFileDurably and MakeDirectories") {
-  const std::string dir = MakeTempDir();
+  const testing::TempDir temp;
+  const std::string& dir = temp.path();
   CHECK(ReadWholeFile(dir + "/none").status().code() == StatusCode::kNotFound);
   REQUIRE_OK(WriteFileAtomically(dir + "/f", std::string(40000, 'x'), 0644));
   CHECK(ReadWholeFile(dir + "/f")->size() == 40000);
@@ -64,7 +59,6 @@ TEST_CASE("ReadWholeFile, RemoveFileDurably and MakeDirectories") {
   CHECK(ModeOf(dir + "/a/b/c") == 0700);  // an existing directory keeps its mode
   REQUIRE_OK(WriteFileAtomically(dir + "/file", "x", 0644));
   CHECK(MakeDirectories(dir + "/file", 0700).code() == StatusCode::kFailedPrecondition);
-  fs::remove_all(dir);
 }
 
 }  // namespace

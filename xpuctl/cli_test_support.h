@@ -4,17 +4,15 @@
 #ifndef XPU_XPUCTL_CLI_TEST_SUPPORT_H_
 #define XPU_XPUCTL_CLI_TEST_SUPPORT_H_
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/testing/temp_dir.h"
 #include "xpuctl/cli.h"
 
 namespace xpu::cli::cli_testing {
@@ -58,25 +56,8 @@ inline std::vector<std::string> PlannedDevices(const Result& r) {
   return devices;
 }
 
-// A path under a fresh temporary directory, removed with everything in it at the end.
-class TempDir {
- public:
-  TempDir()
-      : dir_(std::filesystem::temp_directory_path() /
-             ("xpuctl-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++))) {
-    std::filesystem::create_directories(dir_);
-  }
-  ~TempDir() { std::filesystem::remove_all(dir_); }
-  std::string Path(const std::string& name) const { return (dir_ / name).string(); }
-  std::string Write(const std::string& name, const std::string& contents) const {
-    std::ofstream(Path(name)) << contents;
-    return Path(name);
-  }
-
- private:
-  static inline int counter_ = 0;
-  std::filesystem::path dir_;
-};
+// A fresh temporary directory, removed with everything in it at the end.
+using xpu::testing::TempDir;
 
 // Checks that `text` contains each of `parts`.
 inline void CheckContainsAll(const std::string& text, const std::vector<std::string>& parts) {

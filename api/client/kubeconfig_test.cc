@@ -1,44 +1,21 @@
 #include "api/client/kubeconfig.h"
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "base/testing/require_ok.h"
+#include "base/testing/temp_dir.h"
 
 namespace xpu::api::client {
 namespace {
 
 namespace fs = std::filesystem;
 
-// A directory of files for one test, removed afterwards.
-class TempDir {
- public:
-  TempDir()
-      : path_(fs::temp_directory_path() / ("xpu-kubeconfig-test-" + std::to_string(::getpid()) +
-                                           "-" + std::to_string(counter_++))) {
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string Write(const std::string& name, const std::string& contents) const {
-    const fs::path p = path_ / name;
-    std::ofstream(p) << contents;
-    return p.string();
-  }
-  std::string path() const { return path_.string(); }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
+using xpu::testing::TempDir;
 
 // "-----BEGIN CERTIFICATE-----\nCA\n" in base64.
 constexpr const char* kCaB64 = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCkNBCg==";

@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <system_error>
 
@@ -27,6 +28,18 @@ class TempDir {
   }
 
   const std::string& path() const { return path_; }
+
+  // The path of `name` (a relative path) inside the directory.
+  std::string Path(const std::string& name) const { return path_ + "/" + name; }
+
+  // Writes `contents` to `name` inside the directory (its folder must exist); returns its path.
+  std::string Write(const std::string& name, const std::string& contents) const {
+    std::string file = Path(name);
+    std::ofstream out(file, std::ios::binary);
+    out << contents;
+    REQUIRE(out.good());
+    return file;
+  }
 
  private:
   std::string path_;

@@ -1,12 +1,11 @@
 #include "e2e/trials/invariants.h"
 
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
 #include "base/testing/require_ok.h"
+#include "base/testing/temp_dir.h"
 #include "e2e/trials/trial_report.h"
 
 namespace xpu::e2e::trials {
@@ -101,8 +100,8 @@ TEST_CASE("the plugin's disk against what the kubelet holds prepared", "[trials]
 }
 
 TEST_CASE("ReadPluginDisk reads the checkpoint and our CDI specs", "[trials]") {
-  std::string dir = (fs::temp_directory_path() / "trials-test-XXXXXX").string();
-  REQUIRE(::mkdtemp(dir.data()) != nullptr);
+  const xpu::testing::TempDir temp;
+  const std::string& dir = temp.path();
   fs::create_directories(dir + "/cdi");
   fs::create_directories(dir + "/state");
   auto empty = ReadPluginDisk(dir + "/state", dir + "/cdi", "xpu.dra.dev");
@@ -129,7 +128,6 @@ TEST_CASE("ReadPluginDisk reads the checkpoint and our CDI specs", "[trials]") {
   std::ofstream(dir + "/state/checkpoint.json") << R"({"version":2,"data":{}})";
   CHECK(ReadPluginDisk(dir + "/state", dir + "/cdi", "xpu.dra.dev").status().code() ==
         StatusCode::kDataLoss);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a prepare answer is the claim's allocation", "[trials]") {
