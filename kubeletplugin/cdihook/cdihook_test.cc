@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/testing/read_text.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 #include "kubeletplugin/cdihook/container_root.h"
@@ -21,13 +21,7 @@ namespace xpu::cdihook {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using xpu::testing::ReadText;
 
 std::string Message(const std::vector<std::string>& args) {
   return ParseHookArgs(args).status().message();
@@ -153,10 +147,10 @@ TEST_CASE("ldcache: links, the folders' conf file, a missing ld.so.conf, then ld
   CHECK(fs::read_symlink(tree.path() + "/usr/lib/x86_64-linux-gnu/libcuda.so.1") ==
         "libcuda.so.570.158.01");
   CHECK(fs::is_symlink(tree.path() + "/opt/new/lib/libnew.so"));  // its folder made with it
-  const std::string conf = Slurp(tree.path() + std::string(kConfFile));
+  const std::string conf = ReadText(tree.path() + std::string(kConfFile));
   CHECK(conf.find("\n/usr/lib/x86_64-linux-gnu\n/usr/local/Ascend/driver/lib64/driver\n") !=
         std::string::npos);
-  CHECK(Slurp(tree.path() + "/etc/ld.so.conf") == "include /etc/ld.so.conf.d/*.conf\n");
+  CHECK(ReadText(tree.path() + "/etc/ld.so.conf") == "include /etc/ld.so.conf.d/*.conf\n");
   struct stat st {};
   REQUIRE(::stat((tree.path() + std::string(kConfFile)).c_str(), &st) == 0);
   CHECK((st.st_mode & 0777) == 0644);
@@ -184,13 +178,13 @@ TEST_CASE("xpu-cdi-hook: a library in a folder of its own is found by name throu
                           " ldcache --folder /opt/vendor/lib --link "
                           "libz.so.1.2.99::/opt/vendor/lib/libz.so.1 <" +
                           bundle.path() + "/state.json 2>" + bundle.path() + "/err";
-  INFO(Slurp(bundle.path() + "/err"));
+  INFO(ReadText(bundle.path() + "/err"));
   REQUIRE(std::system(cmd.c_str()) == 0);
   REQUIRE(fs::exists(root + "/etc/ld.so.cache"));
   const std::string listing = bundle.path() + "/listing";
   REQUIRE(std::system(("/sbin/ldconfig -p -C " + root + "/etc/ld.so.cache >" + listing).c_str()) ==
           0);
-  CHECK(Slurp(listing).find("libz.so.1 (libc6,x86-64) => /opt/vendor/lib/libz.so.1") !=
+  CHECK(ReadText(listing).find("libz.so.1 (libc6,x86-64) => /opt/vendor/lib/libz.so.1") !=
         std::string::npos);
 
   // A state naming no bundle: refused, nothing written.
@@ -198,7 +192,7 @@ TEST_CASE("xpu-cdi-hook: a library in a folder of its own is found by name throu
                           " ldcache --folder /opt/vendor/lib </dev/null 2>" + bundle.path() +
                           "/err2";
   CHECK(std::system(bad.c_str()) != 0);
-  CHECK(Slurp(bundle.path() + "/err2").find("not a JSON object") != std::string::npos);
+  CHECK(ReadText(bundle.path() + "/err2").find("not a JSON object") != std::string::npos);
 }
 
 }  // namespace

@@ -9,12 +9,12 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/testing/read_text.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 
@@ -43,13 +43,7 @@ Checkpoint Sample() {
 }
 
 using testing::TempDir;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using xpu::testing::ReadText;
 
 void WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path);

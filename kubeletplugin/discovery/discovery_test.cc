@@ -7,12 +7,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "api/node_description.h"
 #include "api/node_inventory.h"
+#include "base/testing/read_text.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/skip.h"
 #include "kubeletplugin/discovery/golden.h"
@@ -22,6 +22,7 @@ namespace xpu::discovery {
 namespace {
 
 namespace fs = std::filesystem;
+using xpu::testing::ReadText;
 
 const std::string kSource = XPU_SOURCE_DIR;
 const std::string kHosts = kSource + "/e2e/fixtures/hosts";
@@ -55,13 +56,6 @@ const api::InventoryDevice* FindDevice(const api::NodeInventory& inv, std::strin
     if (d.name == name) return &d;
   }
   return nullptr;
-}
-
-std::string ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
 }
 
 // A writable copy of a fixture host, removed at the end of the test.
@@ -248,7 +242,7 @@ TEST_CASE("every fixture host gives its devices, rule set, groups, NIC pairs and
       for (const api::InventoryNic& n : s.nics) pairs[n.name] = n.paired_device;
       CHECK(pairs == c.nic_pairs);
       CHECK(s.versions.at("driver").semver == c.driver_semver);
-      const std::string boot = ReadAll(kHosts + "/" + c.name + "/proc/sys/kernel/random/boot_id");
+      const std::string boot = ReadText(kHosts + "/" + c.name + "/proc/sys/kernel/random/boot_id");
       CHECK(s.boot_id + "\n" == boot);
       CHECK(s.health == "Healthy");
       REQUIRE(FindCondition(inv, "Ready") != nullptr);
@@ -351,7 +345,7 @@ TEST_CASE("each fixture host equals its golden inventory") {
       StatusOr<std::string> got = GoldenInventory(Under(kHosts, name), name);
       REQUIRE_OK(got);
       const std::string want =
-          ReadAll(Under(kSource + "/e2e/fixtures/hosts-expected", name + ".json"));
+          ReadText(Under(kSource + "/e2e/fixtures/hosts-expected", name + ".json"));
       INFO("e2e/fixtures/hosts-expected/" + name +
            ".json differs from discovery; regenerate with: build/bin/gen-discovery-goldens "
            "e2e/fixtures/hosts e2e/fixtures/hosts-expected (then review the diff)");

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <sstream>
 
+#include "base/testing/read_text.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 #include "e2e/client/claims.h"
@@ -23,6 +23,7 @@ namespace {
 using nlohmann::json;
 namespace fs = std::filesystem;
 namespace kc = api::client;
+using xpu::testing::ReadText;
 
 const std::string kHosts = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts";
 
@@ -112,13 +113,6 @@ struct Node {
   }
 };
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST_CASE("prepare writes a CDI spec and a checkpoint entry, and repeats give the same answer") {
   Node node;
   auto driver = node.StartedDriver();
@@ -135,7 +129,7 @@ TEST_CASE("prepare writes a CDI spec and a checkpoint entry, and repeats give th
   CHECK(r.devices[0].cdi_device_ids ==
         std::vector<std::string>{"k8s.xpu.dra.dev/device=" + uid + "-npu-0"});
   // The spec: both devices, the Ascend visibility variable with physical ids 0 and 1.
-  const std::string text = ReadFile(node.CdiPath(uid));
+  const std::string text = ReadText(node.CdiPath(uid));
   auto spec = cdi::FromJson(text);
   REQUIRE_OK(spec);
   CHECK(spec->kind == "k8s.xpu.dra.dev/device");
@@ -302,7 +296,7 @@ TEST_CASE("a group device expands to its members and takes them all") {
   REQUIRE(out.at(uid).error.empty());
   REQUIRE(out.at(uid).devices.size() == 1);
   CHECK(out.at(uid).devices[0].device == quad->name);
-  const std::string text = ReadFile(node.CdiPath(uid));
+  const std::string text = ReadText(node.CdiPath(uid));
   for (const char* n : {"/dev/davinci4", "/dev/davinci5", "/dev/davinci6", "/dev/davinci7"}) {
     CHECK(text.find(n) != std::string::npos);
   }
@@ -351,7 +345,7 @@ TEST_CASE("opaque config: env applied per request, bad config fails that claim o
   auto out = driver->Prepare({{"default", "g", g}, {"default", "b", b}});
   INFO(out.at(g).error);
   CHECK(out.at(g).error.empty());
-  const std::string text = ReadFile(node.CdiPath(g));
+  const std::string text = ReadText(node.CdiPath(g));
   CHECK(text.find("HCCL_CONNECT_TIMEOUT=300") != std::string::npos);
   CHECK(text.find("A=claim") != std::string::npos);  // the claim's entry wins
   CHECK(text.find("A=class") == std::string::npos);
@@ -417,7 +411,7 @@ TEST_CASE(
   // A spec of ours without an entry (a prepare that crashed before its checkpoint write) and a
   // foreign spec that is not ours to touch.
   const std::string orphan = "11111111-2222-4333-8444-555555555555";
-  std::ofstream(node.CdiPath(orphan)) << ReadFile(node.CdiPath(kept));
+  std::ofstream(node.CdiPath(orphan)) << ReadText(node.CdiPath(kept));
   std::ofstream(node.dir.path() + "/cdi/vendor.com-gpu.json") << "{}";
   // The node reboots: the tmpfs CDI dir loses our specs.
   fs::remove(node.CdiPath(kept));
@@ -444,7 +438,7 @@ TEST_CASE("a corrupt checkpoint stops the driver instead of forgetting claims") 
     REQUIRE(driver->Prepare({{"default", "c", uid}}).at(uid).error.empty());
   }
   const std::string path = node.dir.path() + "/state/checkpoint.json";
-  std::string text = ReadFile(path);
+  std::string text = ReadText(path);
   const size_t at = text.find("npu-0");
   REQUIRE(at != std::string::npos);
   text[at + 4] = '5';
@@ -535,7 +529,7 @@ TEST_CASE("driver files: the spec carries the host driver's libraries, tools and
   const PrepareResult r = driver->Prepare({{"default", "g1", uid}}).at(uid);
   INFO(r.error);
   REQUIRE(r.error.empty());
-  StatusOr<cdi::Spec> spec = cdi::FromJson(ReadFile(node.CdiPath(uid)));
+  StatusOr<cdi::Spec> spec = cdi::FromJson(ReadText(node.CdiPath(uid)));
   REQUIRE_OK(spec);
   const std::string lib = "/usr/lib/x86_64-linux-gnu/";
   CHECK(Mounts(*spec, lib + "libcuda.so.570.158.01"));
@@ -560,7 +554,7 @@ TEST_CASE("driver files: the spec carries the host driver's libraries, tools and
   REQUIRE_OK(plain.Start());
   const std::string u2 = off.Claim("g2", {"gpu-0"});
   REQUIRE(plain.Prepare({{"default", "g2", u2}}).at(u2).error.empty());
-  StatusOr<cdi::Spec> bare = cdi::FromJson(ReadFile(off.CdiPath(u2)));
+  StatusOr<cdi::Spec> bare = cdi::FromJson(ReadText(off.CdiPath(u2)));
   REQUIRE_OK(bare);
   CHECK(bare->edits.mounts.empty());
   CHECK(bare->edits.hooks.empty());
@@ -590,20 +584,20 @@ TEST_CASE("driver files: a driver upgraded under the plugin, and earlier claims 
   const PrepareResult r = driver->Prepare({{"default", "after", after}}).at(after);
   INFO(r.error);
   REQUIRE(r.error.empty());
-  StatusOr<cdi::Spec> fresh = cdi::FromJson(ReadFile(node.CdiPath(after)));
+  StatusOr<cdi::Spec> fresh = cdi::FromJson(ReadText(node.CdiPath(after)));
   REQUIRE_OK(fresh);
   CHECK(Mounts(*fresh, "/usr/lib/x86_64-linux-gnu/libcuda.so.575.51.03"));
   CHECK_FALSE(Mounts(*fresh, "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01"));
 
   // The claim prepared before keeps its spec, also when a restart rewrites it (a new boot).
-  StatusOr<cdi::Spec> old = cdi::FromJson(ReadFile(node.CdiPath(before)));
+  StatusOr<cdi::Spec> old = cdi::FromJson(ReadText(node.CdiPath(before)));
   REQUIRE_OK(old);
   CHECK(Mounts(*old, "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01"));
   driver.reset();
   fs::remove(node.CdiPath(before));
   node.SetBootId("5d0e3a2b-1c4f-4e6d-8a9b-0c1d2e3f4a5b");
   auto restarted = node.StartedDriver();
-  StatusOr<cdi::Spec> rewritten = cdi::FromJson(ReadFile(node.CdiPath(before)));
+  StatusOr<cdi::Spec> rewritten = cdi::FromJson(ReadText(node.CdiPath(before)));
   REQUIRE_OK(rewritten);
   CHECK(Mounts(*rewritten, "/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01"));
 }

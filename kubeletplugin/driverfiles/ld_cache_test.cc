@@ -3,24 +3,19 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/testing/read_text.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
 
 namespace xpu::driverfiles {
 namespace {
 
-const int32_t kNative = kLdCacheElfLibc6 | kLdCacheX8664;
+using xpu::testing::ReadText;
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+const int32_t kNative = kLdCacheElfLibc6 | kLdCacheX8664;
 
 TEST_CASE("ld cache: what we write reads back, entry for entry") {
   const std::vector<LdCacheEntry> entries = {
@@ -41,14 +36,14 @@ TEST_CASE("ld cache: glibc's ldconfig reads the cache we write") {
       << WriteLdCache({{"libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1", kNative}});
   const std::string out_path = dir.path() + "/out";
   REQUIRE(std::system(("/sbin/ldconfig -p -C " + path + " >" + out_path).c_str()) == 0);
-  const std::string out = ReadAll(out_path);
+  const std::string out = ReadText(out_path);
   CHECK(out.find("1 libs found") != std::string::npos);
   CHECK(out.find("libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1") !=
         std::string::npos);
 }
 
 TEST_CASE("ld cache: this machine's own cache lists libc for its ABI") {
-  const std::string bytes = ReadAll("/etc/ld.so.cache");
+  const std::string bytes = ReadText("/etc/ld.so.cache");
   StatusOr<std::vector<LdCacheEntry>> parsed = ParseLdCache(bytes);
   REQUIRE_OK(parsed);
   bool libc = false;
