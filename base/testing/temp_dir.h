@@ -7,9 +7,10 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <system_error>
+
+#include "base/testing/text_file.h"
 
 namespace xpu::testing {
 
@@ -35,9 +36,7 @@ class TempDir {
   // Writes `contents` to `name` inside the directory (its folder must exist); returns its path.
   std::string Write(const std::string& name, const std::string& contents) const {
     std::string file = Path(name);
-    std::ofstream out(file, std::ios::binary);
-    out << contents;
-    REQUIRE(out.good());
+    WriteText(file, contents);
     return file;
   }
 

@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,6 +13,7 @@
 #include "base/atomic_file.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
+#include "base/testing/text_file.h"
 
 namespace xpu::cdi {
 namespace {
@@ -39,17 +39,13 @@ Spec GoodSpec() {
 }
 
 using testing::TempDir;
+using xpu::testing::WriteText;
 
 std::vector<std::string> Names(const std::string& dir) {
   std::vector<std::string> names;
   for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
   std::sort(names.begin(), names.end());
   return names;
-}
-
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
 }
 
 TEST_CASE("MinimumVersion is 0.3.0 for a plain spec with a letter-first device name") {

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "base/testing/read_text.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
+#include "base/testing/text_file.h"
 #include "kubeletplugin/cdihook/container_root.h"
 #include "kubeletplugin/cdihook/hook_args.h"
 #include "kubeletplugin/cdihook/in_root.h"

@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -14,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "base/testing/read_text.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
+#include "base/testing/text_file.h"
 
 namespace xpu::checkpoint {
 namespace {
@@ -44,11 +43,7 @@ Checkpoint Sample() {
 
 using testing::TempDir;
 using xpu::testing::ReadText;
-
-void WriteText(const std::string& path, const std::string& text) {
-  std::ofstream out(path);
-  out << text;
-}
+using xpu::testing::WriteText;
 
 unsigned Mode(const std::string& path) {
   struct stat st {};

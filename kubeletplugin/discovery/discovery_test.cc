@@ -12,9 +12,9 @@
 
 #include "api/node_description.h"
 #include "api/node_inventory.h"
-#include "base/testing/read_text.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/skip.h"
+#include "base/testing/text_file.h"
 #include "kubeletplugin/discovery/golden.h"
 #include "topology/solver.h"
 

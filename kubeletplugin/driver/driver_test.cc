@@ -9,9 +9,9 @@
 #include <fstream>
 #include <future>
 
-#include "base/testing/read_text.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
+#include "base/testing/text_file.h"
 #include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
 #include "kubeletplugin/discovery/discovery.h"

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "base/testing/read_text.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/temp_dir.h"
+#include "base/testing/text_file.h"
 
 namespace xpu::driverfiles {
 namespace {
