@@ -17,6 +17,7 @@
 #include "api/core.h"
 #include "api/resource_validation.h"
 #include "api/testing/claim_json.h"
+#include "base/atomic_file.h"
 #include "base/log.h"
 #include "base/metrics/metrics.h"
 #include "base/testing/require_ok.h"
@@ -108,9 +109,7 @@ bool HasTaint(const std::vector<ResourceSlice>& slices, const std::string& devic
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << text;
-  fs::rename(tmp, path);  // as a ConfigMap update swaps the file
+  REQUIRE_OK(WriteFileAtomically(path, text, 0644));  // as a ConfigMap update swaps the file
 }
 
 TEST_CASE("xpu-dra-controller --help and bad flags", "[controller][e2e]") {

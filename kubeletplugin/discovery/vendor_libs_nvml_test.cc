@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "base/atomic_file.h"
 #include "base/testing/require_ok.h"
 #include "base/testing/skip.h"
 #include "base/testing/temp_dir.h"
@@ -229,8 +229,7 @@ TEST_CASE("nvml: a lost GPU is unhealthy with its error, the others are read") {
 
 // Writes the fake NVML's run-time control file whole (a rename), as a test injecting faults does.
 void WriteControl(const std::string& path, const std::string& json) {
-  std::ofstream(path + ".tmp") << json;
-  std::filesystem::rename(path + ".tmp", path);
+  REQUIRE_OK(WriteFileAtomically(path, json, 0644));
 }
 
 TEST_CASE("nvml: the XID watcher gets fatal XIDs injected at run time and checks a lost GPU") {

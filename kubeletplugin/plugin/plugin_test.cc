@@ -21,6 +21,7 @@
 
 #include "api/client/client.h"
 #include "api/node_inventory.h"
+#include "base/atomic_file.h"
 #include "base/testing/require_ok.h"
 #include "e2e/client/child_process.h"
 #include "e2e/client/claims.h"
@@ -541,8 +542,7 @@ std::optional<PublishedDevice> Published(kc::Client& c, const std::string& name)
 
 // Writes the fake NVML's control file whole (a rename), so it never reads half of it.
 void WriteNvmlControl(const std::string& path, const std::string& text) {
-  std::ofstream(path + ".tmp") << text;
-  fs::rename(path + ".tmp", path);
+  REQUIRE_OK(WriteFileAtomically(path, text, 0644));
 }
 
 TEST_CASE(
