@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "base/testing/temp_dir.h"
+#include "base/testing/text_file.h"
 #include "xpuctl/cli.h"
 
 namespace xpu::cli::cli_testing {
@@ -90,9 +90,7 @@ inline std::string RunToFile(std::vector<std::string> args, const std::string& n
   INFO(r.err);
   CHECK(r.code == kExitOk);
   CHECK(r.out.empty());
-  std::stringstream written;
-  written << std::ifstream(dir.Path(name)).rdbuf();
-  return written.str();
+  return xpu::testing::ReadText(dir.Path(name));
 }
 
 }  // namespace xpu::cli::cli_testing

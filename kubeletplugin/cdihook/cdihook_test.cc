@@ -22,6 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using xpu::testing::ReadText;
+using xpu::testing::WriteText;
 
 std::string Message(const std::vector<std::string>& args) {
   return ParseHookArgs(args).status().message();
@@ -111,7 +112,7 @@ TEST_CASE("root dir: links and files stay inside the tree, whatever its links sa
   REQUIRE_OK(dir->Symlink("libx.so.1.2", "/usr/lib/libx.so.1"));
   CHECK(fs::read_symlink(root + "/usr/lib/libx.so.1") == "libx.so.1.2");
   REQUIRE_OK(dir->Symlink("libx.so.1.2", "/usr/lib/libx.so.1"));  // equal: left as it is
-  std::ofstream(root + "/usr/lib/libx.so") << "an image's stub";
+  WriteText(root + "/usr/lib/libx.so", "an image's stub");
   REQUIRE_OK(dir->Symlink("libx.so.1", "/usr/lib/libx.so"));  // a file: replaced
   CHECK(fs::is_symlink(root + "/usr/lib/libx.so"));
   fs::create_directories(root + "/usr/lib/libdir.so.1");
@@ -171,7 +172,7 @@ TEST_CASE("xpu-cdi-hook: a library in a folder of its own is found by name throu
   // A real shared library of this machine, as a vendor's library with its version in its name.
   const std::string libz = fs::canonical("/lib/x86_64-linux-gnu/libz.so.1").string();
   fs::copy_file(libz, root + "/opt/vendor/lib/libz.so.1.2.99");
-  std::ofstream(bundle.path() + "/config.json") << R"({"root":{"path":"rootfs"}})";
+  WriteText(bundle.path() + "/config.json", R"({"root":{"path":"rootfs"}})");
   std::ofstream(bundle.path() + "/state.json")
       << R"({"status":"creating","bundle":")" << bundle.path() << R"("})";
   const std::string cmd = std::string(XPU_CDI_HOOK_BINARY) +

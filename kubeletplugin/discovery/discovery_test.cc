@@ -5,7 +5,6 @@
 
 #include <catch2/catch.hpp>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -23,6 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using xpu::testing::ReadText;
+using xpu::testing::WriteText;
 
 const std::string kSource = XPU_SOURCE_DIR;
 const std::string kHosts = kSource + "/e2e/fixtures/hosts";
@@ -418,7 +418,7 @@ TEST_CASE("symlinks never lead outside the host root") {
                                                                      {"device", "0x2335\n"},
                                                                      {"class", "0x030200\n"},
                                                                      {"numa_node", "0\n"}}) {
-    std::ofstream(Under(outside, file)) << text;
+    WriteText(Under(outside, file), text);
   }
   fs::create_symlink(outside, host.Path("sys/bus/pci/devices/0000:aa:00.0"));
   fs::create_symlink("../../../../../outside/sys/devices/pci0000:aa/0000:aa:00.0",
@@ -486,7 +486,7 @@ TEST_CASE("310P, Biren, Moore Threads and AMD Instinct devices are found with th
     fs::create_directories(host.Path("sys/bus/pci/devices"));
     auto put = [&](const std::string& rel, const std::string& text) {
       fs::create_directories(fs::path(host.Path(rel)).parent_path());
-      std::ofstream(host.Path(rel)) << text;
+      WriteText(host.Path(rel), text);
     };
     put(rp + "/vendor", "0x1d94\n");
     put(rp + "/device", "0x1470\n");
@@ -618,7 +618,7 @@ TEST_CASE("NVML facts are merged: uuid, memory, health, NVSwitch links, clique")
 
 TEST_CASE("NVML fills a NUMA node sysfs does not know, sysfs wins where it does") {
   TempHost host("hgx-h200");
-  std::ofstream(host.PciDir("0000:53:00.0") + "/numa_node") << "-1\n";
+  WriteText(host.PciDir("0000:53:00.0") + "/numa_node", "-1\n");
   DiscoveryOptions options;
   options.host_root = host.root();
   options.node_name = "node-a";

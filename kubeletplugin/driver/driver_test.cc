@@ -24,6 +24,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 namespace kc = api::client;
 using xpu::testing::ReadText;
+using xpu::testing::WriteText;
 
 const std::string kHosts = std::string(XPU_SOURCE_DIR) + "/e2e/fixtures/hosts";
 
@@ -411,8 +412,8 @@ TEST_CASE(
   // A spec of ours without an entry (a prepare that crashed before its checkpoint write) and a
   // foreign spec that is not ours to touch.
   const std::string orphan = "11111111-2222-4333-8444-555555555555";
-  std::ofstream(node.CdiPath(orphan)) << ReadText(node.CdiPath(kept));
-  std::ofstream(node.dir.path() + "/cdi/vendor.com-gpu.json") << "{}";
+  WriteText(node.CdiPath(orphan), ReadText(node.CdiPath(kept)));
+  WriteText(node.dir.path() + "/cdi/vendor.com-gpu.json", "{}");
   // The node reboots: the tmpfs CDI dir loses our specs.
   fs::remove(node.CdiPath(kept));
   fs::remove(node.CdiPath(deleted));
@@ -442,7 +443,7 @@ TEST_CASE("a corrupt checkpoint stops the driver instead of forgetting claims") 
   const size_t at = text.find("npu-0");
   REQUIRE(at != std::string::npos);
   text[at + 4] = '5';
-  std::ofstream(path) << text;
+  WriteText(path, text);
   auto driver = node.NewDriver();
   Status s = driver->Start();
   CHECK(s.code() == StatusCode::kDataLoss);
@@ -493,7 +494,7 @@ TEST_CASE("health follows the inventory and a recovered device becomes healthy a
   }
   CHECK(gen2 > gen);
   CHECK(health.WaitForChange(gen, std::chrono::steady_clock::now()) == gen2);
-  std::ofstream(node.host + "/dev/davinci3") << "";
+  WriteText(node.host + "/dev/davinci3", "");
   node.Rediscover();
   CHECK(health.Update(*node.inventory));
   for (const DeviceHealth& h : health.Snapshot(nullptr)) CHECK(h.health == HealthState::kHealthy);
@@ -516,7 +517,7 @@ void InstallNvidia(const Node& node, const std::string& version) {
     std::string file = name;
     file.append(".so.").append(version);
     const std::string soname = name + ".so.1";
-    std::ofstream(lib + file) << "stand-in\n";
+    WriteText(lib + file, "stand-in\n");
     fs::remove(lib + soname);
     fs::create_symlink(file, lib + soname);
   }
