@@ -22,7 +22,8 @@
 #   - each claim's energy in its status.devices[].data (watched while the claims live, as the
 #     claim controller drops it when it deallocates a finished pod's claim): the fixture's power of
 #     each allocated device (nvml.json powerMilliwatts, dcmi.json powerDeciwatts) times its seconds
-#     held, within 5 %; the result's joules and seconds are the claim's;
+#     held, within 5 %, from NVML's energy counter for the GPUs and power x time for the NPUs;
+#     the result's joules and seconds are the claim's;
 #   - the gang run's collectives: scope gang, world size 2 (nnodes x localWorldSize in a summary);
 #   - the nodes that passed got xpu.dra.dev/accepted.training-large-memory;
 #   - after each run no Job, pod, claim, claim template, gang or new namespace is left;

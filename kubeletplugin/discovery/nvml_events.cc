@@ -152,6 +152,12 @@ class NvmlTelemetry final : public TelemetrySource, private KeptNvml {
         ok("nvmlDeviceGetPowerUsage", api_.device_get_power_usage(d.handle, &milliwatts))) {
       t.power_watts = milliwatts / 1000.0;
     }
+    if (unsigned long long millijoules = 0;
+        api_.device_get_total_energy_consumption != nullptr &&
+        ok("nvmlDeviceGetTotalEnergyConsumption",
+           api_.device_get_total_energy_consumption(d.handle, &millijoules))) {
+      t.energy_joules = static_cast<double>(millijoules) / 1000.0;
+    }
     if (nv::nvmlUtilization_t u{};
         api_.device_get_utilization_rates != nullptr &&
         ok("nvmlDeviceGetUtilizationRates", api_.device_get_utilization_rates(d.handle, &u))) {

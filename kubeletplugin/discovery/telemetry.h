@@ -24,6 +24,9 @@ struct DeviceTelemetry {
   std::string uuid;  // as the library reports it ("GPU-..."); empty when it does not
   std::optional<double> temperature_celsius;
   std::optional<double> power_watts;
+  // The device's energy counter in joules, cumulative since the driver loaded (NVML total energy,
+  // Volta and newer); unset where the source has none.
+  std::optional<double> energy_joules;
   std::optional<double> utilization_ratio;  // 0..1 (NVML GPU busy, DCMI AI Core, amdgpu busy)
   std::optional<double> memory_used_bytes;
   std::optional<double> memory_total_bytes;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "base/testing/skip.h"
+#include "base/testing/temp_dir.h"
 
 namespace xpu::discovery {
 namespace {
@@ -92,6 +94,9 @@ TEST_CASE("nvml telemetry: every hgx-h200 GPU reads the fixture's values") {
     CHECK(t.uuid == d["uuid"].get<std::string>());
     CHECK(t.temperature_celsius == want["temperatureC"].get<double>());
     CHECK(t.power_watts == Approx(want["powerMilliwatts"].get<double>() / 1000));
+    // The counter is the fixture's value when the fake loaded, grown at the fixture's power since.
+    REQUIRE(t.energy_joules);
+    CHECK(*t.energy_joules >= want["energyMillijoules"].get<double>() / 1000);
     CHECK(t.utilization_ratio == Approx(want["utilizationGpuPercent"].get<double>() / 100));
     CHECK(t.memory_used_bytes == want["memoryUsedBytes"].get<double>());
     CHECK(t.memory_total_bytes == d["memoryTotalBytes"].get<double>());
@@ -131,6 +136,45 @@ TEST_CASE("nvml telemetry: XID counts accumulate across samples and are not re-r
   source->Sample();
   const auto second = ByPci(source->Sample());
   CHECK(second.at("0000:54:00.0").xid_errors == 1.0);  // GPU 3: the one event, counted once
+}
+
+TEST_CASE("nvml telemetry: the energy counter grows at the device's power between samples") {
+  using Clock = std::chrono::steady_clock;
+  setenv("XPU_FAKE_NVML_JSON", (kHosts + "hgx-h200/fake-vendor/nvml.json").c_str(), 1);
+  auto source = OpenNvmlTelemetry({kFakeDir});
+  REQUIRE(source->status().loaded);
+  const std::string gpu1 = "0000:14:00.0";  // 73.5 W in the fixture
+  const Clock::time_point before_first = Clock::now();
+  const double first = ByPci(source->Sample()).at(gpu1).energy_joules.value();
+  const Clock::time_point after_first = Clock::now();
+  // Sampled again until the counter moved by a joule (14 ms at 73.5 W), 5 s at most.
+  double second = first;
+  Clock::time_point before_second = after_first;
+  while (second - first < 1 && Clock::now() - before_first < std::chrono::seconds(5)) {
+    before_second = Clock::now();
+    second = ByPci(source->Sample()).at(gpu1).energy_joules.value();
+  }
+  const Clock::time_point after_second = Clock::now();
+  auto seconds = [](Clock::duration d) { return std::chrono::duration<double>(d).count(); };
+  // Each reading falls inside its Sample call; the counter counts whole millijoules.
+  CHECK(second - first >= 73.5 * seconds(before_second - after_first) - 0.002);
+  CHECK(second - first <= 73.5 * seconds(after_second - before_first) + 0.002);
+  CHECK(second - first >= 1);
+}
+
+TEST_CASE("nvml telemetry: a GPU without an energy counter has none, and no error") {
+  nlohmann::json fixture = Fixture("hgx-h200", "nvml.json");
+  for (nlohmann::json& d : fixture["devices"]) d["telemetry"].erase("energyMillijoules");
+  xpu::testing::TempDir dir;
+  setenv("XPU_FAKE_NVML_JSON", dir.Write("nvml.json", fixture.dump()).c_str(), 1);
+  auto source = OpenNvmlTelemetry({kFakeDir});
+  REQUIRE(source->status().loaded);
+  for (const auto& [pci, t] : ByPci(source->Sample())) {
+    INFO(pci);
+    CHECK(!t.energy_joules);
+    CHECK(t.power_watts);
+    CHECK(t.error.empty());  // NOT_SUPPORTED is an answer
+  }
 }
 
 TEST_CASE("host library folders: none for the real root") {

@@ -43,6 +43,12 @@ class Families {
           t.temperature_celsius, kLabels);
     Gauge("xpu_dra_device_power_watts", "Device power draw in watts.", labels, t.power_watts,
           kLabels);
+    if (t.energy_joules) {
+      r_.AddCounter("xpu_dra_device_energy_joules_total",
+                    "Device energy in joules since the driver loaded (NVIDIA total energy).",
+                    kLabels)
+          .Inc(labels, *t.energy_joules);
+    }
     Gauge("xpu_dra_device_utilization_ratio",
           "Device busy ratio 0..1 (NVIDIA GPU utilisation, Ascend AI Core, amdgpu busy).", labels,
           t.utilization_ratio, kLabels);
@@ -143,9 +149,9 @@ size_t DeviceTelemetrySampler::Sample() {
   }
   size_t with_readings = 0;
   for (const DeviceTelemetry& t : samples) {
-    if (t.temperature_celsius || t.power_watts || t.utilization_ratio || t.memory_used_bytes ||
-        t.memory_total_bytes || !t.ecc_errors.empty() || t.xid_errors || !t.links_up.empty() ||
-        !t.link_errors.empty()) {
+    if (t.temperature_celsius || t.power_watts || t.energy_joules || t.utilization_ratio ||
+        t.memory_used_bytes || t.memory_total_bytes || !t.ecc_errors.empty() || t.xid_errors ||
+        !t.links_up.empty() || !t.link_errors.empty()) {
       ++with_readings;
     }
   }

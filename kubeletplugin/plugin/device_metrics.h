@@ -3,6 +3,7 @@
 //
 //   xpu_dra_device_temperature_celsius      gauge    degrees C
 //   xpu_dra_device_power_watts              gauge    watts
+//   xpu_dra_device_energy_joules_total      counter  joules since the driver loaded (NVML only)
 //   xpu_dra_device_utilization_ratio        gauge    0..1 (GPU busy, Ascend AI Core, amdgpu busy)
 //   xpu_dra_device_memory_used_bytes        gauge    bytes
 //   xpu_dra_device_memory_total_bytes       gauge    bytes

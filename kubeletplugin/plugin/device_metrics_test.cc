@@ -45,6 +45,8 @@ TEST_CASE("device telemetry exposition: names, the five labels and base units") 
   const std::string g = R"({node="n1",device="gpu-0",vendor="nvidia",model="H200",uuid="GPU-1")";
   CHECK(HasLine(text, "xpu_dra_device_temperature_celsius" + g + "} 31"));
   CHECK(HasLine(text, "xpu_dra_device_power_watts" + g + "} 72.5"));
+  CHECK(HasLine(text, "xpu_dra_device_energy_joules_total" + g + "} 5000000.5"));
+  CHECK(HasLine(text, "# TYPE xpu_dra_device_energy_joules_total counter"));
   CHECK(HasLine(text, "xpu_dra_device_utilization_ratio" + g + "} 0.25"));
   CHECK(HasLine(text, "xpu_dra_device_memory_used_bytes" + g + "} 536870912"));
   CHECK(HasLine(text, "xpu_dra_device_memory_total_bytes" + g + "} 150754820096"));
@@ -66,6 +68,7 @@ TEST_CASE("device telemetry exposition: names, the five labels and base units") 
   CHECK(text.find("99") == std::string::npos);
   CHECK(CountPrefix(text, "xpu_dra_device_temperature_celsius{") == 2);
   CHECK(CountPrefix(text, "xpu_dra_device_power_watts{") == 1);  // the NPU gave none
+  CHECK(CountPrefix(text, "xpu_dra_device_energy_joules_total{") == 1);
 }
 
 TEST_CASE("device telemetry exposition: nothing read, nothing rendered") {

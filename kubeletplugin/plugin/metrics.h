@@ -43,6 +43,8 @@
 //
 //   xpu_dra_device_temperature_celsius       DCGM_FI_DEV_GPU_TEMP / npu_chip_info_temperature
 //   xpu_dra_device_power_watts               DCGM_FI_DEV_POWER_USAGE / npu_chip_info_power
+//   xpu_dra_device_energy_joules_total       DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION / 1000 (mJ
+//                                            there) / none
 //   xpu_dra_device_utilization_ratio         0..1: DCGM_FI_DEV_GPU_UTIL / 100,
 //                                            npu_chip_info_utilization / 100
 //   xpu_dra_device_memory_used_bytes         DCGM_FI_DEV_FB_USED (MiB there) /

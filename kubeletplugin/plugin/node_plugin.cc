@@ -522,7 +522,7 @@ void NodePlugin::TelemetryLoop(Clock& clock) {
       for (const discovery::DeviceTelemetry& t : telemetry_.samples()) {
         readings.push_back({.pci_address = t.pci_address,
                             .watts = t.power_watts,
-                            .energy_joules = std::nullopt,  // NVML total energy: not read yet
+                            .energy_joules = t.energy_joules,
                             .xid_total = t.xid_errors});
       }
       energy_.OnReadings(readings);

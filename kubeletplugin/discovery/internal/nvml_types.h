@@ -203,6 +203,8 @@ using EventSetWaitFn = nvmlReturn_t (*)(nvmlEventSet_t, nvmlEventData_t*, unsign
 using EventSetFreeFn = nvmlReturn_t (*)(nvmlEventSet_t);
 using DeviceGetTemperatureFn = nvmlReturn_t (*)(nvmlDevice_t, int sensor, unsigned int* celsius);
 // nvmlDeviceGetPowerUsage is a DeviceGetUintFn: milliwatts.
+// nvmlDeviceGetTotalEnergyConsumption: millijoules since the driver loaded (Volta and newer).
+using DeviceGetTotalEnergyConsumptionFn = nvmlReturn_t (*)(nvmlDevice_t, unsigned long long*);
 using DeviceGetUtilizationRatesFn = nvmlReturn_t (*)(nvmlDevice_t, nvmlUtilization_t*);
 using DeviceGetTotalEccErrorsFn = nvmlReturn_t (*)(nvmlDevice_t, int error_type, int counter_type,
                                                    unsigned long long* count);

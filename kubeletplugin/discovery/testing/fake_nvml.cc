@@ -2,14 +2,14 @@
 // and return codes, answering from the fixture JSON named by $XPU_FAKE_NVML_JSON
 // (e2e/fixtures/hosts/README.md, "fake-vendor/nvml.json"), else from the fixture host root it was
 // loaded from (a fixture's usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 links to it). Telemetry
-// (temperature, power, utilisation, memory used, volatile ECC counts) comes from each device's
-// `telemetry` member; a reading the fixture lacks answers NOT_SUPPORTED. Faults honoured: `init`
-// (nvmlInit_v2 fails with that code), `deviceGone` (nvmlDeviceGetHandleByIndex_v2 answers
-// GPU_IS_LOST), `unhealthy` (the device's xidEvents are queued when it registers for XID events),
-// `linkDown` (nvmlDeviceGetNvLinkState answers DISABLED). A missing variable or unreadable file
-// makes nvmlInit_v2 fail with NVML_ERROR_UNKNOWN (999) and a line on stderr. With
-// $XPU_FAKE_NVML_DEV_DIR set (in a container: /dev) it enumerates only the GPUs whose node is
-// there, as the real NVML does in a container. Built with
+// (temperature, power, the energy counter, utilisation, memory used, volatile ECC counts) comes
+// from each device's `telemetry` member; a reading the fixture lacks answers NOT_SUPPORTED. Faults
+// honoured: `init` (nvmlInit_v2 fails with that code), `deviceGone`
+// (nvmlDeviceGetHandleByIndex_v2 answers GPU_IS_LOST), `unhealthy` (the device's xidEvents are
+// queued when it registers for XID events), `linkDown` (nvmlDeviceGetNvLinkState answers
+// DISABLED). A missing variable or unreadable file makes nvmlInit_v2 fail with NVML_ERROR_UNKNOWN
+// (999) and a line on stderr. With $XPU_FAKE_NVML_DEV_DIR set (in a container: /dev) it
+// enumerates only the GPUs whose node is there, as the real NVML does in a container. Built with
 // XPU_FAKE_NVML_OLD it lacks the functions newer drivers added (memory v2, NUMA id, fabric info,
 // the versioned MIG profile info and the _v2 placements).
 //
@@ -410,6 +410,25 @@ XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device,
                                                      unsigned int* milliwatts) {
   return nv::WithDevice(device, [&](nv::State&, const nv::nvmlDevice_st& d) {
     return nv::Reading(d, "powerMilliwatts", milliwatts);
+  });
+}
+
+// The counter of a device whose telemetry has energyMillijoules: that value when the library was
+// loaded, then growing at the fixture's power (mW x s = mJ), as a real counter does at a steady
+// draw. Without it NOT_SUPPORTED, as on GPUs before Volta.
+XPU_FAKE_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
+                                                                 unsigned long long* millijoules) {
+  return nv::WithDevice(device, [&](nv::State& s, const nv::nvmlDevice_st& d) {
+    unsigned long long at_load = 0;
+    if (nvmlReturn_t rc = nv::Reading(d, "energyMillijoules", &at_load); rc != nv::kSuccess) {
+      return rc;
+    }
+    const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::steady_clock::now() - s.loaded_at)
+                            .count();
+    const auto milliwatts = nv::Telemetry(d).value("powerMilliwatts", 0ULL);
+    *millijoules = at_load + milliwatts * static_cast<unsigned long long>(micros) / 1'000'000;
+    return nv::kSuccess;
   });
 }
 

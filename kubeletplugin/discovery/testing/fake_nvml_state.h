@@ -7,6 +7,7 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <deque>
@@ -56,6 +57,8 @@ using testing::CallLocked;
 
 struct State {
   Mutex mu;
+  // When the library was loaded: the energy counters grow from their fixture value since then.
+  const std::chrono::steady_clock::time_point loaded_at = std::chrono::steady_clock::now();
   int init_count GUARDED_BY(mu) = 0;
   nlohmann::json doc GUARDED_BY(mu);
   std::vector<std::unique_ptr<nvmlDevice_st>> devices GUARDED_BY(mu);

@@ -39,6 +39,7 @@ inline discovery::DeviceTelemetry GpuSample() {
   gpu.pci_address = "0000:13:00.0";
   gpu.temperature_celsius = 31;
   gpu.power_watts = 72.5;
+  gpu.energy_joules = 5000000.5;
   gpu.utilization_ratio = 0.25;
   gpu.memory_used_bytes = 536870912;
   gpu.memory_total_bytes = 150754820096;
