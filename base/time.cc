@@ -90,8 +90,17 @@ StatusOr<std::chrono::system_clock::time_point> ParseTime(std::string_view text)
   tm.tm_min = minute;
   tm.tm_sec = second;
   const int64_t secs = static_cast<int64_t>(timegm(&tm)) - offset;
-  return std::chrono::system_clock::time_point(
-      std::chrono::microseconds(secs * 1'000'000 + micros));
+  // system_clock counts nanoseconds in 64 bits: about 1677 to 2262. Past either end the time reads
+  // as that end (a year-2999 expiry is "never").
+  using Wall = std::chrono::system_clock;
+  constexpr int64_t kMaxSeconds =
+      std::chrono::duration_cast<std::chrono::seconds>(Wall::time_point::max().time_since_epoch())
+          .count() -
+      1;
+  if (secs >= kMaxSeconds) return Wall::time_point::max();
+  if (secs <= -kMaxSeconds) return Wall::time_point::min();
+  return Wall::time_point(std::chrono::duration_cast<Wall::duration>(
+      std::chrono::microseconds(secs * 1'000'000 + micros)));
 }
 
 }  // namespace xpu

@@ -17,6 +17,7 @@ std::string FormatTime(std::chrono::system_clock::time_point t);
 std::string FormatMicroTime(std::chrono::system_clock::time_point t);
 // RFC 3339: "YYYY-MM-DDTHH:MM:SS", optional fraction (any number of digits, kept to the
 // microsecond), then "Z" or "+hh:mm" / "-hh:mm". kInvalidArgument quoting the text otherwise.
+// Times past the clock's range (about 1677 to 2262) read as its first or last time_point.
 StatusOr<std::chrono::system_clock::time_point> ParseTime(std::string_view text);
 
 }  // namespace xpu

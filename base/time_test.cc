@@ -35,6 +35,15 @@ TEST_CASE("time parses RFC 3339 with fractions and offsets", "[time]") {
   CHECK(std::chrono::duration_cast<std::chrono::microseconds>(now - *back).count() == 0);
 }
 
+TEST_CASE("time past the clock's range reads as its end", "[time]") {
+  using Clock = std::chrono::system_clock;
+  CHECK(*ParseTime("2999-01-01T00:00:00Z") == Clock::time_point::max());
+  CHECK(*ParseTime("9999-12-31T23:59:59.999Z") == Clock::time_point::max());
+  CHECK(*ParseTime("1000-01-01T00:00:00Z") == Clock::time_point::min());
+  CHECK(*ParseTime("2262-01-01T00:00:00Z") < Clock::time_point::max());
+  CHECK(*ParseTime("2262-01-01T00:00:00Z") > *ParseTime("2261-12-31T23:59:59Z"));
+}
+
 TEST_CASE("time rejects what is not RFC 3339, quoting it", "[time]") {
   for (const char* bad :
        {"", "2026-11-30", "2026-11-30 10:35:00Z", "2026-13-30T10:35:00Z", "2026-11-30T10:35:00",

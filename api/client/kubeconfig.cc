@@ -95,6 +95,55 @@ StatusOr<std::string> DataOrFile(const YAML::Node& node, const std::string& pref
   return std::string();
 }
 
+// users[].user.exec: the plugin's command, arguments, environment and modes.
+StatusOr<ExecConfig> ParseExec(const YAML::Node& node, const std::string& where,
+                               const std::filesystem::path& dir) {
+  if (!node.IsMap()) return InvalidArgumentError(where + ": expected a map");
+  ExecConfig exec;
+  exec.where = where;
+  exec.api_version = Str(node, "apiVersion");
+  if (exec.api_version != kExecApiV1 && exec.api_version != kExecApiV1beta1) {
+    return InvalidArgumentError(where + ".apiVersion: \"" + exec.api_version + "\" is not " +
+                                std::string(kExecApiV1) + " or " + std::string(kExecApiV1beta1));
+  }
+  exec.command = Str(node, "command");
+  if (exec.command.empty()) return InvalidArgumentError(where + ".command: required");
+  // A command with a folder in it is a path, relative to the kubeconfig; a bare name is looked up
+  // on PATH when it runs (as kubectl does).
+  if (std::filesystem::path p(exec.command);
+      exec.command.find('/') != std::string::npos && p.is_relative()) {
+    exec.command = (dir / p).string();
+  }
+  if (const YAML::Node args = node["args"]; args) {
+    if (!args.IsSequence()) return InvalidArgumentError(where + ".args: expected a list");
+    for (const YAML::Node& a : args) exec.args.push_back(a.as<std::string>());
+  }
+  if (const YAML::Node env = node["env"]; env) {
+    if (!env.IsSequence()) return InvalidArgumentError(where + ".env: expected a list");
+    for (size_t i = 0; i < env.size(); ++i) {
+      const std::string name = env[i].IsMap() ? Str(env[i], "name") : "";
+      if (name.empty() || name.find('=') != std::string::npos) {
+        return InvalidArgumentError(where + ".env[" + std::to_string(i) +
+                                    "].name: required, without '='");
+      }
+      exec.env.emplace_back(name, Str(env[i], "value"));
+    }
+  }
+  exec.install_hint = Str(node, "installHint");
+  exec.provide_cluster_info = Str(node, "provideClusterInfo") == "true";
+  const std::string mode = Str(node, "interactiveMode");
+  if (mode.empty() && exec.api_version == kExecApiV1) {
+    return InvalidArgumentError(where + ".interactiveMode: required in " + std::string(kExecApiV1));
+  }
+  if (!mode.empty()) exec.interactive_mode = mode;
+  if (exec.interactive_mode != "Never" && exec.interactive_mode != "IfAvailable" &&
+      exec.interactive_mode != "Always") {
+    return InvalidArgumentError(where + ".interactiveMode: \"" + exec.interactive_mode +
+                                "\" is not Never, IfAvailable or Always");
+  }
+  return exec;
+}
+
 StatusOr<ClusterConfig> ParseKubeconfig(const YAML::Node& root, const std::string& context_flag,
                                         const std::filesystem::path& dir) {
   if (!root.IsMap()) return InvalidArgumentError("expected a kubeconfig map");
@@ -137,9 +186,13 @@ StatusOr<ClusterConfig> ParseKubeconfig(const YAML::Node& root, const std::strin
     if (config.client_cert_pem.empty() != config.client_key_pem.empty()) {
       return InvalidArgumentError(uprefix + ": client-certificate and client-key go together");
     }
-    if ((*user)["exec"] || (*user)["auth-provider"]) {
+    if ((*user)["auth-provider"]) {
       return InvalidArgumentError(uprefix +
-                                  ": exec and auth-provider credentials are not supported");
+                                  ".auth-provider: not supported (kubectl dropped it too); use an "
+                                  "exec plugin");
+    }
+    if (const YAML::Node exec = (*user)["exec"]; exec) {
+      ASSIGN_OR_RETURN(config.exec, ParseExec(exec, uprefix + ".exec", dir));
     }
   }
   if (std::string ns = Str(*context, "namespace"); !ns.empty()) config.ns = ns;
@@ -158,6 +211,7 @@ std::string ClusterConfig::Describe() const {
   if (!client_cert_pem.empty()) {
     auth += std::string(auth.empty() ? "" : ", ") + "client certificate";
   }
+  if (exec) auth += std::string(auth.empty() ? "" : ", ") + "exec plugin " + exec->command;
   if (auth.empty()) auth = "anonymous";
   return server + " (" + auth + (insecure_skip_tls_verify ? ", TLS NOT VERIFIED" : "") + ")";
 }
@@ -217,9 +271,35 @@ StatusOr<ClusterConfig> ResolveClusterConfig(const std::string& kubeconfig_flag,
 }
 
 TokenSource::TokenSource(ClusterConfig config, std::chrono::seconds refresh)
-    : config_(std::move(config)), refresh_(refresh) {}
+    : config_(std::move(config)), refresh_(refresh) {
+  // A token or certificate of the kubeconfig's own wins over the plugin, which then never runs
+  // (as in kubectl).
+  if (config_.exec && config_.token.empty() && config_.token_file.empty() &&
+      config_.client_cert_pem.empty()) {
+    exec_ = std::make_unique<ExecCredentialSource>(
+        *config_.exec, ExecClusterInfo{.server = config_.server,
+                                       .ca_pem = config_.ca_pem,
+                                       .insecure_skip_tls_verify = config_.insecure_skip_tls_verify,
+                                       .tls_server_name = config_.tls_server_name});
+  }
+}
+
+StatusOr<ExecCredential> TokenSource::ExecCredentials() {
+  if (exec_ == nullptr) return FailedPreconditionError("no exec credential plugin");
+  return exec_->Get();
+}
+
+bool TokenSource::Refuse(const std::string& token) {
+  if (exec_ == nullptr) return false;
+  exec_->Invalidate(token);
+  return true;
+}
 
 StatusOr<std::string> TokenSource::Token() {
+  if (exec_ != nullptr) {
+    ASSIGN_OR_RETURN(ExecCredential cred, exec_->Get());
+    return cred.token;
+  }
   if (config_.token_file.empty()) return config_.token;
   MutexLock lock(mu_);
   const auto now = std::chrono::steady_clock::now();

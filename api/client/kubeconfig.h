@@ -7,8 +7,11 @@
 #define XPU_API_CLIENT_KUBECONFIG_H_
 
 #include <chrono>
+#include <memory>
+#include <optional>
 #include <string>
 
+#include "api/client/exec_credential.h"
 #include "base/mutex.h"
 #include "base/status.h"
 
@@ -27,6 +30,8 @@ struct ClusterConfig {
   std::string token_file;
   std::string client_cert_pem;
   std::string client_key_pem;
+  // A credential plugin (exec_credential.h), run for the token or certificate when one is needed.
+  std::optional<ExecConfig> exec;
   std::string ns = "default";  // the context's (or service account's) namespace
   std::string user_agent = "xpu-dra";
 
@@ -48,16 +53,25 @@ StatusOr<ClusterConfig> InClusterConfig(
 StatusOr<ClusterConfig> ResolveClusterConfig(const std::string& kubeconfig_flag,
                                              const std::string& context = "");
 
-// The bearer token to send now: `token`, or token_file re-read at most every `refresh`.
-// Thread-safe.
+// The bearer token to send now: `token`, token_file re-read at most every `refresh`, or the exec
+// plugin's (run again once its credential expires). Thread-safe.
 class TokenSource {
  public:
   explicit TokenSource(ClusterConfig config,
                        std::chrono::seconds refresh = std::chrono::seconds(60));
   StatusOr<std::string> Token();
+  // Whether the credentials come from an exec plugin (configured, and no token or certificate of
+  // the kubeconfig's own).
+  bool has_exec() const { return exec_ != nullptr; }
+  // The exec plugin's whole credential (its certificate too); an error without a plugin.
+  StatusOr<ExecCredential> ExecCredentials();
+  // The server refused `token` (401): true when a plugin may give another, so the request is worth
+  // sending again.
+  bool Refuse(const std::string& token);
 
  private:
   ClusterConfig config_;
+  std::unique_ptr<ExecCredentialSource> exec_;  // null without a plugin
   std::chrono::seconds refresh_;
   Mutex mu_;
   std::chrono::steady_clock::time_point read_at_ GUARDED_BY(mu_){};

@@ -78,6 +78,15 @@ TEST_CASE("LoadKubeconfig picks a named context and resolves relative files", "[
   CHECK(config->Describe() == "https://prod.example:443 (client certificate)");
 }
 
+// A kubeconfig whose one context uses cluster c and user u, whose `user` map is `user`.
+std::string OneUser(const std::string& user) {
+  return R"(current-context: a
+clusters: [{name: c, cluster: {server: "https://x"}}]
+contexts: [{name: a, context: {cluster: c, user: u}}]
+users: [{name: u, user: )" +
+         user + "}]\n";
+}
+
 TEST_CASE("LoadKubeconfig errors name the file and the field", "[kubeconfig]") {
   TempDir dir;
   const std::string path = dir.Write("kubeconfig", kTwoContexts);
@@ -90,6 +99,7 @@ TEST_CASE("LoadKubeconfig errors name the file and the field", "[kubeconfig]") {
   CHECK(no_ca.status().message().find("clusters[\"prod\"].cluster.certificate-authority") !=
         std::string::npos);
 
+  const std::string beta = "apiVersion: client.authentication.k8s.io/v1beta1, command: x";
   // Each file is read on its own and must fail naming the problem.
   const std::vector<std::pair<std::string, std::string>> bad_files = {
       {R"(current-context: a
@@ -108,12 +118,20 @@ contexts: [{name: a, context: {cluster: c, user: u}}]
 users: [{name: u, user: {client-certificate-data: Q0VSVA==}}]
 )",
        "client-certificate and client-key go together"},
-      {R"(current-context: a
-clusters: [{name: c, cluster: {server: "https://x"}}]
-contexts: [{name: a, context: {cluster: c, user: u}}]
-users: [{name: u, user: {exec: {command: aws}}}]
-)",
-       "exec and auth-provider credentials are not supported"},
+      {OneUser(R"({auth-provider: {name: gcp}})"),
+       "users[\"u\"].user.auth-provider: not supported"},
+      {OneUser(R"({exec: {command: aws}})"),
+       "users[\"u\"].user.exec.apiVersion: \"\" is not client.authentication.k8s.io/v1 or "
+       "client.authentication.k8s.io/v1beta1"},
+      {OneUser(R"({exec: {apiVersion: client.authentication.k8s.io/v1, command: aws}})"),
+       "users[\"u\"].user.exec.interactiveMode: required in client.authentication.k8s.io/v1"},
+      {OneUser(R"({exec: {apiVersion: client.authentication.k8s.io/v1beta1}})"),
+       "users[\"u\"].user.exec.command: required"},
+      {OneUser("{exec: {" + beta + ", interactiveMode: Sometimes}}"),
+       "users[\"u\"].user.exec.interactiveMode: \"Sometimes\" is not Never, IfAvailable or "
+       "Always"},
+      {OneUser("{exec: {" + beta + ", env: [{value: v}]}}"),
+       "users[\"u\"].user.exec.env[0].name: required, without '='"},
   };
   for (size_t i = 0; i < bad_files.size(); ++i) {
     const auto config = LoadKubeconfig(dir.Write("bad-" + std::to_string(i), bad_files[i].first));
@@ -123,6 +141,65 @@ users: [{name: u, user: {exec: {command: aws}}}]
   CHECK(LoadKubeconfig(dir.Write("k6", "[not, a, map")).status().code() ==
         StatusCode::kInvalidArgument);
   CHECK(LoadKubeconfig(dir.path() + "/absent").status().code() == StatusCode::kNotFound);
+}
+
+TEST_CASE("LoadKubeconfig reads an exec credential plugin", "[kubeconfig]") {
+  TempDir dir;
+  const std::string eks = R"(current-context: a
+clusters: [{name: c, cluster: {server: "https://x"}}]
+contexts: [{name: a, context: {cluster: c, user: u}}]
+users:
+- name: u
+  user:
+    exec:
+      apiVersion: client.authentication.k8s.io/v1
+      command: aws
+      args: [--region, eu-west-1, eks, get-token, --cluster-name, prod]
+      env: [{name: AWS_PROFILE, value: ml}, {name: EMPTY}]
+      installHint: install the AWS CLI
+      provideClusterInfo: true
+      interactiveMode: Never
+)";
+  auto config = LoadKubeconfig(dir.Write("eks", eks));
+  REQUIRE_OK(config);
+  REQUIRE(config->exec);
+  const ExecConfig& e = *config->exec;
+  CHECK(e.where == "users[\"u\"].user.exec");
+  CHECK(e.api_version == "client.authentication.k8s.io/v1");
+  CHECK(e.command == "aws");  // a bare name: looked up on PATH when it runs
+  CHECK(e.args == std::vector<std::string>{"--region", "eu-west-1", "eks", "get-token",
+                                           "--cluster-name", "prod"});
+  CHECK(e.env ==
+        std::vector<std::pair<std::string, std::string>>{{"AWS_PROFILE", "ml"}, {"EMPTY", ""}});
+  CHECK(e.install_hint == "install the AWS CLI");
+  CHECK(e.provide_cluster_info);
+  CHECK(e.interactive_mode == "Never");
+  CHECK(config->Describe() == "https://x (exec plugin aws)");
+  CHECK(TokenSource(*config).has_exec());
+
+  // A command with a folder is relative to the kubeconfig's; v1beta1 defaults to IfAvailable.
+  config = LoadKubeconfig(dir.Write("relative", R"(current-context: a
+clusters: [{name: c, cluster: {server: "https://x"}}]
+contexts: [{name: a, context: {cluster: c, user: u}}]
+users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1beta1,
+  command: bin/get-token}}}]
+)"));
+  REQUIRE_OK(config);
+  CHECK(config->exec->command == dir.path() + "/bin/get-token");
+  CHECK(config->exec->interactive_mode == "IfAvailable");
+  CHECK_FALSE(config->exec->provide_cluster_info);
+
+  // A token of the kubeconfig's own wins: the plugin never runs.
+  config = LoadKubeconfig(dir.Write("both", R"(current-context: a
+clusters: [{name: c, cluster: {server: "https://x"}}]
+contexts: [{name: a, context: {cluster: c, user: u}}]
+users: [{name: u, user: {token: t, exec: {apiVersion: client.authentication.k8s.io/v1beta1,
+  command: /nonexistent}}}]
+)"));
+  REQUIRE_OK(config);
+  TokenSource both(*config);
+  CHECK_FALSE(both.has_exec());
+  CHECK(*both.Token() == "t");
 }
 
 TEST_CASE("InClusterConfig reads the service account and the service environment", "[kubeconfig]") {

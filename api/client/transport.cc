@@ -70,7 +70,10 @@ struct Transport::Endpoint {
   std::string port;
   std::string host_header;  // host[:port] as the URL wrote it
   std::string path_prefix;  // the URL's path, without a trailing '/'
-  bool host_is_ip = false;
+  // The name the server's certificate is checked against and sent as SNI: the kubeconfig's
+  // tls-server-name, else the URL's host.
+  std::string tls_name;
+  bool tls_name_is_ip = false;
 };
 
 struct Transport::TlsContext {
@@ -154,10 +157,6 @@ StatusOr<std::unique_ptr<Transport>> Transport::Create(const ClusterConfig& conf
     return InvalidArgumentError("connect to \"" + url +
                                 "\": server must be an https:// or http:// URL");
   }
-  if (!config.tls_server_name.empty()) {
-    return InvalidArgumentError("connect to " + url +
-                                ": tls-server-name is not supported by this client");
-  }
   const std::string_view authority = rest.substr(0, rest.find('/'));
   if (rest.size() > authority.size()) {
     endpoint->path_prefix = std::string(rest.substr(authority.size()));
@@ -182,9 +181,10 @@ StatusOr<std::unique_ptr<Transport>> Transport::Create(const ClusterConfig& conf
   if (host.empty()) return InvalidArgumentError("connect to \"" + url + "\": no host");
   endpoint->host = std::string(host);
   endpoint->port = port.empty() ? (endpoint->https ? "443" : "80") : std::string(port);
+  endpoint->tls_name = config.tls_server_name.empty() ? endpoint->host : config.tls_server_name;
   error_code ec;
-  asio::ip::make_address(endpoint->host, ec);
-  endpoint->host_is_ip = !ec;
+  asio::ip::make_address(endpoint->tls_name, ec);
+  endpoint->tls_name_is_ip = !ec;
 
   std::unique_ptr<Transport> transport(new Transport(config, std::move(endpoint)));
   if (transport->endpoint_->https) {
@@ -202,11 +202,18 @@ StatusOr<std::unique_ptr<Transport>> Transport::Create(const ClusterConfig& conf
       ctx.set_default_verify_paths(ec);
       if (ec) tls->error = "the system trust store does not load: " + ec.message();
     }
-    if (tls->error.empty() && !config.client_cert_pem.empty()) {
-      ctx.use_certificate_chain(asio::buffer(config.client_cert_pem), ec);
-      if (!ec) {
-        ctx.use_private_key(asio::buffer(config.client_key_pem), asio::ssl::context::pem, ec);
-      }
+    // An exec plugin runs now: its certificate, if it gives one, goes into the context (and
+    // stays for the transport's life); a token is kept for the first request.
+    std::string cert = config.client_cert_pem;
+    std::string key = config.client_key_pem;
+    if (transport->tokens_.has_exec()) {
+      ASSIGN_OR_RETURN(const ExecCredential cred, transport->tokens_.ExecCredentials());
+      cert = cred.client_cert_pem;
+      key = cred.client_key_pem;
+    }
+    if (tls->error.empty() && !cert.empty()) {
+      ctx.use_certificate_chain(asio::buffer(cert), ec);
+      if (!ec) ctx.use_private_key(asio::buffer(key), asio::ssl::context::pem, ec);
       if (ec) tls->error = "the client certificate or key does not load: " + ec.message();
     }
     transport->tls_ = std::move(tls);
@@ -263,12 +270,12 @@ Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadli
   if (tls_ == nullptr) return OkStatus();
 
   SSL* ssl = c.Session();
-  if (!e.host_is_ip) SSL_set_tlsext_host_name(ssl, e.host.c_str());
+  if (!e.tls_name_is_ip) SSL_set_tlsext_host_name(ssl, e.tls_name.c_str());
   if (!config_.insecure_skip_tls_verify) {
     X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-    const int set = e.host_is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, e.host.c_str())
-                                 : X509_VERIFY_PARAM_set1_host(param, e.host.c_str(), 0);
-    if (set != 1) return FailedPreconditionError(where + ": TLS: cannot verify " + e.host);
+    const int set = e.tls_name_is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, e.tls_name.c_str())
+                                     : X509_VERIFY_PARAM_set1_host(param, e.tls_name.c_str(), 0);
+    if (set != 1) return FailedPreconditionError(where + ": TLS: cannot verify " + e.tls_name);
   }
   auto [shaken, h_end] = c.Run(connect_by, call.stop, [&](auto done) {
     c.tls->async_handshake(asio::ssl::stream_base::client, done);
@@ -284,9 +291,18 @@ Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadli
 }
 
 StatusOr<HttpResult> Transport::Do(const HttpCall& call) {
+  ASSIGN_OR_RETURN(const std::string token, tokens_.Token());
+  StatusOr<HttpResult> result = DoWith(call, token);
+  // A plugin's token the server refused (revoked, or expired before its stated time).
+  if (result.ok() && result->code == 401 && tokens_.Refuse(token)) {
+    ASSIGN_OR_RETURN(const std::string again, tokens_.Token());
+    if (again != token) return DoWith(call, again);
+  }
+  return result;
+}
+
+StatusOr<HttpResult> Transport::DoWith(const HttpCall& call, const std::string& token) {
   using transport_cc::Ending;
-  auto token = tokens_.Token();
-  if (!token.ok()) return token.status();
   const std::string where =
       call.method + " " + config_.server + call.path.substr(0, call.path.find('?'));
   if (tls_ != nullptr && !tls_->error.empty()) {
@@ -301,7 +317,7 @@ StatusOr<HttpResult> Transport::Do(const HttpCall& call) {
   request.set(http::field::host, endpoint_->host_header);
   request.set(http::field::user_agent, config_.user_agent);
   request.set(http::field::accept, "application/json");
-  if (!token->empty()) request.set(http::field::authorization, "Bearer " + *token);
+  if (!token.empty()) request.set(http::field::authorization, "Bearer " + token);
   if (!call.body.empty() || call.method == "POST" || call.method == "PUT") {
     request.set(http::field::content_type, "application/json");
     request.body() = call.body;

@@ -52,6 +52,8 @@ class Transport {
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
 
+  // Sends `call` with the current bearer token; a 401 for an exec plugin's token runs the plugin
+  // again and, when it gives another token, sends the call once more.
   StatusOr<HttpResult> Do(const HttpCall& call);
   const ClusterConfig& config() const { return config_; }
 
@@ -61,6 +63,7 @@ class Transport {
   struct Connection;  // one connection to the server, with its own I/O context
 
   Transport(ClusterConfig config, std::unique_ptr<Endpoint> endpoint);
+  StatusOr<HttpResult> DoWith(const HttpCall& call, const std::string& token);
   std::unique_ptr<Connection> TakeIdle();
   void PutIdle(std::unique_ptr<Connection> connection);
   // Connects `c` to the server (TCP, then the TLS handshake) by `deadline`.

@@ -481,6 +481,14 @@ TEST_CASE("client authentication and TLS verification", "[e2e][client]") {
   REQUIRE_OK(untrusted);
   CHECK((*untrusted)->Get(kc::Nodes(), "", "n1").status().code() ==
         StatusCode::kFailedPrecondition);
+  // tls-server-name: the certificate (IP:127.0.0.1, DNS:localhost) is checked against that name.
+  kc::ClusterConfig named = *config;
+  named.tls_server_name = "localhost";
+  CHECK((*kc::Client::Create(named))->Get(kc::Nodes(), "", "n1").status().code() ==
+        StatusCode::kNotFound);
+  named.tls_server_name = "api.other.example";
+  const auto wrong_name = (*kc::Client::Create(named))->Get(kc::Nodes(), "", "n1");
+  CHECK(wrong_name.status().code() == StatusCode::kFailedPrecondition);
   // Neither does the system trust store.
   kc::ClusterConfig system_store = *config;
   system_store.ca_pem.clear();
