@@ -169,6 +169,7 @@ std::string PluginPage() {
   publisher.errors = 2;
   m.Collect(publisher);
   m.telemetry_seconds.Observe(0.002);
+  m.checklist_seconds.Observe(0.2);
   m.SetHealth({{"n1", "npu-0", plugin::HealthState::kHealthy, 0, ""},
                {"n1", "npu-1", plugin::HealthState::kUnhealthy, 0, "xid"}});
   m.api_requests.Inc({"get", "200"}, 7);

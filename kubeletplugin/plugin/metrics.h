@@ -12,6 +12,7 @@
 //   xpu_dra_plugin_discovery_seconds                  one hardware discovery
 //   xpu_dra_plugin_discovery_errors_total             discoveries that failed
 //   xpu_dra_plugin_telemetry_sample_seconds           one device telemetry sample (all devices)
+//   xpu_dra_plugin_node_checklist_seconds             one run of the node checklist
 //   xpu_dra_plugin_device_health{device,state}        1 for the device's current state
 //   xpu_dra_plugin_api_requests_total{verb,code}      Kubernetes API attempts (code 0: no answer)
 //   xpu_dra_plugin_registered                         1 once the kubelet confirmed registration
@@ -90,6 +91,7 @@ struct PluginMetrics {
   metrics::Histogram& discovery_seconds;
   metrics::Counter& discovery_errors;
   metrics::Histogram& telemetry_seconds;
+  metrics::Histogram& checklist_seconds;
   metrics::Gauge& device_health;
   metrics::Counter& api_requests;
   metrics::Gauge& registered;

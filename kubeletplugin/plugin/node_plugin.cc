@@ -79,12 +79,20 @@ std::vector<std::string> VendorLibDirs(const PluginOptions& options) {
 }  // namespace node_plugin_cc
 }  // namespace
 
-// The node checklist's condition: set once by its thread, read by the inventory overlay.
+// The node checklist's condition: set by its thread, read by the inventory overlay.
 class NodePlugin::ChecklistHolder {
  public:
-  void Set(api::Condition condition) EXCLUDES(mu_) {
+  // Keeps `condition`, with the held one's lastTransitionTime while the status is the same (a
+  // transition is a change of status, as in Kubernetes' condition helpers). True when that
+  // changed what is held.
+  bool Set(api::Condition condition) EXCLUDES(mu_) {
     MutexLock lock(mu_);
+    if (condition_ && condition_->status == condition.status) {
+      condition.last_transition_time = condition_->last_transition_time;
+    }
+    if (condition_ == condition) return false;
     condition_ = std::move(condition);
+    return true;
   }
   std::optional<api::Condition> Get() const EXCLUDES(mu_) {
     MutexLock lock(mu_);
@@ -660,9 +668,23 @@ bool NodePlugin::CheckFaulted(const api::NodeInventory* inventory, const XidWatc
   return changed;
 }
 
-void NodePlugin::RunChecklist(Clock& clock) {
-  // The support matrix is the controller's: its check is skipped here.
+void NodePlugin::ChecklistLoop(Clock& clock) {
   if (!options_.node_checklist) return;
+  std::vector<std::string> logged;
+  while (!Stopping()) {
+    RunChecklist(clock, &logged);
+    if (options_.node_checklist_interval.count() <= 0) return;
+    const Clock::SteadyTime next = clock.Now() + options_.node_checklist_interval;
+    while (!Stopping() && clock.Now() < next) {
+      clock.Sleep(std::min<std::chrono::nanoseconds>(next - clock.Now(), std::chrono::seconds(1)),
+                  done_);
+    }
+  }
+}
+
+void NodePlugin::RunChecklist(Clock& clock, std::vector<std::string>* logged) {
+  metrics::ScopeTimer timer(m_.checklist_seconds);
+  // The support matrix is the controller's: its check is skipped here.
   doctor::DoctorOptions checks;
   checks.vendor_lib_dirs = vendor_lib_dirs_;
   checks.node_name = options_.node_name;
@@ -670,19 +692,27 @@ void NodePlugin::RunChecklist(Clock& clock) {
   checks.cdi_hook_path = options_.cdi_hook_path;
   StatusOr<doctor::DoctorReport> report =
       doctor::RunChecks(discovery::HostRoot(options_.host_root), checks);
+  std::vector<std::string> lines;
   if (!report.ok()) {
-    log_.Log("warning", "node checklist: " + report.status().message());
-    return;
-  }
-  for (const doctor::CheckResult& c : report->checks) {
-    if (c.status != doctor::CheckStatus::kFail && c.status != doctor::CheckStatus::kWarn) {
-      continue;
+    lines.push_back(report.status().message());
+  } else {
+    for (const doctor::CheckResult& c : report->checks) {
+      if (c.status != doctor::CheckStatus::kFail && c.status != doctor::CheckStatus::kWarn) {
+        continue;
+      }
+      lines.push_back(std::string(doctor::CheckStatusName(c.status)) + " " + c.name + ": " +
+                      c.evidence);
     }
-    log_.Log("warning", "node checklist: " + std::string(doctor::CheckStatusName(c.status)) + " " +
-                            c.name + ": " + c.evidence);
   }
-  checklist_->Set(doctor::ChecklistCondition(*report, FormatTime(clock.WallNow())));
-  if (inventory_->Reapply()) wake_ = true;  // published with the condition
+  if (lines != *logged) {
+    for (const std::string& line : lines) log_.Log("warning", "node checklist: " + line);
+    *logged = std::move(lines);
+  }
+  if (!report.ok()) return;
+  if (checklist_->Set(doctor::ChecklistCondition(*report, FormatTime(clock.WallNow()))) &&
+      inventory_->Reapply()) {
+    wake_ = true;  // published with the condition
+  }
 }
 
 void NodePlugin::PublishLoop() {

@@ -88,9 +88,11 @@ class NodePlugin {
   // once, and faulted GPUs checked every --health-interval until they recover; a change is
   // published at once.
   void XidLoop(Clock& clock);
-  // The node checklist (xpuctl doctor), once (unless --node-checklist=false): its failures and
-  // warnings logged, its condition published with the inventory.
-  void RunChecklist(Clock& clock);
+  // The node checklist (xpuctl doctor), at once and then every --node-checklist-interval (unless
+  // --node-checklist=false): its condition published with the inventory when it changes (its
+  // lastTransitionTime moves only with its status), its failures and warnings logged when they
+  // change.
+  void ChecklistLoop(Clock& clock);
   // The inventory and the Lease (InventoryPublisher::Run), on the calling thread until `stop`.
   void PublishLoop();
   // Makes the loops return (promptly: none naps longer than a second).
@@ -120,6 +122,8 @@ class NodePlugin {
   StatusOr<api::NodeInventory> DiscoverNow();
   // The health stream brought up to date with `published`; a change wakes the publisher.
   void UpdateHealth(const api::NodeInventory& published);
+  // One run of the node checklist; `logged` holds the last run's logged lines.
+  void RunChecklist(Clock& clock, std::vector<std::string>* logged);
   // Energy per claim: the accounts of the claims in the checkpoint (a restart), the service
   // that starts and ends them, one status write.
   void StartEnergy();

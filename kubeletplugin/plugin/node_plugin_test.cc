@@ -1,4 +1,5 @@
-// The node plugin's loops on a fake clock: how many periods a loop runs before it sees the stop.
+// The node plugin's loops on a fake clock: how many periods a loop runs before it sees the stop,
+// and what the checklist loop logs.
 #include "kubeletplugin/plugin/node_plugin.h"
 
 #include <atomic>
@@ -101,6 +102,59 @@ TEST_CASE("TelemetryLoop returns at once after Finish", "[node_plugin]") {
   CHECK(Count(plugin.RenderMetrics(), "xpu_dra_plugin_telemetry_sample_seconds") == 0);
   CHECK(clock.Elapsed() == 0ns);
   CHECK_FALSE(stop.load());
+}
+
+TEST_CASE("ChecklistLoop runs at once, then once an interval, and logs a finding once",
+          "[node_plugin]") {
+  struct Case {
+    const char* name;
+    milliseconds interval;
+    nanoseconds stop_after;
+    long runs;
+  };
+  const Case cases[] = {
+      {"three intervals begun", 10min, 25min, 3},
+      {"stopped within the first interval", 10min, 5min, 1},
+      {"interval zero: at start only", 0ms, 1h, 1},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    testing::TempDir host;  // no devices, no driver: the checklist has findings to log
+    PluginOptions options = OptionsUnder(host.path());
+    options.telemetry_interval = 0ms;
+    options.node_checklist_interval = c.interval;
+    std::atomic<bool> stop{false};
+    std::ostringstream log;
+    NodePlugin plugin(options, stop, log);
+    StopAfter clock(c.stop_after, &stop);
+
+    plugin.ChecklistLoop(clock);
+
+    CHECK(Count(plugin.RenderMetrics(), "xpu_dra_plugin_node_checklist_seconds") == c.runs);
+    // The same findings each run: logged by the first only.
+    const std::string text = log.str();
+    const size_t first = text.find("node checklist: ");
+    REQUIRE(first != std::string::npos);
+    const std::string line = text.substr(first, text.find('\n', first) - first);
+    size_t times = 0;
+    for (size_t at = text.find(line); at != std::string::npos; at = text.find(line, at + 1)) {
+      ++times;
+    }
+    CHECK(times == 1);
+  }
+}
+
+TEST_CASE("ChecklistLoop does nothing with --node-checklist=false", "[node_plugin]") {
+  testing::TempDir host;
+  PluginOptions options = OptionsUnder(host.path());
+  options.node_checklist = false;
+  std::atomic<bool> stop{false};
+  std::ostringstream log;
+  NodePlugin plugin(options, stop, log);
+  StopAfter clock(1h, &stop);
+  plugin.ChecklistLoop(clock);
+  CHECK(Count(plugin.RenderMetrics(), "xpu_dra_plugin_node_checklist_seconds") == 0);
+  CHECK(clock.Elapsed() == 0ns);
 }
 
 }  // namespace

@@ -167,6 +167,10 @@ std::vector<Flag> PluginFlags(PluginOptions* o) {
        "run the node checklist (xpuctl doctor) at start and publish\n"
        "it as the NodeChecklist condition (default true)",
        BoolFlag(&o->node_checklist)},
+      {"--node-checklist-interval", "DURATION",
+       "run the node checklist again this often (a driver upgraded,\n"
+       "IOMMU or permissions changed); 0: at start only (default 10m)",
+       DurationFlag(&o->node_checklist_interval)},
       {"--partition-fallback", "whole|existing|layout",
        "where the API server cannot carry partitions: serve a\n"
        "partitionable device whole, or the partitions that exist on\n"
@@ -208,7 +212,7 @@ int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostrea
   std::thread telemetry_thread([&] { plugin.TelemetryLoop(clock); });
   std::thread xid_thread([&] { plugin.XidLoop(clock); });
   std::thread status_thread([&] { plugin.ClaimStatusLoop(clock); });
-  std::thread checklist_thread([&] { plugin.RunChecklist(clock); });
+  std::thread checklist_thread([&] { plugin.ChecklistLoop(clock); });
   plugin.PublishLoop();
   plugin.Finish();
   checklist_thread.join();

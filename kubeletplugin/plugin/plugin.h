@@ -59,9 +59,11 @@ struct PluginOptions {
   // KEP-5304 device metadata files (Kubernetes 1.36 alpha, 1.37 beta): written per request and
   // mounted at /var/run/dra-device-attributes/<claim>/<request>/<driver>-metadata.json.
   bool device_metadata = false;
-  // Run the node checklist (kubeletplugin/doctor, `xpuctl doctor`) at start and publish it as the
-  // inventory's NodeChecklist condition.
+  // Run the node checklist (kubeletplugin/doctor, `xpuctl doctor`) at start, and again every
+  // node_checklist_interval (zero: at start only), and publish it as the inventory's NodeChecklist
+  // condition.
   bool node_checklist = true;
+  std::chrono::milliseconds node_checklist_interval{std::chrono::minutes(10)};
   // Where the server cannot carry partitions (no counters): "whole" serves a partitionable device
   // whole, "existing" serves the partitions that exist on it as plain devices instead, "layout"
   // does so after making `partition_layout` at start. Written into the inventory

@@ -23,6 +23,7 @@
 #include "api/node_inventory.h"
 #include "base/atomic_file.h"
 #include "base/testing/require_ok.h"
+#include "base/testing/text_file.h"
 #include "e2e/client/child_process.h"
 #include "e2e/client/claims.h"
 #include "e2e/client/kube_sim_process.h"
@@ -626,7 +627,7 @@ TEST_CASE(
 TEST_CASE("the plugin publishes the node checklist's failures as a NodeInventory condition",
           "[plugin][e2e][checklist]") {
   Rig rig("atlas800t-a2-dcmi-broken");  // /dev/davinci6 missing, containerd 1.6, kubelet 1.31
-  rig.StartPlugin();
+  rig.StartPlugin({}, {"--node-checklist-interval", "300ms"});
   REQUIRE(rig.WaitForSockets());
   std::optional<api::Condition> checklist;
   REQUIRE(Eventually([&] {
@@ -643,6 +644,17 @@ TEST_CASE("the plugin publishes the node checklist's failures as a NodeInventory
       "device-nodes: fail, "));
   CHECK(checklist->message.find("/dev/davinci6 missing") != std::string::npos);
   CHECK(checklist->message.find("; kubelet: fail, ") != std::string::npos);
+  // The device node appears: a later run publishes two failures fewer (device-nodes, and health,
+  // which rediscovery finds healthy), the status (still False) keeping its lastTransitionTime.
+  xpu::testing::WriteText(rig.Path("host/dev/davinci6"), "");
+  std::optional<api::Condition> later;
+  CHECK(Eventually([&] {
+    later = PublishedCondition(rig.client(), "NodeChecklist");
+    return later && later->message.starts_with("2 fail (container-runtime, kubelet)");
+  }));
+  INFO(later->message);
+  CHECK(later->status == "False");
+  CHECK(later->last_transition_time == checklist->last_transition_time);
   CHECK(rig.StopPlugin() == 0);
 
   // Turned off: the next plugin publishes the inventory without it.
