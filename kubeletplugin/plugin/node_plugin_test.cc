@@ -5,6 +5,8 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 
@@ -57,6 +59,21 @@ PluginOptions OptionsUnder(const std::string& host_root) {
   return options;
 }
 
+// A plugin on an empty host root, its log kept, and a clock that stops it after `stop_after`.
+struct Harness {
+  Harness(const std::function<void(PluginOptions*)>& adjust, nanoseconds stop_after)
+      : clock(stop_after, &stop) {
+    PluginOptions options = OptionsUnder(host.path());
+    adjust(&options);
+    plugin = std::make_unique<NodePlugin>(options, stop, log);
+  }
+  testing::TempDir host;
+  std::atomic<bool> stop{false};
+  std::ostringstream log;
+  StopAfter clock;
+  std::unique_ptr<NodePlugin> plugin;
+};
+
 TEST_CASE("TelemetryLoop samples at once, then once a period, until the stop", "[node_plugin]") {
   struct Case {
     const char* name;
@@ -73,19 +90,13 @@ TEST_CASE("TelemetryLoop samples at once, then once a period, until the stop", "
   };
   for (const Case& c : cases) {
     INFO(c.name);
-    testing::TempDir host;
-    PluginOptions options = OptionsUnder(host.path());
-    options.telemetry_interval = c.interval;
-    std::atomic<bool> stop{false};
-    std::ostringstream log;
-    NodePlugin plugin(options, stop, log);
-    StopAfter clock(c.stop_after, &stop);
+    Harness h([&](PluginOptions* o) { o->telemetry_interval = c.interval; }, c.stop_after);
 
-    plugin.TelemetryLoop(clock);
+    h.plugin->TelemetryLoop(h.clock);
 
-    CHECK(Count(plugin.RenderMetrics(), "xpu_dra_plugin_telemetry_sample_seconds") == c.samples);
-    CHECK(clock.Elapsed() == c.elapsed);
-    CHECK(log.str().find("telemetry:") == std::string::npos);  // no inventory: no errors
+    CHECK(Count(h.plugin->RenderMetrics(), "xpu_dra_plugin_telemetry_sample_seconds") == c.samples);
+    CHECK(h.clock.Elapsed() == c.elapsed);
+    CHECK(h.log.str().find("telemetry:") == std::string::npos);  // no inventory: no errors
   }
 }
 
@@ -119,20 +130,14 @@ TEST_CASE("ChecklistLoop runs at once, then once an interval, and logs a finding
   };
   for (const Case& c : cases) {
     INFO(c.name);
-    testing::TempDir host;  // no devices, no driver: the checklist has findings to log
-    PluginOptions options = OptionsUnder(host.path());
-    options.telemetry_interval = 0ms;
-    options.node_checklist_interval = c.interval;
-    std::atomic<bool> stop{false};
-    std::ostringstream log;
-    NodePlugin plugin(options, stop, log);
-    StopAfter clock(c.stop_after, &stop);
+    // No devices, no driver: the checklist has findings to log.
+    Harness h([&](PluginOptions* o) { o->node_checklist_interval = c.interval; }, c.stop_after);
 
-    plugin.ChecklistLoop(clock);
+    h.plugin->ChecklistLoop(h.clock);
 
-    CHECK(Count(plugin.RenderMetrics(), "xpu_dra_plugin_node_checklist_seconds") == c.runs);
+    CHECK(Count(h.plugin->RenderMetrics(), "xpu_dra_plugin_node_checklist_seconds") == c.runs);
     // The same findings each run: logged by the first only.
-    const std::string text = log.str();
+    const std::string text = h.log.str();
     const size_t first = text.find("node checklist: ");
     REQUIRE(first != std::string::npos);
     const std::string line = text.substr(first, text.find('\n', first) - first);
@@ -145,16 +150,10 @@ TEST_CASE("ChecklistLoop runs at once, then once an interval, and logs a finding
 }
 
 TEST_CASE("ChecklistLoop does nothing with --node-checklist=false", "[node_plugin]") {
-  testing::TempDir host;
-  PluginOptions options = OptionsUnder(host.path());
-  options.node_checklist = false;
-  std::atomic<bool> stop{false};
-  std::ostringstream log;
-  NodePlugin plugin(options, stop, log);
-  StopAfter clock(1h, &stop);
-  plugin.ChecklistLoop(clock);
-  CHECK(Count(plugin.RenderMetrics(), "xpu_dra_plugin_node_checklist_seconds") == 0);
-  CHECK(clock.Elapsed() == 0ns);
+  Harness h([](PluginOptions* o) { o->node_checklist = false; }, 1h);
+  h.plugin->ChecklistLoop(h.clock);
+  CHECK(Count(h.plugin->RenderMetrics(), "xpu_dra_plugin_node_checklist_seconds") == 0);
+  CHECK(h.clock.Elapsed() == 0ns);
 }
 
 }  // namespace
