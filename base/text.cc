@@ -1,5 +1,7 @@
 #include "base/text.h"
 
+#include <array>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 
@@ -103,6 +105,58 @@ std::optional<std::string> HexDecode(std::string_view hex) {
     if (hi < 0 || lo < 0) return std::nullopt;
     out += static_cast<char>(hi * 16 + lo);
   }
+  return out;
+}
+
+namespace {
+constexpr std::string_view kBase64 =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+}  // namespace
+
+std::string Base64Encode(std::string_view bytes) {
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (unsigned char c : bytes) {
+    acc = (acc << 8U) | c;
+    bits += 8;
+    while (bits >= 6) {
+      bits -= 6;
+      out.push_back(kBase64[(acc >> static_cast<uint32_t>(bits)) & 0x3FU]);
+    }
+  }
+  if (bits > 0) out.push_back(kBase64[(acc << static_cast<uint32_t>(6 - bits)) & 0x3FU]);
+  while (out.size() % 4 != 0) out.push_back('=');
+  return out;
+}
+
+std::optional<std::string> Base64Decode(std::string_view text) {
+  std::array<int, 256> value{};
+  value.fill(-1);
+  for (size_t i = 0; i < kBase64.size(); ++i) {
+    value[static_cast<unsigned char>(kBase64[i])] = static_cast<int>(i);
+  }
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t padding = 0;
+  for (char c : text) {
+    if (c == '\n' || c == '\r' || c == ' ') continue;
+    if (c == '=') {
+      ++padding;
+      continue;
+    }
+    const int v = value[static_cast<unsigned char>(c)];
+    if (v < 0 || padding > 0) return std::nullopt;
+    acc = (acc << 6U) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> static_cast<uint32_t>(bits)) & 0xFFU));
+    }
+  }
+  if (padding > 2) return std::nullopt;
   return out;
 }
 

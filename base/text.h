@@ -1,5 +1,5 @@
-// Text helpers: input echoed back to callers, which must not grow an answer without bound, hex
-// encoding and HTML escaping, joining lists and ASCII lower case.
+// Text helpers: input echoed back to callers, which must not grow an answer without bound, hex and
+// base64 encoding and HTML escaping, joining lists and ASCII lower case.
 #ifndef XPU_BASE_TEXT_H_
 #define XPU_BASE_TEXT_H_
 
@@ -37,6 +37,12 @@ std::string BoundedCString(const char* buf, size_t cap);
 std::string HexEncode(std::string_view bytes);
 // The inverse of HexEncode; nullopt for an odd length or a character other than 0-9 and a-f.
 std::optional<std::string> HexDecode(std::string_view hex);
+
+// Standard base64 (RFC 4648, with padding), as Go writes a []byte in JSON: "CA PEM" -> "Q0EgUEVN".
+std::string Base64Encode(std::string_view bytes);
+// The inverse, as Kubernetes reads *-data fields: line breaks and spaces skipped, padding
+// optional; nullopt for any other character, or one after padding.
+std::optional<std::string> Base64Decode(std::string_view text);
 
 // The items of `items` (any range of strings or string views) with `separator` between each two:
 // {"a", "b"} -> "a, b"; "" for none. An empty item still gets its separators ({"", "a"} -> ", a").

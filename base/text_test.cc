@@ -105,5 +105,22 @@ TEST_CASE("Lower lower-cases ASCII letters only") {
   CHECK(Lower("Caf\xc3\x89") == "caf\xc3\x89");  // UTF-8 bytes kept, not case-folded
 }
 
+TEST_CASE("base64 encodes with padding and decodes what Kubernetes accepts", "[text]") {
+  CHECK(Base64Encode("").empty());
+  CHECK(Base64Encode("f") == "Zg==");
+  CHECK(Base64Encode("fo") == "Zm8=");
+  CHECK(Base64Encode("foo") == "Zm9v");
+  CHECK(Base64Encode("CA PEM") == "Q0EgUEVN");
+  CHECK(Base64Encode(std::string("\xff\x00\xfe", 3)) == "/wD+");
+  for (const std::string bytes : {"", "f", "fo", "foo", "foob", "-----BEGIN CERTIFICATE-----\n"}) {
+    CHECK(Base64Decode(Base64Encode(bytes)) == bytes);
+  }
+  CHECK(Base64Decode("Zm9v\nYmFy") == "foobar");  // line breaks skipped
+  CHECK(Base64Decode("Zg") == "f");               // padding optional
+  CHECK(Base64Decode("Zm9v!") == std::nullopt);
+  CHECK(Base64Decode("Zg==Zg==") == std::nullopt);  // data after padding
+  CHECK(Base64Decode("Zg===") == std::nullopt);
+}
+
 }  // namespace
 }  // namespace xpu

@@ -1,9 +1,9 @@
 #include "api/client/exec_credential.h"
 
-#include <openssl/evp.h>
 #include <unistd.h>
 
 #include "base/subprocess.h"
+#include "base/text.h"
 #include "base/time.h"
 
 namespace xpu::api::client {
@@ -12,16 +12,6 @@ namespace {
 // How long a plugin may run: one that talks to the user (a browser login) gets longer.
 constexpr std::chrono::seconds kRunLimit{60};
 constexpr std::chrono::minutes kInteractiveRunLimit{10};
-
-// Standard base64 of `bytes`, as Go encodes a []byte in JSON.
-std::string Base64(const std::string& bytes) {
-  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(bytes.data()),
-                                static_cast<int>(bytes.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
 
 // A string member of `status`; a member of another type is an error.
 StatusOr<std::string> StatusString(const nlohmann::json& status, const char* key,
@@ -51,7 +41,7 @@ nlohmann::json ExecInfo(const ExecConfig& exec, const ExecClusterInfo& cluster, 
     nlohmann::json c = {{"server", cluster.server}};
     if (!cluster.tls_server_name.empty()) c["tls-server-name"] = cluster.tls_server_name;
     if (cluster.insecure_skip_tls_verify) c["insecure-skip-tls-verify"] = true;
-    if (!cluster.ca_pem.empty()) c["certificate-authority-data"] = Base64(cluster.ca_pem);
+    if (!cluster.ca_pem.empty()) c["certificate-authority-data"] = Base64Encode(cluster.ca_pem);
     spec["cluster"] = std::move(c);
   }
   return {{"apiVersion", exec.api_version}, {"kind", "ExecCredential"}, {"spec", std::move(spec)}};

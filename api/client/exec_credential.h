@@ -11,7 +11,7 @@
 // status carries a token and/or a client certificate and key (PEM), and an expirationTimestamp.
 // The credential is kept until it expires (none: for the life of the source), or until the API
 // server refuses its token (Invalidate), and the plugin is run again then. Docs:
-// docs/install.md ("xpuctl and exec credential plugins").
+// docs/install.md ("xpuctl: exec credential plugins and proxies").
 #ifndef XPU_API_CLIENT_EXEC_CREDENTIAL_H_
 #define XPU_API_CLIENT_EXEC_CREDENTIAL_H_
 

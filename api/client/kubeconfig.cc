@@ -2,12 +2,13 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <utility>
+
+#include "base/text.h"
 
 namespace xpu::api::client {
 namespace {
@@ -22,34 +23,9 @@ StatusOr<std::string> ReadFile(const std::string& path, const std::string& what)
 }
 
 StatusOr<std::string> Base64Decode(const std::string& in, const std::string& field) {
-  static constexpr std::string_view kAlphabet =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::array<int, 256> value{};
-  value.fill(-1);
-  for (size_t i = 0; i < kAlphabet.size(); ++i) {
-    value[static_cast<unsigned char>(kAlphabet[i])] = static_cast<int>(i);
-  }
-  std::string out;
-  uint32_t acc = 0;
-  int bits = 0;
-  size_t padding = 0;
-  for (char c : in) {
-    if (c == '\n' || c == '\r' || c == ' ') continue;
-    if (c == '=') {
-      ++padding;
-      continue;
-    }
-    const int v = value[static_cast<unsigned char>(c)];
-    if (v < 0 || padding > 0) return InvalidArgumentError(field + ": not valid base64");
-    acc = (acc << 6U) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> static_cast<uint32_t>(bits)) & 0xFFU));
-    }
-  }
-  if (padding > 2) return InvalidArgumentError(field + ": not valid base64");
-  return out;
+  std::optional<std::string> out = xpu::Base64Decode(in);
+  if (!out) return InvalidArgumentError(field + ": not valid base64");
+  return std::move(out).value();
 }
 
 // One named entry of a kubeconfig list (clusters, users, contexts).
@@ -172,6 +148,7 @@ StatusOr<ClusterConfig> ParseKubeconfig(const YAML::Node& root, const std::strin
   ASSIGN_OR_RETURN(config.ca_pem, DataOrFile(*cluster, cprefix, "certificate-authority", dir));
   config.insecure_skip_tls_verify = Str(*cluster, "insecure-skip-tls-verify") == "true";
   config.tls_server_name = Str(*cluster, "tls-server-name");
+  config.proxy_url = Str(*cluster, "proxy-url");
   if (!user_name.empty()) {
     auto user = FindNamed(root, "users", "user", user_name);
     if (!user.ok()) return user.status();

@@ -24,6 +24,7 @@ struct ClusterConfig {
   std::string ca_pem;
   bool insecure_skip_tls_verify = false;
   std::string tls_server_name;  // SNI / name to verify, when it differs from the URL's host
+  std::string proxy_url;        // the cluster's proxy-url (proxy.h); else the environment's
   // Credentials: a bearer token (inline or re-read from token_file, which rotates for bound
   // service-account tokens) and/or a client certificate and key (PEM).
   std::string token;

@@ -19,6 +19,7 @@
 #include <optional>
 #include <utility>
 
+#include "api/client/proxy.h"
 #include "base/mutex.h"
 
 namespace xpu::api::client {
@@ -74,6 +75,9 @@ struct Transport::Endpoint {
   // tls-server-name, else the URL's host.
   std::string tls_name;
   bool tls_name_is_ip = false;
+  // The HTTP proxy the connections go through (CONNECT), when one applies (proxy.h).
+  std::optional<Proxy> proxy;
+  std::string authority;  // host:port, as CONNECT names the server
 };
 
 struct Transport::TlsContext {
@@ -181,6 +185,12 @@ StatusOr<std::unique_ptr<Transport>> Transport::Create(const ClusterConfig& conf
   if (host.empty()) return InvalidArgumentError("connect to \"" + url + "\": no host");
   endpoint->host = std::string(host);
   endpoint->port = port.empty() ? (endpoint->https ? "443" : "80") : std::string(port);
+  endpoint->authority = (endpoint->host.find(':') != std::string::npos ? "[" + endpoint->host + "]"
+                                                                       : endpoint->host) +
+                        ":" + endpoint->port;
+  ASSIGN_OR_RETURN(endpoint->proxy,
+                   ProxyFor(endpoint->https ? "https" : "http", endpoint->host, endpoint->port,
+                            config.proxy_url, ProxyEnvironment::FromProcess()));
   endpoint->tls_name = config.tls_server_name.empty() ? endpoint->host : config.tls_server_name;
   error_code ec;
   asio::ip::make_address(endpoint->tls_name, ec);
@@ -241,15 +251,18 @@ Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadli
   const SteadyTime connect_by =
       std::min(deadline, std::chrono::steady_clock::now() + call.connect_timeout);
   using transport_cc::StepFailure;
+  // Through a proxy, the TCP connection is the proxy's.
+  const std::string& host = e.proxy ? e.proxy->host : e.host;
+  const std::string& port = e.proxy ? e.proxy->port : e.port;
   asio::ip::tcp::resolver::results_type addresses;
   auto [resolved, r_end] = c.Run(connect_by, call.stop, [&](auto done) {
-    c.resolver.async_resolve(e.host, e.port, [&, done](error_code ec, auto results) {
+    c.resolver.async_resolve(host, port, [&, done](error_code ec, auto results) {
       addresses = std::move(results);
       done(ec);
     });
   });
   if (resolved || r_end != Ending::kDone) {
-    return StepFailure(where, "resolve " + e.host, r_end, resolved);
+    return StepFailure(where, "resolve " + host, r_end, resolved);
   }
   if (tls_ != nullptr) {
     c.tls.emplace(c.io, tls_->context);
@@ -260,13 +273,15 @@ Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadli
     c.Lowest().async_connect(addresses, [done](error_code ec, const auto&) { done(ec); });
   });
   if (connected || c_end != Ending::kDone) {
-    return StepFailure(where, "connect to " + e.host_header, c_end, connected);
+    return StepFailure(where, "connect to " + (e.proxy ? "proxy " + e.proxy->shown : e.host_header),
+                       c_end, connected);
   }
   // A request goes out as several writes (the TLS records of its header and body). With Nagle's
   // algorithm on, a write waits for the peer's delayed ACK of the one before: 40 ms on Linux, as
   // Go's client (which disables it on every TCP connection) never waits.
   error_code no_delay;
   c.Lowest().socket().set_option(asio::ip::tcp::no_delay(true), no_delay);
+  if (e.proxy) RETURN_IF_ERROR(Tunnel(c, connect_by, call.stop, where));
   if (tls_ == nullptr) return OkStatus();
 
   SSL* ssl = c.Session();
@@ -287,6 +302,39 @@ Status Transport::Connect(Connection& c, const HttpCall& call, SteadyTime deadli
     }
     return UnavailableError(where + ": TLS handshake: " + shaken.message());
   }
+  return OkStatus();
+}
+
+Status Transport::Tunnel(Connection& c, SteadyTime deadline, const std::atomic<bool>* stop,
+                         const std::string& where) {
+  using transport_cc::Ending;
+  using transport_cc::StepFailure;
+  const Endpoint& e = *endpoint_;
+  const std::string step = "proxy " + e.proxy->shown + ": CONNECT " + e.authority;
+  http::request<http::empty_body> connect{http::verb::connect, e.authority, 11};
+  connect.set(http::field::host, e.authority);
+  if (!e.proxy->authorization.empty()) {
+    connect.set(http::field::proxy_authorization, e.proxy->authorization);
+  }
+  auto [written, w_end] = c.Run(deadline, stop, [&](auto done) {
+    http::async_write(c.Lowest(), connect, [done](error_code ec, size_t) { done(ec); });
+  });
+  if (written || w_end != Ending::kDone) return StepFailure(where, step, w_end, written);
+  // The answer to CONNECT has no body; the tunnel starts right after its header.
+  http::response_parser<http::empty_body> parser;
+  parser.skip(true);
+  beast::flat_buffer buffer;
+  auto [read, r_end] = c.Run(deadline, stop, [&](auto done) {
+    http::async_read_header(c.Lowest(), buffer, parser,
+                            [done](error_code ec, size_t) { done(ec); });
+  });
+  if (read || r_end != Ending::kDone) return StepFailure(where, step, r_end, read);
+  if (const unsigned code = parser.get().result_int(); code != 200) {
+    return FailedPreconditionError(where + ": " + step + ": answered " + std::to_string(code) +
+                                   " " + std::string{parser.get().reason()});
+  }
+  // Nothing may come before the server's own bytes, which answer ours.
+  if (buffer.size() != 0) return UnavailableError(where + ": " + step + ": data after the answer");
   return OkStatus();
 }
 

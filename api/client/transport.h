@@ -1,8 +1,8 @@
 // HTTP/1.1 over TLS (or plain TCP for an http:// server) to the API server, with Boost.Beast and
 // OpenSSL: TLS 1.2+ verified against the cluster CA (or the system store) and the server's name
 // or IP address, client certificates and bearer tokens, connection reuse across requests,
-// timeouts and streamed bodies for watches. It knows nothing of Kubernetes semantics (client.h
-// does). Proxies (the https_proxy variables) are not used.
+// timeouts and streamed bodies for watches, through an HTTP proxy when one applies (proxy.h). It
+// knows nothing of Kubernetes semantics (client.h does).
 #ifndef XPU_API_CLIENT_TRANSPORT_H_
 #define XPU_API_CLIENT_TRANSPORT_H_
 
@@ -69,6 +69,9 @@ class Transport {
   // Connects `c` to the server (TCP, then the TLS handshake) by `deadline`.
   Status Connect(Connection& c, const HttpCall& call,
                  std::chrono::steady_clock::time_point deadline, const std::string& where);
+  // Through the proxy: CONNECT to the server, on `c`'s TCP connection to the proxy.
+  Status Tunnel(Connection& c, std::chrono::steady_clock::time_point deadline,
+                const std::atomic<bool>* stop, const std::string& where);
 
   ClusterConfig config_;
   TokenSource tokens_;

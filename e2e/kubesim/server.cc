@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "base/mutex.h"
+#include "base/text.h"
 #include "e2e/kubesim/api_handler.h"
 #include "e2e/kubesim/kube_sim.h"
 #include "e2e/kubesim/tls.h"
@@ -284,8 +285,8 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
     const std::string url = "https://" + host + ":" + std::to_string(bound.port());
     // The kubeconfig is in place before the line that tells waiters the server is ready.
     if (!options.kubeconfig_out.empty()) {
-      Status s = WriteFileAtomically(options.kubeconfig_out,
-                                     KubeconfigYaml(url, Base64(material->ca_cert_pem), token));
+      Status s = WriteFileAtomically(
+          options.kubeconfig_out, KubeconfigYaml(url, Base64Encode(material->ca_cert_pem), token));
       if (!s.ok()) {
         err << "kube-sim: " << s.message() << "\n";
         return 1;
@@ -295,10 +296,10 @@ int Run(const Options& options, std::ostream& out, std::ostream& err) {
       auto client = IssueClientCertificate(*material, "xpu-dra-test", "system:masters");
       Status s = client.status();
       if (s.ok()) {
-        s = WriteFileAtomically(
-            options.client_kubeconfig_out,
-            ClientCertKubeconfigYaml(url, Base64(material->ca_cert_pem), Base64(client->cert_pem),
-                                     Base64(client->key_pem)));
+        s = WriteFileAtomically(options.client_kubeconfig_out,
+                                ClientCertKubeconfigYaml(url, Base64Encode(material->ca_cert_pem),
+                                                         Base64Encode(client->cert_pem),
+                                                         Base64Encode(client->key_pem)));
       }
       if (!s.ok()) {
         err << "kube-sim: " << s.message() << "\n";

@@ -146,15 +146,6 @@ StatusOr<ClientCertificate> IssueClientCertificate(const TlsMaterial& material,
   return out;
 }
 
-std::string Base64(const std::string& data) {
-  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(data.data()),
-                                static_cast<int>(data.size()));
-  out.resize(static_cast<size_t>(n));
-  return out;
-}
-
 StatusOr<std::string> RandomHex(int bytes) {
   std::vector<unsigned char> buf(static_cast<size_t>(bytes));
   if (RAND_bytes(buf.data(), bytes) != 1) return InternalError("generate random token: RAND_bytes");

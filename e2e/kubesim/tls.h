@@ -30,8 +30,6 @@ StatusOr<ClientCertificate> IssueClientCertificate(const TlsMaterial& material,
                                                    const std::string& common_name,
                                                    const std::string& organization);
 
-// Standard base64 with padding (kubeconfig certificate-authority-data).
-std::string Base64(const std::string& data);
 // `bytes` random bytes from the OpenSSL generator as lower-case hex.
 StatusOr<std::string> RandomHex(int bytes);
 
