@@ -475,10 +475,8 @@ void Controller::RecordEvent(const Event& event) {
   info.message = event.message;
   info.component = "xpu-dra-controller";
   info.instance = options_.identity;
-  auto created = client_->Create(kc::Events(), kc::EventNamespace(info.about),
-                                 kc::MakeEvent(info, std::chrono::system_clock::now()));
-  if (!created.ok()) {
-    log_->Debug("record event " + event.reason + ": " + created.status().message());
+  if (Status s = kc::ApiEventRecorder(client_).Record(info, options_.clock->WallNow()); !s.ok()) {
+    log_->Debug("record event " + event.reason + ": " + s.message());
   }
 }
 
