@@ -60,8 +60,9 @@ TEST_CASE("xpuctl accept: the group's help lists render, run and report", "[acce
                  "[--kubernetes-version 1.34|1.35|1.36|1.37|1.38] [--output yaml|json]\n"));
   CHECK(Run({"help", "accept", "render"}).out == render.out);
   const std::string run = Run({"accept", "run", "--help"}).out;
-  CheckContainsAll(run, {"--kubeconfig FILE", "--timeout DURATION", "[--results-dir DIR]",
-                         "[--label-nodes]", "[--keep]", "-o, --output text|json", "--pod-patch"});
+  CheckContainsAll(
+      run, {"[--kubeconfig FILE]", "[--context NAME]", "--timeout DURATION", "[--results-dir DIR]",
+            "[--label-nodes]", "[--keep]", "-o, --output text|json", "--pod-patch"});
   const std::string report = Run({"help", "accept", "report"}).out;
   CHECK_THAT(report, StartsWith("usage: xpuctl accept report [--baseline VENDOR] [--config FILE] "
                                 "[--output html|json|text] [--out FILE] RESULT.json...\n"));
@@ -99,7 +100,9 @@ TEST_CASE("xpuctl accept: bad input exits 2 naming the field", "[accept]") {
        "xpuctl accept render: unexpected argument \"stray\""},
       {{"accept", "render", "--class", cls, "-o", "html"},
        "xpuctl accept render: --output: expected yaml or json"},
-      {{"accept", "run", "--class", cls}, "xpuctl accept run: --kubeconfig is required"},
+      {{"accept", "run", "--class", cls, "--config", config, "--kubeconfig", config, "--context",
+        "nope"},
+       "xpuctl accept run: load kubeconfig " + config + ": context \"nope\""},
       {{"accept", "report"}, "xpuctl accept report: at least one RESULT.json is required"},
       {{"accept", "report", "a.json", "--bogus"}, "xpuctl accept report: unknown flag --bogus"},
   });

@@ -139,9 +139,11 @@ StatusOr<int> RunAcceptRun(const Flags& flags, std::ostream& out) {
                    accept::RenderAcceptance(in.request, in.config));
   for (const std::string& note : rendered.notes) std::cerr << "note: " << note << "\n";
 
-  if (!flags.contains("kubeconfig")) return InvalidArgumentError("--kubeconfig: required");
+  auto flag = [&flags](const char* name) {
+    return flags.contains(name) ? flags.at(name) : std::string();
+  };
   ASSIGN_OR_RETURN(const api::client::ClusterConfig config,
-                   api::client::LoadKubeconfig(flags.at("kubeconfig")));
+                   api::client::ResolveUserClusterConfig(flag("kubeconfig"), flag("context")));
   auto client = api::client::Client::Create(config);
   if (!client.ok()) return InternalError(client.status().message());
   auto cluster = accept::NewRealRunCluster(**client);

@@ -215,7 +215,11 @@ std::vector<Command> AcceptCommands() {
       "the xpu.dra.dev/accept-run label of every object, which the clean-up selects on "
       "(default: a new one per run)");
   run.insert(run.end(),
-             {{"kubeconfig", '\0', "FILE", true, "the cluster to run on"},
+             {{"kubeconfig", '\0', "FILE", false,
+               "the cluster to run on (default: $KUBECONFIG, else ~/.kube/config, else the "
+               "in-cluster service account)"},
+              {"context", '\0', "NAME", false,
+               "the kubeconfig context to use (default: its current-context)"},
               {"timeout", '\0', "DURATION", false,
                "give up on the Jobs after this long, e.g. 30s, 10m (default: the policy's "
                "run.timeoutSeconds)"},

@@ -247,6 +247,31 @@ StatusOr<ClusterConfig> ResolveClusterConfig(const std::string& kubeconfig_flag,
       "and KUBECONFIG unset");
 }
 
+StatusOr<ClusterConfig> ResolveUserClusterConfig(const std::string& kubeconfig_flag,
+                                                 const std::string& context) {
+  if (!kubeconfig_flag.empty()) return LoadKubeconfig(kubeconfig_flag, context);
+  std::error_code ec;
+  if (const char* env = std::getenv("KUBECONFIG"); env != nullptr && *env != '\0') {
+    std::string_view files = env;
+    while (!files.empty()) {
+      const size_t colon = files.find(':');
+      const std::string file(files.substr(0, colon));
+      if (!file.empty() && std::filesystem::exists(file, ec)) return LoadKubeconfig(file, context);
+      files = colon == std::string_view::npos ? "" : files.substr(colon + 1);
+    }
+  }
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0') {
+    const std::string file = std::string(home) + "/.kube/config";
+    if (std::filesystem::exists(file, ec)) return LoadKubeconfig(file, context);
+  }
+  if (const char* host = std::getenv("KUBERNETES_SERVICE_HOST"); host != nullptr && *host != '\0') {
+    return InClusterConfig();
+  }
+  return FailedPreconditionError(
+      "find the cluster: no --kubeconfig, no file of $KUBECONFIG exists, no ~/.kube/config, and "
+      "not in a cluster (KUBERNETES_SERVICE_HOST unset)");
+}
+
 TokenSource::TokenSource(ClusterConfig config, std::chrono::seconds refresh)
     : config_(std::move(config)), refresh_(refresh) {
   // A token or certificate of the kubeconfig's own wins over the plugin, which then never runs

@@ -54,6 +54,13 @@ StatusOr<ClusterConfig> InClusterConfig(
 StatusOr<ClusterConfig> ResolveClusterConfig(const std::string& kubeconfig_flag,
                                              const std::string& context = "");
 
+// What a command-line tool's --kubeconfig and --context mean, as kubectl reads them: the file
+// when given; else the first file of $KUBECONFIG that exists; else ~/.kube/config when it exists;
+// else the in-cluster service account when KUBERNETES_SERVICE_HOST is set; else an error saying
+// which were tried. `context` empty = the file's current-context.
+StatusOr<ClusterConfig> ResolveUserClusterConfig(const std::string& kubeconfig_flag,
+                                                 const std::string& context = "");
+
 // The bearer token to send now: `token`, token_file re-read at most every `refresh`, or the exec
 // plugin's (run again once its credential expires). Thread-safe.
 class TokenSource {

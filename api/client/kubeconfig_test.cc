@@ -252,5 +252,37 @@ TEST_CASE("ResolveClusterConfig: flag, then in-cluster, then KUBECONFIG", "[kube
   ::unsetenv("KUBECONFIG");
 }
 
+TEST_CASE("ResolveUserClusterConfig: flag, KUBECONFIG, ~/.kube/config, then in-cluster",
+          "[kubeconfig]") {
+  TempDir dir;
+  const std::string path = dir.Write("kubeconfig", kTwoContexts);
+  fs::create_directories(dir.Path("home/.kube"));
+  dir.Write("ca.crt", "PROD CA");
+  fs::create_directories(dir.Path("certs"));
+  dir.Write("certs/client.crt", "CERT");
+  dir.Write("certs/client.key", "KEY");
+  const std::string home_config = dir.Write("home/.kube/config", kTwoContexts);
+  const char* saved_home = std::getenv("HOME");
+  const std::string home = saved_home != nullptr ? saved_home : "";
+  ::unsetenv("KUBERNETES_SERVICE_HOST");
+  ::unsetenv("KUBECONFIG");
+  ::setenv("HOME", dir.Path("nowhere").c_str(), 1);
+  const auto none = ResolveUserClusterConfig("");
+  CHECK(none.status().code() == StatusCode::kFailedPrecondition);
+  CHECK_THAT(none.status().message(), Catch::Matchers::StartsWith("find the cluster: no "));
+
+  ::setenv("HOME", dir.Path("home").c_str(), 1);
+  CHECK(ResolveUserClusterConfig("")->server == "https://127.0.0.1:6443");  // ~/.kube/config
+  // $KUBECONFIG's first file that exists, before ~/.kube/config; --context picks the context.
+  ::setenv("KUBECONFIG", (dir.Path("missing") + ":" + path).c_str(), 1);
+  auto prod = ResolveUserClusterConfig("", "prod");
+  REQUIRE_OK(prod);
+  CHECK(prod->server == "https://prod.example:443");
+  CHECK(ResolveUserClusterConfig(path, "nope").status().code() == StatusCode::kNotFound);
+  ::unsetenv("KUBECONFIG");
+  ::setenv("HOME", home.c_str(), 1);
+  (void)home_config;
+}
+
 }  // namespace
 }  // namespace xpu::api::client
