@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -147,6 +148,21 @@ void CheckValidValues(const json& values, const std::optional<Quantity>& def,
   }
 }
 
+// `n` as a Quantity's canonical string when it fits in int64, else its decimal digits.
+std::string Int128Quantity(__int128 n) {
+  if (n >= std::numeric_limits<int64_t>::min() && n <= std::numeric_limits<int64_t>::max()) {
+    return Quantity::FromInt64(static_cast<int64_t>(n)).String();
+  }
+  const bool negative = n < 0;
+  std::string digits;
+  do {
+    const auto d = static_cast<int>(n % 10);
+    digits.insert(digits.begin(), static_cast<char>('0' + (negative ? -d : d)));
+    n /= 10;
+  } while (n != 0);
+  return negative ? "-" + digits : digits;
+}
+
 // validRange {min, max, step} against the default `def` and the capacity `value`.
 void CheckValidRange(const json& range, const std::optional<Quantity>& def,
                      const std::optional<Quantity>& value, const std::string& rf, Errors& errs) {
@@ -189,13 +205,16 @@ void CheckValidRange(const json& range, const std::optional<Quantity>& def,
       errs.Invalid(rf + ".step", "Invalid value: \"" + step->String() + "\": must be positive");
       return;
     }
-    if (value && min->Value() + step->Value() > value->Value()) {
+    // In 128 bits: min + step, and a value less min, can pass int64's range (fuzzing found it);
+    // the API server's Quantity arithmetic does not overflow either.
+    const __int128 one_step = static_cast<__int128>(min->Value()) + step->Value();
+    if (value && one_step > value->Value()) {
       errs.Invalid(rf + ".step", "Invalid value: \"" + step->String() + "\": one step " +
-                                     Quantity::FromInt64(min->Value() + step->Value()).String() +
+                                     Int128Quantity(one_step) +
                                      " is larger than capacity value: " + value->String());
     }
     auto multiple = [&](const Quantity& q) {
-      if ((q.Value() - min->Value()) % step->Value() != 0) {
+      if ((static_cast<__int128>(q.Value()) - min->Value()) % step->Value() != 0) {
         errs.Invalid(rf + ".step", "Invalid value: \"" + q.String() +
                                        "\": value is not a multiple of a given step (" +
                                        step->String() + ") from (" + min->String() + ")");

@@ -466,6 +466,12 @@ TEST_CASE("ResourceSliceErrors checks node selectors, request policies, binding 
          policy(s, R"({"default": "3Gi", "validRange": {"min": "0", "step": "2Gi"}})");
        },
        mem + ".validRange.step", FieldErrorType::kInvalid},
+      // Past int64 (a fuzzer's find: min + step overflowed, undefined behaviour).
+      {"one step past int64",
+       [&](auto& s) {
+         policy(s, R"({"default": "10Gi", "validRange": {"min": "10Gi", "step": "10Ei"}})");
+       },
+       mem + ".validRange.step", FieldErrorType::kInvalid},
       {"binding condition name", [&](auto& s) { binding(s, {"not valid"}, {"Failed"}); },
        "spec.devices[0].bindingConditions[0]", FieldErrorType::kInvalid},
       {"binding condition duplicate",
