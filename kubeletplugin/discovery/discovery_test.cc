@@ -21,11 +21,12 @@ namespace xpu::discovery {
 namespace {
 
 namespace fs = std::filesystem;
-using xpu::testing::ReadText;
-using xpu::testing::WriteText;
 
 const std::string kSource = XPU_SOURCE_DIR;
 const std::string kHosts = kSource + "/e2e/fixtures/hosts";
+
+using xpu::testing::ReadText;
+using xpu::testing::WriteText;
 
 // A path under a directory: dir/name.
 std::string Under(const std::string& dir, const std::string& name) {

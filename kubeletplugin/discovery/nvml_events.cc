@@ -153,9 +153,9 @@ class NvmlTelemetry final : public TelemetrySource, private KeptNvml {
       t.power_watts = milliwatts / 1000.0;
     }
     if (unsigned long long millijoules = 0;
-        api_.device_get_total_energy_consumption != nullptr &&
+        api_.device_get_total_energy != nullptr &&
         ok("nvmlDeviceGetTotalEnergyConsumption",
-           api_.device_get_total_energy_consumption(d.handle, &millijoules))) {
+           api_.device_get_total_energy(d.handle, &millijoules))) {
       t.energy_joules = static_cast<double>(millijoules) / 1000.0;
     }
     if (nv::nvmlUtilization_t u{};

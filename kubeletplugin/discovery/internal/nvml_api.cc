@@ -101,8 +101,7 @@ void BindTelemetry(const DlLibrary& lib, NvmlApi* api, std::vector<std::string>*
   lib.Bind("nvmlDeviceGetPowerUsage", &api->device_get_power_usage, missing);
   lib.Bind("nvmlDeviceGetUtilizationRates", &api->device_get_utilization_rates, missing);
   lib.Bind("nvmlDeviceGetTotalEccErrors", &api->device_get_total_ecc_errors, missing);
-  lib.Bind("nvmlDeviceGetTotalEnergyConsumption", &api->device_get_total_energy_consumption,
-           missing);
+  lib.Bind("nvmlDeviceGetTotalEnergyConsumption", &api->device_get_total_energy, missing);
 }
 
 }  // namespace

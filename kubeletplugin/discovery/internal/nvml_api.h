@@ -81,7 +81,7 @@ struct NvmlApi {
   nvml::DeviceGetUintFn device_get_power_usage = nullptr;
   nvml::DeviceGetUtilizationRatesFn device_get_utilization_rates = nullptr;
   nvml::DeviceGetTotalEccErrorsFn device_get_total_ecc_errors = nullptr;
-  nvml::DeviceGetTotalEnergyConsumptionFn device_get_total_energy_consumption = nullptr;
+  nvml::DeviceGetTotalEnergyConsumptionFn device_get_total_energy = nullptr;
 
   bool has_mig() const {
     return device_get_mig_mode != nullptr && device_get_gpu_instance_profile_info_v != nullptr &&

@@ -35,18 +35,19 @@ inline api::NodeInventory TwoDevices() {
 
 // A sample of gpu-0: temperature, power, utilisation, memory, ECC and XID counts, two NVLinks.
 inline discovery::DeviceTelemetry GpuSample() {
-  discovery::DeviceTelemetry gpu;
-  gpu.pci_address = "0000:13:00.0";
-  gpu.temperature_celsius = 31;
-  gpu.power_watts = 72.5;
-  gpu.energy_joules = 5000000.5;
-  gpu.utilization_ratio = 0.25;
-  gpu.memory_used_bytes = 536870912;
-  gpu.memory_total_bytes = 150754820096;
-  gpu.ecc_errors = {{"corrected", 4}, {"uncorrected", 1}};
-  gpu.xid_errors = 2;
-  gpu.links_up = {{"nvlink0", 1}, {"nvlink1", 0}};
-  return gpu;
+  return {.pci_address = "0000:13:00.0",
+          .uuid = "",
+          .temperature_celsius = 31,
+          .power_watts = 72.5,
+          .energy_joules = 5000000.5,
+          .utilization_ratio = 0.25,
+          .memory_used_bytes = 536870912,
+          .memory_total_bytes = 150754820096,
+          .ecc_errors = {{"corrected", 4}, {"uncorrected", 1}},
+          .xid_errors = 2,
+          .links_up = {{"nvlink0", 1}, {"nvlink1", 0}},
+          .link_errors = {},
+          .error = ""};
 }
 
 // A sample of npu-3 with the uuid the library reports, the HCCS link and its error counters.
