@@ -26,7 +26,7 @@ namespace {
 namespace nv = ::xpu::discovery::nvml;
 
 // XIDs the NVIDIA device plugin treats as application errors, not device faults
-// (docs/reference/hardware.md §2.6).
+// (docs/reference/hardware.md, "Health: XIDs").
 constexpr unsigned long long kApplicationXids[] = {13, 31, 43, 45, 68, 109};
 
 }  // namespace
@@ -221,7 +221,8 @@ bool IsApplicationXid(uint64_t xid) {
 }
 
 std::string_view XidDescription(uint64_t xid) {
-  // NVIDIA's XID catalogue, the ones a node operator meets (docs/reference/hardware.md §2.6).
+  // NVIDIA's XID catalogue, the ones a node operator meets
+  // (docs/reference/hardware.md, "Health: XIDs").
   static constexpr std::pair<uint64_t, std::string_view> kKnown[] = {
       {48, "double-bit ECC error"},
       {62, "internal micro-controller halt"},
