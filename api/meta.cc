@@ -134,4 +134,10 @@ json ToJson(const WatchEvent& event) {
 
 json ToJson(const ApiStatus& status) { return internal::WriteObject(status, "v1", "Status"); }
 
+void CarryTransitionTime(const Condition& previous, Condition* fresh) {
+  if (previous.type == fresh->type && previous.status == fresh->status) {
+    fresh->last_transition_time = previous.last_transition_time;
+  }
+}
+
 }  // namespace xpu::api

@@ -74,6 +74,10 @@ struct Condition {
   friend bool operator==(const Condition&, const Condition&) = default;
 };
 
+// Kubernetes' rule for lastTransitionTime: it moves only when the status does. `fresh` takes
+// `previous`'s time when both have the same type and status.
+void CarryTransitionTime(const Condition& previous, Condition* fresh);
+
 struct ListMeta {
   std::string resource_version;
   std::string continue_token;  // "continue"

@@ -120,5 +120,31 @@ TEST_CASE("ApiStatus round-trips a conflict answer") {
         "kind: expected \"Status\", got string \"Pod\"");
 }
 
+TEST_CASE("CarryTransitionTime: the time moves only with the status, within one type") {
+  const Condition previous{.type = "Ready",
+                           .status = "True",
+                           .observed_generation = {},
+                           .last_transition_time = "2026-01-01T00:00:00Z",
+                           .reason = "Up",
+                           .message = "",
+                           .unknown = nullptr};
+  Condition same = previous;
+  same.last_transition_time = "2026-02-01T00:00:00Z";
+  same.message = "new message";
+  CarryTransitionTime(previous, &same);
+  CHECK(same.last_transition_time == "2026-01-01T00:00:00Z");
+  CHECK(same.message == "new message");
+  Condition flipped = same;
+  flipped.status = "False";
+  flipped.last_transition_time = "2026-03-01T00:00:00Z";
+  CarryTransitionTime(previous, &flipped);
+  CHECK(flipped.last_transition_time == "2026-03-01T00:00:00Z");
+  Condition other = previous;
+  other.type = "Healthy";
+  other.last_transition_time = "2026-04-01T00:00:00Z";
+  CarryTransitionTime(previous, &other);
+  CHECK(other.last_transition_time == "2026-04-01T00:00:00Z");
+}
+
 }  // namespace
 }  // namespace xpu::api

@@ -269,7 +269,7 @@ void SetCondition(AcceleratorGangStatus& status, const AcceleratorGang& gang, st
   c.last_transition_time = now;
   for (api::Condition& old : status.conditions) {
     if (old.type != c.type) continue;
-    if (old.status == c.status) c.last_transition_time = old.last_transition_time;
+    api::CarryTransitionTime(old, &c);
     old = std::move(c);
     return;
   }

@@ -87,9 +87,7 @@ class NodePlugin::ChecklistHolder {
   // changed what is held.
   bool Set(api::Condition condition) EXCLUDES(mu_) {
     MutexLock lock(mu_);
-    if (condition_ && condition_->status == condition.status) {
-      condition.last_transition_time = condition_->last_transition_time;
-    }
+    if (condition_) api::CarryTransitionTime(*condition_, &condition);
     if (condition_ == condition) return false;
     condition_ = std::move(condition);
     return true;

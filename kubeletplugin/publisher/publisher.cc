@@ -28,9 +28,8 @@ api::NodeInventoryStatus CarryOverTimes(api::NodeInventoryStatus fresh,
   std::map<std::string, const api::Condition*> old;
   for (const auto& c : stored.conditions) old[c.type] = &c;
   for (auto& c : fresh.conditions) {
-    const auto it = old.find(c.type);
-    if (it != old.end() && it->second->status == c.status) {
-      c.last_transition_time = it->second->last_transition_time;
+    if (const auto it = old.find(c.type); it != old.end()) {
+      api::CarryTransitionTime(*it->second, &c);
     }
   }
   return fresh;
