@@ -1,12 +1,11 @@
 #include "api/client/proxy.h"
 
-#include <arpa/inet.h>
-
-#include <array>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/network_v4.hpp>
+#include <boost/asio/ip/network_v6.hpp>
 #include <charconv>
-#include <cstdint>
 #include <cstdlib>
-#include <vector>
+#include <string>
 
 #include "base/text.h"
 
@@ -20,47 +19,28 @@ std::string Env(const char* upper, const char* lower) {
   return "";
 }
 
-// An IPv4 or IPv6 address as 16 bytes (IPv4 mapped), with its family's bit count.
-struct Ip {
-  std::array<unsigned char, 16> bytes{};
-  int bits = 0;
-};
+namespace ip = boost::asio::ip;
 
-std::optional<Ip> ParseIp(std::string_view text) {
-  const std::string s(text);
-  Ip ip;
-  if (::inet_pton(AF_INET, s.c_str(), ip.bytes.data() + 12) == 1) {
-    ip.bytes[10] = ip.bytes[11] = 0xff;
-    ip.bits = 32;
-    return ip;
+// An address as Go compares them: an IPv4-mapped IPv6 address is its IPv4 address.
+std::optional<ip::address> ParseIp(std::string_view text) {
+  boost::system::error_code ec;
+  const ip::address a = ip::make_address(std::string(text), ec);
+  if (ec) return std::nullopt;
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    return ip::address(ip::make_address_v4(ip::v4_mapped, a.to_v6()));
   }
-  if (::inet_pton(AF_INET6, s.c_str(), ip.bytes.data()) == 1) {
-    ip.bits = 128;
-    return ip;
-  }
-  return std::nullopt;
+  return a;
 }
 
-bool IsLoopback(const Ip& ip) {
-  if (ip.bits == 32) return ip.bytes[12] == 127;
-  static constexpr std::array<unsigned char, 16> kV6Loopback = {0, 0, 0, 0, 0, 0, 0, 0,
-                                                                0, 0, 0, 0, 0, 0, 0, 1};
-  return ip.bytes == kV6Loopback;
-}
-
-// Whether `ip` is in `network`/`prefix` (both of one family).
-bool InCidr(const Ip& ip, const Ip& network, int prefix) {
-  if (ip.bits != network.bits || prefix < 0 || prefix > network.bits) return false;
-  const int skip = 128 - network.bits;  // the IPv4-mapped prefix, compared as equal
-  for (int bit = 0; bit < prefix; ++bit) {
-    const int at = skip + bit;
-    const auto mask = static_cast<unsigned char>(0x80U >> static_cast<unsigned>(at % 8));
-    if ((ip.bytes[static_cast<size_t>(at / 8)] & mask) !=
-        (network.bytes[static_cast<size_t>(at / 8)] & mask)) {
-      return false;
-    }
+// Whether `a` is in the CIDR block `cidr` ("10.0.0.0/8", "fd00::/8") of its own family.
+bool InCidr(const ip::address& a, std::string_view cidr) {
+  boost::system::error_code ec;
+  if (a.is_v4()) {
+    const ip::network_v4 net = ip::make_network_v4(std::string(cidr), ec);
+    return !ec && ip::network_v4(a.to_v4(), net.prefix_length()).network() == net.network();
   }
-  return true;
+  const ip::network_v6 net = ip::make_network_v6(std::string(cidr), ec);
+  return !ec && ip::network_v6(a.to_v6(), net.prefix_length()).network() == net.network();
 }
 
 // "host:port", "[v6]:port", "host" or "v6" -> host and port ("" when none).
@@ -135,7 +115,7 @@ ProxyEnvironment ProxyEnvironment::FromProcess() {
 
 bool NoProxyMatches(std::string_view no_proxy, std::string_view host, std::string_view port) {
   const std::string h = Lower(host);
-  const std::optional<Ip> ip = ParseIp(h);
+  const std::optional<ip::address> addr = ParseIp(h);
   std::string_view list = no_proxy;
   while (!list.empty()) {
     const size_t comma = list.find(',');
@@ -143,24 +123,17 @@ bool NoProxyMatches(std::string_view no_proxy, std::string_view host, std::strin
     list = comma == std::string_view::npos ? "" : list.substr(comma + 1);
     if (entry.empty()) continue;
     if (entry == "*") return true;
-    const std::string_view e = entry;
-    if (const size_t slash = e.find('/'); slash != std::string_view::npos) {  // a CIDR block
-      const std::optional<Ip> network = ParseIp(e.substr(0, slash));
-      int prefix = -1;
-      const std::string_view bits = e.substr(slash + 1);
-      std::from_chars(bits.data(), bits.data() + bits.size(), prefix);
-      if (ip && network && InCidr(*ip, *network, prefix)) return true;
+    if (entry.find('/') != std::string::npos) {  // a CIDR block
+      if (addr && InCidr(*addr, entry)) return true;
       continue;
     }
-    if (const std::optional<Ip> exact = ParseIp(entry)) {  // an address, without a port
-      if (ip && ip->bytes == exact->bytes) return true;
+    if (const std::optional<ip::address> exact = ParseIp(entry)) {  // an address, without a port
+      if (addr == exact) return true;
       continue;
     }
     auto [entry_host, entry_port] = SplitHostPort(entry);
-    if (const std::optional<Ip> exact = ParseIp(entry_host)) {  // an address with a port
-      if (ip && ip->bytes == exact->bytes && (entry_port.empty() || entry_port == port)) {
-        return true;
-      }
+    if (const std::optional<ip::address> exact = ParseIp(entry_host)) {  // with a port
+      if (addr == exact && (entry_port.empty() || entry_port == port)) return true;
       continue;
     }
     std::string domain(entry_host);
@@ -185,7 +158,7 @@ StatusOr<std::optional<Proxy>> ProxyFor(std::string_view scheme, std::string_vie
   if (url.empty()) return std::optional<Proxy>();
   const std::string h = Lower(host);
   if (h == "localhost") return std::optional<Proxy>();
-  if (const std::optional<Ip> ip = ParseIp(h); ip && IsLoopback(*ip)) {
+  if (const std::optional<ip::address> a = ParseIp(h); a && a->is_loopback()) {
     return std::optional<Proxy>();
   }
   if (NoProxyMatches(env.no_proxy, h, port)) return std::optional<Proxy>();
