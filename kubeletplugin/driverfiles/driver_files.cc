@@ -223,6 +223,23 @@ void AddNamedLibraries(const Recipe& recipe, Host& host, Found& found) {
   }
 }
 
+// The recipe's sockets (each where it is first found: /run, then /var/run) and IPC paths that
+// exist on the host now. A daemon started or stopped after the plugin changes them.
+std::vector<std::string> PresentIpcPaths(const Recipe& recipe, const Host& host) {
+  std::vector<std::string> out;
+  for (const std::string_view socket : recipe.sockets) {
+    for (const std::string& path : {std::string(socket), "/var" + std::string(socket)}) {
+      if (!host.Present(path)) continue;
+      out.push_back(path);
+      break;
+    }
+  }
+  for (const std::string_view path : recipe.ipc_paths) {
+    if (host.Present(path)) out.emplace_back(path);
+  }
+  return out;
+}
+
 Status AddPathsAndPrograms(const Recipe& recipe, const std::string& version, Host& host,
                            Found& found) {
   for (const std::string_view path : recipe.required_paths) {
@@ -243,12 +260,8 @@ Status AddPathsAndPrograms(const Recipe& recipe, const std::string& version, Hos
       }
     }
   }
-  for (const std::string_view socket : recipe.sockets) {
-    for (const std::string& path : {std::string(socket), "/var" + std::string(socket)}) {
-      if (!host.Present(path)) continue;
-      found.Mount(path, {"nosuid", "nodev", "noexec", "bind"});  // connect() needs it writable
-      break;
-    }
+  for (const std::string& path : PresentIpcPaths(recipe, host)) {
+    found.Mount(path, {"nosuid", "nodev", "noexec", "bind"});  // connect() needs them writable
   }
   if (!recipe.firmware.empty() && !version.empty()) {
     std::string dir(recipe.firmware);
@@ -363,6 +376,9 @@ std::string VersionKey(std::string_view vendor, const std::string& host_root) {
     key.append(file).push_back('\n');
     if (StatusOr<std::string> text = root.ReadFile(file.substr(1)); text.ok()) key += *text;
     key.push_back('\0');
+  }
+  for (const std::string& path : PresentIpcPaths(*recipe, Host(host_root))) {
+    key.append(path).push_back('\0');
   }
   return key;
 }

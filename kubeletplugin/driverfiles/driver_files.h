@@ -66,8 +66,10 @@ struct DriverFiles {
 };
 
 // What identifies the installed driver of `vendor` under `host_root`: the raw contents of its
-// version files. Cheap (a few small reads): the cache (driver_files_cache.h) calls it on every
-// prepare and locates the files again only when it changes.
+// version files, and which of its daemons' sockets and IPC paths exist (a persistence daemon or
+// an MPS control daemon started after the plugin). Cheap (a few small reads and stats): the cache
+// (driver_files_cache.h) calls it on every prepare and locates the files again only when it
+// changes.
 std::string VersionKey(std::string_view vendor, const std::string& host_root);
 
 // Locates the vendor's files under `host_root` ("/" on a node; a fixture in tests). A vendor

@@ -1,6 +1,7 @@
 // The driver files of each vendor, located once per installed driver version and shared by every
-// claim prepared meanwhile: Get reads only the vendor's version files (VersionKey) and locates
-// the files again when they changed (a driver upgraded under the running plugin). Claims prepared
+// claim prepared meanwhile: Get reads only the vendor's version files and looks for its daemons'
+// sockets (VersionKey), and locates the files again when they changed (a driver upgraded under
+// the running plugin, a daemon started or stopped). Claims prepared
 // before keep the spec they were given (the checkpoint records it) until they are unprepared.
 // An error (a partial install) is not kept: the next Get looks again. Thread-safe.
 #ifndef XPU_KUBELETPLUGIN_DRIVERFILES_DRIVER_FILES_CACHE_H_

@@ -39,6 +39,8 @@ std::vector<Recipe> Build() {
        .binaries = {"nvidia-smi", "nvidia-debugdump", "nvidia-persistenced",
                     "nvidia-cuda-mps-control", "nvidia-cuda-mps-server"},
        .sockets = {"/run/nvidia-persistenced/socket", "/run/nvidia-fabricmanager/socket"},
+       // The MPS control daemon's default pipe folder (CUDA_MPS_PIPE_DIRECTORY).
+       .ipc_paths = {"/tmp/nvidia-mps"},
        .firmware = "/lib/firmware/nvidia/{version}"},
       {.vendor = "huawei",
        .version_files = {"/usr/local/Ascend/driver/version.info"},

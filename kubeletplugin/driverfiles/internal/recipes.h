@@ -29,6 +29,9 @@ struct Recipe {
   std::vector<std::string_view> required_paths{};
   // Unix sockets under /run (also looked for under /var/run), mounted writable.
   std::vector<std::string_view> sockets{};
+  // Other places a client talks to a host daemon through (NVIDIA's MPS pipe folder), mounted
+  // writable when present.
+  std::vector<std::string_view> ipc_paths{};
   // A firmware folder with "{version}" in it: its gsp*.bin files are mounted.
   std::string_view firmware{};
   // Folders (in the container, as on the host) the hook adds to the loader cache when present;
