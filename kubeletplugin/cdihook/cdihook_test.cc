@@ -10,12 +10,14 @@
 #include <vector>
 
 #include "base/testing/require_ok.h"
+#include "base/testing/skip.h"
 #include "base/testing/temp_dir.h"
 #include "base/testing/text_file.h"
 #include "kubeletplugin/cdihook/container_root.h"
 #include "kubeletplugin/cdihook/hook_args.h"
 #include "kubeletplugin/cdihook/in_root.h"
 #include "kubeletplugin/cdihook/ldcache.h"
+#include "kubeletplugin/cdihook/musl_path.h"
 
 namespace xpu::cdihook {
 namespace {
@@ -160,6 +162,91 @@ TEST_CASE("ldcache: links, the folders' conf file, a missing ld.so.conf, then ld
   CHECK(RunProgram({"/bin/sh", "-c", "echo broken cache >&2; exit 3"}).message() ==
         "/bin/sh: exit 3: broken cache");
   CHECK(RunProgram({"/no/such/program"}).message() == "/no/such/program: exit 127");
+}
+
+TEST_CASE("musl path: the image's list first, the driver's folders after it, once") {
+  const std::vector<std::string> folders = {"/usr/lib", "/usr/local/Ascend/driver/lib64"};
+  // No path file: musl's default, which the file replaces, is kept in front.
+  CHECK(MuslPathContent(std::nullopt, folders) ==
+        "/lib\n/usr/local/lib\n/usr/lib\n/usr/local/Ascend/driver/lib64\n");
+  // The image's own, colon-separated and without a final newline.
+  const std::string mine = "/opt/app/lib:/usr/lib";
+  const std::string added = MuslPathContent(mine, folders);
+  CHECK(added == "/opt/app/lib:/usr/lib\n/usr/local/Ascend/driver/lib64\n");
+  CHECK(MuslPathContent(added, folders) == added);  // a second run adds nothing
+  CHECK(MuslPathFile("aarch64") == "/etc/ld-musl-aarch64.path");
+}
+
+TEST_CASE("musl path: written only in an image with a musl loader, and read inside the tree") {
+  testing::TempDir tree;
+  StatusOr<RootDir> dir = RootDir::Open(tree.path());
+  REQUIRE_OK(dir);
+  const std::string path_file = tree.path() + MuslPathFile("x86_64");
+  // A glibc image (no musl loader): nothing written.
+  REQUIRE_OK(AddMuslPaths({"/opt/vendor/lib"}, *dir, "x86_64"));
+  CHECK_FALSE(fs::exists(path_file));
+
+  fs::create_directories(tree.path() + "/lib");
+  WriteText(tree.path() + MuslLoader("x86_64"), "loader");
+  REQUIRE_OK(AddMuslPaths({"/opt/vendor/lib"}, *dir, "x86_64"));
+  CHECK(ReadText(path_file) == "/lib\n/usr/local/lib\n/usr/lib\n/opt/vendor/lib\n");
+  struct stat st {};
+  REQUIRE(::stat(path_file.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0644);
+
+  // A path file that is a link leading out of the tree is read inside it: the host's file is
+  // neither read nor written, and the link is refused.
+  testing::TempDir host;
+  WriteText(host.path() + "/outside.path", "/host/lib\n");
+  fs::remove(path_file);
+  fs::create_symlink(host.path() + "/outside.path", path_file);
+  CHECK_FALSE(AddMuslPaths({"/opt/vendor/lib"}, *dir, "x86_64").ok());
+  CHECK(ReadText(host.path() + "/outside.path") == "/host/lib\n");
+  StatusOr<std::string> read = dir->ReadFile("/etc/ld-musl-x86_64.path", 1024);
+  CHECK(read.status().code() == StatusCode::kNotFound);
+}
+
+// A musl program in a musl root loads a library by soname from a driver folder once the hook has
+// run, and not before: the real musl loader (Debian's musl-tools) reads the path file.
+TEST_CASE("xpu-cdi-hook: a musl image finds a driver library by name through its path file") {
+  if (::geteuid() != 0) XPU_SKIP("chroot and ldconfig -r need root");
+  const std::string loader = MuslLoader(MuslArch());  // the host's, from Debian's musl
+  if (::access("/usr/bin/musl-gcc", X_OK) != 0 || !fs::exists(loader)) {
+    XPU_SKIP("musl-gcc is not installed (scripts/install-deps installs musl-tools)");
+  }
+  testing::TempDir work;
+  const std::string root = work.path() + "/rootfs";
+  fs::create_directories(root + "/lib");
+  fs::create_directories(root + "/bin");
+  fs::create_directories(root + "/opt/vendor/lib");
+  fs::copy_file(fs::canonical(loader), root + MuslLoader(MuslArch()));
+  WriteText(work.path() + "/lib.c", "int xpu_vendor_answer(void) { return 42; }\n");
+  WriteText(work.path() + "/prog.c",
+            "#include <dlfcn.h>\n#include <stdio.h>\n"
+            "int main(void) {\n"
+            "  void* h = dlopen(\"libxpuvendor.so.1\", RTLD_NOW);\n"
+            "  if (!h) { puts(dlerror()); return 1; }\n"
+            "  int (*f)(void) = (int (*)(void))dlsym(h, \"xpu_vendor_answer\");\n"
+            "  return f && f() == 42 ? 0 : 2;\n}\n");
+  const std::string& w = work.path();
+  REQUIRE(std::system(("musl-gcc -shared -fPIC -Wl,-soname,libxpuvendor.so.1 -o " + root +
+                       "/opt/vendor/lib/libxpuvendor.so.1.2.3 " + w + "/lib.c && musl-gcc -o " +
+                       root + "/bin/prog " + w + "/prog.c")
+                          .c_str()) == 0);
+  const std::string run = "chroot " + root + " /bin/prog >" + w + "/out 2>&1";
+  CHECK(std::system(run.c_str()) != 0);  // not found by name without the hook
+
+  WriteText(w + "/config.json", R"({"root":{"path":"rootfs"}})");
+  WriteText(w + "/state.json", R"({"status":"creating","bundle":")" + w + R"("})");
+  const std::string hook = std::string(XPU_CDI_HOOK_BINARY) +
+                           " ldcache --folder /opt/vendor/lib --link "
+                           "libxpuvendor.so.1.2.3::/opt/vendor/lib/libxpuvendor.so.1 <" +
+                           w + "/state.json 2>" + w + "/err";
+  INFO(ReadText(w + "/err"));
+  REQUIRE(std::system(hook.c_str()) == 0);
+  CHECK(ReadText(root + MuslPathFile(MuslArch())).find("\n/opt/vendor/lib\n") != std::string::npos);
+  INFO(ReadText(w + "/out"));
+  CHECK(std::system(run.c_str()) == 0);
 }
 
 // The real binary under the real ldconfig, as runc runs it: state on stdin, the bundle's

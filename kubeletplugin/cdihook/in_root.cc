@@ -85,6 +85,32 @@ bool RootDir::Exists(std::string_view path) {
   return true;
 }
 
+StatusOr<std::string> RootDir::ReadFile(std::string_view path, size_t limit) {
+  const std::string shown = path_ + std::string(path);
+  const Fd file(OpenAt2(fd_, std::string(path.substr(1)), O_RDONLY | O_CLOEXEC, kInRoot));
+  if (file.get() < 0) {
+    return errno == ENOENT ? NotFoundError(Errno("read", shown))
+                           : InternalError(Errno("read", shown));
+  }
+  struct stat st {};
+  if (::fstat(file.get(), &st) != 0) return InternalError(Errno("stat", shown));
+  if (!S_ISREG(st.st_mode)) return FailedPreconditionError("read " + shown + ": not a file");
+  std::string content;
+  std::array<char, 4096> buf{};
+  for (;;) {
+    const ssize_t n = ::read(file.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return InternalError(Errno("read", shown));
+    if (n == 0) break;
+    content.append(buf.data(), static_cast<size_t>(n));
+    if (content.size() > limit) {
+      return FailedPreconditionError("read " + shown + ": larger than " + std::to_string(limit) +
+                                     " bytes");
+    }
+  }
+  return content;
+}
+
 Status RootDir::MakeFolders(std::string_view path) {
   size_t at = 1;
   while (at <= path.size()) {

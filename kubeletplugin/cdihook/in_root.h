@@ -30,6 +30,9 @@ class RootDir {
   // `path` is refused, not followed.
   Status WriteFile(std::string_view path, std::string_view content, unsigned mode);
   bool Exists(std::string_view path);
+  // The content of the regular file at `path`, links followed inside the tree; NotFound when it
+  // is missing, an error when it is not a regular file or is larger than `limit` bytes.
+  StatusOr<std::string> ReadFile(std::string_view path, size_t limit);
 
   const std::string& path() const { return path_; }
 

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "kubeletplugin/cdihook/musl_path.h"
+
 namespace xpu::cdihook {
 namespace {
 
@@ -37,6 +39,7 @@ Status RunLdcache(const HookArgs& args, RootDir& root, const RunFn& run) {
   if (!root.Exists("/etc/ld.so.conf")) {
     RETURN_IF_ERROR(root.WriteFile("/etc/ld.so.conf", "include /etc/ld.so.conf.d/*.conf\n", 0644));
   }
+  RETURN_IF_ERROR(AddMuslPaths(args.folders, root));
   return run({LdconfigPath(args.ldconfig), "-X", "-r", root.path()});
 }
 

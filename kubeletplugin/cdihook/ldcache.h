@@ -1,7 +1,8 @@
 // The ldcache command of xpu-cdi-hook: in a container's root, the soname links of the mounted
 // driver libraries, the library folders in the loader's configuration, and the loader's cache
 // rebuilt, so that a program in any glibc image finds "libcuda.so.1" or "libascend_hal.so" by
-// name without LD_LIBRARY_PATH (docs/kubelet-plugin.md, "Driver files").
+// name without LD_LIBRARY_PATH, and one in a musl image through musl's path file
+// (docs/kubelet-plugin.md, "Driver files").
 #ifndef XPU_KUBELETPLUGIN_CDIHOOK_LDCACHE_H_
 #define XPU_KUBELETPLUGIN_CDIHOOK_LDCACHE_H_
 
@@ -22,9 +23,10 @@ inline constexpr std::string_view kConfFile = "/etc/ld.so.conf.d/00-xpu-dra.conf
 using RunFn = std::function<Status(const std::vector<std::string>& argv)>;
 
 // The links first (a folder's link whose folder is missing is made with it), then kConfFile
-// (and /etc/ld.so.conf including /etc/ld.so.conf.d when the image has none), then
-// `ldconfig -X -r ROOT` (-X: ldconfig makes no links of its own in folders that may be read-only
-// mounts). Without folders no ldconfig runs. Errors name the path or the program.
+// (and /etc/ld.so.conf including /etc/ld.so.conf.d when the image has none), the folders in
+// musl's path file where the image has a musl loader (musl_path.h), then `ldconfig -X -r ROOT` (-X:
+// ldconfig makes no links of its own in folders that may be read-only mounts). Without folders no
+// ldconfig runs. Errors name the path or the program.
 Status RunLdcache(const HookArgs& args, RootDir& root, const RunFn& run);
 
 // fork and exec with only PATH in the environment, stdin and stdout closed, stderr kept (up to
