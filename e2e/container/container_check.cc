@@ -13,7 +13,8 @@
 //    its device count and each device's identity: NVML (libnvidia-ml.so.1: nvmlInit_v2,
 //    nvmlDeviceGetCount_v2, nvmlDeviceGetHandleByIndex_v2, nvmlDeviceGetUUID) and DCMI
 //    (libdcmi.so: dcmi_init, dcmi_get_card_list, dcmi_get_device_num_in_card,
-//    dcmi_get_device_logic_id, dcmi_get_device_phyid_from_logicid);
+//    dcmi_get_device_logic_id, dcmi_get_device_phyid_from_logicid) and Hygon's DMI (libhydmi.so:
+//    dmiGetDeviceCount, dmiGetDeviceInfo);
 //  - "files": the files named by --file, with their first line (a gang's rank table).
 // `--every SECONDS` prints the report again every SECONDS until SIGTERM (a pod that keeps its
 // devices while the runtime restarts); `--pause` sleeps until SIGTERM or SIGINT: the pod
@@ -192,6 +193,38 @@ Json Dcmi(void* lib, Json out) {
   return out;
 }
 
+// DMI's dmiDeviceInfo, as its public header dmi_virtual.h declares it (docs/partitions.md).
+struct DmiDeviceInfo {
+  char name[256];
+  int compute_unit_count;
+  size_t global_mem_size;
+  size_t usage_mem_size;
+  uint64_t container_id;
+  int device_id;
+};
+
+// What `lib` (libhydmi.so) reads, added to `out`.
+Json Hydmi(void* lib, Json out) {
+  auto count = Symbol<int (*)(int*)>(lib, "dmiGetDeviceCount");
+  auto info = Symbol<int (*)(int, DmiDeviceInfo*)>(lib, "dmiGetDeviceInfo");
+  if (count == nullptr || info == nullptr) {
+    out["error"] = "a function is missing from libhydmi.so";
+    return out;
+  }
+  int n = 0;
+  if (CallFailed("dmiGetDeviceCount", count(&n), out)) return out;
+  Json devices = Json::array();
+  for (int i = 0; i < n; ++i) {
+    DmiDeviceInfo d{};
+    if (CallFailed("dmiGetDeviceInfo", info(i, &d), out)) return out;
+    devices.push_back(
+        {{"index", i}, {"name", std::string(d.name)}, {"computeUnits", d.compute_unit_count}});
+  }
+  out["deviceCount"] = devices.size();
+  out["devices"] = std::move(devices);
+  return out;
+}
+
 // The report of the library `soname`: whether it loads and, when it does, what `read` finds
 // through it.
 Json Library(const char* soname, Json (*read)(void* lib, Json out)) {
@@ -235,13 +268,13 @@ Json Report(const std::vector<std::string>& files) {
   Json devices = Json::array();
   WalkDevices("/dev", devices);
   struct stat st {};
-  return {
-      {"deviceNodes", std::move(devices)},
-      {"env", Environment()},
-      {"mounts", Mounts()},
-      {"ldCache", ::stat("/etc/ld.so.cache", &st) == 0},
-      {"libraries", Json::array({Library("libnvidia-ml.so.1", Nvml), Library("libdcmi.so", Dcmi)})},
-      {"files", Files(files)}};
+  return {{"deviceNodes", std::move(devices)},
+          {"env", Environment()},
+          {"mounts", Mounts()},
+          {"ldCache", ::stat("/etc/ld.so.cache", &st) == 0},
+          {"libraries", Json::array({Library("libnvidia-ml.so.1", Nvml),
+                                     Library("libdcmi.so", Dcmi), Library("libhydmi.so", Hydmi)})},
+          {"files", Files(files)}};
 }
 
 }  // namespace
@@ -261,10 +294,11 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else if (a == "--help" || a == "-h") {
-      std::cout << "usage: xpu-container-check [--file PATH]... [--every SECONDS] | --pause\n"
-                   "Prints what this container sees as JSON: device nodes, visibility\n"
-                   "variables, mounts, and the vendor libraries (NVML, DCMI) loaded by soname\n"
-                   "with the devices they report. --pause sleeps until SIGTERM (a pause image).\n";
+      std::cout
+          << "usage: xpu-container-check [--file PATH]... [--every SECONDS] | --pause\n"
+             "Prints what this container sees as JSON: device nodes, visibility\n"
+             "variables, mounts, and the vendor libraries (NVML, DCMI, DMI) loaded by\n"
+             "soname with the devices they report. --pause sleeps until SIGTERM (a pause image).\n";
       return 0;
     } else {
       std::cerr << "xpu-container-check: unknown argument " << a << " (see --help)\n";

@@ -4,14 +4,16 @@
 # plugin on a fixture host whose device nodes and driver files the node's mount namespace shows
 # at their host paths. Pods run xpu-container-check (e2e/container/), which prints what the
 # container sees: device nodes, variables, mounts, and the vendor library it loads by soname (the
-# fake NVML or DCMI of the fixture, found through the loader cache xpu-cdi-hook wrote) with the
-# devices it reports.
+# fake NVML, DCMI or DMI of the fixture, found through the loader cache xpu-cdi-hook wrote) with
+# the devices it reports.
 #
-# Nodes: a2 (atlas800t-a2), h200 (hgx-h200), off (hgx-h200 with --cdi-driver-files=off).
+# Nodes: a2 (atlas800t-a2), h200 (hgx-h200), off (hgx-h200 with --cdi-driver-files=off), dcu
+# (hygon-dcu-8-vhcu).
 # Checks:
-#   - a pod with 2 of a2's NPUs and one with 4 of h200's GPUs run to completion; each sees exactly
-#     its allocated devices' nodes, and the vendor library in it reports exactly those devices;
-#     h200's pod has the driver files of the driver's version (not the stale 535 ones);
+#   - a pod with 2 of a2's NPUs, one with 4 of h200's GPUs and one with 2 of dcu's DCUs run to
+#     completion; each sees exactly its allocated devices' nodes, and the vendor library in it
+#     reports exactly those devices; h200's pod has the driver files of the driver's version (not
+#     the stale 535 ones), dcu's has /opt/hyhal;
 #   - a pod on off sees no driver file, and cannot load NVML;
 #   - unprepare after the pods end removes their specs and checkpoint entries;
 #   - two pods on h200 at once get disjoint devices; containerd restarted under them: they keep
@@ -39,18 +41,18 @@ UP=$("$ROOT/scripts/build-upstream" ${VERSION:+"$VERSION"} --with-kubelet | tail
 start=$(date +%s)
 "$ROOT/scripts/cluster" up "$WORK/cluster" ${VERSION:+--version "$VERSION"} --watch-pid $$ \
   --runtime containerd --build "$BUILD" --node a2=atlas800t-a2 --node h200=hgx-h200 \
-  --node off=hgx-h200,--cdi-driver-files=off >"$WORK/cluster.log" 2>&1 ||
+  --node off=hgx-h200,--cdi-driver-files=off --node dcu=hygon-dcu-8-vhcu >"$WORK/cluster.log" 2>&1 ||
   { fail "scripts/cluster up --runtime containerd (see $WORK/cluster.log)"; grep -v "^cluster: stopped" "$WORK/cluster.log" | tail -25; exit 1; }
 . "$WORK/cluster/cluster.env"
-ok "3 nodes Ready in $(( $(date +%s) - start )) s: the real kubelet ($VERSION) over containerd $("$RUNTIME_BIN/containerd" --version | awk '{print $3}') and runc $("$RUNTIME_BIN/runc" --version | awk 'NR==1 {print $3}')"
+ok "4 nodes Ready in $(( $(date +%s) - start )) s: the real kubelet ($VERSION) over containerd $("$RUNTIME_BIN/containerd" --version | awk '{print $3}') and runc $("$RUNTIME_BIN/runc" --version | awk 'NR==1 {print $3}')"
 export KUBECONFIG=$WORK/cluster/kubeconfig
 K() { "$UP/kubectl" --request-timeout=20s "$@"; }
 NODES=$WORK/cluster/nodes
 "$BUILD/bin/xpu-dra-controller" --kubeconfig "$KUBECONFIG" --namespace xpu-dra \
   --metrics-addr 127.0.0.1:0 >"$WORK/controller.log" 2>&1 &
 PIDS+=($!)
-slices() { [ "$(K get resourceslices -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | tr '\n' ' ')" = "a2 h200 off " ]; }
-wait_for 60 slices && ok "the controller published slices for a2, h200 and off" || fail "slices for the three nodes"
+slices() { [ "$(K get resourceslices -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | tr '\n' ' ')" = "a2 dcu h200 off " ]; }
+wait_for 60 slices && ok "the controller published slices for a2, dcu, h200 and off" || fail "slices for the four nodes"
 
 . "$ROOT/e2e/upstream/runtime/pods.sh"
 
@@ -68,11 +70,13 @@ try:
 except Exception as e:
     out(False, f"no report from the container: {e}"); sys.exit()
 want = sorted(int(d.split("-")[1]) for d in allocated.split())
-prefix = "/dev/nvidia" if vendor == "nvidia" else "/dev/davinci"
-seen = sorted(int(n["path"][len(prefix):]) for n in r["deviceNodes"]
+# The device nodes that name a device by its index (a DCU's render node is 128 + its index).
+prefix, first, soname = {"nvidia": ("/dev/nvidia", 0, "libnvidia-ml.so.1"), "huawei": ("/dev/davinci", 0, "libdcmi.so"),
+                         "hygon": ("/dev/dri/renderD", 128, "libhydmi.so")}[vendor]
+seen = sorted(int(n["path"][len(prefix):]) - first for n in r["deviceNodes"]
               if n["path"].startswith(prefix) and n["path"][len(prefix):].isdigit())
-out(seen == want and want, f"device nodes {[prefix + str(i) for i in seen]}, allocated {allocated.strip()}")
-lib = next(l for l in r["libraries"] if l["soname"] == ("libnvidia-ml.so.1" if vendor == "nvidia" else "libdcmi.so"))
+out(seen == want and want, f"device nodes {[prefix + str(i + first) for i in seen]}, allocated {allocated.strip()}")
+lib = next(l for l in r["libraries"] if l["soname"] == soname)
 mounts = [m["path"] for m in r["mounts"]]
 if files == "off":
     driver = [m for m in mounts if m.startswith(("/usr/lib", "/usr/bin", "/usr/local/", "/lib/firmware"))]
@@ -88,6 +92,12 @@ if vendor == "nvidia":
     need = ["/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.158.01", "/usr/bin/nvidia-smi"]
     out(all(n in mounts for n in need) and not [m for m in mounts if ".so.535." in m],
         f"driver files of 570.158.01 mounted, none of the stale 535 ({len(mounts)} mounts)")
+elif vendor == "hygon":
+    out(lib["loaded"] and lib.get("deviceCount") == len(want),
+        f"DMI, loaded by soname in the container, reports {lib.get('deviceCount')} DCUs: as many as allocated ({lib.get('error', '')})")
+    kfd = any(n["path"] == "/dev/kfd" for n in r["deviceNodes"])
+    out("/opt/hyhal" in mounts and kfd and r["env"].get("HIP_VISIBLE_DEVICES"),
+        f"/opt/hyhal mounted, /dev/kfd present, HIP_VISIBLE_DEVICES={r['env'].get('HIP_VISIBLE_DEVICES')}")
 else:
     got = sorted(d.get("phyId", -1) for d in lib.get("devices", []))
     out(lib["loaded"] and got == want, f"DCMI, loaded by soname in the container, reports NPUs {got}: exactly the allocated ones ({lib.get('error', '')})")
@@ -110,7 +120,8 @@ spec_gone() { ! grep -rqs "$1" "$NODES/$2/cdi" "$NODES/$2/plugin-state/checkpoin
 pod npu2 a2 huawei.xpu.dra.dev 2
 pod gpu4 h200 nvidia.xpu.dra.dev 4
 pod gpuoff off nvidia.xpu.dra.dev 1
-for p in npu2:a2 gpu4:h200 gpuoff:off; do
+pod dcu2 dcu hygon.xpu.dra.dev 2
+for p in npu2:a2 gpu4:h200 gpuoff:off dcu2:dcu; do
   name=${p%%:*} node=${p#*:}
   if wait_for 90 is_phase "$name" Succeeded; then
     ok "pod $name on $node ran to completion in a real container"
@@ -121,15 +132,16 @@ done
 report "npu2 (a2, 2 NPUs)" < <(check npu2 a2 huawei on)
 report "gpu4 (h200, 4 GPUs)" < <(check gpu4 h200 nvidia on)
 report "gpuoff (off, 1 GPU)" < <(check gpuoff off nvidia off)
+report "dcu2 (dcu, 2 DCUs)" < <(check dcu2 dcu hygon on)
 
 # --- 2. unprepare when the pods end ---------------------------------------------------------------
-uids=("$(claim_uid npu2):a2" "$(claim_uid gpu4):h200" "$(claim_uid gpuoff):off")
-K delete pod npu2 gpu4 gpuoff --wait=false >/dev/null
+uids=("$(claim_uid npu2):a2" "$(claim_uid gpu4):h200" "$(claim_uid gpuoff):off" "$(claim_uid dcu2):dcu")
+K delete pod npu2 gpu4 gpuoff dcu2 --wait=false >/dev/null
 gone=1
 for u in "${uids[@]}"; do wait_for 60 spec_gone "${u%%:*}" "${u#*:}" || gone=0; done
 [ $gone -eq 1 ] && ok "the pods deleted: their CDI specs and checkpoint entries are gone" \
   || fail "specs left after the pods were deleted: $(ls "$NODES"/*/cdi)"
-K delete resourceclaim npu2 gpu4 gpuoff --wait=false >/dev/null
+K delete resourceclaim npu2 gpu4 gpuoff dcu2 --wait=false >/dev/null
 
 # --- 3. two pods at once, and containerd restarted under them -----------------------------------
 pod long1 h200 nvidia.xpu.dra.dev 2 --every 1

@@ -44,6 +44,8 @@ $args
     - {name: XPU_FAKE_NVML_DEV_DIR, value: /dev}
     - {name: XPU_FAKE_DCMI_JSON, value: /fake-vendor/dcmi.json}
     - {name: XPU_FAKE_DCMI_DEV_DIR, value: /dev}
+    - {name: XPU_FAKE_HYDMI_JSON, value: /fake-vendor/hydmi.json}
+    - {name: XPU_FAKE_HYDMI_DEV_DIR, value: /dev}
     volumeMounts:
     - {name: fake-vendor, mountPath: /fake-vendor, readOnly: true}
     resources:

@@ -11,7 +11,11 @@
 // whole list, {"vdevices": [...]}, which then stands in for the fixture's): a test "reboots" the
 // node by removing that file. Without it they live in this process's memory. A create takes the
 // lowest free vdev id of the node, refuses a fifth vHCU on a device or more than the device has
-// left (out of resources), and a busy device (device busy).
+// left (out of resources), and a busy device (device busy). With $XPU_FAKE_HYDMI_DEV_DIR set (in
+// a container: /dev) only the devices whose <dir>/dri/renderD<renderMinor> exists are listed,
+// numbered from 0, as a container given some DCUs' nodes sees them.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -49,6 +53,19 @@ std::string JsonPath() {
                                                   reinterpret_cast<void*>(&JsonPath));
 }
 
+// $XPU_FAKE_HYDMI_DEV_DIR: the devices whose render node is in that folder.
+void FilterByDeviceNodes(nlohmann::json& doc) {
+  const char* dir = std::getenv("XPU_FAKE_HYDMI_DEV_DIR");
+  if (dir == nullptr || *dir == '\0') return;
+  nlohmann::json kept = nlohmann::json::array();
+  for (const nlohmann::json& d : doc.at("devices")) {
+    const std::string node =
+        std::string(dir) + "/dri/renderD" + std::to_string(d.value("renderMinor", -1));
+    if (::access(node.c_str(), F_OK) == 0) kept.push_back(d);
+  }
+  doc["devices"] = std::move(kept);
+}
+
 // The fixture, with "vdevices" as they are now; nullopt (and a line on stderr) when unreadable.
 std::optional<nlohmann::json> Load(State& s) REQUIRES(s.mu) {
   const std::string path = JsonPath();
@@ -67,6 +84,7 @@ std::optional<nlohmann::json> Load(State& s) REQUIRES(s.mu) {
     nlohmann::json doc = nlohmann::json::parse(in);
     if (!doc.contains("devices")) doc["devices"] = nlohmann::json::array();
     if (!doc.contains("vdevices")) doc["vdevices"] = nlohmann::json::array();
+    FilterByDeviceNodes(doc);
     if (const char* state = std::getenv("XPU_FAKE_HYDMI_STATE"); state != nullptr && *state) {
       if (std::ifstream saved(state); saved) {
         doc["vdevices"] = nlohmann::json::parse(saved).at("vdevices");
