@@ -8,12 +8,13 @@
 # the devices it reports.
 #
 # Nodes: a2 (atlas800t-a2), h200 (hgx-h200), off (hgx-h200 with --cdi-driver-files=off), dcu
-# (hygon-dcu-8-vhcu).
+# (hygon-dcu-8-vhcu), mlu (cambricon-mlu370-x8), mx (metax-c500-8), gcu (enflame-s60-8).
 # Checks:
-#   - a pod with 2 of a2's NPUs, one with 4 of h200's GPUs and one with 2 of dcu's DCUs run to
-#     completion; each sees exactly its allocated devices' nodes, and the vendor library in it
-#     reports exactly those devices; h200's pod has the driver files of the driver's version (not
-#     the stale 535 ones), dcu's has /opt/hyhal;
+#   - a pod with 2 of a2's NPUs, one with 4 of h200's GPUs and one with 2 devices of each other
+#     vendor's node run to completion; each sees exactly its allocated devices' nodes, the
+#     vendor's control node, visibility variable and driver files (for h200 those of the driver's
+#     version, not the stale 535 ones), and where the fixture has a fake vendor library (NVML,
+#     DCMI, DMI) it reports exactly those devices;
 #   - a pod on off sees no driver file, and cannot load NVML;
 #   - unprepare after the pods end removes their specs and checkpoint entries;
 #   - two pods on h200 at once get disjoint devices; containerd restarted under them: they keep
@@ -41,18 +42,19 @@ UP=$("$ROOT/scripts/build-upstream" ${VERSION:+"$VERSION"} --with-kubelet | tail
 start=$(date +%s)
 "$ROOT/scripts/cluster" up "$WORK/cluster" ${VERSION:+--version "$VERSION"} --watch-pid $$ \
   --runtime containerd --build "$BUILD" --node a2=atlas800t-a2 --node h200=hgx-h200 \
-  --node off=hgx-h200,--cdi-driver-files=off --node dcu=hygon-dcu-8-vhcu >"$WORK/cluster.log" 2>&1 ||
+  --node off=hgx-h200,--cdi-driver-files=off --node dcu=hygon-dcu-8-vhcu \
+  --node mlu=cambricon-mlu370-x8 --node mx=metax-c500-8 --node gcu=enflame-s60-8 >"$WORK/cluster.log" 2>&1 ||
   { fail "scripts/cluster up --runtime containerd (see $WORK/cluster.log)"; grep -v "^cluster: stopped" "$WORK/cluster.log" | tail -25; exit 1; }
 . "$WORK/cluster/cluster.env"
-ok "4 nodes Ready in $(( $(date +%s) - start )) s: the real kubelet ($VERSION) over containerd $("$RUNTIME_BIN/containerd" --version | awk '{print $3}') and runc $("$RUNTIME_BIN/runc" --version | awk 'NR==1 {print $3}')"
+ok "7 nodes Ready in $(( $(date +%s) - start )) s: the real kubelet ($VERSION) over containerd $("$RUNTIME_BIN/containerd" --version | awk '{print $3}') and runc $("$RUNTIME_BIN/runc" --version | awk 'NR==1 {print $3}')"
 export KUBECONFIG=$WORK/cluster/kubeconfig
 K() { "$UP/kubectl" --request-timeout=20s "$@"; }
 NODES=$WORK/cluster/nodes
 "$BUILD/bin/xpu-dra-controller" --kubeconfig "$KUBECONFIG" --namespace xpu-dra \
   --metrics-addr 127.0.0.1:0 >"$WORK/controller.log" 2>&1 &
 PIDS+=($!)
-slices() { [ "$(K get resourceslices -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | tr '\n' ' ')" = "a2 dcu h200 off " ]; }
-wait_for 60 slices && ok "the controller published slices for a2, dcu, h200 and off" || fail "slices for the four nodes"
+slices() { [ "$(K get resourceslices -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' | sort -u | tr '\n' ' ')" = "a2 dcu gcu h200 mlu mx off " ]; }
+wait_for 60 slices && ok "the controller published slices for the 7 nodes" || fail "slices for the 7 nodes"
 
 . "$ROOT/e2e/upstream/runtime/pods.sh"
 
@@ -70,39 +72,45 @@ try:
 except Exception as e:
     out(False, f"no report from the container: {e}"); sys.exit()
 want = sorted(int(d.split("-")[1]) for d in allocated.split())
-# The device nodes that name a device by its index (a DCU's render node is 128 + its index).
-prefix, first, soname = {"nvidia": ("/dev/nvidia", 0, "libnvidia-ml.so.1"), "huawei": ("/dev/davinci", 0, "libdcmi.so"),
-                         "hygon": ("/dev/dri/renderD", 128, "libhydmi.so")}[vendor]
+# Per vendor: the device nodes that name a device by its index (a DCU's or MetaX GPU's render node
+# is 128 + its index), the fake library of the fixture (none for the last three), the visibility
+# variable, the control node and the driver files the spec must mount.
+V = {"nvidia": ("/dev/nvidia", 0, "libnvidia-ml.so.1", "NVIDIA_VISIBLE_DEVICES", "/dev/nvidiactl",
+                ["/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.158.01", "/usr/bin/nvidia-smi"]),
+     "huawei": ("/dev/davinci", 0, "libdcmi.so", "ASCEND_VISIBLE_DEVICES", "/dev/davinci_manager",
+                ["/usr/local/Ascend/driver/lib64", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/hccn.conf"]),
+     "hygon": ("/dev/dri/renderD", 128, "libhydmi.so", "HIP_VISIBLE_DEVICES", "/dev/kfd", ["/opt/hyhal"]),
+     "cambricon": ("/dev/cambricon_dev", 0, None, "CAMBRICON_VISIBLE_DEVICES", "/dev/cambricon_ctl",
+                   ["/usr/local/neuware/lib64/libcndev.so", "/usr/bin/cnmon"]),
+     "metax": ("/dev/dri/renderD", 128, None, "CUDA_VISIBLE_DEVICES", "/dev/mxcd", ["/opt/mxdriver"]),
+     "enflame": ("/dev/gcu", 0, None, "ENFLAME_VISIBLE_DEVICES", "/dev/gcuctl", ["/usr/local/efsmi"])}
+prefix, first, soname, var, control, need = V[vendor]
 seen = sorted(int(n["path"][len(prefix):]) - first for n in r["deviceNodes"]
               if n["path"].startswith(prefix) and n["path"][len(prefix):].isdigit())
 out(seen == want and want, f"device nodes {[prefix + str(i + first) for i in seen]}, allocated {allocated.strip()}")
-lib = next(l for l in r["libraries"] if l["soname"] == soname)
+lib = next((l for l in r["libraries"] if l["soname"] == soname), {"soname": soname, "loaded": False})
 mounts = [m["path"] for m in r["mounts"]]
 if files == "off":
     driver = [m for m in mounts if m.startswith(("/usr/lib", "/usr/bin", "/usr/local/", "/lib/firmware"))]
     out(not driver and not lib["loaded"], f"driver files off: no driver file mounted {driver}, {lib['soname']} not loadable ({lib.get('error', '')})")
-    out(bool(r["env"].get("NVIDIA_VISIBLE_DEVICES" if vendor == "nvidia" else "ASCEND_VISIBLE_DEVICES")), "the visibility variable is still set, for a vendor hook")
+    out(bool(r["env"].get(var)), "the visibility variable is still set, for a vendor hook")
     sys.exit()
+kfd = any(n["path"] == control for n in r["deviceNodes"])
+out(all(n in mounts for n in need) and kfd and r["env"].get(var),
+    f"driver files {need} mounted, {control} present, {var}={r['env'].get(var)}")
 if vendor == "nvidia":
     nvml = json.load(open(fake + "/nvml.json"))
     uuid_of = {d["minorNumber"]: d["uuid"] for d in nvml["devices"]}
     got = sorted(d.get("uuid", "") for d in lib.get("devices", []))
     out(lib["loaded"] and got == sorted(uuid_of[i] for i in want),
         f"NVML, loaded by soname in the container, reports {lib.get('deviceCount')} GPUs: exactly the allocated ones ({lib.get('error', '')})")
-    need = ["/usr/lib/x86_64-linux-gnu/libcuda.so.570.158.01", "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.570.158.01", "/usr/bin/nvidia-smi"]
-    out(all(n in mounts for n in need) and not [m for m in mounts if ".so.535." in m],
-        f"driver files of 570.158.01 mounted, none of the stale 535 ({len(mounts)} mounts)")
+    out(not [m for m in mounts if ".so.535." in m], f"none of the stale 535 driver's files mounted ({len(mounts)} mounts)")
+elif vendor == "huawei":
+    got = sorted(d.get("phyId", -1) for d in lib.get("devices", []))
+    out(lib["loaded"] and got == want, f"DCMI, loaded by soname in the container, reports NPUs {got}: exactly the allocated ones ({lib.get('error', '')})")
 elif vendor == "hygon":
     out(lib["loaded"] and lib.get("deviceCount") == len(want),
         f"DMI, loaded by soname in the container, reports {lib.get('deviceCount')} DCUs: as many as allocated ({lib.get('error', '')})")
-    kfd = any(n["path"] == "/dev/kfd" for n in r["deviceNodes"])
-    out("/opt/hyhal" in mounts and kfd and r["env"].get("HIP_VISIBLE_DEVICES"),
-        f"/opt/hyhal mounted, /dev/kfd present, HIP_VISIBLE_DEVICES={r['env'].get('HIP_VISIBLE_DEVICES')}")
-else:
-    got = sorted(d.get("phyId", -1) for d in lib.get("devices", []))
-    out(lib["loaded"] and got == want, f"DCMI, loaded by soname in the container, reports NPUs {got}: exactly the allocated ones ({lib.get('error', '')})")
-    need = ["/usr/local/Ascend/driver/lib64", "/usr/local/dcmi", "/usr/local/bin/npu-smi", "/etc/hccn.conf"]
-    out(all(n in mounts for n in need), f"the Ascend driver's folders, npu-smi and hccn.conf mounted")
 out(r["ldCache"], "the container's loader cache was written by xpu-cdi-hook")
 PYEOF
 }
@@ -121,7 +129,10 @@ pod npu2 a2 huawei.xpu.dra.dev 2
 pod gpu4 h200 nvidia.xpu.dra.dev 4
 pod gpuoff off nvidia.xpu.dra.dev 1
 pod dcu2 dcu hygon.xpu.dra.dev 2
-for p in npu2:a2 gpu4:h200 gpuoff:off dcu2:dcu; do
+pod mlu2 mlu cambricon.xpu.dra.dev 2
+pod mx2 mx metax.xpu.dra.dev 2
+pod gcu2 gcu enflame.xpu.dra.dev 2
+for p in npu2:a2 gpu4:h200 gpuoff:off dcu2:dcu mlu2:mlu mx2:mx gcu2:gcu; do
   name=${p%%:*} node=${p#*:}
   if wait_for 90 is_phase "$name" Succeeded; then
     ok "pod $name on $node ran to completion in a real container"
@@ -133,15 +144,19 @@ report "npu2 (a2, 2 NPUs)" < <(check npu2 a2 huawei on)
 report "gpu4 (h200, 4 GPUs)" < <(check gpu4 h200 nvidia on)
 report "gpuoff (off, 1 GPU)" < <(check gpuoff off nvidia off)
 report "dcu2 (dcu, 2 DCUs)" < <(check dcu2 dcu hygon on)
+report "mlu2 (mlu, 2 MLUs)" < <(check mlu2 mlu cambricon on)
+report "mx2 (mx, 2 GPUs)" < <(check mx2 mx metax on)
+report "gcu2 (gcu, 2 GCUs)" < <(check gcu2 gcu enflame on)
 
 # --- 2. unprepare when the pods end ---------------------------------------------------------------
-uids=("$(claim_uid npu2):a2" "$(claim_uid gpu4):h200" "$(claim_uid gpuoff):off" "$(claim_uid dcu2):dcu")
-K delete pod npu2 gpu4 gpuoff dcu2 --wait=false >/dev/null
+uids=("$(claim_uid npu2):a2" "$(claim_uid gpu4):h200" "$(claim_uid gpuoff):off" "$(claim_uid dcu2):dcu"
+  "$(claim_uid mlu2):mlu" "$(claim_uid mx2):mx" "$(claim_uid gcu2):gcu")
+K delete pod npu2 gpu4 gpuoff dcu2 mlu2 mx2 gcu2 --wait=false >/dev/null
 gone=1
 for u in "${uids[@]}"; do wait_for 60 spec_gone "${u%%:*}" "${u#*:}" || gone=0; done
 [ $gone -eq 1 ] && ok "the pods deleted: their CDI specs and checkpoint entries are gone" \
   || fail "specs left after the pods were deleted: $(ls "$NODES"/*/cdi)"
-K delete resourceclaim npu2 gpu4 gpuoff dcu2 --wait=false >/dev/null
+K delete resourceclaim npu2 gpu4 gpuoff dcu2 mlu2 mx2 gcu2 --wait=false >/dev/null
 
 # --- 3. two pods at once, and containerd restarted under them -----------------------------------
 pod long1 h200 nvidia.xpu.dra.dev 2 --every 1

@@ -5,14 +5,18 @@
 
 # pod NAME NODE CLASS COUNT [ARG...]: a claim NAME for COUNT devices of CLASS and a pod NAME on
 # NODE running xpu-container-check with ARGs. The fake vendor libraries find their answers in
-# the fixture's fake-vendor/ (a hostPath volume) and list only the devices whose node the
-# container has (XPU_FAKE_*_DEV_DIR).
+# the fixture's fake-vendor/ (a hostPath volume, where the fixture has one) and list only the
+# devices whose node the container has (XPU_FAKE_*_DEV_DIR).
 pod() {
   local name=$1 node=$2 class=$3 count=$4 selector=""
   shift 4
-  local args=""
+  local args="" mount="" volume=""
   [ $# -gt 0 ] && args="    args: [$(printf '"%s",' "$@" | sed 's/,$//')]"
   [ -n "${SELECTOR:-}" ] && selector="        selectors: [{cel: {expression: '$SELECTOR'}}]"
+  if [ -d "$NODES/$node/host/fake-vendor" ]; then
+    mount="    volumeMounts: [{name: fake-vendor, mountPath: /fake-vendor, readOnly: true}]"
+    volume="  volumes: [{name: fake-vendor, hostPath: {path: $NODES/$node/host/fake-vendor, type: Directory}}]"
+  fi
   K apply -f - >/dev/null <<EOF
 apiVersion: resource.k8s.io/v1
 kind: ResourceClaim
@@ -46,15 +50,12 @@ $args
     - {name: XPU_FAKE_DCMI_DEV_DIR, value: /dev}
     - {name: XPU_FAKE_HYDMI_JSON, value: /fake-vendor/hydmi.json}
     - {name: XPU_FAKE_HYDMI_DEV_DIR, value: /dev}
-    volumeMounts:
-    - {name: fake-vendor, mountPath: /fake-vendor, readOnly: true}
+$mount
     resources:
       claims: [{name: devs}]
   resourceClaims:
   - {name: devs, resourceClaimName: $name}
-  volumes:
-  - name: fake-vendor
-    hostPath: {path: $NODES/$node/host/fake-vendor, type: Directory}
+$volume
 EOF
   note_allocation "$name"
 }
