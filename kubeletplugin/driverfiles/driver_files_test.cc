@@ -235,37 +235,39 @@ TEST_CASE("driver files cache: located once per driver version, and an upgrade i
 }
 
 TEST_CASE("driver files: daemons' sockets and the MPS pipe folder, as the daemons come and go") {
-  Host h;
-  h.Nvidia("570.158.01");
-  DriverFilesCache cache(h.dir.path(), kHook, Policy{});
-  StatusOr<std::shared_ptr<const DriverFiles>> before = cache.Get("nvidia");
-  REQUIRE_OK(before);
-  CHECK(MountAt(**before, "/tmp/nvidia-mps") == nullptr);
-  CHECK(MountAt(**before, "/run/nvidia-persistenced/socket") == nullptr);
+  Host nvidia_host;
+  nvidia_host.Nvidia("570.158.01");
+  const std::string root = nvidia_host.dir.path();
+  DriverFilesCache files(root, kHook, Policy{});
+  const auto located = [&] {
+    StatusOr<std::shared_ptr<const DriverFiles>> got = files.Get("nvidia");
+    REQUIRE_OK(got);
+    return *got;
+  };
+  const std::shared_ptr<const DriverFiles> before = located();
+  CHECK(MountAt(*before, "/tmp/nvidia-mps") == nullptr);
+  CHECK(MountAt(*before, "/run/nvidia-persistenced/socket") == nullptr);
 
   // The MPS control daemon and the persistence daemon start under the running plugin (the
   // socket under /var/run only, as on a host where /var/run is not a link to /run).
-  fs::create_directories(h.dir.path() + "/tmp/nvidia-mps");
-  h.File("/var/run/nvidia-persistenced/socket");
-  StatusOr<std::shared_ptr<const DriverFiles>> after = cache.Get("nvidia");
-  REQUIRE_OK(after);
-  CHECK(cache.lookups() == 2);
-  const cdi::Mount* mps = MountAt(**after, "/tmp/nvidia-mps");
+  fs::create_directories(root + "/tmp/nvidia-mps");
+  nvidia_host.File("/var/run/nvidia-persistenced/socket");
+  const std::shared_ptr<const DriverFiles> after = located();
+  CHECK(files.lookups() == 2);
+  const cdi::Mount* mps = MountAt(*after, "/tmp/nvidia-mps");
   REQUIRE(mps != nullptr);
   CHECK(mps->host_path == "/tmp/nvidia-mps");
   CHECK_FALSE(Has(mps->options, "ro"));  // clients make their pipes in it
   CHECK(Has(mps->options, "nosuid"));
-  CHECK(MountAt(**after, "/var/run/nvidia-persistenced/socket") != nullptr);
-  CHECK(MountAt(**before, "/tmp/nvidia-mps") == nullptr);  // handed out before: unchanged
+  CHECK(MountAt(*after, "/var/run/nvidia-persistenced/socket") != nullptr);
+  CHECK(MountAt(*before, "/tmp/nvidia-mps") == nullptr);  // handed out before: unchanged
 
   // Unchanged since: served from the cache. The MPS daemon stops: located again, without it.
-  REQUIRE_OK(cache.Get("nvidia"));
-  CHECK(cache.lookups() == 2);
-  fs::remove_all(h.dir.path() + "/tmp/nvidia-mps");
-  StatusOr<std::shared_ptr<const DriverFiles>> stopped = cache.Get("nvidia");
-  REQUIRE_OK(stopped);
-  CHECK(cache.lookups() == 3);
-  CHECK(MountAt(**stopped, "/tmp/nvidia-mps") == nullptr);
+  CHECK(located() == after);
+  CHECK(files.lookups() == 2);
+  fs::remove_all(root + "/tmp/nvidia-mps");
+  CHECK(MountAt(*located(), "/tmp/nvidia-mps") == nullptr);
+  CHECK(files.lookups() == 3);
 }
 
 TEST_CASE("driver files policy: all, per vendor, and errors naming the flag") {
