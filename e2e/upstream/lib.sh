@@ -53,14 +53,15 @@ wait_for() {  # wait_for SECONDS COMMAND...: true once the command succeeds
 # A port below the ephemeral range (scripts/free-port), found from this file's own place: not every
 # script that sources it sets ROOT.
 XPU_FREE_PORT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/free-port
-free_port() { /usr/bin/python3 "$XPU_FREE_PORT"; }
+free_ports() { /usr/bin/python3 "$XPU_FREE_PORT" "$1"; }  # COUNT distinct ports, one per line
 
 # kubelet_config FILE CRI_ENDPOINT [LINE...]: a KubeletConfiguration with cgroupsPerQOS off and no
 # node-allocatable enforcement (no cgroup hierarchy of its own), failCgroupV1 off for hosts still
 # on cgroup v1, anonymous read-only access on loopback; each LINE is appended as it is.
 kubelet_config() {
-  local file=$1 endpoint=$2
+  local file=$1 endpoint=$2 ports=()
   shift 2
+  mapfile -t ports < <(free_ports 2)
   {
     cat <<YAML
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -74,10 +75,10 @@ failCgroupV1: false
 failSwapOn: false
 containerRuntimeEndpoint: $endpoint
 address: 127.0.0.1
-port: $(free_port)
+port: ${ports[0]}
 readOnlyPort: 0
 healthzBindAddress: 127.0.0.1
-healthzPort: $(free_port)
+healthzPort: ${ports[1]}
 localStorageCapacityIsolation: false
 YAML
     printf '%s\n' "$@"
