@@ -105,6 +105,18 @@ struct GangCluster : testing::SimCluster {
     return out;
   }
 
+  // Every node's pool published: the controller has judged the whole fleet live. A gang created
+  // before that is placed among the nodes judged so far (with n1-n3 alone, leaf and superpod
+  // hold the same nodes, and its tier reads superpod).
+  bool FleetPublished() {
+    auto all = testing::ListSlices(*client, kDriver);
+    if (!all.ok()) return false;
+    std::set<std::string> pools;
+    for (const auto& s : *all) pools.insert(s.spec.pool.name);
+    pools.erase(std::string(kGangPool));
+    return pools == std::set<std::string>{"n1", "n2", "n3", "n4", "n5", "n6"};
+  }
+
   // The end of a controller's log, for failure messages.
   std::string Log(const std::string& name) {
     std::ifstream in(sim->dir() + "/" + name);
@@ -156,6 +168,7 @@ TEST_CASE("gangs: placed in one leaf, pending with a reason, never overlapping, 
           "[controller][e2e][gang]") {
   GangCluster c;
   auto controller = c.StartController();
+  REQUIRE(Eventually([&] { return c.FleetPublished(); }));
 
   REQUIRE_OK(c.CreateGang("g1", 2, "leaf"));
   REQUIRE(Eventually([&] { return c.NodesOf("g1").size() == 2; }));
