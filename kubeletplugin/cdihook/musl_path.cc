@@ -59,8 +59,10 @@ Status AddMuslPaths(const std::vector<std::string>& folders, RootDir& root, std:
   if (folders.empty() || !root.Exists(MuslLoader(arch))) return OkStatus();
   const std::string file = MuslPathFile(arch);
   std::optional<std::string> existing;
-  if (root.Exists(file)) {
-    ASSIGN_OR_RETURN(existing, root.ReadFile(file, kMaxPathFile));
+  if (StatusOr<std::string> read = root.ReadFile(file, kMaxPathFile); read.ok()) {
+    existing = *std::move(read);
+  } else if (read.status().code() != StatusCode::kNotFound) {
+    return read.status();
   }
   const std::string content = MuslPathContent(existing, folders);
   if (existing == content) return OkStatus();
