@@ -95,8 +95,8 @@ if files == "off":
     out(not driver and not lib["loaded"], f"driver files off: no driver file mounted {driver}, {lib['soname']} not loadable ({lib.get('error', '')})")
     out(bool(r["env"].get(var)), "the visibility variable is still set, for a vendor hook")
     sys.exit()
-kfd = any(n["path"] == control for n in r["deviceNodes"])
-out(all(n in mounts for n in need) and kfd and r["env"].get(var),
+has_control = any(n["path"] == control for n in r["deviceNodes"])
+out(all(n in mounts for n in need) and has_control and r["env"].get(var),
     f"driver files {need} mounted, {control} present, {var}={r['env'].get(var)}")
 if vendor == "nvidia":
     nvml = json.load(open(fake + "/nvml.json"))
@@ -124,39 +124,42 @@ report() {  # the checker's OK|/FAIL| lines as ok/fail, each prefixed with $1
 }
 spec_gone() { ! grep -rqs "$1" "$NODES/$2/cdi" "$NODES/$2/plugin-state/checkpoint.json"; }
 
-# --- 1. two NPUs, four GPUs, and driver files off ------------------------------------------------
-pod npu2 a2 huawei.xpu.dra.dev 2
-pod gpu4 h200 nvidia.xpu.dra.dev 4
-pod gpuoff off nvidia.xpu.dra.dev 1
-pod dcu2 dcu hygon.xpu.dra.dev 2
-pod mlu2 mlu cambricon.xpu.dra.dev 2
-pod mx2 mx metax.xpu.dra.dev 2
-pod gcu2 gcu enflame.xpu.dra.dev 2
-for p in npu2:a2 gpu4:h200 gpuoff:off dcu2:dcu mlu2:mlu mx2:mx gcu2:gcu; do
-  name=${p%%:*} node=${p#*:}
+# --- 1. one pod per vendor, and driver files off ----------------------------------------------
+# NAME NODE VENDOR COUNT UNIT FILES: a claim and pod NAME for COUNT of NODE's devices.
+FIRST=("npu2 a2 huawei 2 NPUs on" "gpu4 h200 nvidia 4 GPUs on" "gpuoff off nvidia 1 GPU off"
+  "dcu2 dcu hygon 2 DCUs on" "mlu2 mlu cambricon 2 MLUs on" "mx2 mx metax 2 GPUs on"
+  "gcu2 gcu enflame 2 GCUs on")
+names=()
+for p in "${FIRST[@]}"; do
+  read -r name node vendor count _ <<<"$p"
+  pod "$name" "$node" "$vendor.xpu.dra.dev" "$count"
+  names+=("$name")
+done
+for p in "${FIRST[@]}"; do
+  read -r name node _ <<<"$p"
   if wait_for 90 is_phase "$name" Succeeded; then
     ok "pod $name on $node ran to completion in a real container"
   else
     fail "pod $name on $node: phase $(phase "$name"); $(K get events --field-selector involvedObject.name="$name" -o jsonpath='{range .items[*]}{.message}{"; "}{end}' | tail -c 400)"
   fi
 done
-report "npu2 (a2, 2 NPUs)" < <(check npu2 a2 huawei on)
-report "gpu4 (h200, 4 GPUs)" < <(check gpu4 h200 nvidia on)
-report "gpuoff (off, 1 GPU)" < <(check gpuoff off nvidia off)
-report "dcu2 (dcu, 2 DCUs)" < <(check dcu2 dcu hygon on)
-report "mlu2 (mlu, 2 MLUs)" < <(check mlu2 mlu cambricon on)
-report "mx2 (mx, 2 GPUs)" < <(check mx2 mx metax on)
-report "gcu2 (gcu, 2 GCUs)" < <(check gcu2 gcu enflame on)
+for p in "${FIRST[@]}"; do
+  read -r name node vendor count unit files <<<"$p"
+  report "$name ($node, $count $unit)" < <(check "$name" "$node" "$vendor" "$files")
+done
 
 # --- 2. unprepare when the pods end ---------------------------------------------------------------
-uids=("$(claim_uid npu2):a2" "$(claim_uid gpu4):h200" "$(claim_uid gpuoff):off" "$(claim_uid dcu2):dcu"
-  "$(claim_uid mlu2):mlu" "$(claim_uid mx2):mx" "$(claim_uid gcu2):gcu")
-K delete pod npu2 gpu4 gpuoff dcu2 mlu2 mx2 gcu2 --wait=false >/dev/null
+uids=()
+for p in "${FIRST[@]}"; do
+  read -r name node _ <<<"$p"
+  uids+=("$(claim_uid "$name"):$node")
+done
+K delete pod "${names[@]}" --wait=false >/dev/null
 gone=1
 for u in "${uids[@]}"; do wait_for 60 spec_gone "${u%%:*}" "${u#*:}" || gone=0; done
 [ $gone -eq 1 ] && ok "the pods deleted: their CDI specs and checkpoint entries are gone" \
   || fail "specs left after the pods were deleted: $(ls "$NODES"/*/cdi)"
-K delete resourceclaim npu2 gpu4 gpuoff dcu2 mlu2 mx2 gcu2 --wait=false >/dev/null
+K delete resourceclaim "${names[@]}" --wait=false >/dev/null
 
 # --- 3. two pods at once, and containerd restarted under them -----------------------------------
 pod long1 h200 nvidia.xpu.dra.dev 2 --every 1
