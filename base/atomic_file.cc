@@ -102,24 +102,16 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents, m
 StatusOr<std::string> ReadWholeFile(const std::string& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.get() < 0) return ErrnoError("open", path, errno);
-  return ReadWholeFd(fd.get(), path);
-}
-
-StatusOr<std::string> ReadWholeFd(int fd, const std::string& path, size_t limit) {
   std::string out;
   char buf[16384];
   while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR) continue;
       return ErrnoError("read", path, errno);
     }
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
-    if (out.size() > limit) {
-      return FailedPreconditionError("read " + path + ": larger than " + std::to_string(limit) +
-                                     " bytes");
-    }
   }
   return out;
 }

@@ -8,8 +8,6 @@
 
 #include <sys/types.h>
 
-#include <cstddef>
-#include <limits>
 #include <string>
 #include <string_view>
 
@@ -24,11 +22,6 @@ Status WriteFileAtomically(const std::string& path, std::string_view contents, m
 
 // The whole file. NotFound when it does not exist; other failures with the OS cause.
 StatusOr<std::string> ReadWholeFile(const std::string& path);
-
-// The rest of the open file `fd` (`path` names it in errors); more than `limit` bytes is a
-// FailedPrecondition error. The caller keeps and closes `fd`.
-StatusOr<std::string> ReadWholeFd(int fd, const std::string& path,
-                                  size_t limit = std::numeric_limits<size_t>::max());
 
 // Removes `path`; a missing file is success. Fsyncs the directory when something was removed.
 Status RemoveFileDurably(const std::string& path);

@@ -1,8 +1,6 @@
 #include "base/atomic_file.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
@@ -52,16 +50,6 @@ TEST_CASE("ReadWholeFile, RemoveFileDurably and MakeDirectories") {
   CHECK(ReadWholeFile(dir + "/none").status().code() == StatusCode::kNotFound);
   REQUIRE_OK(WriteFileAtomically(dir + "/f", std::string(40000, 'x'), 0644));
   CHECK(ReadWholeFile(dir + "/f")->size() == 40000);
-  {  // from an open descriptor, with a bound
-    const int fd = ::open((dir + "/f").c_str(), O_RDONLY | O_CLOEXEC);
-    REQUIRE(fd >= 0);
-    CHECK(ReadWholeFd(fd, "f", 40000)->size() == 40000);
-    ::lseek(fd, 0, SEEK_SET);
-    const Status over = ReadWholeFd(fd, "f", 39999).status();
-    ::close(fd);
-    CHECK(over.code() == StatusCode::kFailedPrecondition);
-    CHECK(over.message() == "read f: larger than 39999 bytes");
-  }
   CHECK(RemoveFileDurably(dir + "/f").ok());
   CHECK(RemoveFileDurably(dir + "/f").ok());
   REQUIRE_OK(MakeDirectories(dir + "/a/b/c", 0700));

@@ -10,8 +10,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include "base/atomic_file.h"
-
 namespace xpu::cdihook {
 namespace {
 
@@ -97,7 +95,20 @@ StatusOr<std::string> RootDir::ReadFile(std::string_view path, size_t limit) {
   struct stat st {};
   if (::fstat(file.get(), &st) != 0) return InternalError(Errno("stat", shown));
   if (!S_ISREG(st.st_mode)) return FailedPreconditionError("read " + shown + ": not a file");
-  return ReadWholeFd(file.get(), shown, limit);
+  std::string content;
+  std::array<char, 4096> buf{};
+  for (;;) {
+    const ssize_t n = ::read(file.get(), buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return InternalError(Errno("read", shown));
+    if (n == 0) break;
+    content.append(buf.data(), static_cast<size_t>(n));
+    if (content.size() > limit) {
+      return FailedPreconditionError("read " + shown + ": larger than " + std::to_string(limit) +
+                                     " bytes");
+    }
+  }
+  return content;
 }
 
 Status RootDir::MakeFolders(std::string_view path) {
