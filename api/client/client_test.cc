@@ -94,10 +94,16 @@ TEST_CASE("KeyOf is namespace/name or name", "[client]") {
   CHECK(KeyOf(json::object()).empty());
 }
 
-TEST_CASE("Transport refuses non-HTTP servers", "[client]") {
+TEST_CASE("Transport refuses non-HTTP servers and authorities without a host", "[client]") {
   ClusterConfig config;
   config.server = "ftp://example";
   CHECK(Transport::Create(config).status().code() == StatusCode::kInvalidArgument);
+  config.server = "https://[fd00::1:6443";
+  const Status unclosed = Transport::Create(config).status();
+  CHECK(unclosed.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(unclosed.message(), Catch::Contains("unclosed '['"));
+  config.server = "https://:6443";
+  CHECK_THAT(Transport::Create(config).status().message(), Catch::Contains("no host"));
 }
 
 TEST_CASE("Client maps a refused connection to kUnavailable after its retries", "[client]") {

@@ -43,20 +43,6 @@ bool InCidr(const ip::address& a, std::string_view cidr) {
   return !ec && ip::network_v6(a.to_v6(), net.prefix_length()).network() == net.network();
 }
 
-// "host:port", "[v6]:port", "host" or "v6" -> host and port ("" when none).
-std::pair<std::string_view, std::string_view> SplitHostPort(std::string_view s) {
-  if (!s.empty() && s.front() == '[') {
-    const size_t close = s.find(']');
-    if (close == std::string_view::npos) return {s, ""};
-    const std::string_view port =
-        close + 1 < s.size() && s[close + 1] == ':' ? s.substr(close + 2) : "";
-    return {s.substr(1, close - 1), port};
-  }
-  const size_t colon = s.rfind(':');
-  if (colon == std::string_view::npos || s.find(':') != colon) return {s, ""};  // none, or IPv6
-  return {s.substr(0, colon), s.substr(colon + 1)};
-}
-
 // %XX decoding of a URL's user information.
 std::string Unescape(std::string_view s) {
   std::string out;
@@ -106,6 +92,19 @@ StatusOr<Proxy> ParseProxy(std::string_view url, const std::string& from) {
 }
 
 }  // namespace
+
+std::pair<std::string_view, std::string_view> SplitHostPort(std::string_view s) {
+  if (!s.empty() && s.front() == '[') {
+    const size_t close = s.find(']');
+    if (close == std::string_view::npos) return {s, ""};
+    const std::string_view port =
+        close + 1 < s.size() && s[close + 1] == ':' ? s.substr(close + 2) : "";
+    return {s.substr(1, close - 1), port};
+  }
+  const size_t colon = s.rfind(':');
+  if (colon == std::string_view::npos || s.find(':') != colon) return {s, ""};  // none, or IPv6
+  return {s.substr(0, colon), s.substr(colon + 1)};
+}
 
 ProxyEnvironment ProxyEnvironment::FromProcess() {
   return {.https_proxy = Env("HTTPS_PROXY", "https_proxy"),

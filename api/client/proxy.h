@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/status.h"
 
@@ -44,6 +45,10 @@ struct Proxy {
 StatusOr<std::optional<Proxy>> ProxyFor(std::string_view scheme, std::string_view host,
                                         std::string_view port, const std::string& proxy_url,
                                         const ProxyEnvironment& env);
+
+// "host:port", "[v6]:port", "host" or a bare IPv6 address -> host (an IPv6 literal without its
+// brackets) and port ("" when none). An unclosed '[' is returned whole, as the host.
+std::pair<std::string_view, std::string_view> SplitHostPort(std::string_view s);
 
 // Whether NO_PROXY's `no_proxy` list names `host` (and `port`).
 bool NoProxyMatches(std::string_view no_proxy, std::string_view host, std::string_view port);

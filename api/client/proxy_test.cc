@@ -4,11 +4,25 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "base/testing/require_ok.h"
 
 namespace xpu::api::client {
 namespace {
+
+TEST_CASE("SplitHostPort: names, IPv4 and IPv6, with and without a port") {
+  using Split = std::pair<std::string_view, std::string_view>;
+  CHECK(SplitHostPort("api.example.com:6443") == Split{"api.example.com", "6443"});
+  CHECK(SplitHostPort("api.example.com") == Split{"api.example.com", ""});
+  CHECK(SplitHostPort("10.0.0.1:443") == Split{"10.0.0.1", "443"});
+  CHECK(SplitHostPort("[fd00::1]:6443") == Split{"fd00::1", "6443"});
+  CHECK(SplitHostPort("[fd00::1]") == Split{"fd00::1", ""});
+  CHECK(SplitHostPort("fd00::1") == Split{"fd00::1", ""});  // bare: no port can be told apart
+  CHECK(SplitHostPort("[fd00::1") == Split{"[fd00::1", ""});
+  CHECK(SplitHostPort("") == Split{"", ""});
+}
 
 TEST_CASE("NO_PROXY: every form Go reads") {
   struct Case {

@@ -169,19 +169,10 @@ StatusOr<std::unique_ptr<Transport>> Transport::Create(const ClusterConfig& conf
     endpoint->path_prefix.pop_back();
   }
   endpoint->host_header = std::string(authority);
-  std::string_view host = authority;
-  std::string_view port;
-  if (!host.empty() && host.front() == '[') {  // an IPv6 literal
-    const auto close = host.find(']');
-    if (close == std::string_view::npos) {
-      return InvalidArgumentError("connect to \"" + url + "\": unclosed '[' in the host");
-    }
-    if (host.size() > close + 1 && host[close + 1] == ':') port = host.substr(close + 2);
-    host = host.substr(1, close - 1);
-  } else if (const auto colon = host.rfind(':'); colon != std::string_view::npos) {
-    port = host.substr(colon + 1);
-    host = host.substr(0, colon);
+  if (authority.starts_with('[') && authority.find(']') == std::string_view::npos) {
+    return InvalidArgumentError("connect to \"" + url + "\": unclosed '[' in the host");
   }
+  const auto [host, port] = SplitHostPort(authority);
   if (host.empty()) return InvalidArgumentError("connect to \"" + url + "\": no host");
   endpoint->host = std::string(host);
   endpoint->port = port.empty() ? (endpoint->https ? "443" : "80") : std::string(port);
