@@ -28,11 +28,13 @@ using testing::Eventually;
 using testing::kDriver;
 
 struct GangCluster : testing::SimCluster {
+  static constexpr int kNodes = 6;
+
   explicit GangCluster(const std::vector<std::string>& flags = {})
       : SimCluster(xpu::testing::RequireValue(
             testing::StartControllerCluster(XPU_KUBE_SIM_BINARY, flags))) {
     // n1-n3 in leaf-a, n4-n6 in leaf-b; one spine, one super-pod.
-    for (int i = 1; i <= 6; ++i) {
+    for (int i = 1; i <= kNodes; ++i) {
       const std::string name = "n" + std::to_string(i);
       REQUIRE_OK(testing::MakeNode(*client, name,
                                    {{"kubernetes.io/hostname", name},
@@ -114,7 +116,9 @@ struct GangCluster : testing::SimCluster {
     std::set<std::string> pools;
     for (const auto& s : *all) pools.insert(s.spec.pool.name);
     pools.erase(std::string(kGangPool));
-    return pools == std::set<std::string>{"n1", "n2", "n3", "n4", "n5", "n6"};
+    std::set<std::string> nodes;
+    for (int i = 1; i <= kNodes; ++i) nodes.insert("n" + std::to_string(i));
+    return pools == nodes;
   }
 
   // The end of a controller's log, for failure messages.
