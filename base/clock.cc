@@ -1,7 +1,6 @@
 #include "base/clock.h"
 
 #include <algorithm>
-#include <thread>
 
 namespace xpu {
 namespace {
@@ -12,13 +11,7 @@ class SystemClocks final : public Clock {
  public:
   SteadyTime Now() const override { return std::chrono::steady_clock::now(); }
   WallTime WallNow() const override { return std::chrono::system_clock::now(); }
-  void Sleep(std::chrono::nanoseconds d, const std::atomic<bool>& stop) override {
-    const SteadyTime until = Now() + d;
-    for (SteadyTime now = Now(); !stop && now < until; now = Now()) {
-      std::this_thread::sleep_for(
-          std::min<std::chrono::nanoseconds>(until - now, std::chrono::milliseconds(50)));
-    }
-  }
+  void Sleep(std::chrono::nanoseconds d, const StopFlag& stop) override { stop.WaitFor(d); }
 };
 
 }  // namespace
@@ -40,7 +33,7 @@ Clock::WallTime FakeClock::WallNow() const {
   return wall_start_ + std::chrono::duration_cast<std::chrono::system_clock::duration>(elapsed_);
 }
 
-void FakeClock::Sleep(std::chrono::nanoseconds d, const std::atomic<bool>& /*stop*/) { Advance(d); }
+void FakeClock::Sleep(std::chrono::nanoseconds d, const StopFlag& /*stop*/) { Advance(d); }
 
 void FakeClock::Advance(std::chrono::nanoseconds d) {
   MutexLock lock(mu_);

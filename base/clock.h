@@ -10,10 +10,10 @@
 #ifndef XPU_BASE_CLOCK_H_
 #define XPU_BASE_CLOCK_H_
 
-#include <atomic>
 #include <chrono>
 
 #include "base/mutex.h"
+#include "base/stop.h"
 
 namespace xpu {
 
@@ -25,8 +25,8 @@ class Clock {
   virtual ~Clock() = default;
   virtual SteadyTime Now() const = 0;
   virtual WallTime WallNow() const = 0;
-  // Waits `d`, or less once `stop` is set (the real clock looks at it every 50 ms at most).
-  virtual void Sleep(std::chrono::nanoseconds d, const std::atomic<bool>& stop) = 0;
+  // Waits `d`, or less once `stop` is set (the real clock wakes at its Set()).
+  virtual void Sleep(std::chrono::nanoseconds d, const StopFlag& stop) = 0;
 };
 
 // The process's clocks. Thread-safe; lives as long as the process.
@@ -42,7 +42,7 @@ class FakeClock final : public Clock {
   SteadyTime Now() const override;
   WallTime WallNow() const override;
   // Advances by `d` and returns at once, stopped or not.
-  void Sleep(std::chrono::nanoseconds d, const std::atomic<bool>& stop) override;
+  void Sleep(std::chrono::nanoseconds d, const StopFlag& stop) override;
 
   void Advance(std::chrono::nanoseconds d);
 

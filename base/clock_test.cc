@@ -1,6 +1,7 @@
 #include "base/clock.h"
 
 #include <catch2/catch.hpp>
+#include <thread>
 
 namespace xpu {
 namespace {
@@ -24,24 +25,27 @@ TEST_CASE("a fake clock moves only when told, steady and wall time together") {
 TEST_CASE("sleeping on a fake clock advances it at once, stopped or not") {
   FakeClock clock;
   const Clock::SteadyTime t0 = clock.Now();
-  std::atomic<bool> stop{false};
+  StopFlag stop;
   clock.Sleep(seconds(3600), stop);
   CHECK(clock.Now() - t0 == seconds(3600));
-  stop = true;
+  stop.Set();
   clock.Sleep(seconds(1), stop);
   CHECK(clock.Now() - t0 == seconds(3601));
 }
 
-TEST_CASE("the real clock's sleep returns early once stopped") {
+TEST_CASE("the real clock's sleep lasts its time, and ends when the stop is set") {
   Clock& clock = RealClock();
-  std::atomic<bool> stop{true};
-  const Clock::SteadyTime t0 = clock.Now();
-  clock.Sleep(seconds(3600), stop);  // stopped: returns without waiting out the hour
-  CHECK(clock.Now() - t0 < seconds(60));
-  stop = false;
+  StopFlag stop;
   const Clock::SteadyTime t1 = clock.Now();
   clock.Sleep(milliseconds(20), stop);
   CHECK(clock.Now() - t1 >= milliseconds(20));
+  std::thread stopper([&] { stop.Set(); });
+  const Clock::SteadyTime t0 = clock.Now();
+  clock.Sleep(seconds(3600), stop);  // woken by the Set, not after the hour
+  stopper.join();
+  CHECK(clock.Now() - t0 < seconds(60));
+  clock.Sleep(seconds(3600), stop);  // already stopped: returns at once
+  CHECK(clock.Now() - t0 < seconds(60));
   CHECK(clock.WallNow().time_since_epoch() > seconds(1'700'000'000));  // after 2023: a calendar
 }
 

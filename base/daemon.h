@@ -9,7 +9,6 @@
 #ifndef XPU_BASE_DAEMON_H_
 #define XPU_BASE_DAEMON_H_
 
-#include <atomic>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/stop.h"
 
 namespace xpu {
 
@@ -46,8 +46,9 @@ std::optional<int> FlagsExitCode(std::string_view name, const StatusOr<Options>&
   return std::nullopt;
 }
 
-// Installs SIGTERM and SIGINT handlers; the flag they set. Call once, from main.
-const std::atomic<bool>& StopOnSignals();
+// Installs SIGTERM and SIGINT handlers; the flag they set (through a thread of its own, since
+// a handler may not take the flag's mutex). Call once, from main.
+const StopFlag& StopOnSignals();
 
 // FlagsExitCode, else `run(*options, stop, std::cerr)` until SIGTERM or SIGINT sets `stop`.
 // Returns the exit code.

@@ -4,7 +4,6 @@
 
 #include <unistd.h>
 
-#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <fstream>
@@ -39,7 +38,7 @@ TEST_CASE("TrimDue: something freed, no call running, and quiet for long enough"
 
 TEST_CASE("HeapTrimmer trims after the start and after each burst, once each", "[heap]") {
   FakeClock clock;
-  std::atomic<bool> stop{false};
+  const StopFlag stop;
   int trims = 0;
   HeapTrimmer trimmer(clock, 200ms, [&] { ++trims; });
 

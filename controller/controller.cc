@@ -232,7 +232,7 @@ Status Controller::Start(std::chrono::milliseconds sync_timeout) {
 }
 
 void Controller::Stop() {
-  if (stop_.exchange(true)) return;
+  if (!stop_.Set()) return;
   queue_.ShutDown();
   for (std::thread& t : threads_) t.join();
   threads_.clear();
@@ -323,7 +323,7 @@ Status Controller::SyncClasses() {
 }
 
 void Controller::Worker() {
-  while (!synced() && !stop_) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (!synced() && !stop_.IsSet()) stop_.WaitFor(std::chrono::milliseconds(20));
   while (auto key = queue_.Get()) {
     const bool classes = *key == kClassesKey;
     const bool gang = key->starts_with(kGangKeyPrefix);
@@ -374,7 +374,7 @@ void Controller::ReportTerminal(const std::string& key, bool classes, const Stat
 void Controller::Periodic() {
   Clock& clock = *options_.clock;
   Ticker resync(clock, options_.resync);
-  while (!stop_) {
+  while (!stop_.IsSet()) {
     clock.Sleep(std::chrono::seconds(1), stop_);
     UpdateGauges();
     slice_cache_.Expire();

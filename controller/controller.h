@@ -39,6 +39,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "base/mutex.h"
+#include "base/stop.h"
 #include "controller/autoscaler.h"
 #include "controller/config.h"
 #include "controller/gang_reconciler.h"
@@ -197,7 +198,7 @@ class Controller {
   std::atomic<bool> taints_ok_{true};
   std::atomic<bool> counters_ok_{true};
   std::atomic<bool> partition_type_ok_{false};  // set from CoreOptions::partition_type
-  std::atomic<bool> stop_{false};
+  StopFlag stop_;
   std::vector<std::thread> threads_;
 
   mutable Mutex mu_;

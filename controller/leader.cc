@@ -152,14 +152,14 @@ Status LeaderElector::Release() {
   return client_->Update(kc::Leases(), options_.ns, api::core::ToJson(lease)).status();
 }
 
-void LeaderElector::Run(const std::atomic<bool>& stop, const std::function<void()>& on_started,
+void LeaderElector::Run(const StopFlag& stop, const std::function<void()>& on_started,
                         const std::function<void()>& on_stopped,
                         const std::function<void(const std::string&)>& log) {
   auto say = [&](const std::string& msg) {
     if (log) log(msg);
   };
   Clock::SteadyTime last_renew = clock_->Now();
-  while (!stop) {
+  while (!stop.IsSet()) {
     const StatusOr<bool> held = TryAcquireOrRenew();
     const Clock::SteadyTime now = clock_->Now();
     if (held.ok() && *held) last_renew = now;

@@ -27,6 +27,7 @@
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/status.h"
+#include "base/stop.h"
 
 namespace xpu::controller {
 
@@ -92,7 +93,7 @@ class LeaderElector {
   // Tries to acquire, then renews, until `stop`; calls on_started when it becomes leader and
   // on_stopped when it stops being leader (lost lease, failed renewals or stop). Releases the
   // Lease on stop when it holds it. May become leader again after losing.
-  void Run(const std::atomic<bool>& stop, const std::function<void()>& on_started,
+  void Run(const StopFlag& stop, const std::function<void()>& on_started,
            const std::function<void()>& on_stopped,
            const std::function<void(const std::string&)>& log = nullptr);
 

@@ -35,11 +35,11 @@ struct Replica {
     });
   }
   void Join() {
-    stop = true;
+    stop.Set();
     thread.join();
   }
   LeaderElector elector;
-  std::atomic<bool> stop{false};
+  StopFlag stop;
   std::atomic<int> starts{0};
   std::atomic<int> stops{0};
   std::thread thread;

@@ -182,17 +182,16 @@ StatusOr<Config> StartConfig(const ControllerOptions& options, Logger& log, std:
 // one is given to the controller with the mode in force for server minor `minor`.
 void ReloadOnChange(const ControllerOptions& options, int minor, std::string config_text,
                     Controller& controller, ControllerMetrics& m, Logger& log,
-                    const std::atomic<bool>& stop) {
+                    const StopFlag& stop) {
   if (options.config_path.empty()) {  // nothing to watch: wait for the stop
-    while (!stop) RealClock().Sleep(std::chrono::seconds(1), stop);
+    while (!stop.IsSet()) RealClock().Sleep(std::chrono::hours(1), stop);
     return;
   }
   // Due() is called on every wake-up, so the ticker moves on and Left() is 0 only when a check
   // is due: a ticker left behind would make this a busy loop.
   Ticker poll(RealClock(), options.config_poll);
-  while (!stop) {
-    RealClock().Sleep(
-        std::min<std::chrono::nanoseconds>(poll.Left(), std::chrono::milliseconds(50)), stop);
+  while (!stop.IsSet()) {
+    RealClock().Sleep(poll.Left(), stop);
     if (!poll.Due()) continue;
     auto text = ReadWholeFile(options.config_path);
     if (!text.ok() || *text == config_text) continue;
@@ -216,7 +215,7 @@ void ReloadOnChange(const ControllerOptions& options, int minor, std::string con
 
 }  // namespace
 
-int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::ostream& log_out) {
+int Run(const ControllerOptions& options, const StopFlag& stop, std::ostream& log_out) {
   Logger log(log_out, options.log_level);
   metrics::Registry registry;
   ControllerMetrics m(registry);
@@ -262,12 +261,12 @@ int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::os
     return 1;
   }
   auto version = DetectVersion(**client, options.kubernetes_version);
-  while (!version.ok() && !stop) {
+  while (!version.ok() && !stop.IsSet()) {
     log.Error("kubernetes version: " + version.status().message() + "; retrying");
     RealClock().Sleep(std::chrono::seconds(1), stop);
     version = DetectVersion(**client, options.kubernetes_version);
   }
-  if (stop) return 0;
+  if (stop.IsSet()) return 0;
   log.Info("publishing slices for Kubernetes " +
            std::string(api::KubeVersionName(version->shapes)) + " (server minor " +
            std::to_string(version->minor) + "), " + ModeInForce(config, version->minor));

@@ -7,13 +7,13 @@
 #ifndef XPU_CONTROLLER_RUN_H_
 #define XPU_CONTROLLER_RUN_H_
 
-#include <atomic>
 #include <chrono>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "base/stop.h"
 
 namespace xpu::controller {
 
@@ -49,7 +49,7 @@ StatusOr<ControllerOptions> ParseFlags(const std::vector<std::string>& args, boo
 std::string Usage();
 
 // Runs until `stop`; returns the exit code (0 clean stop, 1 environment error, 2 bad config).
-int Run(const ControllerOptions& options, const std::atomic<bool>& stop, std::ostream& log);
+int Run(const ControllerOptions& options, const StopFlag& stop, std::ostream& log);
 
 }  // namespace xpu::controller
 

@@ -134,9 +134,11 @@ std::optional<std::string> WorkQueue::Get(std::optional<std::chrono::millisecond
       processing_.insert(*key);
       return key;
     }
-    // Sleep until the next delayed key is due (re-checked at least every 50 ms, which also
-    // covers an injected clock), an add, or the timeout.
-    auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(50);
+    // Sleep until the next delayed key is due, an add, a shutdown or the timeout. An injected
+    // clock moves without telling the queue: it is read again every 50 ms.
+    const bool injected = options_.clock != nullptr && options_.clock != &RealClock();
+    auto wake = injected ? std::chrono::steady_clock::now() + std::chrono::milliseconds(50)
+                         : std::chrono::steady_clock::time_point::max();
     if (!due_.empty()) {
       const auto in = due_.begin()->first - Now();
       wake = std::min(wake, std::chrono::steady_clock::now() +

@@ -63,7 +63,7 @@ NodeAgent::NodeAgent(NodeAgentOptions options, kc::Client* client, Logger* log)
         return o;
       }()) {}
 
-Status NodeAgent::Run(const std::atomic<bool>& stop) {
+Status NodeAgent::Run(const StopFlag& stop) {
   RETURN_IF_ERROR(LoadRecords());
   if (Status s = MakeDirectories(options_.plugin_registry_dir, 0750); !s.ok()) {
     log_->Warning("create plugin registry " + options_.plugin_registry_dir + ": " + s.message());
@@ -117,9 +117,9 @@ Status NodeAgent::LoadRecords() {
 
 // -- Node registration and heartbeats --
 
-void NodeAgent::NodeLoop(const std::atomic<bool>& stop) {
+void NodeAgent::NodeLoop(const StopFlag& stop) {
   auto next = Clock::now();
-  while (!stop.load()) {
+  while (!stop.IsSet()) {
     if (Clock::now() >= next) {
       Status s = Heartbeat();
       if (s.ok()) {
@@ -219,14 +219,11 @@ Status NodeAgent::RenewLease() {
 
 // -- Plugin registration and the wipe --
 
-void NodeAgent::PluginLoop(const std::atomic<bool>& stop) {
-  while (!stop.load()) {
+void NodeAgent::PluginLoop(const StopFlag& stop) {
+  while (!stop.IsSet()) {
     ScanRegistry();
     ProbeDrivers();
-    for (auto waited = std::chrono::milliseconds(0); waited < kRegistryPoll && !stop.load();
-         waited += kNap) {
-      std::this_thread::sleep_for(kNap);
-    }
+    stop.WaitFor(kRegistryPoll);
   }
 }
 
@@ -396,9 +393,9 @@ void NodeAgent::Enqueue(const std::string& key, std::chrono::milliseconds delay)
   queue_cv_.NotifyOne();
 }
 
-bool NodeAgent::NextKey(const std::atomic<bool>& stop, std::string* key) {
+bool NodeAgent::NextKey(const StopFlag& stop, std::string* key) {
   MutexLock lock(queue_mu_);
-  while (!stop.load()) {
+  while (!stop.IsSet()) {
     const auto now = Clock::now();
     auto first = queue_.end();
     for (auto it = queue_.begin(); it != queue_.end(); ++it) {
@@ -416,11 +413,11 @@ bool NodeAgent::NextKey(const std::atomic<bool>& stop, std::string* key) {
   return false;
 }
 
-void NodeAgent::PodLoop(const std::atomic<bool>& stop) {
+void NodeAgent::PodLoop(const StopFlag& stop) {
   // Until the cache is complete, a missing pod proves nothing: wait for it.
-  while (!stop.load() && !pods_.WaitForSync(std::chrono::milliseconds(200))) {
+  while (!stop.IsSet() && !pods_.WaitForSync(std::chrono::milliseconds(200))) {
   }
-  if (stop.load()) return;
+  if (stop.IsSet()) return;
   log_->Info("pods synced node=" + options_.node_name + " count=" + std::to_string(pods_.size()));
   for (const auto& [key, state] : states_) Enqueue(key, {});
   std::string key;
@@ -644,8 +641,7 @@ void NodeAgent::RecordPodEvent(PodState* state, const json& pod, const std::stri
   if (!created.ok()) log_->Debug("record event: " + created.status().message());
 }
 
-int RunNodeAgent(const NodeAgentOptions& options, const std::atomic<bool>& stop,
-                 std::ostream& log_out) {
+int RunNodeAgent(const NodeAgentOptions& options, const StopFlag& stop, std::ostream& log_out) {
   Logger log(log_out, options.log_level);
   StatusOr<kc::ClusterConfig> config = kc::ResolveClusterConfig(options.kubeconfig);
   if (!config.ok()) {

@@ -19,7 +19,6 @@
 #ifndef XPU_E2E_KUBELET_NODE_AGENT_H_
 #define XPU_E2E_KUBELET_NODE_AGENT_H_
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <iosfwd>
@@ -36,6 +35,7 @@
 #include "base/log.h"
 #include "base/mutex.h"
 #include "base/status.h"
+#include "base/stop.h"
 #include "e2e/kubelet/kubelet_stand_in.h"
 #include "e2e/kubelet/pod_documents.h"
 
@@ -103,7 +103,7 @@ class NodeAgent {
 
   // Reads the pod records (a record that does not parse is an error: the agent would otherwise
   // forget prepared claims), then runs until `stop`.
-  Status Run(const std::atomic<bool>& stop);
+  Status Run(const StopFlag& stop);
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -135,10 +135,10 @@ class NodeAgent {
   };
 
   Status LoadRecords();
-  void NodeLoop(const std::atomic<bool>& stop);
+  void NodeLoop(const StopFlag& stop);
   Status Heartbeat();
   Status RenewLease();
-  void PluginLoop(const std::atomic<bool>& stop);
+  void PluginLoop(const StopFlag& stop);
   void ScanRegistry();
   void ProbeDrivers();
   // sockets_ as the plugin thread reads it: the only thread that writes the map (always with
@@ -151,8 +151,8 @@ class NodeAgent {
   StatusOr<Endpoint> EndpointOf(const std::string& driver);
 
   void Enqueue(const std::string& key, std::chrono::milliseconds delay);
-  bool NextKey(const std::atomic<bool>& stop, std::string* key);
-  void PodLoop(const std::atomic<bool>& stop);
+  bool NextKey(const StopFlag& stop, std::string* key);
+  void PodLoop(const StopFlag& stop);
   Status SyncPod(const std::string& key);
   Status StartPod(const std::string& key, const nlohmann::json& pod);
   Status PreparePod(PodState* state);
@@ -190,7 +190,7 @@ class NodeAgent {
 
 // The binary: the API client from options.kubeconfig, then NodeAgent::Run until `stop`. Returns
 // the exit code (0 after a clean stop, 1 when it cannot start). Logs go to `log`.
-int RunNodeAgent(const NodeAgentOptions& options, const std::atomic<bool>& stop, std::ostream& log);
+int RunNodeAgent(const NodeAgentOptions& options, const StopFlag& stop, std::ostream& log);
 
 }  // namespace xpu::e2e
 

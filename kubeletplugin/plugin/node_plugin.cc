@@ -180,8 +180,7 @@ struct NodePlugin::XidWatch {
   std::string logged;  // the open error last logged
 };
 
-NodePlugin::NodePlugin(PluginOptions options, const std::atomic<bool>& stop, std::ostream& log,
-                       Clock& clock)
+NodePlugin::NodePlugin(PluginOptions options, const StopFlag& stop, std::ostream& log, Clock& clock)
     : options_(std::move(options)),
       stop_(stop),
       clock_(clock),
@@ -504,7 +503,7 @@ void NodePlugin::HealthLoop(Clock& clock) {
     }
     m_.registered.Set(server_->registered() ? 1 : 0);
     trimmer_.Poll();
-    // Short naps: the /dev watcher is polled, and done is seen promptly.
+    // Short naps: the /dev watcher and the heap trimmer are polled (done ends a nap at once).
     clock.Sleep(std::chrono::milliseconds(100), done_);
   }
 }
@@ -537,7 +536,13 @@ void NodePlugin::TelemetryLoop(Clock& clock) {
         logged = std::move(errors);
       }
     }
-    clock.Sleep(std::chrono::milliseconds(100), done_);
+    // Until the next sample, a second at most: a claim held since the last sample shortens
+    // the period within a second. (A sample that overran its period leaves a short nap, not a
+    // busy loop.)
+    clock.Sleep(
+        std::clamp<std::chrono::nanoseconds>(
+            *last + period - clock.Now(), std::chrono::milliseconds(10), std::chrono::seconds(1)),
+        done_);
   }
 }
 
@@ -672,11 +677,7 @@ void NodePlugin::ChecklistLoop(Clock& clock) {
   while (!Stopping()) {
     RunChecklist(clock, &logged);
     if (options_.node_checklist_interval.count() <= 0) return;
-    const Clock::SteadyTime next = clock.Now() + options_.node_checklist_interval;
-    while (!Stopping() && clock.Now() < next) {
-      clock.Sleep(std::min<std::chrono::nanoseconds>(next - clock.Now(), std::chrono::seconds(1)),
-                  done_);
-    }
+    clock.Sleep(options_.node_checklist_interval, done_);
   }
 }
 
@@ -717,7 +718,7 @@ void NodePlugin::PublishLoop() {
   publisher_->Run(stop_, &wake_, [this](const std::string& line) { log_.Info(line); });
 }
 
-void NodePlugin::Finish() { done_ = true; }
+void NodePlugin::Finish() { done_.Set(); }
 
 void NodePlugin::Stop() {
   server_->Stop();

@@ -28,6 +28,7 @@
 #include "base/log.h"
 #include "base/metrics/metrics.h"
 #include "base/status.h"
+#include "base/stop.h"
 #include "kubeletplugin/discovery/discovery.h"
 #include "kubeletplugin/discovery/xid_events.h"
 #include "kubeletplugin/driver/driver.h"
@@ -56,7 +57,7 @@ class NodePlugin {
   // Makes the parts that need neither the API server nor the host. `options` are valid
   // (PluginOptions::Validate); `stop` and `log` outlive the plugin. `clock` times the XID
   // recoveries' settle period, the publisher's timers and the conditions' timestamps.
-  NodePlugin(PluginOptions options, const std::atomic<bool>& stop, std::ostream& log,
+  NodePlugin(PluginOptions options, const StopFlag& stop, std::ostream& log,
              Clock& clock = RealClock());
   ~NodePlugin();
   NodePlugin(const NodePlugin&) = delete;
@@ -136,10 +137,10 @@ class NodePlugin {
   bool OnXidEvents(const api::NodeInventory* inventory,
                    const std::vector<discovery::XidEvent>& events);
   bool CheckFaulted(const api::NodeInventory* inventory, const XidWatch& watch);
-  bool Stopping() const { return stop_.load() || done_.load(); }
+  bool Stopping() const { return stop_.IsSet() || done_.IsSet(); }
 
   const PluginOptions options_;
-  const std::atomic<bool>& stop_;
+  const StopFlag& stop_;
   Clock& clock_;
   Logger log_;
   metrics::Registry registry_;
@@ -180,7 +181,7 @@ class NodePlugin {
   std::unique_ptr<KubeletServer> server_;
   std::string dev_;  // <host-root>/dev
   std::unique_ptr<DevWatcher> watcher_;
-  std::atomic<bool> done_{false};
+  StopFlag done_;
 };
 
 }  // namespace xpu::plugin

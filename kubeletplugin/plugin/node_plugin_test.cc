@@ -2,7 +2,6 @@
 // and what the checklist loop logs.
 #include "kubeletplugin/plugin/node_plugin.h"
 
-#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <functional>
@@ -24,13 +23,13 @@ using std::chrono::nanoseconds;
 // under test returns after the period it was in.
 class StopAfter final : public Clock {
  public:
-  StopAfter(nanoseconds limit, std::atomic<bool>* stop) : limit_(limit), stop_(stop) {}
+  StopAfter(nanoseconds limit, StopFlag* stop) : limit_(limit), stop_(stop) {}
 
   SteadyTime Now() const override { return fake_.Now(); }
   WallTime WallNow() const override { return fake_.WallNow(); }
-  void Sleep(nanoseconds d, const std::atomic<bool>& done) override {
+  void Sleep(nanoseconds d, const StopFlag& done) override {
     fake_.Sleep(d, done);
-    if (Elapsed() >= limit_) stop_->store(true);
+    if (Elapsed() >= limit_) stop_->Set();
   }
   nanoseconds Elapsed() const { return fake_.Now() - start_; }
 
@@ -38,7 +37,7 @@ class StopAfter final : public Clock {
   FakeClock fake_;
   const SteadyTime start_ = fake_.Now();
   const nanoseconds limit_;
-  std::atomic<bool>* const stop_;
+  StopFlag* const stop_;
 };
 
 // The count of a histogram without labels in Prometheus text; -1 when it is not there.
@@ -68,7 +67,7 @@ struct Harness {
     plugin = std::make_unique<NodePlugin>(options, stop, log);
   }
   testing::TempDir host;
-  std::atomic<bool> stop{false};
+  StopFlag stop;
   std::ostringstream log;
   StopAfter clock;
   std::unique_ptr<NodePlugin> plugin;
@@ -84,7 +83,7 @@ TEST_CASE("TelemetryLoop samples at once, then once a period, until the stop", "
   };
   const Case cases[] = {
       {"three periods begun", 10s, 25s, 3, 25s},
-      {"a period as short as the nap", 100ms, 1s, 10, 1s},
+      {"a period under a second", 100ms, 1s, 10, 1s},
       {"stopped within the first period", 1min, 30s, 1, 30s},
       {"no telemetry: returns at once", 0ms, 1s, 0, 0s},
   };
@@ -102,7 +101,7 @@ TEST_CASE("TelemetryLoop samples at once, then once a period, until the stop", "
 
 TEST_CASE("TelemetryLoop returns at once after Finish", "[node_plugin]") {
   testing::TempDir host;
-  std::atomic<bool> stop{false};
+  StopFlag stop;
   std::ostringstream log;
   NodePlugin plugin(OptionsUnder(host.path()), stop, log);
   StopAfter clock(1min, &stop);
@@ -112,7 +111,7 @@ TEST_CASE("TelemetryLoop returns at once after Finish", "[node_plugin]") {
 
   CHECK(Count(plugin.RenderMetrics(), "xpu_dra_plugin_telemetry_sample_seconds") == 0);
   CHECK(clock.Elapsed() == 0ns);
-  CHECK_FALSE(stop.load());
+  CHECK_FALSE(stop.IsSet());
 }
 
 TEST_CASE("ChecklistLoop runs at once, then once an interval, and logs a finding once",

@@ -1,6 +1,5 @@
 #include "kubeletplugin/plugin/plugin.h"
 
-#include <atomic>
 #include <ostream>
 #include <string>
 #include <thread>
@@ -204,7 +203,7 @@ StatusOr<PluginOptions> ParseFlags(const std::vector<std::string>& args,
   return o;
 }
 
-int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostream& log) {
+int Run(const PluginOptions& options, const StopFlag& stop, std::ostream& log) {
   NodePlugin plugin(options, stop, log);
   if (const int code = plugin.Start(); code != 0) return code;
   Clock& clock = RealClock();

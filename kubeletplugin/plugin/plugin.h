@@ -10,13 +10,13 @@
 #ifndef XPU_KUBELETPLUGIN_PLUGIN_PLUGIN_H_
 #define XPU_KUBELETPLUGIN_PLUGIN_PLUGIN_H_
 
-#include <atomic>
 #include <chrono>
 #include <iosfwd>
 #include <string>
 #include <vector>
 
 #include "base/status.h"
+#include "base/stop.h"
 
 namespace xpu::plugin {
 
@@ -86,7 +86,7 @@ StatusOr<PluginOptions> ParseFlags(const std::vector<std::string>& args,
 std::string Usage();
 
 // Runs until `stop`; returns the exit code. Logs go to `log`, one line per event, no secrets.
-int Run(const PluginOptions& options, const std::atomic<bool>& stop, std::ostream& log);
+int Run(const PluginOptions& options, const StopFlag& stop, std::ostream& log);
 
 }  // namespace xpu::plugin
 

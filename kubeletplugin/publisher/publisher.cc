@@ -284,12 +284,12 @@ void InventoryPublisher::Report(const Status& status, bool terminal,
   }
 }
 
-void InventoryPublisher::Run(const std::atomic<bool>& stop, std::atomic<bool>* wake,
+void InventoryPublisher::Run(const StopFlag& stop, std::atomic<bool>* wake,
                              const std::function<void(const std::string&)>& log) {
   Clock& clock = *options_.clock;
   Ticker lease(clock, options_.lease_renew, Ticker::kAtOnce);
   Ticker publish(clock, options_.rediscover, Ticker::kAtOnce);
-  while (!stop.load()) {
+  while (!stop.IsSet()) {
     if (lease.Due()) {
       if (Status s = RenewLease(); !s.ok()) Report(s, false, log);
     }
@@ -304,7 +304,7 @@ void InventoryPublisher::Run(const std::atomic<bool>& stop, std::atomic<bool>* w
         last_reported_.clear();
       }
     }
-    // Short naps so stop and wake are seen promptly.
+    // Naps of 100 ms at most, so that a wake is seen promptly; a stop ends a nap at once.
     clock.Sleep(std::min<std::chrono::nanoseconds>(
                     {lease.Left(), publish.Left(), std::chrono::milliseconds(100)}),
                 stop);

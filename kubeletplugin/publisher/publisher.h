@@ -29,6 +29,7 @@
 #include "base/clock.h"
 #include "base/mutex.h"
 #include "base/status.h"
+#include "base/stop.h"
 
 namespace xpu::plugin {
 
@@ -95,7 +96,7 @@ class InventoryPublisher {
   // `stop`, on options.clock; errors are counted, logged to `log` and retried as NextPublishStep
   // says (a terminal one is logged once, with a Warning Event). `wake` (may be null) is polled so
   // a caller can ask for an early rediscovery (a device change it saw).
-  void Run(const std::atomic<bool>& stop, std::atomic<bool>* wake = nullptr,
+  void Run(const StopFlag& stop, std::atomic<bool>* wake = nullptr,
            const std::function<void(const std::string&)>& log = nullptr);
 
   PublisherStats stats() const;

@@ -134,12 +134,12 @@ TEST_CASE("publisher (fakes): Run renews and rediscovers on the clock, sooner wh
   PublisherApi api = f.Api();
   api.nodes = node;
   const PublisherOptions o = f.Options();
-  std::atomic<bool> stop{false};
+  StopFlag stop;
   int discoveries = 0;
   Clock::SteadyTime first_discovery;
   InventoryPublisher publisher(api, o, [&] {
     if (++discoveries == 1) first_discovery = f.clock.Now();
-    if (discoveries == 10) stop = true;
+    if (discoveries == 10) stop.Set();
     return api::testing::ExampleNodeInventory();
   });
   publisher.Run(stop);
@@ -168,13 +168,13 @@ TEST_CASE("publisher (fakes): Run renews and rediscovers on the clock, sooner wh
 TEST_CASE("publisher (fakes): a refused inventory is reported once and not sent again") {
   FakeApi f;
   f.AddNode();
-  std::atomic<bool> stop{false};
+  StopFlag stop;
   int discoveries = 0;
   api::NodeInventory found = api::testing::ExampleNodeInventory();
   InventoryPublisher publisher(f.Api(), f.Options(), [&] {
     ++discoveries;
     if (discoveries == 6) found.status.devices[0].health = "Unhealthy";  // something new
-    if (discoveries == 8) stop = true;
+    if (discoveries == 8) stop.Set();
     return found;
   });
   f.inventories->FailNext(FakeVerb::kUpdateStatus,

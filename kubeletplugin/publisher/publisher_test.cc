@@ -1,7 +1,6 @@
 #include "kubeletplugin/publisher/publisher.h"
 
 #include <algorithm>
-#include <atomic>
 #include <catch2/catch.hpp>
 #include <map>
 #include <mutex>
@@ -110,7 +109,7 @@ TEST_CASE("publisher keeps the plugin Lease renewed", "[plugin][publisher]") {
   const std::string first_renew = *lease->spec.renew_time;
 
   // Run renews it and publishes the inventory until stopped.
-  std::atomic<bool> stop{false};
+  StopFlag stop;
   std::thread runner([&] { publisher.Run(stop); });
   CHECK(Eventually([&] {
     auto l = api::FromJson<api::core::Lease>(
@@ -118,7 +117,7 @@ TEST_CASE("publisher keeps the plugin Lease renewed", "[plugin][publisher]") {
     return l.ok() && *l->spec.renew_time != first_renew;
   }));
   CHECK(Eventually([&] { return c.client->Get(kc::NodeInventories(), "", "n2").ok(); }));
-  stop = true;
+  stop.Set();
   runner.join();
   CHECK(publisher.stats().lease_renewals >= 2);
   CHECK(publisher.stats().errors == 0);
@@ -148,7 +147,7 @@ TEST_CASE("an inventory the API server refuses is reported once and not sent aga
     std::lock_guard<std::mutex> lock(mu);
     return found;
   });
-  std::atomic<bool> stop{false};
+  StopFlag stop;
   std::thread runner([&] {
     publisher.Run(stop, nullptr, [&](const std::string& line) {
       std::lock_guard<std::mutex> lock(mu);
@@ -201,7 +200,7 @@ TEST_CASE("an inventory the API server refuses is reported once and not sent aga
     auto typed = api::FromJson<api::NodeInventory>(*stored);
     return typed.ok() && !typed->status.devices.empty() && typed->status.devices[0].name == "npu-0";
   }));
-  stop = true;
+  stop.Set();
   runner.join();
   CHECK(publisher.stats().terminal_errors == 1);
 }

@@ -274,7 +274,7 @@ class Runner {
     }
     std::vector<std::vector<std::string>> printed(rendered_.jobs.size());
     std::string last_error;
-    std::atomic<bool> stop{false};
+    const StopFlag stop;  // never set: the loop ends on its own deadline
     while (true) {
       const bool timed_out = clock_.Now() >= deadline;
       bool all_finished = true;
@@ -368,7 +368,7 @@ class Runner {
   std::optional<ClaimEnergy> FinalEnergy(const json& pod, const std::string& node) {
     const std::vector<std::string> names = ClaimsOf(pod);
     const auto deadline = clock_.Now() + options_.final_energy_wait;
-    std::atomic<bool> stop{false};
+    const StopFlag stop;  // never set: the loop ends on its own deadline
     while (true) {
       bool allocated = false;
       for (const std::string& name : names) allocated = ReadClaim(name) || allocated;
@@ -525,7 +525,7 @@ class Runner {
     std::set<std::string> deleted;
     bool forced = false;
     std::string last_error;
-    std::atomic<bool> stop{false};
+    const StopFlag stop;  // never set: the loop ends on its own deadline
     while (true) {
       auto left = Leftovers();
       if (left.ok() && left->empty()) break;
