@@ -28,6 +28,9 @@ const StopFlag& StopOnSignals() {
     // No pipe (out of descriptors at start): the default action, which ends the process, stays.
     return g_stop;
   }
+  // The handler's end never blocks: once the thread has read its byte, later signals only fill
+  // the pipe, and a full pipe drops them.
+  (void)::fcntl(g_signal_pipe[1], F_SETFL, O_NONBLOCK);
   std::thread([] {
     char byte = 0;
     while (::read(g_signal_pipe[0], &byte, 1) < 0 && errno == EINTR) {
