@@ -1,5 +1,6 @@
 #include "base/stop.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>

@@ -274,7 +274,6 @@ class Runner {
     }
     std::vector<std::vector<std::string>> printed(rendered_.jobs.size());
     std::string last_error;
-    const StopFlag stop;  // never set: the loop ends on its own deadline
     while (true) {
       const bool timed_out = clock_.Now() >= deadline;
       bool all_finished = true;
@@ -310,10 +309,10 @@ class Runner {
       const auto next = std::min(clock_.Now() + options_.poll, deadline);
       while (options_.claim_poll > std::chrono::nanoseconds::zero() &&
              clock_.Now() + options_.claim_poll < next) {
-        clock_.Sleep(options_.claim_poll, stop);
+        clock_.Sleep(options_.claim_poll, no_stop_);
         RefreshClaims();
       }
-      clock_.Sleep(std::max(next - clock_.Now(), std::chrono::nanoseconds::zero()), stop);
+      clock_.Sleep(std::max(next - clock_.Now(), std::chrono::nanoseconds::zero()), no_stop_);
     }
   }
 
@@ -368,14 +367,13 @@ class Runner {
   std::optional<ClaimEnergy> FinalEnergy(const json& pod, const std::string& node) {
     const std::vector<std::string> names = ClaimsOf(pod);
     const auto deadline = clock_.Now() + options_.final_energy_wait;
-    const StopFlag stop;  // never set: the loop ends on its own deadline
     while (true) {
       bool allocated = false;
       for (const std::string& name : names) allocated = ReadClaim(name) || allocated;
       auto energy = SumEnergy(SeenClaims(seen_energy_, names), node);
       if (!energy || energy->final || !allocated || clock_.Now() >= deadline) return energy;
       clock_.Sleep(std::min<std::chrono::nanoseconds>(options_.poll, std::chrono::seconds(1)),
-                   stop);
+                   no_stop_);
     }
   }
 
@@ -525,7 +523,6 @@ class Runner {
     std::set<std::string> deleted;
     bool forced = false;
     std::string last_error;
-    const StopFlag stop;  // never set: the loop ends on its own deadline
     while (true) {
       auto left = Leftovers();
       if (left.ok() && left->empty()) break;
@@ -559,7 +556,7 @@ class Runner {
         return;
       }
       clock_.Sleep(std::min<std::chrono::nanoseconds>(options_.poll, std::chrono::seconds(1)),
-                   stop);
+                   no_stop_);
     }
     outcome_.left_behind.clear();
     progress_ << "clean-up: deleted " << deleted.size() << " objects of run " << options_.run_id
@@ -568,6 +565,7 @@ class Runner {
 
   RunCluster& cluster_;
   Clock& clock_;
+  const StopFlag no_stop_;  // what the polling loops sleep on: never set, each has its deadline
   const RenderedAcceptance& rendered_;
   const RunOptions& options_;
   std::ostream& progress_;
